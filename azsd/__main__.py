@@ -1,0 +1,3 @@
+from azsd.cli import main
+
+main()

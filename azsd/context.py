@@ -1,0 +1,348 @@
+"""Injected session context: detection, stripping and building (spec §4.4, §5, §6).
+
+Before each turn AZUREAL wraps the stored transcript around the user's prompt::
+
+    <azureal-session-context>
+    ## User
+    ...
+    </azureal-session-context>
+
+    <the prompt the user typed>
+
+The agent echoes that whole text back into its JSONL, so on the way in it is stripped again and
+only the clean prompt is stored. Everything here is pure: values in, values out.
+
+>>> p = build_context_prompt(ContextPayload(None, [UserMessage(content="hi")]), "next")
+>>> strip(p)
+'next'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from azsd.events import (
+    AssistantText,
+    Command,
+    Complete,
+    Event,
+    Plan,
+    ToolCall,
+    ToolResult,
+    UserMessage,
+)
+from azsd.rusttext import is_blank, rust_lines, trim, trim_end, trim_start
+
+__all__ = [
+    "AUTO_CONTINUE_CLOSE",
+    "AUTO_CONTINUE_OPEN",
+    "AUTO_CONTINUE_PROMPT",
+    "CODEX_PROMPT_BUDGET",
+    "CODEX_TRIM_NOTICE",
+    "COMPACTION_THRESHOLD",
+    "CONTEXT_CLOSE",
+    "CONTEXT_OPEN",
+    "HIDDEN_CODEX_PREFIX",
+    "ContextPayload",
+    "auto_continue_prompt",
+    "build_compaction_prompt",
+    "build_context_prompt",
+    "fit_codex_budget",
+    "is_auto_continue",
+    "is_hidden_codex_context",
+    "render_transcript",
+    "sanitize",
+    "strip",
+    "strip_injected_context_from_events",
+    "strip_injected_context_indexed",
+]
+
+CONTEXT_OPEN: Final = "<azureal-session-context>"
+CONTEXT_CLOSE: Final = "</azureal-session-context>"
+AUTO_CONTINUE_OPEN: Final = "<azureal-internal-auto-continue>"
+AUTO_CONTINUE_CLOSE: Final = "</azureal-internal-auto-continue>"
+AUTO_CONTINUE_PROMPT: Final = (
+    f"{AUTO_CONTINUE_OPEN}\n"
+    "Continue the in-progress work from the supplied Azureal session context. Do not treat this as "
+    "a new user request, do not change objectives, and keep following the user's latest instructions.\n"
+    f"{AUTO_CONTINUE_CLOSE}"
+)
+HIDDEN_CODEX_PREFIX: Final = "# AGENTS.md instructions for "
+_HIDDEN_CODEX_MARK: Final = "<INSTRUCTIONS>"
+_SYSTEM_REMINDER: Final = "<system-reminder>"
+_SUMMARY_HEAD: Final = "[Previous conversation summary]\n"
+_SUMMARY_TAIL: Final = "\n\n[Conversation continues]\n\n"
+
+#: Stored `char_len` since the latest compaction at which a session is compacted.
+COMPACTION_THRESHOLD: Final = 400_000
+#: Codex receives its prompt on stdin; past this many UTF-8 bytes the context is trimmed (§5.3).
+CODEX_PROMPT_BUDGET: Final = 180_000
+CODEX_TRIM_NOTICE: Final = (
+    "\n[Azureal omitted older raw session context here to keep the Codex input under its prompt "
+    "budget. Use the previous summary above and the recent context below.]\n\n"
+)
+
+
+@dataclass(frozen=True)
+class ContextPayload:
+    """What a new turn is told about the session: the latest compaction summary and the events since."""
+
+    compaction_summary: str | None
+    events: Sequence[Event] = field(default_factory=list)
+
+
+# -- detection and stripping (§4.4) -------------------------------------------------------------
+
+
+def strip(content: str) -> str:
+    """Remove an injected context wrapper, keeping what follows its first close tag.
+
+    A close tag without an open tag still strips; an open tag without a close tag is a malformed
+    wrapper and gives ``""``.
+
+    >>> strip("<azureal-session-context>\\nx\\n</azureal-session-context>\\n\\nhello")
+    'hello'
+    """
+    at = content.find(CONTEXT_CLOSE)
+    if at >= 0:
+        return content[at + len(CONTEXT_CLOSE) :].lstrip("\n")
+    if CONTEXT_OPEN in content:
+        return ""
+    return content
+
+
+def is_hidden_codex_context(content: str) -> bool:
+    """Codex's injected AGENTS.md instructions, which are never a user prompt."""
+    return trim_start(content).startswith(HIDDEN_CODEX_PREFIX) and _HIDDEN_CODEX_MARK in content
+
+
+def is_auto_continue(content: str) -> bool:
+    """The hidden prompt AZUREAL sends after a mid-turn compaction (§5.4)."""
+    t = trim(content)
+    return t.startswith(AUTO_CONTINUE_OPEN) and t.endswith(AUTO_CONTINUE_CLOSE)
+
+
+def _has_tag(content: str) -> bool:
+    return CONTEXT_OPEN in content or CONTEXT_CLOSE in content
+
+
+def sanitize(content: str) -> str | None:
+    """The clean user prompt inside `content`, or None when nothing of it is the user's.
+
+    >>> sanitize("plain"), sanitize(AUTO_CONTINUE_PROMPT)
+    ('plain', None)
+    """
+    if is_hidden_codex_context(content):
+        return None
+    stripped = strip(content)
+    if is_auto_continue(stripped):
+        return None
+    if stripped == "" and _has_tag(content):
+        return None
+    return stripped
+
+
+def strip_injected_context_indexed(events: Sequence[Event]) -> list[tuple[int, Event]]:
+    """Run-level stripping (§4.4), keeping each surviving event's index in `events`.
+
+    Plain user messages next to a tagged one are the split-up hidden context of the same prompt and
+    are dropped with it; a malformed opener swallows user messages until a close tag or the next
+    non-user event.
+    """
+    out: list[tuple[int, Event]] = []
+    pend: list[tuple[int, Event]] = []
+    inside = False
+
+    def push_clean(i: int, msg: str) -> None:
+        clean = sanitize(msg)
+        if clean is not None and not is_blank(clean):
+            out.append((i, UserMessage(content=clean)))
+
+    for i, event in enumerate(events):
+        if isinstance(event, UserMessage):
+            msg = event.content
+            if is_hidden_codex_context(msg):
+                continue
+            if inside:
+                if CONTEXT_CLOSE in msg:
+                    inside = False
+                    push_clean(i, msg)
+            elif _has_tag(msg):
+                pend.clear()
+                if CONTEXT_CLOSE in msg:
+                    push_clean(i, msg)
+                else:
+                    inside = True
+            else:
+                pend.append((i, event))
+            continue
+        if inside:
+            pend.clear()
+            inside = False
+        else:
+            out.extend(pend)
+            pend.clear()
+        out.append((i, event))
+    if not inside:
+        out.extend(pend)
+    return out
+
+
+def strip_injected_context_from_events(events: Sequence[Event]) -> list[Event]:
+    """Drop injected context and hidden prompts from a run of events (§4.4)."""
+    return [e for _, e in strip_injected_context_indexed(events)]
+
+
+# -- rendering (§5.2) -----------------------------------------------------------------------------
+
+_PARAM_KEY: Final[dict[str, str]] = {
+    "bash": "command",
+    "read": "file_path",
+    "edit": "file_path",
+    "write": "file_path",
+    "glob": "pattern",
+    "grep": "pattern",
+    "webfetch": "url",
+    "websearch": "query",
+    "agent": "description",
+    "task": "description",
+    "lsp": "operation",
+}
+_PARAM_NAMES: Final = {
+    "Bash",
+    "Read",
+    "Edit",
+    "Write",
+    "Glob",
+    "Grep",
+    "WebFetch",
+    "WebSearch",
+    "Agent",
+    "Task",
+    "LSP",
+}
+
+
+def _tool_param(tool_name: str, tool_input: Any) -> str:
+    if tool_name in _PARAM_NAMES or tool_name in _PARAM_KEY:
+        key = _PARAM_KEY[tool_name.lower()]
+    else:
+        key = "file_path"
+    if not isinstance(tool_input, dict):
+        return ""
+    value = tool_input[key] if key in tool_input else tool_input.get("path")
+    return value if isinstance(value, str) else ""
+
+
+def _shorten_result(content: str) -> str:
+    at = content.find(_SYSTEM_REMINDER)
+    text = trim_end(content if at < 0 else content[:at])
+    lines = rust_lines(text)
+    if len(lines) <= 6:
+        return text
+    return "\n".join(lines[:3]) + f"\n(+{len(lines) - 6} more lines)\n" + "\n".join(lines[-3:])
+
+
+def _render(event: Event) -> str | None:
+    match event:
+        case UserMessage(content=content):
+            return f"## User\n{content}\n"
+        case AssistantText(text=text):
+            return f"## Assistant\n{text}\n"
+        case ToolCall(tool_name=name, input=tool_input):
+            param = _tool_param(name, tool_input)
+            return f"## Tool: {name} ({param})\n" if param else f"## Tool: {name}\n"
+        case ToolResult(tool_name=name, content=content, is_error=is_error):
+            label = "Error" if is_error else "Result"
+            return f"[{label}: {name}] {_shorten_result(content)}\n"
+        case Plan(name=name, content=content):
+            return f"## Plan: {name}\n{content}\n"
+        case Command(name=name):
+            return f"## Command: {name}\n"
+        case Complete(duration_ms=ms, cost_usd=cost):
+            return f"[Session complete: {ms / 1000:.1f}s, ${cost:.4f}]\n"
+        case _:
+            return None
+
+
+def render_transcript(summary: str | None, events: Iterable[Event]) -> str:
+    """The transcript text that goes inside the context wrapper, `trim_end`ed (§5.2)."""
+    parts: list[str] = []
+    if summary is not None:
+        parts.append(_SUMMARY_HEAD + summary + _SUMMARY_TAIL)
+    for event in events:
+        rendered = _render(event)
+        if rendered is not None:
+            parts.append(rendered)
+            parts.append("\n")
+    return trim_end("".join(parts))
+
+
+def build_context_prompt(payload: ContextPayload | None, prompt: str, *, codex: bool = False) -> str:
+    """The prompt to send: the transcript wrapped in context tags, then the user's prompt.
+
+    With nothing to render (no payload, or only Init/Hook/ModelSwitch events) the raw prompt is
+    returned. With ``codex=True`` the result is fitted into :data:`CODEX_PROMPT_BUDGET` (§5.3).
+    """
+    if payload is None:
+        return prompt
+    transcript = render_transcript(payload.compaction_summary, payload.events)
+    if not transcript:
+        return prompt
+    full = f"{CONTEXT_OPEN}\n{transcript}\n{CONTEXT_CLOSE}\n\n{prompt}"
+    return fit_codex_budget(full) if codex else full
+
+
+def fit_codex_budget(prompt: str, budget: int = CODEX_PROMPT_BUDGET) -> str:
+    """Trim the oldest raw context so the prompt fits in `budget` UTF-8 bytes (§5.3).
+
+    Keeps everything through the open tag, the summary block, a notice, the newest whole lines of
+    the transcript that fit, and everything from the close tag on. Returns the prompt untrimmed when
+    a tag is missing or the fixed parts alone do not fit.
+    """
+    data = prompt.encode()
+    if len(data) <= budget:
+        return prompt
+    open_b, close_b = CONTEXT_OPEN.encode(), CONTEXT_CLOSE.encode()
+    start = data.find(open_b)
+    if start < 0:
+        return prompt
+    body_at = start + len(open_b)
+    close_at = data.find(close_b, body_at)
+    if close_at < 0:
+        return prompt
+    head, body, tail = data[:body_at], data[body_at:close_at], data[close_at:]
+    marker = _SUMMARY_TAIL.encode()
+    summary_end = body.find(marker)
+    summary = b"" if summary_end < 0 else body[: summary_end + len(marker)]
+    rest = body[len(summary) :]
+    fixed = len(head) + len(summary) + len(CODEX_TRIM_NOTICE.encode()) + len(tail)
+    room = budget - fixed
+    if room < 0:
+        return prompt
+    recent = rest[len(rest) - room :] if room else b""
+    if recent and len(recent) < len(rest) and rest[len(rest) - len(recent) - 1] != ord("\n"):
+        newline = recent.find(b"\n")
+        recent = b"" if newline < 0 else recent[newline + 1 :]
+    return (head + summary + CODEX_TRIM_NOTICE.encode() + recent + tail).decode()
+
+
+def auto_continue_prompt(payload: ContextPayload | None, *, codex: bool = False) -> str:
+    """The hidden prompt that resumes a turn after a mid-turn compaction (§5.4)."""
+    return build_context_prompt(payload, AUTO_CONTINUE_PROMPT, codex=codex)
+
+
+def build_compaction_prompt(payload: ContextPayload) -> str:
+    """The prompt that asks an agent to summarise `payload` for a compaction (§6)."""
+    transcript = render_transcript(payload.compaction_summary, payload.events)
+    return (
+        "You are compacting the history of a coding-agent session so that later turns can continue "
+        "from a summary instead of the full transcript. Read the transcript below carefully; it may "
+        "begin with the summary of an earlier compaction, which your summary must carry forward.\n\n"
+        f"<transcript>\n{transcript}\n</transcript>\n\n"
+        "Write a summary of 2000 to 4000 characters, in the third person, covering: the decisions "
+        "made and why, the files created or changed, the important context and constraints, the "
+        "current state of the work, and the next steps. Output ONLY the summary text."
+    )

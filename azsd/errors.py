@@ -1,0 +1,87 @@
+"""The one exception tree of azsd.
+
+Every error azsd raises on purpose is an :class:`AzsdError`. Foreign errors (``sqlite3.Error``,
+``msgspec.DecodeError``, ``zmq.ZMQError``) are translated where they enter, so callers catch one
+family::
+
+    AzsdError
+     ├── ConfigError            a configuration file or value is wrong
+     ├── StoreError             anything about a `.azs` store
+     │    ├── NotAStoreError        the file exists but is not an SQLite database
+     │    ├── ReadOnlyStoreError    the store was opened read-only (newer schema) and a write was tried
+     │    ├── SessionNotFoundError  no session with that id in the store
+     │    └── StoreFullError        the disk (or the file's page limit) is full
+     ├── ProtocolError          a message on the wire could not be decoded or is invalid
+     ├── DaemonUnavailable      no daemon answers on the endpoint
+     └── RemoteError            the daemon answered with an error reply
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+__all__ = [
+    "AzsdError",
+    "ConfigError",
+    "DaemonUnavailable",
+    "NotAStoreError",
+    "ProtocolError",
+    "ReadOnlyStoreError",
+    "RemoteError",
+    "SessionNotFoundError",
+    "StoreError",
+    "StoreFullError",
+]
+
+
+class AzsdError(Exception):
+    """Base of every error azsd raises on purpose."""
+
+
+class ConfigError(AzsdError):
+    """A configuration file or value is invalid."""
+
+
+class StoreError(AzsdError):
+    """A `.azs` store could not be opened, read or written."""
+
+
+class NotAStoreError(StoreError):
+    """The store path exists but does not hold an SQLite database."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(f"{path} is not an SQLite database (not an AZUREAL session store)")
+        self.path = path
+
+
+class ReadOnlyStoreError(StoreError):
+    """A write was attempted on a store opened read-only (for example a newer schema version)."""
+
+
+class SessionNotFoundError(StoreError):
+    """No session with the given id exists in the store."""
+
+    def __init__(self, session_id: int) -> None:
+        super().__init__(f"no session S{session_id} in this store")
+        self.session_id = session_id
+
+
+class StoreFullError(StoreError):
+    """The write failed because the disk or the database file is full; nothing was changed."""
+
+
+class ProtocolError(AzsdError):
+    """A message could not be decoded, or does not fit the protocol."""
+
+
+class DaemonUnavailable(AzsdError):
+    """No azsd daemon answered on the resolved endpoint."""
+
+
+class RemoteError(AzsdError):
+    """The daemon answered a request with an error reply."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message

@@ -1,0 +1,62 @@
+"""The AZUREAL v3 schema text (spec §1.3) and azsd's own side tables (DESIGN.md decision 5).
+
+Only strings live here; :mod:`azsd.store` runs them.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+__all__ = [
+    "AZSD_DDL",
+    "AZUREAL_DDL",
+    "DROPPED_COLUMNS",
+    "HWM_KEY",
+    "SCHEMA_VERSION",
+]
+
+#: The `schema_version` AZUREAL writes and azsd understands.
+SCHEMA_VERSION: Final = 3
+
+#: Exactly the script AZUREAL runs on every open.
+AZUREAL_DDL: Final = """\
+CREATE TABLE IF NOT EXISTS sessions (
+    id               INTEGER PRIMARY KEY,
+    name             TEXT NOT NULL DEFAULT '',
+    worktree         TEXT NOT NULL DEFAULT '',
+    created          TEXT NOT NULL DEFAULT (datetime('now')),
+    completed        INTEGER,
+    duration_ms      INTEGER,
+    cost_usd         REAL,
+    last_claude_uuid TEXT NOT NULL DEFAULT ''
+);
+CREATE TABLE IF NOT EXISTS events (
+    id         INTEGER PRIMARY KEY AUTOINCREMENT,
+    session_id INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    seq        INTEGER NOT NULL,
+    kind       TEXT NOT NULL,
+    data       TEXT NOT NULL,
+    char_len   INTEGER NOT NULL DEFAULT 0,
+    UNIQUE(session_id, seq)
+);
+CREATE INDEX IF NOT EXISTS idx_events_session ON events(session_id, seq);
+CREATE TABLE IF NOT EXISTS compactions (
+    id         INTEGER PRIMARY KEY AUTOINCREMENT,
+    session_id INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    after_seq  INTEGER NOT NULL,
+    summary    TEXT NOT NULL,
+    created    TEXT NOT NULL DEFAULT (datetime('now'))
+);
+CREATE INDEX IF NOT EXISTS idx_compactions_session ON compactions(session_id);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+INSERT OR IGNORE INTO meta(key, value) VALUES ('schema_version', '3');
+"""
+
+#: Columns some v2 builds had, which the v3 migration drops.
+DROPPED_COLUMNS: Final = ("context_tokens", "output_tokens", "context_window")
+
+#: `meta` key of the session-number high-water mark: numbers at or below it are never handed out.
+HWM_KEY: Final = "azsd_session_hwm"
+
+#: azsd's side tables. Each references `sessions(id)` with ON DELETE CASCADE; AZUREAL ignores them.
+AZSD_DDL: Final = ""

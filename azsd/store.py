@@ -1,0 +1,585 @@
+"""The `.azs` session store: the only code in azsd that touches sqlite3.
+
+A :class:`Store` is one connection to ``<root>/.azureal/sessions.azs`` in AZUREAL's v3 format
+(spec/store-format.md), owned by one thread. Opening a root never creates the file; creating the
+first session does. Writes run in ``BEGIN IMMEDIATE`` transactions; :meth:`Store.atomic` groups many
+of them into one commit (nested calls become savepoints).
+
+>>> import tempfile, pathlib
+>>> root = pathlib.Path(tempfile.mkdtemp())
+>>> with Store.open(root) as store:
+...     s = store.create_session(worktree="main")
+...     store.append_events(s.id, [UserMessage(content="hi")]).inserted
+1
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Final, Self
+
+from azsd.codec import CodecError, RowCodec
+from azsd.compact import char_len, prepare_for_store
+from azsd.context import ContextPayload, strip_injected_context_indexed
+from azsd.errors import (
+    NotAStoreError,
+    ReadOnlyStoreError,
+    SessionNotFoundError,
+    StoreError,
+    StoreFullError,
+)
+from azsd.events import (
+    AssistantText,
+    Command,
+    Complete,
+    Event,
+    EventDecodeError,
+    Init,
+    Plan,
+    ToolCall,
+    ToolResult,
+    UserMessage,
+    decode_event,
+    encode_event,
+    event_kind,
+)
+from azsd.model import AppendResult, Compaction, LoadResult, SessionInfo, StoredEvent
+from azsd.schema import AZSD_DDL, AZUREAL_DDL, DROPPED_COLUMNS, HWM_KEY, SCHEMA_VERSION
+
+__all__ = ["BUSY_TIMEOUT_S", "STORE_DIR", "STORE_FILE", "Store", "store_path"]
+
+log = logging.getLogger("azsd.store")
+
+STORE_DIR: Final = ".azureal"
+STORE_FILE: Final = "sessions.azs"
+#: rusqlite's default, which AZUREAL runs with.
+BUSY_TIMEOUT_S: Final = 5.0
+
+_RUNNING_KINDS: Final = (Init, UserMessage, Command, Plan, AssistantText, ToolCall, ToolResult)
+_SESSION_COLUMNS: Final = "s.id, s.name, s.worktree, s.created, s.completed, s.duration_ms, s.cost_usd"
+_SESSION_STATS: Final = """
+    LEFT JOIN (
+        SELECT session_id, COUNT(*) AS n, SUM(kind IN ('UserMessage', 'AssistantText')) AS msgs,
+               MAX(id) AS last_id
+        FROM events GROUP BY session_id
+    ) AS e ON e.session_id = s.id
+"""
+
+
+def store_path(root: Path) -> Path:
+    """Where the store of the worktree `root` lives."""
+    return Path(root) / STORE_DIR / STORE_FILE
+
+
+class Store:
+    """One `.azs` file, opened lazily: absent until the first session is created."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+        self.path = store_path(self.root)
+        self.read_only = False
+        self.schema_version: int | None = None
+        self._conn: sqlite3.Connection | None = None
+        self._codec = RowCodec()
+        self._depth = 0
+        if self.path.exists():
+            self._connect()
+
+    @classmethod
+    def open(cls, root: Path) -> Self:
+        """Open the store of `root`; the file is not created until a session is."""
+        return cls(root)
+
+    @property
+    def exists(self) -> bool:
+        return self._conn is not None
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- connection and schema ----------------------------------------------------------------
+
+    def _connect(self) -> None:
+        uri = f"{self.path.as_uri()}?mode=rwc"
+        conn = sqlite3.connect(
+            uri, uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
+        )
+        try:
+            version = _read_schema_version(conn)
+        except sqlite3.DatabaseError:
+            conn.close()
+            raise NotAStoreError(self.path) from None
+        if version is not None and version > SCHEMA_VERSION:
+            conn.close()
+            ro = f"{self.path.as_uri()}?mode=ro"
+            conn = sqlite3.connect(
+                ro, uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
+            )
+            self.read_only = True
+            log.warning(
+                "%s has schema_version %d (newer than %d): opened read-only",
+                self.path,
+                version,
+                SCHEMA_VERSION,
+            )
+        else:
+            with _translate(self.path):
+                mode = conn.execute("PRAGMA journal_mode = DELETE").fetchone()[0]
+                if str(mode).lower() != "delete":
+                    conn.close()
+                    raise StoreError(f"{self.path}: cannot switch journal mode to DELETE (it is {mode})")
+                conn.execute("PRAGMA synchronous = NORMAL")
+                conn.execute("PRAGMA foreign_keys = ON")
+        self._conn = conn
+        if not self.read_only:
+            with _translate(self.path):
+                self._migrate()
+        self.schema_version = version if self.read_only else SCHEMA_VERSION
+
+    def _migrate(self) -> None:
+        """Run AZUREAL's DDL and v3 migration (spec §1.4) when the file is not already v3."""
+        conn = self._require()
+        if _is_current(conn):
+            return
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            for statement in _statements(AZUREAL_DDL + AZSD_DDL):
+                conn.execute(statement)
+            columns = {row[1] for row in conn.execute("PRAGMA table_info(sessions)")}
+            if "last_claude_uuid" not in columns:
+                conn.execute("ALTER TABLE sessions ADD COLUMN last_claude_uuid TEXT NOT NULL DEFAULT ''")
+            for column in DROPPED_COLUMNS:
+                if column in columns:
+                    conn.execute(f"ALTER TABLE sessions DROP COLUMN {column}")
+            conn.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+
+    def _require(self) -> sqlite3.Connection:
+        assert self._conn is not None
+        return self._conn
+
+    def _writer(self, *, create: bool = False) -> sqlite3.Connection:
+        if self.read_only:
+            raise ReadOnlyStoreError(
+                f"{self.path} has schema_version {self.schema_version}, newer than the {SCHEMA_VERSION} "
+                "this azsd understands: it is open read-only (upgrade azsd to write to it)"
+            )
+        if self._conn is None:
+            if not create:
+                raise StoreError(f"{self.path} does not exist yet (create a session first)")
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._connect()
+        return self._require()
+
+    @contextmanager
+    def atomic(self, *, create: bool = False) -> Iterator[sqlite3.Connection]:
+        """A write transaction (`BEGIN IMMEDIATE`), or a savepoint inside an enclosing one."""
+        conn = self._writer(create=create)
+        depth = self._depth
+        with _translate(self.path):
+            conn.execute("BEGIN IMMEDIATE" if depth == 0 else f"SAVEPOINT azsd_{depth}")
+            self._depth += 1
+            try:
+                yield conn
+            except BaseException:
+                self._depth = depth
+                if depth == 0:
+                    conn.execute("ROLLBACK")
+                else:
+                    conn.execute(f"ROLLBACK TO azsd_{depth}")
+                    conn.execute(f"RELEASE azsd_{depth}")
+                raise
+            self._depth = depth
+            try:
+                conn.execute("COMMIT" if depth == 0 else f"RELEASE azsd_{depth}")
+            except sqlite3.Error:
+                if depth == 0 and conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+
+    def _query(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        if self._conn is None:
+            return []
+        with _translate(self.path):
+            return self._conn.execute(sql, params).fetchall()
+
+    def _scalar(self, sql: str, params: Sequence[Any] = (), default: Any = None) -> Any:
+        rows = self._query(sql, params)
+        return rows[0][0] if rows and rows[0][0] is not None else default
+
+    # -- sessions -----------------------------------------------------------------------------
+
+    def create_session(self, name: str | None = None, worktree: str = "") -> SessionInfo:
+        """Create a session with a number never used before in this store (DESIGN decision 1)."""
+        with self.atomic(create=True) as conn:
+            hwm = int(
+                conn.execute("SELECT value FROM meta WHERE key = ?", (HWM_KEY,)).fetchone()[0]
+                if self._has_hwm(conn)
+                else 0
+            )
+            highest = conn.execute("SELECT COALESCE(MAX(id), 0) FROM sessions").fetchone()[0]
+            new_id = max(hwm, highest) + 1
+            conn.execute(
+                "INSERT INTO sessions (id, name, worktree) VALUES (?, ?, ?)", (new_id, name or "", worktree)
+            )
+            self._set_hwm(conn, new_id)
+        return self.get_session(new_id)
+
+    @staticmethod
+    def _has_hwm(conn: sqlite3.Connection) -> bool:
+        return conn.execute("SELECT 1 FROM meta WHERE key = ?", (HWM_KEY,)).fetchone() is not None
+
+    @staticmethod
+    def _set_hwm(conn: sqlite3.Connection, value: int) -> None:
+        conn.execute(
+            "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE "
+            "SET value = MAX(CAST(value AS INTEGER), CAST(excluded.value AS INTEGER))",
+            (HWM_KEY, str(value)),
+        )
+
+    def next_session_number(self) -> int:
+        """The number the next `create_session` will use."""
+        hwm = int(self._scalar("SELECT value FROM meta WHERE key = ?", (HWM_KEY,), 0))
+        return max(hwm, self._scalar("SELECT MAX(id) FROM sessions", (), 0)) + 1
+
+    def get_session(self, session_id: int) -> SessionInfo:
+        rows = self._query(
+            f"SELECT {_SESSION_COLUMNS}, COALESCE(e.n, 0), COALESCE(e.msgs, 0) FROM sessions AS s "
+            "LEFT JOIN (SELECT session_id, COUNT(*) AS n, SUM(kind IN ('UserMessage', 'AssistantText')) "
+            "AS msgs FROM events WHERE session_id = ?) AS e ON e.session_id = s.id WHERE s.id = ?",
+            (session_id, session_id),
+        )
+        if not rows:
+            raise SessionNotFoundError(session_id)
+        return _session_info(rows[0])
+
+    def has_session(self, session_id: int) -> bool:
+        return bool(self._query("SELECT 1 FROM sessions WHERE id = ?", (session_id,)))
+
+    def list_sessions(
+        self, worktree: str | None = None, *, limit: int = -1, offset: int = 0
+    ) -> list[SessionInfo]:
+        """Sessions, latest activity first, those with no events last (spec §7 `list_sessions`)."""
+        rows = self._query(
+            f"SELECT {_SESSION_COLUMNS}, COALESCE(e.n, 0), COALESCE(e.msgs, 0) FROM sessions AS s "
+            f"{_SESSION_STATS} WHERE ?1 IS NULL OR s.worktree = ?1 "
+            "ORDER BY COALESCE(e.last_id, 0) DESC, s.id DESC LIMIT ?2 OFFSET ?3",
+            (worktree, limit, offset),
+        )
+        return [_session_info(row) for row in rows]
+
+    def count_sessions(self, worktree: str | None = None) -> int:
+        return int(
+            self._scalar("SELECT COUNT(*) FROM sessions WHERE ?1 IS NULL OR worktree = ?1", (worktree,), 0)
+        )
+
+    def session_names(self) -> dict[int, str]:
+        """Every session's display name (`name`, or `S{id}`)."""
+        return {sid: name or f"S{sid}" for sid, name in self._query("SELECT id, name FROM sessions")}
+
+    def rename_session(self, session_id: int, name: str) -> None:
+        with self.atomic() as conn:
+            if conn.execute("UPDATE sessions SET name = ? WHERE id = ?", (name, session_id)).rowcount == 0:
+                raise SessionNotFoundError(session_id)
+
+    def rename_worktree(self, old: str, new: str) -> int:
+        """Move every session of branch `old` to `new`; returns how many moved."""
+        if self._conn is None:
+            return 0
+        with self.atomic() as conn:
+            return conn.execute("UPDATE sessions SET worktree = ? WHERE worktree = ?", (new, old)).rowcount
+
+    def delete_session(self, session_id: int) -> None:
+        """Delete a session and everything that references it (events, compactions, side tables)."""
+        if self._conn is None:
+            raise SessionNotFoundError(session_id)
+        with self.atomic() as conn:
+            if conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,)).rowcount == 0:
+                raise SessionNotFoundError(session_id)
+            self._set_hwm(conn, session_id)
+
+    def vacuum(self) -> None:
+        """Give the space of deleted sessions back to the file system (AZUREAL does this after a delete)."""
+        with _translate(self.path):
+            self._writer().execute("VACUUM")
+
+    def mark_completed(self, session_id: int, success: bool, duration_ms: int, cost_usd: float) -> None:
+        """Set the completion badge of a session."""
+        with self.atomic() as conn:
+            updated = conn.execute(
+                "UPDATE sessions SET completed = ?, duration_ms = ?, cost_usd = ? WHERE id = ?",
+                (1 if success else 0, duration_ms, cost_usd, session_id),
+            ).rowcount
+            if updated == 0:
+                raise SessionNotFoundError(session_id)
+
+    def set_session_uuid(self, session_id: int, uuid: str) -> None:
+        """Record the agent session id of a running turn (orphan recovery, spec §4.1)."""
+        with self.atomic() as conn:
+            if (
+                conn.execute(
+                    "UPDATE sessions SET last_claude_uuid = ? WHERE id = ?", (uuid, session_id)
+                ).rowcount
+                == 0
+            ):
+                raise SessionNotFoundError(session_id)
+
+    def clear_session_uuid(self, session_id: int) -> None:
+        self.set_session_uuid(session_id, "")
+
+    def sessions_with_uuid(self) -> list[tuple[int, str, str]]:
+        """`(id, worktree, uuid)` of sessions whose last turn may still need ingesting."""
+        return [
+            tuple(r)
+            for r in self._query(
+                "SELECT id, worktree, last_claude_uuid FROM sessions WHERE last_claude_uuid != '' ORDER BY id"
+            )
+        ]
+
+    # -- events -------------------------------------------------------------------------------
+
+    def append_events(self, session_id: int, events: Iterable[Event]) -> AppendResult:
+        """Compact and store events after the session's last one (spec §2.5), in one transaction."""
+        return self.append_prepared(session_id, prepare_for_store(events))
+
+    def append_prepared(self, session_id: int, events: Sequence[Event]) -> AppendResult:
+        """Store events that already went through :func:`azsd.compact.prepare_for_store`.
+
+        `seq` is computed inside the transaction, so concurrent writers never collide. Completion:
+        the last `Complete` sets the badge; otherwise new turn content resets it to running.
+        """
+        with self.atomic() as conn:
+            if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is None:
+                raise SessionNotFoundError(session_id)
+            seq = conn.execute(
+                "SELECT COALESCE(MAX(seq), 0) + 1 FROM events WHERE session_id = ?", (session_id,)
+            ).fetchone()[0]
+            rows = []
+            stored = []
+            for offset, event in enumerate(events):
+                payload = self._codec.encode(encode_event(event))
+                rows.append((session_id, seq + offset, event_kind(event), payload, char_len(event)))
+                stored.append(StoredEvent(seq + offset, event))
+            conn.executemany(
+                "INSERT INTO events (session_id, seq, kind, data, char_len) VALUES (?, ?, ?, ?, ?)", rows
+            )
+            _apply_completion(conn, session_id, events)
+        return AppendResult(session_id, stored)
+
+    def load_events(
+        self, session_id: int, from_seq: int = 1, to_seq: int | None = None, *, limit: int = -1
+    ) -> LoadResult:
+        """Events with `from_seq <= seq <= to_seq`, in order, injected context stripped (§4.4).
+
+        Rows that cannot be decompressed or decoded are skipped and counted in `skipped`.
+        """
+        rows = self._query(
+            "SELECT seq, data FROM events WHERE session_id = ? AND seq >= ? AND seq <= ? "
+            "ORDER BY seq LIMIT ?",
+            (session_id, from_seq, to_seq if to_seq is not None else 2**63 - 1, limit),
+        )
+        seqs: list[int] = []
+        events: list[Event] = []
+        skipped = 0
+        for seq, data in rows:
+            try:
+                events.append(decode_event(self._codec.decode(data)))
+            except (CodecError, EventDecodeError) as exc:
+                skipped += 1
+                log.debug("%s: S%d seq %d unreadable: %s", self.path, session_id, seq, exc)
+                continue
+            seqs.append(seq)
+        kept = [StoredEvent(seqs[i], e) for i, e in strip_injected_context_indexed(events)]
+        return LoadResult(kept, skipped)
+
+    def count_events(self, session_id: int, kinds: Iterable[str] | None = None) -> int:
+        if kinds is None:
+            return int(self._scalar("SELECT COUNT(*) FROM events WHERE session_id = ?", (session_id,), 0))
+        wanted = list(kinds)
+        marks = ", ".join("?" * len(wanted))
+        return int(
+            self._scalar(
+                f"SELECT COUNT(*) FROM events WHERE session_id = ? AND kind IN ({marks})",
+                (session_id, *wanted),
+                0,
+            )
+        )
+
+    def message_count(self, session_id: int) -> int:
+        return self.count_events(session_id, ("UserMessage", "AssistantText"))
+
+    def max_seq(self, session_id: int) -> int:
+        return int(self._scalar("SELECT MAX(seq) FROM events WHERE session_id = ?", (session_id,), 0))
+
+    def search_events(
+        self, query: str, worktree: str | None = None, limit: int = 100
+    ) -> list[tuple[int, str]]:
+        """AZUREAL's search: a case-insensitive substring match on the JSON of prompts and replies."""
+        needle = query.lower()
+        hits: list[tuple[int, str]] = []
+        for session_id, data in self._query(
+            "SELECT e.session_id, e.data FROM events AS e JOIN sessions AS s ON s.id = e.session_id "
+            "WHERE e.kind IN ('UserMessage', 'AssistantText') AND (?1 IS NULL OR s.worktree = ?1) "
+            "ORDER BY e.session_id, e.seq",
+            (worktree,),
+        ):
+            try:
+                text = self._codec.decode(data).decode()
+            except (CodecError, UnicodeDecodeError):
+                continue
+            if needle in text.lower():
+                hits.append((session_id, text))
+                if len(hits) >= limit:
+                    break
+        return hits
+
+    # -- compaction and context (spec §5, §6) -------------------------------------------------
+
+    def store_compaction(self, session_id: int, after_seq: int, summary: str) -> None:
+        with self.atomic() as conn:
+            if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is None:
+                raise SessionNotFoundError(session_id)
+            conn.execute(
+                "INSERT INTO compactions (session_id, after_seq, summary) VALUES (?, ?, ?)",
+                (session_id, after_seq, summary),
+            )
+
+    def latest_compaction(self, session_id: int) -> Compaction | None:
+        rows = self._query(
+            "SELECT after_seq, summary FROM compactions WHERE session_id = ? "
+            "ORDER BY after_seq DESC, id DESC LIMIT 1",
+            (session_id,),
+        )
+        return Compaction(rows[0][0], rows[0][1]) if rows else None
+
+    def total_chars_since_compaction(self, session_id: int) -> int:
+        latest = self.latest_compaction(session_id)
+        after = latest.after_seq if latest else 0
+        return int(
+            self._scalar(
+                "SELECT SUM(char_len) FROM events WHERE session_id = ? AND seq > ?", (session_id, after), 0
+            )
+        )
+
+    def compaction_boundary(self, session_id: int, from_seq: int, keep: int) -> int | None:
+        """The seq to compact through so that the newest `keep` prompts stay raw, or None."""
+        if keep < 1:
+            raise ValueError(f"keep must be at least 1, got {keep}")
+        seqs = [
+            r[0]
+            for r in self._query(
+                "SELECT seq FROM events WHERE session_id = ? AND kind = 'UserMessage' AND seq >= ? "
+                "ORDER BY seq DESC",
+                (session_id, from_seq),
+            )
+        ]
+        return None if len(seqs) <= keep else int(seqs[keep - 1]) - 1
+
+    def build_context(self, session_id: int) -> ContextPayload | None:
+        """The latest summary and the events after it, or None for a session with neither."""
+        latest = self.latest_compaction(session_id)
+        events = self.load_events(session_id, latest.after_seq + 1 if latest else 1).plain()
+        if not events and latest is None:
+            return None
+        return ContextPayload(latest.summary if latest else None, events)
+
+
+def _apply_completion(conn: sqlite3.Connection, session_id: int, events: Sequence[Event]) -> None:
+    last_complete = None
+    running = False
+    for event in events:
+        if isinstance(event, Complete):
+            last_complete = event
+        elif isinstance(event, _RUNNING_KINDS):
+            running = True
+    if last_complete is not None:
+        conn.execute(
+            "UPDATE sessions SET completed = ?, duration_ms = ?, cost_usd = ? WHERE id = ?",
+            (
+                1 if last_complete.success else 0,
+                last_complete.duration_ms,
+                last_complete.cost_usd,
+                session_id,
+            ),
+        )
+    elif running:
+        conn.execute(
+            "UPDATE sessions SET completed = NULL, duration_ms = NULL, cost_usd = NULL WHERE id = ?",
+            (session_id,),
+        )
+
+
+def _session_info(row: Sequence[Any]) -> SessionInfo:
+    sid, name, worktree, created, completed, duration_ms, cost_usd, n, msgs = row
+    return SessionInfo(
+        id=sid,
+        name=name,
+        worktree=worktree,
+        created=created,
+        event_count=n,
+        message_count=msgs,
+        completed=None if completed is None else bool(completed),
+        duration_ms=duration_ms,
+        cost_usd=cost_usd,
+    )
+
+
+def _read_schema_version(conn: sqlite3.Connection) -> int | None:
+    """The file's `schema_version`, or None for a file without AZUREAL's tables yet."""
+    has_meta = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'").fetchone()
+    if not has_meta:
+        return None
+    row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    if row is None:
+        return None
+    try:
+        return int(row[0])
+    except (TypeError, ValueError):
+        raise sqlite3.DatabaseError(f"schema_version {row[0]!r} is not a number") from None
+
+
+def _is_current(conn: sqlite3.Connection) -> bool:
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'index')")}
+    needed = {"sessions", "events", "compactions", "meta", "idx_events_session", "idx_compactions_session"}
+    if not needed <= tables:
+        return False
+    columns = {row[1] for row in conn.execute("PRAGMA table_info(sessions)")}
+    if "last_claude_uuid" not in columns or columns & set(DROPPED_COLUMNS):
+        return False
+    return _read_schema_version(conn) == SCHEMA_VERSION
+
+
+def _statements(script: str) -> list[str]:
+    return [s.strip() for s in script.split(";") if s.strip()]
+
+
+@contextmanager
+def _translate(path: Path) -> Iterator[None]:
+    """Turn sqlite3 errors into the azsd tree, naming the store."""
+    try:
+        yield
+    except sqlite3.OperationalError as exc:
+        if "full" in str(exc):
+            raise StoreFullError(f"{path}: {exc} (nothing was written)") from None
+        raise StoreError(f"{path}: {exc}") from None
+    except sqlite3.IntegrityError as exc:
+        raise StoreError(f"{path}: {exc}") from None
+    except sqlite3.DatabaseError as exc:
+        if "not a database" in str(exc):
+            raise NotAStoreError(path) from None
+        raise StoreError(f"{path}: {exc}") from None

@@ -1,0 +1,40 @@
+"""Shared fixtures: temporary worktree roots and the real corpus beside the checkout."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from azsd.store import Store
+
+CORPUS = Path(__file__).resolve().parent.parent.parent / "shared" / "corpus"
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    """An empty worktree directory."""
+    path = tmp_path / "worktree"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
+def store(root: Path) -> Iterator[Store]:
+    """A store on a real file under a temporary worktree (created lazily, like AZUREAL's)."""
+    with Store.open(root) as s:
+        yield s
+
+
+def corpus_files(fmt: str | None = None) -> list[Path]:
+    """Every JSONL file of the shared corpus (or of one format), sorted; empty when it is absent."""
+    if not CORPUS.is_dir():
+        return []
+    base = CORPUS / fmt if fmt else CORPUS
+    return sorted(p for p in base.rglob("*") if p.suffix in (".jsonl", ".json") and p.is_file())
+
+
+requires_corpus = pytest.mark.skipif(
+    not CORPUS.is_dir(), reason=f"the shared corpus is not at {CORPUS} (clone ../shared beside the checkout)"
+)
