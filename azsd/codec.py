@@ -18,7 +18,6 @@ __all__ = ["ZSTD_LEVEL", "CodecError", "RowCodec"]
 
 ZSTD_LEVEL: Final = 3
 _MAGIC: Final = b"\x28\xb5\x2f\xfd"
-_UNKNOWN_SIZE: Final = zstandard.CONTENTSIZE_UNKNOWN
 
 
 class CodecError(ValueError):
@@ -44,7 +43,7 @@ class RowCodec:
             return data
         try:
             size = zstandard.frame_content_size(data)
-            if size != _UNKNOWN_SIZE:
+            if size >= 0:  # -1: the frame does not say (as Rust writes it)
                 return self._dctx.decompress(data)
             dobj = self._dctx.decompressobj()
             out = dobj.decompress(data)

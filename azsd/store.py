@@ -255,7 +255,7 @@ class Store:
     def next_session_number(self) -> int:
         """The number the next `create_session` will use."""
         hwm = int(self._scalar("SELECT value FROM meta WHERE key = ?", (HWM_KEY,), 0))
-        return max(hwm, self._scalar("SELECT MAX(id) FROM sessions", (), 0)) + 1
+        return max(hwm, int(self._scalar("SELECT MAX(id) FROM sessions", (), 0))) + 1
 
     def get_session(self, session_id: int) -> SessionInfo:
         rows = self._query(

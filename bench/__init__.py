@@ -1,0 +1,1 @@
+"""azsd benchmarks: each prints `BENCH <name> value=… unit=… baseline=… ratio=…` lines."""
