@@ -42,6 +42,8 @@ __all__ = [
     "event_kind",
 ]
 
+_U64_MAX: Final = 2**64 - 1
+#: msgspec bounds stop at int64, so the u64 upper bound is checked in `decode_event`.
 U64 = Annotated[int, msgspec.Meta(ge=0)]
 
 
@@ -214,4 +216,6 @@ def decode_event(data: bytes | str) -> Event:
         raise EventDecodeError(f"{name}: {exc}") from None
     except msgspec.DecodeError as exc:
         raise EventDecodeError(f"{name}: {exc}") from None
+    if isinstance(event, Complete) and event.duration_ms > _U64_MAX:
+        raise EventDecodeError(f"Complete: duration_ms {event.duration_ms} does not fit in a u64")
     return event
