@@ -8,7 +8,16 @@ import msgspec
 
 from azsd.events import Event
 
-__all__ = ["AppendResult", "Compaction", "LoadResult", "SessionInfo", "SessionState", "StoredEvent"]
+__all__ = [
+    "AppendResult",
+    "Compaction",
+    "LoadResult",
+    "SessionInfo",
+    "SessionState",
+    "SessionUsage",
+    "StoredEvent",
+    "Usage",
+]
 
 SessionState = Literal["new", "running", "succeeded", "failed"]
 
@@ -73,3 +82,38 @@ class Compaction(msgspec.Struct, frozen=True):
 
     after_seq: int
     summary: str
+
+
+class Usage(msgspec.Struct, frozen=True, kw_only=True):
+    """Normalized token usage (agent-formats §5).
+
+    `input` is fresh (uncached) input, `cache_read` and `cache_write` the cached parts, `output`
+    includes reasoning, and `reasoning` is informational (already inside `output`).
+    """
+
+    input: int = 0
+    output: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+    reasoning: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            input=self.input + other.input,
+            output=self.output + other.output,
+            cache_read=self.cache_read + other.cache_read,
+            cache_write=self.cache_write + other.cache_write,
+            reasoning=self.reasoning + other.reasoning,
+        )
+
+    @property
+    def is_zero(self) -> bool:
+        return not (self.input or self.output or self.cache_read or self.cache_write or self.reasoning)
+
+
+class SessionUsage(msgspec.Struct, frozen=True):
+    """A session's token usage and cost, summed over its turns (side table `azsd_usage`)."""
+
+    usage: Usage
+    cost_usd: float
+    turns: int

@@ -12,6 +12,7 @@ __all__ = [
     "AZUREAL_DDL",
     "DROPPED_COLUMNS",
     "HWM_KEY",
+    "REQUIRED_OBJECTS",
     "SCHEMA_VERSION",
 ]
 
@@ -59,4 +60,30 @@ DROPPED_COLUMNS: Final = ("context_tokens", "output_tokens", "context_window")
 HWM_KEY: Final = "azsd_session_hwm"
 
 #: azsd's side tables. Each references `sessions(id)` with ON DELETE CASCADE; AZUREAL ignores them.
-AZSD_DDL: Final = ""
+AZSD_DDL: Final = """\
+CREATE TABLE IF NOT EXISTS azsd_usage (
+    session_id  INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    source      TEXT NOT NULL,
+    input       INTEGER NOT NULL DEFAULT 0,
+    output      INTEGER NOT NULL DEFAULT 0,
+    cache_read  INTEGER NOT NULL DEFAULT 0,
+    cache_write INTEGER NOT NULL DEFAULT 0,
+    reasoning   INTEGER NOT NULL DEFAULT 0,
+    cost_usd    REAL,
+    updated     TEXT NOT NULL DEFAULT (datetime('now')),
+    PRIMARY KEY (session_id, source)
+);
+"""
+
+#: Tables and indexes an up-to-date store has (AZUREAL's and azsd's).
+REQUIRED_OBJECTS: Final = frozenset(
+    {
+        "sessions",
+        "events",
+        "compactions",
+        "meta",
+        "idx_events_session",
+        "idx_compactions_session",
+        "azsd_usage",
+    }
+)

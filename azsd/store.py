@@ -47,8 +47,8 @@ from azsd.events import (
     encode_event,
     event_kind,
 )
-from azsd.model import AppendResult, Compaction, LoadResult, SessionInfo, StoredEvent
-from azsd.schema import AZSD_DDL, AZUREAL_DDL, DROPPED_COLUMNS, HWM_KEY, SCHEMA_VERSION
+from azsd.model import AppendResult, Compaction, LoadResult, SessionInfo, SessionUsage, StoredEvent, Usage
+from azsd.schema import AZSD_DDL, AZUREAL_DDL, DROPPED_COLUMNS, HWM_KEY, REQUIRED_OBJECTS, SCHEMA_VERSION
 
 __all__ = ["BUSY_TIMEOUT_S", "STORE_DIR", "STORE_FILE", "Store", "store_path"]
 
@@ -448,6 +448,44 @@ class Store:
                     break
         return hits
 
+    # -- token usage (side table azsd_usage) --------------------------------------------------
+
+    def record_usage(self, session_id: int, source: str, usage: Usage, cost_usd: float | None) -> None:
+        """Set the usage of one turn (`source`: the agent run's id or file): replaced, never added."""
+        with self.atomic() as conn:
+            if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is None:
+                raise SessionNotFoundError(session_id)
+            conn.execute(
+                "INSERT INTO azsd_usage (session_id, source, input, output, cache_read, cache_write, "
+                "reasoning, cost_usd) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (session_id, source) DO "
+                "UPDATE SET input = excluded.input, output = excluded.output, "
+                "cache_read = excluded.cache_read, cache_write = excluded.cache_write, "
+                "reasoning = excluded.reasoning, "
+                "cost_usd = excluded.cost_usd, updated = datetime('now')",
+                (
+                    session_id,
+                    source,
+                    usage.input,
+                    usage.output,
+                    usage.cache_read,
+                    usage.cache_write,
+                    usage.reasoning,
+                    cost_usd,
+                ),
+            )
+
+    def session_usage(self, session_id: int) -> SessionUsage:
+        """The session's usage and cost, summed over its turns."""
+        rows = self._query(
+            "SELECT COALESCE(SUM(input), 0), COALESCE(SUM(output), 0), COALESCE(SUM(cache_read), 0), "
+            "COALESCE(SUM(cache_write), 0), COALESCE(SUM(reasoning), 0), COALESCE(SUM(cost_usd), 0.0), "
+            "COUNT(*) FROM azsd_usage WHERE session_id = ?",
+            (session_id,),
+        )
+        i, o, cr, cw, r, cost, turns = rows[0] if rows else (0, 0, 0, 0, 0, 0.0, 0)
+        usage = Usage(input=i, output=o, cache_read=cr, cache_write=cw, reasoning=r)
+        return SessionUsage(usage, float(cost), int(turns))
+
     # -- compaction and context (spec §5, §6) -------------------------------------------------
 
     def store_compaction(self, session_id: int, after_seq: int, summary: str) -> None:
@@ -555,8 +593,7 @@ def _read_schema_version(conn: sqlite3.Connection) -> int | None:
 
 def _is_current(conn: sqlite3.Connection) -> bool:
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'index')")}
-    needed = {"sessions", "events", "compactions", "meta", "idx_events_session", "idx_compactions_session"}
-    if not needed <= tables:
+    if not REQUIRED_OBJECTS <= tables:
         return False
     columns = {row[1] for row in conn.execute("PRAGMA table_info(sessions)")}
     if "last_claude_uuid" not in columns or columns & set(DROPPED_COLUMNS):

@@ -1,0 +1,1 @@
+"""Parsers for the agent JSONL formats azsd ingests (spec/agent-formats.md)."""

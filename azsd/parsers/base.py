@@ -1,0 +1,164 @@
+"""What every agent-JSONL parser shares: line decoding, the parse report, token usage, line splitting.
+
+A parser is fed one complete line at a time (bytes, with or without its newline) and returns the
+events that line produced; it keeps whatever state the format needs between lines. Nothing here
+does I/O, and nothing raises on bad input: a line that cannot be used is skipped and counted in
+:attr:`LineParser.report` with its reason.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, BinaryIO, ClassVar, Final
+
+import msgspec
+
+from azsd.events import Event, event_kind
+from azsd.model import Usage
+
+__all__ = [
+    "MAX_LINE_BYTES",
+    "TOO_LONG",
+    "LineParser",
+    "ParseReport",
+    "Usage",
+    "iter_lines",
+    "split_lines",
+]
+
+#: Lines longer than this are skipped (and counted), never decoded. Claude writes multi-MB lines
+#: (base64 images, whole-file reads), so the limit is generous.
+MAX_LINE_BYTES: Final = 64 * 1024 * 1024
+
+#: Yielded by the line iterators in place of a line that exceeded the limit (it was never loaded).
+TOO_LONG: Final = b"\x00azsd:too-long\x00"
+
+_DECODER: Final = msgspec.json.Decoder()
+
+
+@dataclass
+class ParseReport:
+    """What a parse saw: lines, events by kind, skipped lines by reason, and the run's totals."""
+
+    format: str
+    lines: int = 0
+    events: Counter[str] = field(default_factory=Counter)
+    skipped: Counter[str] = field(default_factory=Counter)
+    usage: Usage = field(default_factory=Usage)
+    cost_usd: float | None = None
+    agent_session_id: str | None = None
+    model: str | None = None
+
+    @property
+    def skipped_total(self) -> int:
+        return sum(self.skipped.values())
+
+    def summary(self) -> str:
+        """One line for a terminal: `12 lines, 30 events (…), 1 skipped (invalid_json: 1)`."""
+        kinds = ", ".join(f"{k}: {n}" for k, n in sorted(self.events.items()))
+        reasons = ", ".join(f"{k}: {n}" for k, n in sorted(self.skipped.items()))
+        text = f"{self.lines} lines, {sum(self.events.values())} events ({kinds})"
+        return text + (f", {self.skipped_total} skipped ({reasons})" if self.skipped else "")
+
+
+class LineParser(ABC):
+    """Base of the four format parsers: decodes each line and counts what happened to it."""
+
+    format: ClassVar[str]
+
+    def __init__(self) -> None:
+        self.report = ParseReport(self.format)
+
+    def feed(self, line: bytes) -> list[Event]:
+        """The events one complete line produces (possibly none). Never raises on bad input."""
+        self.report.lines += 1
+        if line is TOO_LONG or len(line) > MAX_LINE_BYTES:
+            return self._skip("too_long")
+        if not line.strip():
+            return []
+        try:
+            obj = _DECODER.decode(line)
+        except UnicodeDecodeError:
+            return self._skip("invalid_utf8")
+        except msgspec.DecodeError:
+            return self._skip("invalid_json")
+        if not isinstance(obj, dict):
+            return self._skip("not_an_object")
+        try:
+            events = self.handle(obj)
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError):
+            return self._skip("malformed")
+        if events is None:
+            return self._skip("unknown_type")
+        self.report.events.update(event_kind(e) for e in events)
+        return events
+
+    def finish(self) -> list[Event]:
+        """Events still held back when the input ends (none for most formats)."""
+        return []
+
+    def feed_all(self, lines: Iterable[bytes]) -> list[Event]:
+        """Feed every line, then finish: the whole-file helper."""
+        out: list[Event] = []
+        for line in lines:
+            out.extend(self.feed(line))
+        out.extend(self.finish())
+        return out
+
+    def _skip(self, reason: str) -> list[Event]:
+        self.report.skipped[reason] += 1
+        return []
+
+    @abstractmethod
+    def handle(self, obj: dict[str, Any]) -> list[Event] | None:
+        """Map one decoded line to events; None when its type is unknown to the format."""
+
+
+def split_lines(buffer: bytes) -> tuple[list[bytes], bytes]:
+    """Split a buffer into complete lines (newline kept off) and the torn rest.
+
+    >>> split_lines(b'a\\nb\\nc')
+    ([b'a', b'b'], b'c')
+    """
+    end = buffer.rfind(b"\n")
+    if end < 0:
+        return [], buffer
+    return buffer[:end].split(b"\n"), buffer[end + 1 :]
+
+
+def iter_lines(
+    stream: BinaryIO, *, max_line: int = MAX_LINE_BYTES, chunk: int = 1 << 20, final: bool = True
+) -> Iterator[bytes]:
+    """Complete lines of a binary stream, in bounded memory.
+
+    A line longer than `max_line` is never held whole: it is read past and yielded as
+    :data:`TOO_LONG`. With `final`, a last line without a newline is yielded too (a finished
+    file); without it, it is left unread (a file still being written).
+    """
+    pending = b""
+    skipping = False
+    while True:
+        data = stream.read(chunk)
+        if not data:
+            break
+        if skipping:
+            cut = data.find(b"\n")
+            if cut < 0:
+                continue
+            skipping = False
+            yield TOO_LONG
+            data = data[cut + 1 :]
+        lines, pending = split_lines(pending + data)
+        for line in lines:
+            yield TOO_LONG if len(line) > max_line else line
+        if len(pending) > max_line:
+            pending = b""
+            skipping = True
+    if skipping:
+        if final:
+            yield TOO_LONG
+    elif pending and final:
+        yield pending

@@ -1,0 +1,389 @@
+"""Claude Code JSONL: the live `stream-json` output and the on-disk session transcripts.
+
+Both carry the same API messages; they differ in the envelope (spec/store-format.md §4.2, §4.3b;
+agent-formats.md §1, §2):
+
+- **stream-json** (`claude -p --output-format stream-json --verbose`): `system/init` first,
+  `result` last with the run's cost, duration and usage. User lines carry tool results; their text
+  blocks are prompts too.
+- **session** (`~/.claude/projects/<slug>/<id>.jsonl`, 1.0.x and 2.x, sub-agent files): prompts
+  are user lines with string content; `isMeta` lines, slash-command wrappers, local-command output,
+  hook progress and compaction summaries each map to their own event.
+
+One API message may be split over several lines with the same `message.id`: each line's blocks
+are emitted at once (for live display), and usage is regrouped by `message.id` (its output count
+is the maximum seen, the rest counted once).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, ClassVar, Final
+
+from azsd.context import sanitize
+from azsd.events import (
+    AssistantText,
+    Command,
+    Compacted,
+    Compacting,
+    Complete,
+    Event,
+    Hook,
+    Init,
+    Plan,
+    ToolCall,
+    ToolResult,
+    UserMessage,
+)
+from azsd.parsers.base import LineParser, Usage
+
+__all__ = ["ClaudeSessionParser", "ClaudeStreamParser"]
+
+_CONTINUED: Final = "This session is being continued from a previous conversation"
+_COMMAND_NAME: Final = re.compile(r"\s*<command-name>(.*?)</command-name>", re.DOTALL)
+_HOOK_REMINDER: Final = re.compile(
+    r"<system-reminder>\s*(\S+) hook (success|failed): ?(.*?)\s*</system-reminder>", re.DOTALL
+)
+_SUBAGENT_TOOLS: Final = frozenset({"Agent", "agent", "Task", "task"})
+_PLAN_PATH: Final = re.compile(r"/\.claude/plans/([^/]+)\.md$")
+_SYNTHETIC_MODEL: Final = "<synthetic>"
+
+
+@dataclass
+class _ToolUse:
+    name: str
+    file_path: str | None
+    plan: Plan | None = None
+
+
+def _text_of(content: Any) -> str:
+    """A message's text: the string itself, or its text blocks joined with newlines."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(b["text"] for b in content if isinstance(b, dict) and isinstance(b.get("text"), str))
+    return ""
+
+
+def _file_path(tool_input: Any) -> str | None:
+    if isinstance(tool_input, dict):
+        for key in ("file_path", "path"):
+            value = tool_input.get(key)
+            if isinstance(value, str):
+                return value
+    return None
+
+
+def _looks_like_error(content: str) -> bool:
+    """AZUREAL's heuristic when a tool result carries no `is_error` (§4.2)."""
+    first = content.split("\n", 1)[0].lower()
+    return (
+        "<tool_use_error>" in first
+        or (first.startswith("error") and not first.startswith("error:"))
+        or "enoent" in first
+    )
+
+
+def _hooks_in(text: str) -> list[Event]:
+    """Hooks reported inside `<system-reminder>` blocks: `<Name> hook success: <out>`."""
+    hooks: list[Event] = []
+    for name, outcome, output in _HOOK_REMINDER.findall(text):
+        if outcome == "failed":
+            hooks.append(Hook(name=name, output=f"FAILED: {output}"))
+        elif output:
+            hooks.append(Hook(name=name, output=f"[{name}]" if output == "..." else output))
+    return hooks
+
+
+def _is_prompt_hook(event: Event) -> bool:
+    return isinstance(event, Hook) and event.name == "UserPromptSubmit"
+
+
+class _ClaudeParser(LineParser):
+    """What both Claude formats share: assistant blocks, tool results, usage by message id."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._tools: dict[str, _ToolUse] = {}
+        self._open_subagents: set[str] = set()
+        self._message_usage: dict[str, Usage] = {}
+
+    # -- assistant ---------------------------------------------------------------------------
+
+    def _assistant(self, obj: dict[str, Any]) -> list[Event]:
+        message = obj.get("message")
+        if not isinstance(message, dict):
+            return []
+        self._note_usage(message)
+        events: list[Event] = []
+        for block in message.get("content") or []:
+            if not isinstance(block, dict):
+                continue
+            kind = block.get("type")
+            if kind == "text" and isinstance(block.get("text"), str):
+                events.append(AssistantText(text=block["text"]))
+            elif kind == "tool_use":
+                events.append(self._tool_call(block))
+            elif kind == "thinking" and isinstance(block.get("thinking"), str):
+                events.extend(_hooks_in(block["thinking"]))
+        return events
+
+    def _tool_call(self, block: dict[str, Any]) -> ToolCall:
+        tool_id, name = str(block.get("id", "")), str(block.get("name", ""))
+        tool_input = block.get("input")
+        path = _file_path(tool_input)
+        use = _ToolUse(name, path)
+        if name in ("Write", "write") and path and isinstance(tool_input, dict):
+            match = _PLAN_PATH.search(path)
+            content = tool_input.get("content")
+            if match and isinstance(content, str):
+                use.plan = Plan(name=match.group(1), content=content)
+        self._tools[tool_id] = use
+        if name in _SUBAGENT_TOOLS:
+            self._open_subagents.add(tool_id)
+        return ToolCall(tool_use_id=tool_id, tool_name=name, file_path=path, input=tool_input)
+
+    def _note_usage(self, message: dict[str, Any]) -> None:
+        usage = message.get("usage")
+        model = message.get("model")
+        if isinstance(model, str) and model != _SYNTHETIC_MODEL:
+            self.report.model = model
+        if not isinstance(usage, dict) or model == _SYNTHETIC_MODEL:
+            return
+        key = str(message.get("id", len(self._message_usage)))
+        seen = self._message_usage.get(key)
+        current = _claude_usage(usage)
+        if seen is not None:
+            current = Usage(
+                input=seen.input,
+                output=max(seen.output, current.output),
+                cache_read=seen.cache_read,
+                cache_write=seen.cache_write,
+            )
+        self._message_usage[key] = current
+        total = Usage()
+        for u in self._message_usage.values():
+            total = total + u
+        self.report.usage = total
+
+    # -- user --------------------------------------------------------------------------------
+
+    def _tool_results(self, content: list[Any], strict_is_error: bool) -> list[Event]:
+        events: list[Event] = []
+        for block in content:
+            if not isinstance(block, dict) or block.get("type") != "tool_result":
+                continue
+            tool_id = str(block.get("tool_use_id", ""))
+            use = self._tools.get(tool_id, _ToolUse("Unknown", None))
+            self._open_subagents.discard(tool_id)
+            text = _text_of(block.get("content"))
+            flag = block.get("is_error")
+            is_error = flag if isinstance(flag, bool) else (not strict_is_error and _looks_like_error(text))
+            events.append(
+                ToolResult(
+                    tool_use_id=tool_id,
+                    tool_name=use.name,
+                    file_path=use.file_path,
+                    content=text,
+                    is_error=is_error,
+                )
+            )
+            if use.plan is not None and not is_error:
+                events.append(use.plan)
+        return events
+
+    def _prompt(self, text: str, *, subagent_line: bool = False) -> list[Event]:
+        """A user's string content (§4.2 rules 1-4, 6)."""
+        clean = sanitize(text)
+        if clean is None or "<local-command-caveat>" in text or "<task-notification>" in text:
+            return []
+        if "<local-command-stdout>" in text:
+            return [Compacted()] if "Compacted" in text else []
+        command = _COMMAND_NAME.match(text)
+        if command:
+            return [Command(name=command.group(1).strip())]
+        if self._open_subagents or subagent_line:
+            return []  # the prompt Claude gave a sub-agent, not the user's
+        return [UserMessage(content=clean)]
+
+
+def _claude_usage(usage: dict[str, Any]) -> Usage:
+    def count(key: str) -> int:
+        value = usage.get(key)
+        return value if isinstance(value, int) else 0
+
+    return Usage(
+        input=count("input_tokens"),
+        output=count("output_tokens"),
+        cache_read=count("cache_read_input_tokens"),
+        cache_write=count("cache_creation_input_tokens"),
+    )
+
+
+class ClaudeStreamParser(_ClaudeParser):
+    """`claude -p --output-format stream-json --verbose` (§4.3b)."""
+
+    format = "claude-stream-json"
+
+    def handle(self, obj: dict[str, Any]) -> list[Event] | None:
+        match obj.get("type"):
+            case "system":
+                return self._system(obj)
+            case "assistant":
+                message = obj.get("message")
+                if not isinstance(message, dict) or "id" not in message:
+                    return []
+                return self._assistant(obj)
+            case "user":
+                return self._user(obj)
+            case "result":
+                return self._result(obj)
+            case "stream_event" | "control_request" | "control_response" | "rate_limit_event":
+                return []
+            case _:
+                return None
+
+    def _system(self, obj: dict[str, Any]) -> list[Event]:
+        if isinstance(obj.get("session_id"), str):
+            self.report.agent_session_id = obj["session_id"]
+        match obj.get("subtype"):
+            case "init":
+                model = obj.get("model") if isinstance(obj.get("model"), str) else "unknown"
+                self.report.model = model
+                return [Init(cwd=str(obj.get("cwd", "")), model=model or "unknown")]
+            case "hook_response":
+                name = str(obj.get("hook_name") or obj.get("hook_event") or "hook")
+                output = obj.get("output") or obj.get("stdout") or ""
+                return [Hook(name=name, output=str(output))] if output else []
+            case _:
+                return []
+
+    def _user(self, obj: dict[str, Any]) -> list[Event]:
+        message = obj.get("message")
+        content = message.get("content") if isinstance(message, dict) else None
+        subagent = obj.get("parent_tool_use_id") is not None
+        if isinstance(content, str):
+            return self._prompt(content, subagent_line=subagent)
+        if not isinstance(content, list):
+            return []
+        events = self._tool_results(content, strict_is_error=True)
+        for block in content:
+            if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str):
+                events.extend(self._prompt(block["text"], subagent_line=subagent))
+        return events
+
+    def _result(self, obj: dict[str, Any]) -> list[Event]:
+        if not isinstance(obj.get("session_id"), str):
+            return []
+        self.report.agent_session_id = obj["session_id"]
+        cost = obj.get("total_cost_usd", obj.get("cost_usd", 0.0))
+        cost = float(cost) if isinstance(cost, int | float) else 0.0
+        duration = obj.get("duration_ms", 0)
+        duration = int(duration) if isinstance(duration, int | float) and duration >= 0 else 0
+        failed = obj.get("is_error") is True or obj.get("subtype", "success") != "success"
+        usage = obj.get("usage")
+        if isinstance(usage, dict):
+            self.report.usage = _claude_usage(usage)  # authoritative for the whole run
+            self._message_usage.clear()
+        self.report.cost_usd = cost
+        return [Complete(success=not failed, duration_ms=duration, cost_usd=cost)]
+
+
+class ClaudeSessionParser(_ClaudeParser):
+    """Claude Code's on-disk transcripts, 1.0.x and 2.x, main and sub-agent files (§4.2)."""
+
+    format = "claude-session"
+
+    _IGNORED: ClassVar = frozenset(
+        {"summary", "file-history-snapshot", "queue-operation", "last-prompt", "custom-title"}
+    )
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._prompt_time_by_parent: dict[str, str] = {}
+
+    def handle(self, obj: dict[str, Any]) -> list[Event] | None:
+        if isinstance(obj.get("sessionId"), str):
+            self.report.agent_session_id = obj["sessionId"]
+        kind = obj.get("type")
+        match kind:
+            case "user":
+                return self._user(obj)
+            case "assistant":
+                return self._assistant(obj)
+            case "system":
+                return self._system(obj)
+            case "progress":
+                return self._progress(obj)
+            case "result":
+                return self._result(obj)
+            case _ if kind in self._IGNORED:
+                return []
+            case _:
+                return None
+
+    def _user(self, obj: dict[str, Any]) -> list[Event]:
+        message = obj.get("message")
+        content = message.get("content") if isinstance(message, dict) else None
+        text = _text_of(content)
+        clean = sanitize(text)
+        if clean is not None and clean.startswith(_CONTINUED):
+            return [Compacting()]
+        hooks = _hooks_in(text)
+        if obj.get("isMeta") is True:
+            return list(hooks)
+        if isinstance(content, list) and any(
+            isinstance(b, dict) and b.get("type") == "tool_result" for b in content
+        ):
+            events = self._tool_results(content, strict_is_error=False)
+            first = [h for h in hooks if not _is_prompt_hook(h)]
+            last = [h for h in hooks if _is_prompt_hook(h)]
+            return first + events + last
+        if not isinstance(content, str | list):
+            return hooks
+        # A string prompt; or (an improvement on AZUREAL, which drops them) a prompt written as
+        # text blocks, e.g. beside an image.
+        prompt = self._prompt(text)
+        if prompt and isinstance(prompt[0], UserMessage) and not self._newest_for_parent(obj):
+            return list(hooks)
+        return [*hooks, *prompt]
+
+    def _newest_for_parent(self, obj: dict[str, Any]) -> bool:
+        """§4.2 rule 5: of two prompts answering the same parent (an edit), keep the later."""
+        parent, stamp = obj.get("parentUuid"), obj.get("timestamp")
+        if not isinstance(parent, str) or not isinstance(stamp, str):
+            return True
+        seen = self._prompt_time_by_parent.get(parent)
+        if seen is not None and stamp < seen:
+            return False
+        self._prompt_time_by_parent[parent] = stamp
+        return True
+
+    def _system(self, obj: dict[str, Any]) -> list[Event]:
+        if obj.get("subtype") == "local_command":
+            command = _COMMAND_NAME.match(str(obj.get("content", "")))
+            if command:
+                return [Command(name=command.group(1).strip())]
+        return []
+
+    def _progress(self, obj: dict[str, Any]) -> list[Event]:
+        data = obj.get("data")
+        if not isinstance(data, dict) or data.get("type") != "hook_progress":
+            return []
+        name = str(data.get("hookName") or data.get("hookEvent") or "hook")
+        command = data.get("command")
+        output = f"[{name}]"
+        if isinstance(command, str) and command.startswith("echo "):
+            said = command[5:].split(">", 1)[0].strip().strip("'\"")
+            output = said or output
+        return [Hook(name=name, output=output)]
+
+    def _result(self, obj: dict[str, Any]) -> list[Event]:
+        duration = obj.get("durationMs")
+        if not isinstance(duration, int | float):
+            return []
+        cost = obj.get("costUsd", obj.get("costUSD", 0.0))
+        cost = float(cost) if isinstance(cost, int | float) else 0.0
+        self.report.cost_usd = cost
+        return [Complete(success=True, duration_ms=max(0, int(duration)), cost_usd=cost)]
