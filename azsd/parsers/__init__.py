@@ -1,1 +1,100 @@
-"""Parsers for the agent JSONL formats azsd ingests (spec/agent-formats.md)."""
+"""Parsers for the four agent JSONL formats azsd ingests (spec/agent-formats.md).
+
+>>> detect_format([b'{"type":"thread.started","thread_id":"t"}'])
+'codex-exec-json'
+>>> parser = make_parser("claude-stream-json")
+>>> parser.feed(b'{"type":"system","subtype":"init","session_id":"s","cwd":"/w","model":"m"}')
+[Init(cwd='/w', model='m')]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, Final, Literal, get_args
+
+import msgspec
+
+from azsd.parsers.base import MAX_LINE_BYTES, TOO_LONG, LineParser, ParseReport, iter_lines, split_lines
+
+__all__ = [
+    "FORMATS",
+    "MAX_LINE_BYTES",
+    "TOO_LONG",
+    "Format",
+    "LineParser",
+    "ParseReport",
+    "UnknownFormatError",
+    "detect_format",
+    "iter_lines",
+    "make_parser",
+    "split_lines",
+]
+
+Format = Literal["claude-stream-json", "claude-session", "codex-exec-json", "codex-rollout"]
+FORMATS: Final[tuple[Format, ...]] = get_args(Format)
+
+#: How many lines detection looks at before giving up.
+DETECT_LINES: Final = 50
+
+_ROLLOUT_TYPES: Final = frozenset({"session_meta", "response_item", "event_msg", "turn_context", "compacted"})
+_SESSION_TYPES: Final = frozenset(
+    {"summary", "file-history-snapshot", "queue-operation", "progress", "last-prompt", "custom-title"}
+)
+_DECODER: Final = msgspec.json.Decoder()
+
+
+class UnknownFormatError(ValueError):
+    """The format name is not one of :data:`FORMATS`, or a file's format could not be detected."""
+
+
+def make_parser(fmt: str) -> LineParser:
+    """A fresh incremental parser for the format `fmt`."""
+    if fmt not in FORMATS:
+        raise UnknownFormatError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
+    if fmt.startswith("claude"):
+        from azsd.parsers.claude import ClaudeSessionParser, ClaudeStreamParser
+
+        return ClaudeStreamParser() if fmt == "claude-stream-json" else ClaudeSessionParser()
+    from azsd.parsers.codex import CodexExecParser, CodexRolloutParser
+
+    return CodexExecParser() if fmt == "codex-exec-json" else CodexRolloutParser()
+
+
+def _vote(obj: dict[str, Any]) -> Format | None:
+    """The format one decoded line belongs to, when the line says so unambiguously."""
+    kind = obj.get("type")
+    if "payload" in obj and kind in _ROLLOUT_TYPES:
+        return "codex-rollout"
+    if "record_type" in obj or ("instructions" in obj and "id" in obj and kind is None):
+        return "codex-rollout"
+    if isinstance(kind, str) and kind.startswith(("thread.", "turn.", "item.", "session.created")):
+        return "codex-exec-json"
+    if ("msg" in obj and "id" in obj) or ("prompt" in obj and len(obj) == 1):
+        return "codex-exec-json"
+    if kind is None and "model" in obj and ("sandbox" in obj or "approval" in obj):
+        return "codex-exec-json"
+    if "sessionId" in obj or kind in _SESSION_TYPES or "parentUuid" in obj:
+        return "claude-session"
+    if "session_id" in obj and kind in ("system", "assistant", "user", "result", "stream_event"):
+        return "claude-stream-json"
+    if kind in ("assistant", "user") and isinstance(obj.get("message"), dict):
+        return "claude-stream-json"  # a bare message line with no envelope: the stream's shape
+    return None
+
+
+def detect_format(lines: Iterable[bytes]) -> Format | None:
+    """The format of a file from its first lines, or None when none of them tells."""
+    for n, line in enumerate(lines):
+        if n >= DETECT_LINES:
+            break
+        if line is TOO_LONG or not line.strip():
+            continue
+        try:
+            obj = _DECODER.decode(line)
+        except (msgspec.DecodeError, UnicodeDecodeError):
+            continue
+        if isinstance(obj, dict):
+            fmt = _vote(obj)
+            if fmt is not None:
+                return fmt
+    return None
