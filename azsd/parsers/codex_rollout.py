@@ -1,0 +1,235 @@
+"""Codex rollout files (``~/.codex/sessions/…/rollout-*.jsonl``), 0.40 to now.
+
+Lines are envelopes ``{"timestamp","type","payload"}`` of kind ``session_meta``, ``turn_context``,
+``response_item``, ``event_msg`` and ``compacted``. Files from before the envelope (mid-2025) start
+with a bare header ``{id,timestamp,instructions}``, hold ``{"record_type":"state"}`` markers and
+carry the response items bare; they map the same way. Prompts, assistant text and reasoning are
+written twice (``event_msg`` and ``response_item``); a look-back over the recently emitted events
+drops the second copy, as AZUREAL does.
+
+Pure: decoded lines in, events out, run totals in :attr:`LineParser.report`.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable
+from itertools import chain, islice
+from typing import Any, ClassVar
+
+from azsd.context import sanitize
+from azsd.events import AssistantText, Compacted, Complete, Event, Init, ToolCall, UserMessage
+from azsd.parsers.base import LineParser
+from azsd.parsers.codex_tools import (
+    _ROLLOUT_ITEMS_IGNORED,
+    _ROLLOUT_MESSAGES_IGNORED,
+    ASSISTANT_DEDUP_WINDOW,
+    BASH,
+    ROLLOUT_INIT_MODEL,
+    USER_DEDUP_WINDOW,
+    Handler,
+    Json,
+    _command_text,
+    _count,
+    _custom_output_is_error,
+    _function_output_is_error,
+    _is_injected_codex_context,
+    _list,
+    _message_text,
+    _obj,
+    _opt_str,
+    _result,
+    _str,
+    _tool_output_text,
+    _with_ignored,
+    codex_usage,
+    map_tool_call,
+    normalize_tool_output,
+)
+
+__all__ = ["CodexRolloutParser"]
+
+
+class CodexRolloutParser(LineParser):
+    """Codex rollout files (`~/.codex/sessions/…/rollout-*.jsonl`), envelope and pre-envelope.
+
+    Choices beyond AZUREAL:
+
+    - role-`user` items that are wholly a block Codex injects (`<environment_context>`,
+      `<user_instructions>`, `# AGENTS.md instructions`) are dropped: they are never a prompt;
+    - assistant dedup drops a text equal to *any* assistant text in the look-back (AZUREAL compares
+      the latest one only), so a reasoning item with several summary parts does not repeat the
+      `agent_reasoning` events written before it; reasoning is deduplicated too;
+    - only the first `session_meta` gives an Init; `turn_aborted` gives `Complete{success:false}`;
+      `compacted` gives `Compacted` (the `context_compacted` marker that accompanies it does not);
+    - `local_shell_call` gives a Bash call; `shell` argv commands are joined; function-style
+      `apply_patch` arguments `{"input": patch}` are unwrapped; list-shaped outputs are read.
+    Rollouts carry no cost, so :attr:`ParseReport.cost_usd` stays None.
+    """
+
+    format: ClassVar[str] = "codex-rollout"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._recent: deque[Event] = deque(maxlen=ASSISTANT_DEDUP_WINDOW)
+        self._calls: dict[str, tuple[str, str | None]] = {}
+        self._init_done = False
+        self._by_kind: dict[str, Handler] = {
+            "session_meta": self._on_session_meta,
+            "turn_context": self._on_turn_context,
+            "response_item": lambda payload: self._dispatch(self._by_item, payload),
+            "event_msg": lambda payload: self._dispatch(self._by_msg, payload),
+            "compacted": lambda _: [Compacted()],
+        }
+        self._by_item: dict[str, Handler] = _with_ignored(
+            {
+                "message": self._on_message,
+                "reasoning": self._on_reasoning,
+                "function_call": lambda p: self._on_tool_call(p, "shell_command"),
+                "shell_command": lambda p: self._on_tool_call(p, "shell_command"),
+                "custom_tool_call": lambda p: self._on_tool_call(p, "custom_tool"),
+                "function_call_output": lambda p: self._on_tool_output(p, "unknown", custom=False),
+                "custom_tool_call_output": lambda p: self._on_tool_output(p, "custom_tool", custom=True),
+                "local_shell_call": self._on_local_shell_call,
+            },
+            _ROLLOUT_ITEMS_IGNORED,
+        )
+        self._by_msg: dict[str, Handler] = _with_ignored(
+            {
+                "user_message": lambda p: self._user(_str(p.get("message"))),
+                "agent_message": lambda p: self._assistant([_str(p.get("message"))]),
+                "agent_reasoning": lambda p: self._assistant([_str(p.get("text"))]),
+                "task_complete": lambda p: [
+                    Complete(success=True, duration_ms=_count(p.get("duration_ms")), cost_usd=0.0)
+                ],
+                "turn_aborted": lambda _: [Complete(success=False, duration_ms=0, cost_usd=0.0)],
+                "token_count": self._on_token_count,
+                "function_call_output": self._on_event_tool_output,
+            },
+            _ROLLOUT_MESSAGES_IGNORED,
+        )
+
+    def handle(self, obj: Json) -> list[Event] | None:
+        events = self._route(obj)
+        if events:
+            self._recent.extend(events)
+        return events
+
+    def _route(self, obj: Json) -> list[Event] | None:
+        kind, payload = obj.get("type"), obj.get("payload")
+        if isinstance(kind, str) and isinstance(payload, dict):
+            handler = self._by_kind.get(kind)
+            return None if handler is None else handler(payload)
+        if isinstance(kind, str):  # a bare response item, from before the envelope
+            return self._dispatch(self._by_item, obj)
+        if "record_type" in obj:
+            return []
+        if "id" in obj and "timestamp" in obj:  # the pre-envelope header
+            return self._on_session_meta(obj)
+        return None
+
+    @staticmethod
+    def _dispatch(handlers: dict[str, Handler], payload: Json) -> list[Event] | None:
+        handler = handlers.get(_str(payload.get("type")))
+        return None if handler is None else handler(payload)
+
+    # -- session --------------------------------------------------------------------------------
+
+    def _on_session_meta(self, payload: Json) -> list[Event]:
+        if self._init_done:
+            return []
+        self._init_done = True
+        session_id = payload.get("id")
+        if isinstance(session_id, str) and session_id:
+            self.report.agent_session_id = session_id
+        return [Init(cwd=_str(payload.get("cwd")), model=ROLLOUT_INIT_MODEL)]
+
+    def _on_turn_context(self, payload: Json) -> list[Event]:
+        model = payload.get("model")
+        if isinstance(model, str) and model:
+            self.report.model = model
+        return []
+
+    def _on_token_count(self, payload: Json) -> list[Event]:
+        total = _obj(payload.get("info")).get("total_token_usage")
+        if isinstance(total, dict):
+            # Cumulative for the session: replaced, never added (agent-formats §4.3).
+            self.report.usage = codex_usage(total)
+        return []
+
+    # -- messages and their dedup ---------------------------------------------------------------
+
+    def _user(self, raw: str) -> list[Event]:
+        clean = sanitize(raw)
+        if not clean or _is_injected_codex_context(clean) or self._repeats_user(clean):
+            return []
+        return [UserMessage(content=clean)]
+
+    def _repeats_user(self, text: str) -> bool:
+        """Whether `text` is the latest prompt of the current exchange (≤12 events back)."""
+        for event in islice(reversed(self._recent), USER_DEDUP_WINDOW):
+            if isinstance(event, UserMessage):
+                return event.content == text
+            if isinstance(event, AssistantText | Complete | Init):
+                return False
+        return False
+
+    def _assistant(self, texts: Iterable[str]) -> list[Event]:
+        out: list[Event] = []
+        for text in texts:
+            if text and not self._repeats_assistant(text, out):
+                out.append(AssistantText(text=text))
+        return out
+
+    def _repeats_assistant(self, text: str, pending: list[Event]) -> bool:
+        """Whether an assistant text of the current exchange (≤20 events back) equals `text`."""
+        for event in islice(chain(reversed(pending), reversed(self._recent)), ASSISTANT_DEDUP_WINDOW):
+            if isinstance(event, AssistantText) and event.text == text:
+                return True
+            if isinstance(event, UserMessage | Complete | Init):
+                return False
+        return False
+
+    def _on_message(self, payload: Json) -> list[Event]:
+        role = payload.get("role")
+        text = _message_text(payload.get("content"))
+        if role == "user":
+            return self._user(text)
+        if role == "assistant":
+            return self._assistant([text])
+        return []  # developer / system: instructions, never shown
+
+    def _on_reasoning(self, payload: Json) -> list[Event]:
+        return self._assistant(_str(_obj(part).get("text")) for part in _list(payload.get("summary")))
+
+    # -- tools ----------------------------------------------------------------------------------
+
+    def _call(self, call_id: str, tool_name: str, file_path: str | None, tool_input: Any) -> list[Event]:
+        self._calls[call_id] = (tool_name, file_path)
+        return [ToolCall(tool_use_id=call_id, tool_name=tool_name, file_path=file_path, input=tool_input)]
+
+    def _on_tool_call(self, payload: Json, default_name: str) -> list[Event]:
+        tool_name, file_path, tool_input = map_tool_call(_str(payload.get("name"), default_name), payload)
+        return self._call(_str(payload.get("call_id")), tool_name, file_path, tool_input)
+
+    def _on_local_shell_call(self, payload: Json) -> list[Event]:
+        action = _obj(payload.get("action"))
+        call_id = _str(payload.get("call_id")) or _str(payload.get("id"))
+        command = _command_text(action.get("command"))
+        return self._call(call_id, BASH, _opt_str(action.get("working_directory")), {"command": command})
+
+    def _on_tool_output(self, payload: Json, fallback: str, *, custom: bool) -> list[Event]:
+        call_id = _str(payload.get("call_id"))
+        tool_name, file_path = self._calls.get(call_id, (fallback, None))
+        output = normalize_tool_output(tool_name, _tool_output_text(payload.get("output")))
+        is_error = _custom_output_is_error(output) if custom else _function_output_is_error(output)
+        return [_result(call_id, tool_name, output, is_error, file_path)]
+
+    @staticmethod
+    def _on_event_tool_output(payload: Json) -> list[Event]:
+        """An `event_msg` `function_call_output` (AZUREAL's rule, names it `shell_command`)."""
+        call_id, output = _str(payload.get("call_id")), _str(payload.get("output"))
+        if not call_id:
+            return []
+        is_error = output.startswith("Error") or "Exit code: 1" in output
+        return [_result(call_id, "shell_command", output, is_error)]

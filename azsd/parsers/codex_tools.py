@@ -1,0 +1,496 @@
+"""What the two Codex parsers share: JSON accessors, tool-call mapping, output normalization, usage.
+
+Mapping rules: spec/store-format.md §4.3; formats: agent-formats.md §3-§5.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Callable, Iterable
+from typing import Any, Final
+
+import msgspec
+
+from azsd.events import AssistantText, Event, ToolCall, ToolResult
+from azsd.parsers.base import Usage
+from azsd.rusttext import is_blank, rust_lines, trim
+
+__all__ = [
+    "codex_cost_usd",
+    "codex_usage",
+    "describe_write_stdin",
+    "map_tool_call",
+    "normalize_tool_output",
+]
+
+Json = dict[str, Any]
+Handler = Callable[[Json], list[Event] | None]
+
+BASH: Final = "Bash"
+EDIT: Final = "Edit"
+#: Rollouts put this in Init (the real model arrives later, in `turn_context`).
+ROLLOUT_INIT_MODEL: Final = "codex"
+#: How far back a prompt / an assistant text is compared against what was already emitted.
+USER_DEDUP_WINDOW: Final = 12
+ASSISTANT_DEDUP_WINDOW: Final = 20
+#: A `write_stdin` preview longer than this (in escaped chars) is cut to 29 chars + `...`.
+STDIN_PREVIEW_CHARS: Final = 32
+
+_U64_MAX: Final = 2**64 - 1
+_DECODER: Final = msgspec.json.Decoder()
+_INVALID: Final = object()
+
+_FUNCTION_ERROR_PREFIXES: Final = ("Error", "write_stdin failed:", "exec_command failed:")
+_CHUNK_OUTPUT: Final = "\nOutput:\n"
+_PROCESS_EXITED: Final = "Process exited with code "
+_PROCESS_RUNNING: Final = "Process running with session ID "
+_PATCH_FILE_PREFIXES: Final = ("*** Update File: ", "*** Add File: ")
+_RUST_ESCAPES: Final = {"\t": "\\t", "\r": "\\r", "\n": "\\n", "\\": "\\\\", "'": "\\'", '"': '\\"'}
+
+#: Blocks Codex itself puts into role-`user` items: (opening, closing) of the whole text.
+_INJECTED_CONTEXT: Final = (
+    ("<environment_context>", "</environment_context>"),
+    ("<user_instructions>", "</user_instructions>"),
+    ("# AGENTS.md instructions", "</INSTRUCTIONS>"),
+)
+_COLLAB_INPUT_KEYS: Final = ("prompt", "receiver_thread_ids")
+#: Keys of the legacy exec config line (the first line before 0.44).
+_EXEC_CONFIG_KEYS: Final = frozenset(
+    {"model", "provider", "approval", "sandbox", "workdir", "reasoning effort", "reasoning summaries"}
+)
+_EXEC_IGNORED: Final = frozenset({"turn.started", "item.updated", "item.plan.delta", "request_user_input"})
+_LEGACY_IGNORED: Final = frozenset(
+    {
+        "task_started",
+        "agent_message_delta",
+        "agent_reasoning_delta",
+        "agent_reasoning_raw_content",
+        "agent_reasoning_raw_content_delta",
+        "agent_reasoning_section_break",
+        "exec_command_output_delta",
+        "exec_approval_request",
+        "apply_patch_approval_request",
+        "background_event",
+        "stream_error",
+        "turn_diff",
+        "plan_update",
+        "get_history_entry_response",
+        "mcp_list_tools_response",
+        "web_search_begin",
+        "web_search_end",
+        "user_message",
+        "shutdown_complete",
+    }
+)
+_ROLLOUT_ITEMS_IGNORED: Final = frozenset(
+    {
+        "web_search_call",
+        "ghost_snapshot",
+        "compaction",
+        "compaction_summary",
+        "image_generation_call",
+        "other",
+    }
+)
+_ROLLOUT_MESSAGES_IGNORED: Final = frozenset(
+    {
+        "task_started",
+        "agent_reasoning_raw_content",
+        "agent_reasoning_section_break",
+        "context_compacted",
+        "entered_review_mode",
+        "exited_review_mode",
+        "undo_started",
+        "undo_completed",
+        "thread_rolled_back",
+        "turn_diff",
+        "plan_update",
+        "web_search_end",
+        "exec_command_end",
+        "patch_apply_end",
+        "mcp_tool_call_end",
+        "view_image_tool_call",
+        "error",
+        "warning",
+        "stream_error",
+    }
+)
+
+
+# -- small JSON accessors ---------------------------------------------------------------------------
+
+
+def _str(value: Any, default: str = "") -> str:
+    return value if isinstance(value, str) else default
+
+
+def _opt_str(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _obj(value: Any) -> Json:
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _count(value: Any) -> int:
+    """A token count or duration: a non-negative JSON integer that fits a u64, else 0."""
+    return value if type(value) is int and 0 <= value <= _U64_MAX else 0
+
+
+def _exit_code(value: Any) -> int | None:
+    """An exit code (Rust `as_i64`): any JSON integer, else None."""
+    return value if type(value) is int else None
+
+
+def _decode(text: str) -> Any:
+    try:
+        return _DECODER.decode(text)
+    except msgspec.DecodeError:
+        return _INVALID
+
+
+def _ignore(_: Json) -> list[Event]:
+    return []
+
+
+def _result(
+    call_id: str, tool_name: str, content: str, is_error: bool, file_path: str | None = None
+) -> ToolResult:
+    return ToolResult(
+        tool_use_id=call_id, tool_name=tool_name, file_path=file_path, content=content, is_error=is_error
+    )
+
+
+def _error_text(obj: Json) -> list[Event]:
+    """A fatal stream `error` (live, or a legacy `msg`): shown as assistant text, as AZUREAL does."""
+    return [AssistantText(text=f"Error: {_str(obj.get('message'), 'Unknown error')}")]
+
+
+def _with_ignored(handlers: dict[str, Handler], ignored: Iterable[str]) -> dict[str, Handler]:
+    return {**dict.fromkeys(ignored, _ignore), **handlers}
+
+
+# -- shared rules -------------------------------------------------------------------------------
+
+
+def codex_usage(raw: Json) -> Usage:
+    """Normalize one Codex usage object (agent-formats §5): `input_tokens` includes the cached part."""
+    total_in = _count(raw.get("input_tokens"))
+    cached = _count(raw.get("cached_input_tokens"))
+    return Usage(
+        input=max(total_in - cached, 0),
+        output=_count(raw.get("output_tokens")),
+        cache_read=cached,
+        cache_write=_count(raw.get("cache_write_input_tokens")),
+        reasoning=_count(raw.get("reasoning_output_tokens")),
+    )
+
+
+def codex_cost_usd(raw: Json) -> float:
+    """AZUREAL's estimate for a live turn: $10/M input tokens (cached included), $30/M output."""
+    return (_count(raw.get("input_tokens")) * 10.0 + _count(raw.get("output_tokens")) * 30.0) / 1_000_000.0
+
+
+def _argv_command(value: Any) -> str | None:
+    """An argv list as one command line, quoted the way Codex prints commands (`bash -lc 'ls -a'`)."""
+    if isinstance(value, list) and all(isinstance(arg, str) for arg in value):
+        return shlex.join(value)
+    return None
+
+
+def _command_text(value: Any) -> str:
+    """A command given as a string or as an argv list."""
+    if isinstance(value, str):
+        return value
+    return _argv_command(value) or ""
+
+
+def _rust_escape_default(text: str) -> str:
+    """Rust `str::escape_default`: `\\t \\r \\n \\' \\" \\\\`, printable ASCII as is, else `\\u{hex}`."""
+    return "".join(
+        _RUST_ESCAPES.get(ch) or (ch if " " <= ch <= "~" else f"\\u{{{ord(ch):x}}}") for ch in text
+    )
+
+
+def describe_write_stdin(args: Any) -> str:
+    """The `command` AZUREAL shows for a `write_stdin` call: a poll, a Ctrl-C, or a short preview."""
+    fields = _obj(args)
+    session = fields.get("session_id")
+    suffix = f" {session}" if isinstance(session, str | int | float) and not isinstance(session, bool) else ""
+    chars = _str(fields.get("chars"))
+    if not chars:
+        return f"poll session{suffix}"
+    if chars == "\x03":
+        return f"send Ctrl-C to session{suffix}"
+    preview = _rust_escape_default(chars)
+    if len(preview) > STDIN_PREVIEW_CHARS:
+        preview = preview[: STDIN_PREVIEW_CHARS - 3] + "..."
+    return f'send "{preview}" to session{suffix}'
+
+
+def _unwrap_output_envelope(output: str) -> str | None:
+    """The text inside a 0.40-style `{"output":…,"metadata":{"exit_code":n}}` output, if it is one."""
+    envelope = _decode(output)
+    if not isinstance(envelope, dict):
+        return None
+    inner = envelope.get("output")
+    if not isinstance(inner, str):
+        return None
+    if not is_blank(inner):
+        return inner
+    code = _exit_code(_obj(envelope.get("metadata")).get("exit_code"))
+    if code is None:
+        return None
+    return "" if code == 0 else f"Exit code: {code}"
+
+
+def _unwrap_chunk(output: str) -> str:
+    """The useful part of a unified-exec `Chunk ID: …` report (Bash outputs only)."""
+    _, found, tail = output.partition(_CHUNK_OUTPUT)
+    if found:
+        actual = tail.rstrip("\n")
+        if not is_blank(actual):
+            return actual
+    lines = rust_lines(output)
+    for line in lines:
+        if line.startswith(_PROCESS_EXITED):
+            code = trim(line[len(_PROCESS_EXITED) :])
+            return "" if code == "0" else f"Exit code: {code}"
+    for line in lines:
+        if line.startswith(_PROCESS_RUNNING):
+            return _PROCESS_RUNNING + trim(line[len(_PROCESS_RUNNING) :])
+    return output
+
+
+def normalize_tool_output(tool_name: str, output: str) -> str:
+    """A rollout tool output as AZUREAL stores it (§4.3 output normalization)."""
+    unwrapped = _unwrap_output_envelope(output)
+    if unwrapped is not None:
+        output = unwrapped
+    if tool_name in (BASH, "bash") and output.startswith("Chunk ID:"):
+        return _unwrap_chunk(output)
+    return output
+
+
+def _function_output_is_error(output: str) -> bool:
+    return output.startswith(_FUNCTION_ERROR_PREFIXES) or (
+        output.startswith("Exit code: ") and not output.startswith("Exit code: 0")
+    )
+
+
+def _custom_output_is_error(output: str) -> bool:
+    return output.startswith("Error")
+
+
+def _message_text(content: Any) -> str:
+    """A message's text: the string itself, or the `text` of each content item joined with `\\n`."""
+    if isinstance(content, str):
+        return content
+    return "\n".join(text for item in _list(content) if isinstance(text := _obj(item).get("text"), str))
+
+
+def _is_injected_codex_context(text: str) -> bool:
+    """A role-`user` item that is wholly a block Codex injects (environment, AGENTS.md, instructions)."""
+    body = trim(text)
+    return any(body.startswith(opening) and body.endswith(closing) for opening, closing in _INJECTED_CONTEXT)
+
+
+# -- live exec helpers --------------------------------------------------------------------------
+
+
+def _edit_summary(kind: str, path: str, move_path: str | None) -> str:
+    return f"File {kind}: {path}" if move_path is None else f"File {kind}: {path} -> {move_path}"
+
+
+def _edit_call(change_id: str, path: str, kind: str, move_path: str | None, diff: str) -> ToolCall:
+    tool_input: Json = {"file_path": path, "kind": kind}
+    if move_path is not None:
+        tool_input["move_path"] = move_path
+    if diff:
+        tool_input["unified_diff"] = diff
+    return ToolCall(tool_use_id=change_id, tool_name=EDIT, file_path=path, input=tool_input)
+
+
+def _edit_result(change_id: str, path: str, content: str, is_error: bool) -> ToolResult:
+    return _result(change_id, EDIT, content, is_error, path)
+
+
+def _change_kind(change: Json) -> tuple[str, str | None]:
+    """A `file_change` entry's kind and rename target (`kind` a string, or `{type, move_path}`)."""
+    kind = change.get("kind")
+    if isinstance(kind, dict):
+        return _str(kind.get("type"), "update"), _opt_str(kind.get("move_path")) or _opt_str(
+            change.get("move_path")
+        )
+    return _str(kind, "update"), _opt_str(change.get("move_path"))
+
+
+def _todo_status(todo: Json) -> str:
+    return "completed" if todo.get("completed") is True else "pending"
+
+
+def _legacy_change(change: Any) -> tuple[str, Json]:
+    """A legacy `patch_apply_begin` change: `{"add":{…}}`, `{"update":{…}}`, `"delete"` or tagged."""
+    if isinstance(change, str):
+        return change, {}
+    fields = _obj(change)
+    if isinstance(fields.get("type"), str):
+        return fields["type"], fields
+    if len(fields) == 1:
+        ((kind, inner),) = fields.items()
+        return kind, _obj(inner)
+    return "update", fields
+
+
+def _mcp_name(call: Json) -> str:
+    """An MCP tool as AZUREAL names it: `<server>:<tool>`."""
+    return f"{_str(call.get('server'), 'mcp')}:{_str(call.get('tool'), 'unknown')}"
+
+
+def _mcp_result_text(result: Any) -> str:
+    """An MCP result as text: a string, or the `text` of its content blocks, or its structured content."""
+    if isinstance(result, str):
+        return result
+    fields = _obj(result)
+    text = _message_text(fields.get("content"))
+    structured = fields.get("structured_content", fields.get("structuredContent"))
+    if not text and structured is not None:
+        return msgspec.json.encode(structured).decode()
+    return text
+
+
+def _mcp_error(error: Any) -> str | None:
+    """An MCP call's error message (a string or `{message}`), None when there is none."""
+    if error is None:
+        return None
+    if isinstance(error, dict):
+        return _str(error.get("message"))
+    return error if isinstance(error, str) else msgspec.json.encode(error).decode()
+
+
+def _legacy_mcp_result(result: Any) -> tuple[str, bool]:
+    """A legacy `mcp_tool_call_end.result` (`{"Ok":{content,isError}}` or `{"Err":…}`): text and error."""
+    fields = _obj(result)
+    if "Err" in fields:
+        err = fields["Err"]
+        return (err if isinstance(err, str) else msgspec.json.encode(err).decode()), True
+    ok = _obj(fields["Ok"]) if "Ok" in fields else fields
+    return _mcp_result_text(ok), ok.get("isError") is True or ok.get("is_error") is True
+
+
+def _legacy_exec_output(msg: Json) -> str:
+    """A legacy `exec_command_end` output: `aggregated_output` if any, else stdout then stderr."""
+    aggregated = _str(msg.get("aggregated_output"))
+    if aggregated:
+        return aggregated
+    stdout, stderr = _str(msg.get("stdout")), _str(msg.get("stderr"))
+    if stdout and stderr and not stdout.endswith("\n"):
+        return f"{stdout}\n{stderr}"
+    return stdout + stderr
+
+
+# -- rollout tool calls -------------------------------------------------------------------------
+
+
+def _tool_args(payload: Json) -> Any:
+    """The parsed `arguments` (a JSON string; an object is taken as is), else `input`, else `{}`."""
+    arguments = payload.get("arguments")
+    if isinstance(arguments, dict):
+        return arguments
+    text = arguments if isinstance(arguments, str) else _str(payload.get("input"), "{}")
+    parsed = _decode(text)
+    return {} if parsed is _INVALID else parsed
+
+
+def _with_command(args: Any, command: str) -> Json:
+    """`args` with `command` set (replaced in place when present), or `{"command"}` for a non-object."""
+    return {**args, "command": command} if isinstance(args, dict) else {"command": command}
+
+
+def _workdir(args: Any) -> str | None:
+    return _opt_str(_obj(args).get("workdir"))
+
+
+def _patch_text(payload: Json) -> str:
+    """The raw patch of an `apply_patch` call.
+
+    The freeform tool sends it as `input`; the function-style tool sends `arguments` as a JSON
+    object `{"input": patch}`, which is unwrapped here (AZUREAL keeps the JSON text, so it finds no
+    file path in it).
+    """
+    arguments = payload.get("arguments")
+    raw = arguments if isinstance(arguments, str) else _str(payload.get("input"))
+    if raw.lstrip().startswith("{"):
+        inner = _obj(_decode(raw)).get("input")
+        if isinstance(inner, str):
+            return inner
+    return raw
+
+
+def _patch_file_path(patch: str) -> str | None:
+    for line in rust_lines(patch):
+        for prefix in _PATCH_FILE_PREFIXES:
+            if line.startswith(prefix):
+                return trim(line[len(prefix) :])
+    return None
+
+
+ToolMapping = tuple[str, str | None, Any]
+
+
+def _map_shell_command(payload: Json) -> ToolMapping:
+    args = _tool_args(payload)
+    return BASH, _workdir(args), args
+
+
+def _map_shell(payload: Json) -> ToolMapping:
+    """0.40's `shell` tool: `{"command": [argv], "workdir"}`; the argv is joined into one command."""
+    args = _tool_args(payload)
+    command = _argv_command(_obj(args).get("command"))
+    if command is not None:
+        args = _with_command(args, command)
+    return BASH, _workdir(args), args
+
+
+def _map_exec_command(payload: Json) -> ToolMapping:
+    args = _tool_args(payload)
+    fields = _obj(args)
+    command = fields["command"] if "command" in fields else fields.get("cmd")
+    return BASH, None, _with_command(args, _str(command))
+
+
+def _map_write_stdin(payload: Json) -> ToolMapping:
+    args = _tool_args(payload)
+    return BASH, None, _with_command(args, describe_write_stdin(args))
+
+
+def _map_apply_patch(payload: Json) -> ToolMapping:
+    patch = _patch_text(payload)
+    return EDIT, _patch_file_path(patch), {"patch": patch}
+
+
+_TOOL_MAPPERS: Final[dict[str, Callable[[Json], ToolMapping]]] = {
+    "shell_command": _map_shell_command,
+    "shell": _map_shell,
+    "exec_command": _map_exec_command,
+    "write_stdin": _map_write_stdin,
+    "apply_patch": _map_apply_patch,
+}
+
+
+def map_tool_call(name: str, payload: Json) -> ToolMapping:
+    """A rollout call's (tool name, file path, input); unknown names keep their parsed arguments."""
+    mapper = _TOOL_MAPPERS.get(name)
+    return mapper(payload) if mapper is not None else (name, None, _tool_args(payload))
+
+
+def _tool_output_text(output: Any) -> str:
+    """A tool output: a string, or (newer builds) a list of content items whose texts are joined."""
+    return output if isinstance(output, str) else _message_text(_list(output))
+
+
+# -- live exec ----------------------------------------------------------------------------------
