@@ -1,30 +1,97 @@
-"""The daemon-side command line: `azsd run`, `azsd version`."""
+"""The daemon-side command line: `azsd run`, `azsd install-service`, `azsd check-config`, `azsd version`.
+
+Exit codes: 0 success, 1 an error (one line on stderr), 2 a usage error.
+"""
 
 from __future__ import annotations
 
 import argparse
+import logging
+import os
+import signal
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from azsd import __version__
+from azsd.config import ResolvedConfig, resolve_config
+from azsd.errors import AzsdError
 
 __all__ = ["main"]
+
+log = logging.getLogger("azsd.cli")
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="azsd", description="Session-store daemon for AI coding agents.")
+    parser.add_argument("--version", action="version", version=f"azsd {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="run the daemon in the foreground (what systemd runs)")
+    run.add_argument(
+        "--runtime-dir", help="where sockets, lock and discovery file live (env AZSD_RUNTIME_DIR)"
+    )
+    run.add_argument(
+        "--config", type=Path, help="config file (env AZSD_CONFIG; default ~/.config/azsd/config.toml)"
+    )
+    run.add_argument("--log-level", help="DEBUG, INFO, WARNING or ERROR (default from the config: INFO)")
+    install = sub.add_parser("install-service", help="write the systemd user unit")
+    install.add_argument("--force", action="store_true", help="replace a different existing unit")
+    check = sub.add_parser("check-config", help="validate the configuration and print what is in force")
+    check.add_argument("--config", type=Path)
     sub.add_parser("version", help="print the version")
-    sub.add_parser("run", help="run the daemon in the foreground")
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     args = _parser().parse_args(argv)
-    if args.command == "version":
-        print(__version__)
-        return
-    print(
-        "azsd: the daemon is not part of this build yet (issue 3/6); the store library is.", file=sys.stderr
-    )
-    sys.exit(1)
+    try:
+        match args.command:
+            case "run":
+                _run(args)
+            case "install-service":
+                _install_service(args.force)
+            case "check-config":
+                _check_config(args.config)
+            case _:
+                print(__version__)
+    except AzsdError as exc:
+        print(f"azsd: {exc}", file=sys.stderr)
+        sys.exit(1)
+
+
+def _resolve(config: Path | None, runtime_dir: str | None = None) -> ResolvedConfig:
+    return resolve_config(environ=os.environ, config_file=config if config else True, runtime_dir=runtime_dir)
+
+
+def _run(args: argparse.Namespace) -> None:
+    from azsd.daemon import Daemon
+
+    config = _resolve(args.config, args.runtime_dir)
+    level = (args.log_level or config.log_level).upper()
+    logging.basicConfig(level=level, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
+    daemon = Daemon(config, os.environ)
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: daemon.request_stop())
+    try:
+        daemon.start()
+        daemon.run()
+    finally:
+        daemon.stop()
+
+
+def _install_service(force: bool) -> None:
+    from azsd.service import ENABLE_HINT, install_service
+
+    path = install_service(os.environ, force=force)
+    print(f"wrote {path}")
+    print(f"now run: {ENABLE_HINT}")
+
+
+def _check_config(config: Path | None) -> None:
+    resolved = _resolve(config)
+    print(f"runtime dir: {resolved.runtime_dir}")
+    print(f"rpc:         {resolved.rpc_endpoint}")
+    print(f"pub:         {resolved.pub_endpoint}")
+    print(f"idle close:  {resolved.idle_close_s:g} s")
+    print(f"max message: {resolved.max_message_bytes} bytes")
+    print(f"log level:   {resolved.log_level}")

@@ -24,6 +24,7 @@ from pathlib import Path
 from azsd.compact import prepare_for_store
 from azsd.errors import AzsdError
 from azsd.events import Event, Init
+from azsd.model import StoredEvent
 from azsd.parsers import UnknownFormatError, detect_format, iter_lines, make_parser
 from azsd.parsers.base import ParseReport
 from azsd.store import Store
@@ -46,6 +47,7 @@ class IngestReport:
     parsed: int
     appended: int
     duplicates: int
+    events: list[StoredEvent]
 
     def summary(self) -> str:
         return (
@@ -106,4 +108,6 @@ def ingest_file(store: Store, session_id: int, path: Path, fmt: str | None = Non
             source = report.agent_session_id or str(path.resolve())
             store.record_usage(session_id, source, report.usage, report.cost_usd)
     log.info("ingested %s into S%d: %d new of %d", path, session_id, result.inserted, len(prepared))
-    return IngestReport(path, report, len(prepared), result.inserted, len(prepared) - result.inserted)
+    return IngestReport(
+        path, report, len(prepared), result.inserted, len(prepared) - result.inserted, result.events
+    )

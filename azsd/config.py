@@ -1,0 +1,138 @@
+"""Configuration: loaded once at the edge, passed down as data.
+
+Precedence, highest first: command-line flags, the environment (``AZSD_RUNTIME_DIR``,
+``AZSD_CONFIG``), the config file (``$XDG_CONFIG_HOME/azsd/config.toml``), built-in defaults.
+Nothing below :mod:`azsd.daemon` and the CLIs reads ``os.environ``.
+
+The file is TOML; unknown keys are rejected::
+
+    runtime-dir = "/run/user/1000/azsd"   # where sockets, lock and discovery file live
+    idle-close-s = 300                     # close a store this long after its last request
+    max-message-bytes = 67108864           # larger requests are dropped by ZeroMQ
+    log-level = "INFO"
+
+>>> cfg = resolve_config(environ={"AZSD_RUNTIME_DIR": "/tmp/x"}, config_file=None)
+>>> cfg.rpc_endpoint
+'ipc:///tmp/x/rpc'
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+import msgspec
+
+from azsd.errors import ConfigError
+
+__all__ = [
+    "IPC_PATH_MAX",
+    "FileConfig",
+    "ResolvedConfig",
+    "default_config_path",
+    "default_runtime_dir",
+    "load_config_file",
+    "resolve_config",
+]
+
+#: `sun_path` is 108 bytes including the terminating NUL.
+IPC_PATH_MAX: Final = 107
+
+
+class FileConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, rename="kebab"):
+    """The config file's keys; every one is optional."""
+
+    runtime_dir: str | None = None
+    idle_close_s: float = 300.0
+    max_message_bytes: int = 64 * 1024 * 1024
+    log_level: str = "INFO"
+
+
+@dataclass(frozen=True)
+class ResolvedConfig:
+    """Everything the daemon and the client need, resolved to concrete values."""
+
+    runtime_dir: Path
+    idle_close_s: float = 300.0
+    max_message_bytes: int = 64 * 1024 * 1024
+    log_level: str = "INFO"
+
+    @property
+    def rpc_endpoint(self) -> str:
+        return f"ipc://{self.runtime_dir / 'rpc'}"
+
+    @property
+    def pub_endpoint(self) -> str:
+        return f"ipc://{self.runtime_dir / 'pub'}"
+
+    @property
+    def lock_path(self) -> Path:
+        return self.runtime_dir / "azsd.lock"
+
+    @property
+    def discovery_path(self) -> Path:
+        return self.runtime_dir / "azsd.json"
+
+
+def default_config_path(environ: Mapping[str, str]) -> Path:
+    base = environ.get("XDG_CONFIG_HOME") or str(Path(environ.get("HOME", "~")).expanduser() / ".config")
+    return Path(base) / "azsd" / "config.toml"
+
+
+def default_runtime_dir(environ: Mapping[str, str]) -> Path:
+    """`$XDG_RUNTIME_DIR/azsd`, else a private `/tmp/azsd-$UID`."""
+    xdg = environ.get("XDG_RUNTIME_DIR")
+    if xdg:
+        return Path(xdg) / "azsd"
+    return Path(f"/tmp/azsd-{os.getuid()}")
+
+
+def load_config_file(path: Path) -> FileConfig:
+    """Read a config file; a missing file is the defaults, a wrong one a :class:`ConfigError`."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return FileConfig()
+    except OSError as exc:
+        raise ConfigError(f"{path}: {exc.strerror}") from None
+    try:
+        return msgspec.toml.decode(data, type=FileConfig)
+    except msgspec.ValidationError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
+    except msgspec.DecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+
+
+def resolve_config(
+    *,
+    environ: Mapping[str, str],
+    config_file: Path | bool | None = True,
+    runtime_dir: str | None = None,
+) -> ResolvedConfig:
+    """The configuration in force: flag > environment > file > default.
+
+    `config_file=True` reads ``AZSD_CONFIG`` or the default path; a Path reads that file; None
+    reads none.
+    """
+    if config_file is True:
+        path = Path(environ["AZSD_CONFIG"]) if environ.get("AZSD_CONFIG") else default_config_path(environ)
+        file = load_config_file(path)
+    elif isinstance(config_file, Path):
+        file = load_config_file(config_file)
+    else:
+        file = FileConfig()
+    chosen = runtime_dir or environ.get("AZSD_RUNTIME_DIR") or file.runtime_dir
+    rdir = Path(chosen).expanduser() if chosen else default_runtime_dir(environ)
+    rdir = rdir.absolute()
+    longest = len(str(rdir / "rpc").encode())
+    if longest > IPC_PATH_MAX:
+        raise ConfigError(
+            f"runtime dir {rdir} is too long for an ipc:// socket path ({longest} > {IPC_PATH_MAX} bytes); "
+            "set AZSD_RUNTIME_DIR to a shorter directory"
+        )
+    if file.idle_close_s <= 0 or file.max_message_bytes <= 0:
+        raise ConfigError("idle-close-s and max-message-bytes must be positive")
+    return ResolvedConfig(rdir, file.idle_close_s, file.max_message_bytes, file.log_level.upper())

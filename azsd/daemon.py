@@ -1,0 +1,219 @@
+"""The azsd daemon's lifecycle: start, run, stop.
+
+``start`` prepares the private runtime directory, takes the single-instance lock, removes a stale
+socket only after proving nobody answers on it, binds, writes the discovery file and tells systemd
+it is ready. ``run`` serves until SIGTERM/SIGINT or a `Shutdown` request. ``stop`` tears down in
+reverse: no new requests, queued writes finish (a reply always meant "committed"), sockets close,
+files go, the lock is released.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import logging
+import os
+import stat
+import threading
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import IO, Final
+
+import msgspec
+import zmq
+
+from azsd import __version__
+from azsd.config import ResolvedConfig
+from azsd.errors import AzsdError, ConfigError
+from azsd.handlers import HANDLERS
+from azsd.ipc import protocol as p
+from azsd.ipc.server import Server
+from azsd.ipc.transport import Envelope, ipc_path, probe
+from azsd.sdnotify import notify, watchdog_interval
+from azsd.stores import StoreRegistry, Task
+
+__all__ = ["AlreadyRunning", "Daemon", "Discovery"]
+
+log = logging.getLogger("azsd.daemon")
+
+#: How long a stale socket gets to answer before it is declared dead.
+_PROBE_MS: Final = 300
+
+
+class AlreadyRunning(AzsdError):
+    """Another azsd holds the lock of this runtime directory."""
+
+
+class Discovery(msgspec.Struct, frozen=True):
+    """The discovery file (`azsd.json` in the runtime dir): how to reach the running daemon."""
+
+    pid: int
+    version: str
+    protocol: int
+    rpc: str
+    pub: str
+    started: float
+
+
+class Daemon:
+    """One azsd process: create, `start()`, `run()`, and `stop()` (in a `finally`)."""
+
+    def __init__(self, config: ResolvedConfig, environ: Mapping[str, str]) -> None:
+        self.config = config
+        self._environ = environ
+        self._stop = threading.Event()
+        self._lock_file: IO[str] | None = None
+        self._server: Server | None = None
+        self._registry: StoreRegistry | None = None
+        self._started = time.monotonic()
+        self._watchdog_s = watchdog_interval(environ, os.getpid())
+        self._last_watchdog = 0.0
+
+    # -- lifecycle --------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        _prepare_runtime_dir(self.config.runtime_dir)
+        self._lock_file = _take_lock(self.config.lock_path)
+        self._remove_stale_sockets()
+        self._server = Server(self.config)
+        self._registry = StoreRegistry(self._server.outbox, self.config.idle_close_s)
+        discovery = Discovery(
+            pid=os.getpid(),
+            version=__version__,
+            protocol=p.PROTOCOL_VERSION,
+            rpc=self.config.rpc_endpoint,
+            pub=self.config.pub_endpoint,
+            started=time.time(),
+        )
+        _write_atomic(self.config.discovery_path, msgspec.json.encode(discovery))
+        notify(f"READY=1\nSTATUS=serving on {self.config.rpc_endpoint}\nMAINPID={os.getpid()}", self._environ)
+        log.info("azsd %s serving on %s (pid %d)", __version__, self.config.rpc_endpoint, os.getpid())
+
+    def run(self) -> None:
+        assert self._server is not None
+        self._server.serve(self._handle, self._stop, self._tick)
+
+    def request_stop(self) -> None:
+        """Ask `run` to return (safe from a signal handler or another thread)."""
+        self._stop.set()
+
+    def stop(self) -> None:
+        """Tear down what `start` set up; a daemon that never got the lock touches nothing."""
+        self._stop.set()
+        if self._lock_file is None:
+            return
+        notify("STOPPING=1", self._environ)
+        if self._registry is not None:
+            self._registry.close()
+        if self._server is not None:
+            self._server.close()
+        for endpoint in (self.config.rpc_endpoint, self.config.pub_endpoint):
+            path = ipc_path(endpoint)
+            if path is not None:
+                path.unlink(missing_ok=True)
+        self.config.discovery_path.unlink(missing_ok=True)
+        self._lock_file.close()
+        self._lock_file = None
+        log.info("azsd stopped")
+
+    # -- requests ---------------------------------------------------------------------------------
+
+    def _handle(self, envelope: Envelope, request: p.Request) -> None:
+        assert self._server is not None and self._registry is not None
+        match request:
+            case p.Status():
+                self._server.reply(envelope, self._status())
+            case p.Shutdown():
+                self._server.reply(envelope, p.ShutdownReply())
+                log.info("shutdown requested by a client")
+                self._stop.set()
+            case _:
+                self._route(envelope, request)
+
+    def _status(self) -> p.StatusReply:
+        assert self._registry is not None
+        return p.StatusReply(
+            version=__version__,
+            pid=os.getpid(),
+            uptime_s=round(time.monotonic() - self._started, 3),
+            stores=self._registry.open_stores(),
+        )
+
+    def _route(self, envelope: Envelope, request: p.Request) -> None:
+        assert self._server is not None and self._registry is not None
+        root = getattr(request, "root", "")
+        canonical = os.path.realpath(root) if root else ""
+        if not root or not os.path.isabs(root) or not os.path.isdir(canonical):
+            message = f"no such worktree directory: {root!r} (give an absolute path to an existing directory)"
+            self._server.reply(envelope, p.ErrorReply(code="no_such_root", message=message))
+            return
+        request = msgspec.structs.replace(request, root=canonical)
+        handler = HANDLERS[type(request)]
+        task = Task(envelope, lambda store: handler(store, request))
+        if not self._registry.submit(canonical, task):
+            self._server.reply(envelope, p.ErrorReply(code="shutting_down", message="azsd is stopping"))
+
+    def _tick(self) -> None:
+        if self._watchdog_s is None:
+            return
+        now = time.monotonic()
+        if now - self._last_watchdog >= self._watchdog_s:
+            notify("WATCHDOG=1", self._environ)
+            self._last_watchdog = now
+
+    def _remove_stale_sockets(self) -> None:
+        """We hold the lock, so an old daemon is gone; still, only remove a socket nobody answers on."""
+        ctx: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
+        try:
+            for endpoint in (self.config.rpc_endpoint, self.config.pub_endpoint):
+                path = ipc_path(endpoint)
+                if path is None or not path.exists():
+                    continue
+                if endpoint == self.config.rpc_endpoint and probe(
+                    ctx, endpoint, p.encode(p.Status()), _PROBE_MS
+                ):
+                    raise AlreadyRunning(
+                        f"something answers on {endpoint} without holding {self.config.lock_path}"
+                    )
+                log.info("removing the stale socket %s", path)
+                path.unlink(missing_ok=True)
+        finally:
+            ctx.term()
+
+
+def _prepare_runtime_dir(path: Path) -> None:
+    """Create the runtime dir private to this user (0700), or refuse one others can enter."""
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    info = path.stat()
+    if info.st_uid != os.getuid():
+        raise ConfigError(f"runtime dir {path} belongs to uid {info.st_uid}, not to you")
+    if stat.S_IMODE(info.st_mode) & 0o077:
+        os.chmod(path, 0o700)
+        log.warning("tightened the permissions of %s to 0700", path)
+
+
+def _take_lock(path: Path) -> IO[str]:
+    """Hold an exclusive lock on `path` for the life of the process, with our pid in it."""
+    handle = open(path, "a+", encoding="ascii")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        if exc.errno not in (errno.EWOULDBLOCK, errno.EACCES):
+            raise
+        handle.seek(0)
+        pid = handle.read().strip() or "unknown"
+        handle.close()
+        raise AlreadyRunning(f"azsd is already running (pid {pid}, lock {path})") from None
+    handle.seek(0)
+    handle.truncate()
+    handle.write(f"{os.getpid()}\n")
+    handle.flush()
+    return handle
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_bytes(data)
+    os.chmod(tmp, 0o600)
+    tmp.replace(path)

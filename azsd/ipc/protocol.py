@@ -1,0 +1,460 @@
+"""The azsd wire protocol: every message, as frozen tagged msgspec Structs, msgpack on the wire.
+
+Requests travel on a ROUTER socket (clients use DEALER and put a request id frame first, so they
+can pipeline); each gets exactly one reply carrying :data:`PROTOCOL_VERSION`. Notifications are
+published on a PUB socket with the topic ``<root>\\0<session>\\0`` (see :func:`topic`), so a
+subscriber filters a whole store by the ``<root>\\0`` prefix or one session by the full topic.
+Each notification carries the store's notification sequence number: a gap means some were
+dropped (PUB drops for slow subscribers), and the subscriber re-reads by request.
+
+Events cross the wire as :class:`WireEvent`: the stored seq, the variant name and the event's
+exact serde JSON (the same text AZUREAL stores), so a plugin can render them without azsd's types.
+
+Evolution rules: add fields only with defaults, never retype or reorder a field, never change a
+tag. `Status` and `Shutdown` (and their replies) are frozen forever.
+
+>>> decode_request(encode(Status()))
+Status()
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final, Literal
+
+import msgspec
+
+from azsd.errors import ProtocolError
+
+__all__ = [
+    "PROTOCOL_VERSION",
+    "AppendEvents",
+    "AppendReply",
+    "BoundaryReply",
+    "BuildContext",
+    "CompactionBoundary",
+    "ContextMeter",
+    "ContextReply",
+    "CreateSession",
+    "DeleteSession",
+    "ErrorCode",
+    "ErrorReply",
+    "EventsAppended",
+    "EventsPage",
+    "GetEvents",
+    "GetSession",
+    "IngestFile",
+    "IngestReply",
+    "ListSessions",
+    "MarkCompleted",
+    "MeterReply",
+    "Notification",
+    "OkReply",
+    "RenameSession",
+    "Reply",
+    "Request",
+    "Search",
+    "SearchHit",
+    "SearchReply",
+    "SessionChanged",
+    "SessionCreated",
+    "SessionReply",
+    "SessionView",
+    "SessionsReply",
+    "Shutdown",
+    "ShutdownReply",
+    "Status",
+    "StatusReply",
+    "StoreCompaction",
+    "UsageView",
+    "WireEvent",
+    "decode_notification",
+    "decode_reply",
+    "decode_request",
+    "encode",
+    "topic",
+]
+
+#: Bumped on any incompatible change (which the rules above forbid in practice).
+PROTOCOL_VERSION: Final = 1
+
+
+class _Msg(
+    msgspec.Struct, frozen=True, tag_field="op", tag=str.lower, forbid_unknown_fields=True, kw_only=True
+):
+    """Base of every message: tagged by `op` (the lower-cased class name)."""
+
+
+class _Data(msgspec.Struct, frozen=True, kw_only=True):
+    """Base of values inside messages (untagged)."""
+
+
+# -- values -----------------------------------------------------------------------------------------
+
+
+class WireEvent(_Data, frozen=True):
+    """One stored event: its seq, variant name, and exact serde JSON."""
+
+    seq: int
+    kind: str
+    data: str
+
+
+class UsageView(_Data, frozen=True):
+    """Token usage summed over a session's turns, and its cost."""
+
+    input: int = 0
+    output: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+    reasoning: int = 0
+    cost_usd: float = 0.0
+
+
+class SessionView(_Data, frozen=True):
+    """A session as `list_sessions` sees it, with its display name and badge state."""
+
+    id: int
+    name: str
+    display_name: str
+    worktree: str
+    created: str
+    event_count: int
+    message_count: int
+    state: str
+    completed: bool | None = None
+    duration_ms: int | None = None
+    cost_usd: float | None = None
+    usage: UsageView | None = None
+
+
+class SearchHit(_Data, frozen=True):
+    session: int
+    data: str
+
+
+# -- requests ---------------------------------------------------------------------------------------
+
+
+class Status(_Msg, frozen=True):
+    """Health check: version, protocol, pid, uptime, open stores. Frozen forever."""
+
+
+class Shutdown(_Msg, frozen=True):
+    """Ask the daemon to stop. Frozen forever."""
+
+
+class CreateSession(_Msg, frozen=True):
+    root: str
+    name: str | None = None
+    worktree: str = ""
+
+
+class ListSessions(_Msg, frozen=True):
+    root: str
+    worktree: str | None = None
+    limit: int = 100
+    offset: int = 0
+
+
+class GetSession(_Msg, frozen=True):
+    root: str
+    session: int
+
+
+class RenameSession(_Msg, frozen=True):
+    root: str
+    session: int
+    name: str
+
+
+class DeleteSession(_Msg, frozen=True):
+    root: str
+    session: int
+
+
+class AppendEvents(_Msg, frozen=True):
+    """Append events, each given as its serde JSON (as stored); they are compacted on the way in."""
+
+    root: str
+    session: int
+    events: list[str]
+
+
+class GetEvents(_Msg, frozen=True):
+    """A page of events with seq >= `from_seq`, injected context stripped."""
+
+    root: str
+    session: int
+    from_seq: int = 1
+    limit: int = 500
+
+
+class BuildContext(_Msg, frozen=True):
+    """The exact context-injected prompt for the next turn."""
+
+    root: str
+    session: int
+    prompt: str
+    backend: Literal["claude", "codex"] = "claude"
+
+
+class MarkCompleted(_Msg, frozen=True):
+    root: str
+    session: int
+    success: bool
+    duration_ms: int = 0
+    cost_usd: float = 0.0
+
+
+class StoreCompaction(_Msg, frozen=True):
+    root: str
+    session: int
+    after_seq: int
+    summary: str
+
+
+class CompactionBoundary(_Msg, frozen=True):
+    """Where to compact so the newest `keep` prompts stay raw (`from_seq` defaults to after the latest)."""
+
+    root: str
+    session: int
+    keep: int = 3
+    from_seq: int | None = None
+
+
+class ContextMeter(_Msg, frozen=True):
+    root: str
+    session: int
+
+
+class Search(_Msg, frozen=True):
+    root: str
+    query: str
+    worktree: str | None = None
+    limit: int = 50
+
+
+class IngestFile(_Msg, frozen=True):
+    """Ingest a finished agent JSONL file (read by the daemon) into a session."""
+
+    root: str
+    session: int
+    path: str
+    format: str | None = None
+
+
+Request = (
+    Status
+    | Shutdown
+    | CreateSession
+    | ListSessions
+    | GetSession
+    | RenameSession
+    | DeleteSession
+    | AppendEvents
+    | GetEvents
+    | BuildContext
+    | MarkCompleted
+    | StoreCompaction
+    | CompactionBoundary
+    | ContextMeter
+    | Search
+    | IngestFile
+)
+
+
+# -- replies ----------------------------------------------------------------------------------------
+
+ErrorCode = Literal[
+    "bad_request",
+    "not_found",
+    "no_such_root",
+    "not_a_store",
+    "read_only",
+    "store_full",
+    "store_error",
+    "ingest_error",
+    "shutting_down",
+    "internal",
+]
+
+
+class StatusReply(_Msg, frozen=True):
+    """Frozen forever."""
+
+    version: str
+    pid: int
+    uptime_s: float
+    stores: list[str]
+    follows: list[str] = []
+    protocol: int = PROTOCOL_VERSION
+
+
+class ShutdownReply(_Msg, frozen=True):
+    """Frozen forever."""
+
+    protocol: int = PROTOCOL_VERSION
+
+
+class OkReply(_Msg, frozen=True):
+    protocol: int = PROTOCOL_VERSION
+
+
+class ErrorReply(_Msg, frozen=True):
+    code: str
+    message: str
+    protocol: int = PROTOCOL_VERSION
+
+
+class SessionReply(_Msg, frozen=True):
+    session: SessionView
+    protocol: int = PROTOCOL_VERSION
+
+
+class SessionsReply(_Msg, frozen=True):
+    sessions: list[SessionView]
+    total: int
+    protocol: int = PROTOCOL_VERSION
+
+
+class AppendReply(_Msg, frozen=True):
+    events: list[WireEvent]
+    protocol: int = PROTOCOL_VERSION
+
+
+class EventsPage(_Msg, frozen=True):
+    """`next_seq` is where the next page starts, or None when this page reached the end."""
+
+    events: list[WireEvent]
+    next_seq: int | None
+    skipped: int = 0
+    protocol: int = PROTOCOL_VERSION
+
+
+class ContextReply(_Msg, frozen=True):
+    prompt: str
+    protocol: int = PROTOCOL_VERSION
+
+
+class BoundaryReply(_Msg, frozen=True):
+    after_seq: int | None
+    protocol: int = PROTOCOL_VERSION
+
+
+class MeterReply(_Msg, frozen=True):
+    chars: int
+    threshold: int
+    percent: float
+    protocol: int = PROTOCOL_VERSION
+
+
+class SearchReply(_Msg, frozen=True):
+    hits: list[SearchHit]
+    protocol: int = PROTOCOL_VERSION
+
+
+class IngestReply(_Msg, frozen=True):
+    format: str
+    lines: int
+    parsed: int
+    appended: int
+    duplicates: int
+    skipped: dict[str, int]
+    events: dict[str, int]
+    protocol: int = PROTOCOL_VERSION
+
+
+Reply = (
+    StatusReply
+    | ShutdownReply
+    | OkReply
+    | ErrorReply
+    | SessionReply
+    | SessionsReply
+    | AppendReply
+    | EventsPage
+    | ContextReply
+    | BoundaryReply
+    | MeterReply
+    | SearchReply
+    | IngestReply
+)
+
+
+# -- notifications ----------------------------------------------------------------------------------
+
+
+class SessionCreated(_Msg, frozen=True):
+    root: str
+    seq: int
+    session: SessionView
+    protocol: int = PROTOCOL_VERSION
+
+
+class SessionChanged(_Msg, frozen=True):
+    """`change` is `renamed`, `completed` or `deleted`; `session` is None after a delete."""
+
+    root: str
+    seq: int
+    session_id: int
+    change: str
+    session: SessionView | None = None
+    protocol: int = PROTOCOL_VERSION
+
+
+class EventsAppended(_Msg, frozen=True):
+    root: str
+    seq: int
+    session_id: int
+    events: list[WireEvent]
+    protocol: int = PROTOCOL_VERSION
+
+
+Notification = SessionCreated | SessionChanged | EventsAppended
+
+_ENCODER: Final = msgspec.msgpack.Encoder()
+_REQUESTS: Final = msgspec.msgpack.Decoder(Request)
+_REPLIES: Final = msgspec.msgpack.Decoder(Reply)
+_NOTIFICATIONS: Final = msgspec.msgpack.Decoder(Notification)
+
+
+def encode(message: _Msg) -> bytes:
+    """msgpack bytes of any message."""
+    return _ENCODER.encode(message)
+
+
+def _decode(decoder: msgspec.msgpack.Decoder[Any], data: bytes, what: str) -> Any:
+    try:
+        return decoder.decode(data)
+    except msgspec.ValidationError as exc:
+        raise ProtocolError(f"invalid {what}: {exc}") from None
+    except msgspec.DecodeError as exc:
+        raise ProtocolError(f"undecodable {what}: {exc}") from None
+
+
+def decode_request(data: bytes) -> Request:
+    """A request from its bytes; :class:`ProtocolError` names what is wrong."""
+    request: Request = _decode(_REQUESTS, data, "request")
+    return request
+
+
+def decode_reply(data: bytes) -> Reply:
+    reply: Reply = _decode(_REPLIES, data, "reply")
+    return reply
+
+
+def decode_notification(data: bytes) -> Notification:
+    note: Notification = _decode(_NOTIFICATIONS, data, "notification")
+    return note
+
+
+def topic(root: str, session: int | None = None) -> bytes:
+    """The PUB topic of a session (or the prefix of a whole store with `session=None`)."""
+    prefix = root.encode() + b"\0"
+    return prefix if session is None else prefix + str(session).encode() + b"\0"
+
+
+def json_schema() -> dict[str, Any]:
+    """JSON Schema of every message (requests, replies, notifications), for plugin authors."""
+    schema: dict[str, Any] = msgspec.json.schema(Request | Reply | Notification)
+    return schema
