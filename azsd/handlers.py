@@ -21,7 +21,10 @@ from azsd.ipc import protocol as p
 from azsd.model import SessionInfo, StoredEvent
 from azsd.store import Store
 
-__all__ = ["HANDLERS", "Outcome", "StoreRequest", "session_view", "wire_events"]
+__all__ = ["HANDLERS", "NOTE_CHUNK", "Outcome", "StoreRequest", "session_view", "wire_events"]
+
+#: A big ingest is announced in `EventsAppended` notifications of at most this many events.
+NOTE_CHUNK = 500
 
 StoreRequest = (
     p.CreateSession
@@ -209,10 +212,11 @@ def ingest(store: Store, req: p.IngestFile) -> Outcome:
         skipped=dict(report.parse.skipped),
         events=dict(report.parse.events),
     )
-    notes: list[p.Notification] = []
-    if report.events:
-        wire = wire_events(report.events)
-        notes.append(p.EventsAppended(root=req.root, seq=0, session_id=req.session, events=wire))
+    wire = wire_events(report.events)
+    notes: list[p.Notification] = [
+        p.EventsAppended(root=req.root, seq=0, session_id=req.session, events=wire[i : i + NOTE_CHUNK])
+        for i in range(0, len(wire), NOTE_CHUNK)
+    ]
     return Outcome(reply, notes)
 
 

@@ -52,7 +52,7 @@ class Task:
 
 def error_reply(exc: BaseException) -> p.ErrorReply:
     """The error reply for an exception a handler raised."""
-    code: str
+    code: p.ErrorCode
     match exc:
         case SessionNotFoundError():
             code = "not_found"

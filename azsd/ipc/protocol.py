@@ -78,10 +78,16 @@ __all__ = [
 PROTOCOL_VERSION: Final = 1
 
 
-class _Msg(
-    msgspec.Struct, frozen=True, tag_field="op", tag=str.lower, forbid_unknown_fields=True, kw_only=True
-):
-    """Base of every message: tagged by `op` (the lower-cased class name)."""
+class _Msg(msgspec.Struct, frozen=True, tag_field="op", tag=str.lower, kw_only=True):
+    """Base of every message: tagged by `op` (the lower-cased class name).
+
+    Replies and notifications ignore fields they do not know, so an older client keeps working
+    with a newer daemon that added fields.
+    """
+
+
+class _Req(_Msg, frozen=True, forbid_unknown_fields=True):
+    """Base of requests: an unknown field is an error (this daemon does not support it)."""
 
 
 class _Data(msgspec.Struct, frozen=True, kw_only=True):
@@ -135,44 +141,44 @@ class SearchHit(_Data, frozen=True):
 # -- requests ---------------------------------------------------------------------------------------
 
 
-class Status(_Msg, frozen=True):
+class Status(_Req, frozen=True):
     """Health check: version, protocol, pid, uptime, open stores. Frozen forever."""
 
 
-class Shutdown(_Msg, frozen=True):
+class Shutdown(_Req, frozen=True):
     """Ask the daemon to stop. Frozen forever."""
 
 
-class CreateSession(_Msg, frozen=True):
+class CreateSession(_Req, frozen=True):
     root: str
     name: str | None = None
     worktree: str = ""
 
 
-class ListSessions(_Msg, frozen=True):
+class ListSessions(_Req, frozen=True):
     root: str
     worktree: str | None = None
     limit: int = 100
     offset: int = 0
 
 
-class GetSession(_Msg, frozen=True):
+class GetSession(_Req, frozen=True):
     root: str
     session: int
 
 
-class RenameSession(_Msg, frozen=True):
+class RenameSession(_Req, frozen=True):
     root: str
     session: int
     name: str
 
 
-class DeleteSession(_Msg, frozen=True):
+class DeleteSession(_Req, frozen=True):
     root: str
     session: int
 
 
-class AppendEvents(_Msg, frozen=True):
+class AppendEvents(_Req, frozen=True):
     """Append events, each given as its serde JSON (as stored); they are compacted on the way in."""
 
     root: str
@@ -180,7 +186,7 @@ class AppendEvents(_Msg, frozen=True):
     events: list[str]
 
 
-class GetEvents(_Msg, frozen=True):
+class GetEvents(_Req, frozen=True):
     """A page of events with seq >= `from_seq`, injected context stripped."""
 
     root: str
@@ -189,7 +195,7 @@ class GetEvents(_Msg, frozen=True):
     limit: int = 500
 
 
-class BuildContext(_Msg, frozen=True):
+class BuildContext(_Req, frozen=True):
     """The exact context-injected prompt for the next turn."""
 
     root: str
@@ -198,7 +204,7 @@ class BuildContext(_Msg, frozen=True):
     backend: Literal["claude", "codex"] = "claude"
 
 
-class MarkCompleted(_Msg, frozen=True):
+class MarkCompleted(_Req, frozen=True):
     root: str
     session: int
     success: bool
@@ -206,14 +212,14 @@ class MarkCompleted(_Msg, frozen=True):
     cost_usd: float = 0.0
 
 
-class StoreCompaction(_Msg, frozen=True):
+class StoreCompaction(_Req, frozen=True):
     root: str
     session: int
     after_seq: int
     summary: str
 
 
-class CompactionBoundary(_Msg, frozen=True):
+class CompactionBoundary(_Req, frozen=True):
     """Where to compact so the newest `keep` prompts stay raw (`from_seq` defaults to after the latest)."""
 
     root: str
@@ -222,19 +228,19 @@ class CompactionBoundary(_Msg, frozen=True):
     from_seq: int | None = None
 
 
-class ContextMeter(_Msg, frozen=True):
+class ContextMeter(_Req, frozen=True):
     root: str
     session: int
 
 
-class Search(_Msg, frozen=True):
+class Search(_Req, frozen=True):
     root: str
     query: str
     worktree: str | None = None
     limit: int = 50
 
 
-class IngestFile(_Msg, frozen=True):
+class IngestFile(_Req, frozen=True):
     """Ingest a finished agent JSONL file (read by the daemon) into a session."""
 
     root: str
@@ -301,7 +307,7 @@ class OkReply(_Msg, frozen=True):
 
 
 class ErrorReply(_Msg, frozen=True):
-    code: str
+    code: ErrorCode
     message: str
     protocol: int = PROTOCOL_VERSION
 

@@ -1,0 +1,112 @@
+"""One run of `azs`: its options resolved lazily (config, worktree root, branch, client) and its output."""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import os
+import subprocess
+import sys
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import msgspec
+
+from azsd.config import ResolvedConfig, resolve_config
+from azsd.errors import AzsdError
+
+from .client import Client
+from .render import Style
+
+__all__ = ["Invocation", "UsageError", "git", "git_branch", "git_root"]
+
+_GIT_TIMEOUT_S = 10.0
+
+
+class UsageError(AzsdError):
+    """The command line asks for something it cannot have as given (exit status 2)."""
+
+
+def git(args: list[str], cwd: str) -> str | None:
+    """The stripped output of a git command, or None when git is missing or the command fails."""
+    try:
+        done = subprocess.run(
+            ["git", *args], cwd=cwd, capture_output=True, text=True, timeout=_GIT_TIMEOUT_S, check=False
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
+def git_root(cwd: str) -> str:
+    """The top level of the git worktree around `cwd`, else `cwd` itself."""
+    return git(["rev-parse", "--show-toplevel"], cwd) or cwd
+
+
+def git_branch(root: str) -> str:
+    """The branch checked out at `root`: AZUREAL's worktree label. "" outside git or on a detached HEAD.
+
+    `rev-parse --abbrev-ref HEAD` fails on a branch without commits yet; `symbolic-ref` knows it.
+    """
+    branch = git(["rev-parse", "--abbrev-ref", "HEAD"], root) or git(
+        ["symbolic-ref", "--short", "-q", "HEAD"], root
+    )
+    return "" if not branch or branch == "HEAD" else branch
+
+
+def _wants_color(stream: Any, environ: Mapping[str, str]) -> bool:
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty and isatty()) and not environ.get("NO_COLOR") and environ.get("TERM") != "dumb"
+
+
+class Invocation:
+    """What the commands of one `azs` run share."""
+
+    def __init__(self, args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> None:
+        self.args = args
+        self.environ: Mapping[str, str] = os.environ if environ is None else environ
+        self.json: bool = args.json
+        self.tty = bool(getattr(sys.stdout, "isatty", None) and sys.stdout.isatty())
+        self.style = Style(color=not self.json and _wants_color(sys.stdout, self.environ))
+        self._client: Client | None = None
+
+    @functools.cached_property
+    def config(self) -> ResolvedConfig:
+        """Where the daemon listens: `--runtime-dir` > environment > config file > default."""
+        return resolve_config(environ=self.environ, runtime_dir=self.args.runtime_dir)
+
+    @property
+    def client(self) -> Client:
+        """The connection to azsd, opened on first use."""
+        if self._client is None:
+            self._client = Client(self.config, timeout=self.args.timeout)
+        return self._client
+
+    @functools.cached_property
+    def root(self) -> str:
+        """The worktree whose store is used: `--root`, else the git top level, else the current directory."""
+        given: str | None = self.args.root
+        return os.path.realpath(given if given else git_root(os.getcwd()))
+
+    @functools.cached_property
+    def branch(self) -> str:
+        """The current branch of the root (sessions are labelled with it)."""
+        return git_branch(self.root)
+
+    def say(self, lines: Iterable[str], *, flush: bool = False) -> None:
+        """Human output."""
+        for line in lines:
+            sys.stdout.write(line + "\n")
+        if flush:
+            sys.stdout.flush()
+
+    def emit(self, value: Any, *, flush: bool = False) -> None:
+        """Machine output: one compact JSON object a line."""
+        sys.stdout.write(msgspec.json.encode(value).decode() + "\n")
+        if flush:
+            sys.stdout.flush()
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None

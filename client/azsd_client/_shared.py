@@ -1,0 +1,104 @@
+"""What the sync and the asyncio client share: config, roots, request ids, reply checks, errors."""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+from collections.abc import Iterator, Sequence
+from typing import Final, Literal, TypeAlias, TypeVar
+
+import zmq
+
+from azsd.config import ResolvedConfig, resolve_config
+from azsd.errors import DaemonUnavailable, ProtocolError, RemoteError
+from azsd.events import Event, encode_event
+from azsd.ipc.protocol import PROTOCOL_VERSION, ErrorReply, Reply, StatusReply
+
+#: A worktree root as callers give it; the client sends its canonical absolute path.
+RootLike: TypeAlias = "str | os.PathLike[str]"
+
+#: The agents a context can be built for.
+Backend: TypeAlias = Literal["claude", "codex"]
+
+#: `ingest_file` reads a whole file in the daemon: it gets this long unless told otherwise.
+INGEST_TIMEOUT_S: Final = 300.0
+
+_R = TypeVar("_R")
+
+
+def default_config() -> ResolvedConfig:
+    """The configuration a client uses when given none: flags absent, so environment > file > default."""
+    return resolve_config(environ=os.environ)
+
+
+def canonical_root(root: RootLike) -> str:
+    """The absolute, symlink-free path of a worktree root: the same string the daemon uses in topics.
+
+    >>> canonical_root("/")
+    '/'
+    """
+    return os.path.realpath(os.fspath(root))
+
+
+def absolute_path(path: RootLike) -> str:
+    """An absolute path for the daemon, which has its own working directory."""
+    return os.path.abspath(os.fspath(path))
+
+
+def request_ids() -> Iterator[bytes]:
+    """Request ids for one socket: 8-byte big-endian counters, unique for the socket's life."""
+    return (n.to_bytes(8, "big") for n in itertools.count(1))
+
+
+def encode_events(events: Sequence[Event]) -> list[str]:
+    """Each event's exact serde JSON, as `AppendEvents` carries it."""
+    return [encode_event(event).decode() for event in events]
+
+
+def raise_for_error(reply: Reply) -> Reply:
+    """The reply itself, or :class:`RemoteError` when the daemon answered with an error."""
+    if isinstance(reply, ErrorReply):
+        raise RemoteError(reply.code, reply.message)
+    return reply
+
+
+def expect(reply: Reply, kind: type[_R]) -> _R:
+    """`reply` typed as `kind`, or :class:`ProtocolError` when the daemon answered something else."""
+    if not isinstance(reply, kind):
+        raise ProtocolError(f"expected a {kind.__name__} from azsd, got a {type(reply).__name__}")
+    return reply
+
+
+def check_protocol(status: Reply) -> StatusReply:
+    """The daemon's status, or :class:`ProtocolError` when it speaks another protocol version."""
+    reply = expect(raise_for_error(status), StatusReply)
+    if reply.protocol != PROTOCOL_VERSION:
+        raise ProtocolError(
+            f"azsd {reply.version} (pid {reply.pid}) speaks protocol {reply.protocol} but this client speaks "
+            f"protocol {PROTOCOL_VERSION}: restart the daemon (`systemctl --user restart azsd`) so both "
+            "come from the same installation"
+        )
+    return reply
+
+
+@contextlib.contextmanager
+def connecting(endpoint: str) -> Iterator[None]:
+    """Turn a ZeroMQ error while opening a socket into :class:`DaemonUnavailable`."""
+    try:
+        yield
+    except zmq.ZMQError as exc:
+        raise DaemonUnavailable(f"cannot connect to azsd on {endpoint}: {exc}") from None
+
+
+def unavailable(endpoint: str, timeout: float, *, first_contact: bool, op: str) -> DaemonUnavailable:
+    """The error for a request that got no answer in time."""
+    if first_contact:
+        return DaemonUnavailable(
+            "azsd is not running — start it with `systemctl --user start azsd` or `azsd run` "
+            f"(no answer on {endpoint} within {timeout:g} s)"
+        )
+    return DaemonUnavailable(
+        f"azsd did not answer {op} on {endpoint} within {timeout:g} s "
+        "(it may be busy or have stopped; `azs status` checks)"
+    )

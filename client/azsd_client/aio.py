@@ -1,0 +1,373 @@
+"""The asyncio azsd client: the same typed methods as :class:`~azsd_client.Client`, awaitable.
+
+Requests can be pipelined: each gets its own request id and future, one reader task matches
+replies to futures, so several `await`s may be in flight on the one DEALER socket at once. When a
+request times out, the socket is presumed dead (Lazy Pirate): it is closed with linger 0, every
+request still in flight fails with :class:`~azsd.errors.DaemonUnavailable`, and the next request
+opens a fresh socket and checks the daemon's protocol again.
+
+>>> async def main() -> None:                    # doctest: +SKIP
+...     async with AsyncClient() as client:
+...         replies = await asyncio.gather(client.status(), client.list_sessions("/src/project"))
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Sequence
+from types import TracebackType
+from typing import TypeVar
+
+import zmq
+import zmq.asyncio
+
+from azsd.config import ResolvedConfig
+from azsd.errors import AzsdError, ProtocolError
+from azsd.events import Event
+from azsd.ipc.protocol import (
+    AppendEvents,
+    AppendReply,
+    BoundaryReply,
+    BuildContext,
+    CompactionBoundary,
+    ContextMeter,
+    ContextReply,
+    CreateSession,
+    DeleteSession,
+    EventsPage,
+    GetEvents,
+    GetSession,
+    IngestFile,
+    IngestReply,
+    ListSessions,
+    MarkCompleted,
+    MeterReply,
+    Notification,
+    OkReply,
+    RenameSession,
+    Reply,
+    Request,
+    Search,
+    SearchReply,
+    SessionReply,
+    SessionsReply,
+    Shutdown,
+    ShutdownReply,
+    Status,
+    StatusReply,
+    StoreCompaction,
+    WireEvent,
+    decode_notification,
+    decode_reply,
+    encode,
+    topic,
+)
+from azsd.ipc.transport import connect_dealer, connect_sub
+
+from ._shared import (
+    INGEST_TIMEOUT_S,
+    Backend,
+    RootLike,
+    absolute_path,
+    canonical_root,
+    check_protocol,
+    connecting,
+    default_config,
+    encode_events,
+    expect,
+    raise_for_error,
+    request_ids,
+    unavailable,
+)
+
+__all__ = ["AsyncClient", "AsyncSubscription"]
+
+_R = TypeVar("_R")
+
+
+class AsyncSubscription:
+    """Live notifications of one store (or one session of it); see :class:`~azsd_client.Subscription`."""
+
+    def __init__(self, context: zmq.Context[zmq.Socket[bytes]], endpoint: str, prefix: bytes) -> None:
+        with connecting(endpoint):
+            self._sock = zmq.asyncio.Socket.from_socket(connect_sub(context, endpoint, [prefix]))
+
+    async def recv(self, timeout: float | None = None) -> Notification | None:
+        """The next notification, or None when none arrives within `timeout` seconds (None: wait)."""
+        ready = await self._sock.poll(None if timeout is None else int(timeout * 1000))
+        if not ready:
+            return None
+        frames = await self._sock.recv_multipart()
+        if len(frames) != 2:
+            raise ProtocolError(f"a notification arrived in {len(frames)} frames, not 2")
+        return decode_notification(frames[1])
+
+    def close(self) -> None:
+        """Stop receiving (idempotent)."""
+        self._sock.close(linger=0)
+
+    async def __aenter__(self) -> AsyncSubscription:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+
+class AsyncClient:
+    """A typed asyncio connection to azsd; use it from one event loop.
+
+    Args:
+        config: where the daemon listens; by default resolved from the environment and config file.
+        timeout: seconds to wait for each reply (`ingest_file` waits longer).
+        context: the ZeroMQ context to open sockets in (default: the process-wide instance).
+    """
+
+    def __init__(
+        self,
+        config: ResolvedConfig | None = None,
+        *,
+        timeout: float = 5.0,
+        context: zmq.Context[zmq.Socket[bytes]] | None = None,
+    ) -> None:
+        self.config = config if config is not None else default_config()
+        self.timeout = timeout
+        self._context: zmq.Context[zmq.Socket[bytes]] = (
+            context if context is not None else zmq.Context.instance()
+        )
+        self._sock: zmq.asyncio.Socket | None = None
+        self._reader: asyncio.Task[None] | None = None
+        self._pending: dict[bytes, asyncio.Future[Reply]] = {}
+        self._ids = request_ids()
+        self._checked: asyncio.Future[StatusReply] | None = None  # the first request's Status check
+
+    # -- plumbing ---------------------------------------------------------------------------------
+
+    async def request(self, message: Request, *, timeout: float | None = None) -> Reply:
+        """Send one request and await its reply (see :meth:`azsd_client.Client.request`)."""
+        first = self._checked is None
+        status = await self._check()
+        if first and isinstance(message, Status):
+            return status
+        return raise_for_error(await self._roundtrip(message, self.timeout if timeout is None else timeout))
+
+    async def call(self, message: Request, kind: type[_R], *, timeout: float | None = None) -> _R:
+        """`request`, with the reply checked to be of type `kind`."""
+        return expect(await self.request(message, timeout=timeout), kind)
+
+    async def _check(self) -> StatusReply:
+        """The first request of a connection checks `Status`; concurrent first requests share one check."""
+        if self._checked is None:
+            self._checked = asyncio.ensure_future(self._first_contact())
+        check = self._checked
+        try:
+            return await asyncio.shield(check)
+        except AzsdError:
+            if self._checked is check:
+                self._checked = None
+            raise
+
+    async def _first_contact(self) -> StatusReply:
+        return check_protocol(await self._roundtrip(Status(), self.timeout, first_contact=True))
+
+    async def _roundtrip(self, message: Request, timeout: float, *, first_contact: bool = False) -> Reply:
+        sock = self._socket()
+        request_id = next(self._ids)
+        future: asyncio.Future[Reply] = asyncio.get_running_loop().create_future()
+        self._pending[request_id] = future
+        try:
+            async with asyncio.timeout(timeout):
+                await sock.send_multipart([request_id, encode(message)])
+                return await future
+        except TimeoutError:
+            error = unavailable(
+                self.config.rpc_endpoint, timeout, first_contact=first_contact, op=type(message).__name__
+            )
+            self._reset(error)
+            raise error from None
+        finally:
+            self._pending.pop(request_id, None)
+
+    def _socket(self) -> zmq.asyncio.Socket:
+        if self._sock is None:
+            with connecting(self.config.rpc_endpoint):
+                self._sock = zmq.asyncio.Socket.from_socket(
+                    connect_dealer(self._context, self.config.rpc_endpoint)
+                )
+            self._reader = asyncio.get_running_loop().create_task(self._read(self._sock))
+        return self._sock
+
+    async def _read(self, sock: zmq.asyncio.Socket) -> None:
+        """Hand each reply to the future of the request it answers; drop the rest."""
+        while True:
+            frames = await sock.recv_multipart()
+            if len(frames) != 2:
+                continue
+            future = self._pending.get(frames[0])
+            if future is None or future.done():
+                continue
+            try:
+                future.set_result(decode_reply(frames[1]))
+            except ProtocolError as exc:
+                future.set_exception(exc)
+
+    def _reset(self, error: AzsdError | None = None) -> None:
+        if self._reader is not None:
+            self._reader.cancel()
+            self._reader = None
+        if self._sock is not None:
+            self._sock.close(linger=0)
+            self._sock = None
+        for future in self._pending.values():
+            if not future.done():
+                future.set_exception(error or AzsdError("the client was closed"))
+                future.exception()
+        self._pending.clear()
+        self._checked = None
+
+    async def aclose(self) -> None:
+        """Close the socket; requests still in flight fail. The client reconnects if used again."""
+        reader = self._reader
+        self._reset()
+        if reader is not None:
+            with contextlib.suppress(asyncio.CancelledError):
+                await reader
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    def subscribe(self, root: RootLike, session: int | None = None) -> AsyncSubscription:
+        """Notifications of the store at `root`, or of one session in it."""
+        return AsyncSubscription(
+            self._context, self.config.pub_endpoint, topic(canonical_root(root), session)
+        )
+
+    # -- typed requests ---------------------------------------------------------------------------
+
+    async def status(self) -> StatusReply:
+        """Version, protocol, pid, uptime and open stores of the daemon."""
+        return await self.call(Status(), StatusReply)
+
+    async def shutdown(self) -> ShutdownReply:
+        """Ask the daemon to stop (queued writes finish first)."""
+        return await self.call(Shutdown(), ShutdownReply)
+
+    async def create_session(
+        self, root: RootLike, name: str | None = None, *, worktree: str = ""
+    ) -> SessionReply:
+        """Create a session; the store file is created now if it did not exist."""
+        return await self.call(
+            CreateSession(root=canonical_root(root), name=name, worktree=worktree), SessionReply
+        )
+
+    async def list_sessions(
+        self, root: RootLike, worktree: str | None = None, *, limit: int = 100, offset: int = 0
+    ) -> SessionsReply:
+        """One page of sessions, latest activity first; `worktree=None` lists every worktree's."""
+        message = ListSessions(root=canonical_root(root), worktree=worktree, limit=limit, offset=offset)
+        return await self.call(message, SessionsReply)
+
+    async def get_session(self, root: RootLike, session: int) -> SessionReply:
+        """One session, with its token usage."""
+        return await self.call(GetSession(root=canonical_root(root), session=session), SessionReply)
+
+    async def rename_session(self, root: RootLike, session: int, name: str) -> SessionReply:
+        """Rename a session (an empty name shows as `S<id>`)."""
+        return await self.call(
+            RenameSession(root=canonical_root(root), session=session, name=name), SessionReply
+        )
+
+    async def delete_session(self, root: RootLike, session: int) -> OkReply:
+        """Delete a session and everything stored for it."""
+        return await self.call(DeleteSession(root=canonical_root(root), session=session), OkReply)
+
+    async def append_events(self, root: RootLike, session: int, events: Sequence[Event]) -> AppendReply:
+        """Store events (compacted on the way in); the reply has them as stored, with their seqs."""
+        message = AppendEvents(root=canonical_root(root), session=session, events=encode_events(events))
+        return await self.call(message, AppendReply)
+
+    async def get_events_page(
+        self, root: RootLike, session: int, *, from_seq: int = 1, limit: int = 500
+    ) -> EventsPage:
+        """One page of events with seq >= `from_seq`, injected context stripped."""
+        message = GetEvents(root=canonical_root(root), session=session, from_seq=from_seq, limit=limit)
+        return await self.call(message, EventsPage)
+
+    async def get_events(
+        self, root: RootLike, session: int, *, from_seq: int = 1, page_size: int = 500
+    ) -> AsyncIterator[WireEvent]:
+        """Every event from `from_seq` on, fetched page by page as the iteration goes."""
+        next_seq: int | None = from_seq
+        while next_seq is not None:
+            page = await self.get_events_page(root, session, from_seq=next_seq, limit=page_size)
+            for event in page.events:
+                yield event
+            next_seq = page.next_seq
+
+    async def build_context(
+        self, root: RootLike, session: int, prompt: str, *, backend: Backend = "claude"
+    ) -> ContextReply:
+        """The exact context-injected prompt for the next turn."""
+        message = BuildContext(root=canonical_root(root), session=session, prompt=prompt, backend=backend)
+        return await self.call(message, ContextReply)
+
+    async def mark_completed(
+        self, root: RootLike, session: int, success: bool, *, duration_ms: int = 0, cost_usd: float = 0.0
+    ) -> OkReply:
+        """Set the session's badge: success or failure of its last turn."""
+        message = MarkCompleted(
+            root=canonical_root(root),
+            session=session,
+            success=success,
+            duration_ms=duration_ms,
+            cost_usd=cost_usd,
+        )
+        return await self.call(message, OkReply)
+
+    async def store_compaction(self, root: RootLike, session: int, after_seq: int, summary: str) -> OkReply:
+        """Record a compaction summary covering seqs up to `after_seq`."""
+        message = StoreCompaction(
+            root=canonical_root(root), session=session, after_seq=after_seq, summary=summary
+        )
+        return await self.call(message, OkReply)
+
+    async def compaction_boundary(
+        self, root: RootLike, session: int, *, keep: int = 3, from_seq: int | None = None
+    ) -> BoundaryReply:
+        """Where to compact so the newest `keep` prompts stay raw."""
+        message = CompactionBoundary(root=canonical_root(root), session=session, keep=keep, from_seq=from_seq)
+        return await self.call(message, BoundaryReply)
+
+    async def context_meter(self, root: RootLike, session: int) -> MeterReply:
+        """Characters since the last compaction, against the compaction threshold."""
+        return await self.call(ContextMeter(root=canonical_root(root), session=session), MeterReply)
+
+    async def search(
+        self, root: RootLike, query: str, *, worktree: str | None = None, limit: int = 50
+    ) -> SearchReply:
+        """Prompts and assistant texts containing `query` (case-insensitive)."""
+        message = Search(root=canonical_root(root), query=query, worktree=worktree, limit=limit)
+        return await self.call(message, SearchReply)
+
+    async def ingest_file(
+        self,
+        root: RootLike,
+        session: int,
+        path: RootLike,
+        *,
+        format: str | None = None,
+        timeout: float | None = None,
+    ) -> IngestReply:
+        """Have the daemon read a finished agent JSONL file into a session (waits up to 300 s by default)."""
+        message = IngestFile(
+            root=canonical_root(root), session=session, path=absolute_path(path), format=format
+        )
+        wait = timeout if timeout is not None else max(self.timeout, INGEST_TIMEOUT_S)
+        return await self.call(message, IngestReply, timeout=wait)

@@ -1,0 +1,332 @@
+"""The synchronous azsd client: one DEALER socket, typed methods, Lazy Pirate timeouts.
+
+Every request is ``[request_id, msgpack]`` on a DEALER; the reply carrying the same id is the answer,
+and anything else that arrives (a late answer to an earlier request) is dropped. When no answer comes
+within the timeout the socket is closed with linger 0 and reopened on the next request (the zguide's
+"Lazy Pirate"), and :class:`~azsd.errors.DaemonUnavailable` is raised. A request is never retried on
+its own: one that timed out may or may not have been carried out.
+
+The first request of a connection checks `Status` and refuses a daemon that speaks another
+protocol version.
+
+>>> with Client() as client:                     # doctest: +SKIP
+...     view = client.create_session("/src/project", "fix parser", worktree="main").session
+...     client.append_events("/src/project", view.id, [UserMessage(content="hi")])
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Sequence
+from types import TracebackType
+from typing import TypeVar
+
+import zmq
+
+from azsd.config import ResolvedConfig
+from azsd.errors import ProtocolError
+from azsd.events import Event
+from azsd.ipc.protocol import (
+    AppendEvents,
+    AppendReply,
+    BoundaryReply,
+    BuildContext,
+    CompactionBoundary,
+    ContextMeter,
+    ContextReply,
+    CreateSession,
+    DeleteSession,
+    EventsPage,
+    GetEvents,
+    GetSession,
+    IngestFile,
+    IngestReply,
+    ListSessions,
+    MarkCompleted,
+    MeterReply,
+    Notification,
+    OkReply,
+    RenameSession,
+    Reply,
+    Request,
+    Search,
+    SearchReply,
+    SessionReply,
+    SessionsReply,
+    Shutdown,
+    ShutdownReply,
+    Status,
+    StatusReply,
+    StoreCompaction,
+    WireEvent,
+    decode_notification,
+    decode_reply,
+    encode,
+    topic,
+)
+from azsd.ipc.transport import connect_dealer, connect_sub, recv_notification, recv_reply, send_request
+
+from ._shared import (
+    INGEST_TIMEOUT_S,
+    Backend,
+    RootLike,
+    absolute_path,
+    canonical_root,
+    check_protocol,
+    connecting,
+    default_config,
+    encode_events,
+    expect,
+    raise_for_error,
+    request_ids,
+    unavailable,
+)
+
+__all__ = ["Client", "Subscription"]
+
+_R = TypeVar("_R")
+
+
+class Subscription:
+    """Live notifications of one store (or one session of it) on the daemon's PUB socket.
+
+    PUB/SUB drops messages for a subscriber that is slow or not connected yet: compare each
+    notification's `seq` with the previous one (for a whole store), or event seqs (for one session),
+    and re-read by request when there is a gap.
+    """
+
+    def __init__(self, context: zmq.Context[zmq.Socket[bytes]], endpoint: str, prefix: bytes) -> None:
+        with connecting(endpoint):
+            self._sock = connect_sub(context, endpoint, [prefix])
+
+    def recv(self, timeout: float | None = None) -> Notification | None:
+        """The next notification, or None when none arrives within `timeout` seconds (None: wait)."""
+        if not self._sock.poll(None if timeout is None else int(timeout * 1000), zmq.POLLIN):
+            return None
+        _topic, payload = recv_notification(self._sock)
+        if not payload:
+            raise ProtocolError("a notification arrived without a payload frame")
+        return decode_notification(payload)
+
+    def close(self) -> None:
+        """Stop receiving (idempotent)."""
+        self._sock.close(linger=0)
+
+    def __enter__(self) -> Subscription:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+
+class Client:
+    """A typed, blocking connection to azsd. Not thread-safe: use one per thread.
+
+    Args:
+        config: where the daemon listens; by default resolved from the environment and config file.
+        timeout: seconds to wait for each reply (`ingest_file` waits longer, see its docstring).
+        context: the ZeroMQ context to open sockets in (default: the process-wide instance).
+    """
+
+    def __init__(
+        self,
+        config: ResolvedConfig | None = None,
+        *,
+        timeout: float = 5.0,
+        context: zmq.Context[zmq.Socket[bytes]] | None = None,
+    ) -> None:
+        self.config = config if config is not None else default_config()
+        self.timeout = timeout
+        self._context: zmq.Context[zmq.Socket[bytes]] = (
+            context if context is not None else zmq.Context.instance()
+        )
+        self._sock: zmq.Socket[bytes] | None = None
+        self._ids = request_ids()
+        self._checked = False
+
+    # -- plumbing ---------------------------------------------------------------------------------
+
+    def request(self, message: Request, *, timeout: float | None = None) -> Reply:
+        """Send one request and return its reply.
+
+        Raises:
+            DaemonUnavailable: no answer within the timeout (the socket is reset for the next call).
+            RemoteError: the daemon answered with an error reply.
+            ProtocolError: the daemon speaks another protocol version, or sent something undecodable.
+        """
+        if not self._checked:
+            status = check_protocol(self._roundtrip(Status(), self.timeout, first_contact=True))
+            self._checked = True
+            if isinstance(message, Status):
+                return status
+        return raise_for_error(self._roundtrip(message, self.timeout if timeout is None else timeout))
+
+    def call(self, message: Request, kind: type[_R], *, timeout: float | None = None) -> _R:
+        """`request`, with the reply checked to be of type `kind`."""
+        return expect(self.request(message, timeout=timeout), kind)
+
+    def _roundtrip(self, message: Request, timeout: float, *, first_contact: bool = False) -> Reply:
+        sock = self._socket()
+        request_id = next(self._ids)
+        send_request(sock, request_id, encode(message))
+        deadline = time.monotonic() + timeout
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not sock.poll(max(1, int(remaining * 1000)), zmq.POLLIN):
+                self._reset()
+                raise unavailable(
+                    self.config.rpc_endpoint, timeout, first_contact=first_contact, op=type(message).__name__
+                )
+            answered, payload = recv_reply(sock)
+            if answered == request_id:
+                return decode_reply(payload)
+
+    def _socket(self) -> zmq.Socket[bytes]:
+        if self._sock is None:
+            with connecting(self.config.rpc_endpoint):
+                self._sock = connect_dealer(self._context, self.config.rpc_endpoint)
+        return self._sock
+
+    def _reset(self) -> None:
+        if self._sock is not None:
+            self._sock.close(linger=0)
+            self._sock = None
+        self._checked = False  # whoever answers next may be another daemon
+
+    def close(self) -> None:
+        """Close the socket (idempotent; the client reconnects if used again)."""
+        self._reset()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def subscribe(self, root: RootLike, session: int | None = None) -> Subscription:
+        """Notifications of the store at `root`, or of one session in it."""
+        return Subscription(self._context, self.config.pub_endpoint, topic(canonical_root(root), session))
+
+    # -- typed requests ---------------------------------------------------------------------------
+
+    def status(self) -> StatusReply:
+        """Version, protocol, pid, uptime and open stores of the daemon."""
+        return self.call(Status(), StatusReply)
+
+    def shutdown(self) -> ShutdownReply:
+        """Ask the daemon to stop (queued writes finish first)."""
+        return self.call(Shutdown(), ShutdownReply)
+
+    def create_session(self, root: RootLike, name: str | None = None, *, worktree: str = "") -> SessionReply:
+        """Create a session; the store file is created now if it did not exist."""
+        return self.call(CreateSession(root=canonical_root(root), name=name, worktree=worktree), SessionReply)
+
+    def list_sessions(
+        self, root: RootLike, worktree: str | None = None, *, limit: int = 100, offset: int = 0
+    ) -> SessionsReply:
+        """One page of sessions, latest activity first; `worktree=None` lists every worktree's."""
+        message = ListSessions(root=canonical_root(root), worktree=worktree, limit=limit, offset=offset)
+        return self.call(message, SessionsReply)
+
+    def get_session(self, root: RootLike, session: int) -> SessionReply:
+        """One session, with its token usage."""
+        return self.call(GetSession(root=canonical_root(root), session=session), SessionReply)
+
+    def rename_session(self, root: RootLike, session: int, name: str) -> SessionReply:
+        """Rename a session (an empty name shows as `S<id>`)."""
+        return self.call(RenameSession(root=canonical_root(root), session=session, name=name), SessionReply)
+
+    def delete_session(self, root: RootLike, session: int) -> OkReply:
+        """Delete a session and everything stored for it."""
+        return self.call(DeleteSession(root=canonical_root(root), session=session), OkReply)
+
+    def append_events(self, root: RootLike, session: int, events: Sequence[Event]) -> AppendReply:
+        """Store events (compacted on the way in); the reply has them as stored, with their seqs."""
+        message = AppendEvents(root=canonical_root(root), session=session, events=encode_events(events))
+        return self.call(message, AppendReply)
+
+    def get_events_page(
+        self, root: RootLike, session: int, *, from_seq: int = 1, limit: int = 500
+    ) -> EventsPage:
+        """One page of events with seq >= `from_seq`, injected context stripped."""
+        message = GetEvents(root=canonical_root(root), session=session, from_seq=from_seq, limit=limit)
+        return self.call(message, EventsPage)
+
+    def get_events(
+        self, root: RootLike, session: int, *, from_seq: int = 1, page_size: int = 500
+    ) -> Iterator[WireEvent]:
+        """Every event from `from_seq` on, fetched page by page as the iteration goes."""
+        next_seq: int | None = from_seq
+        while next_seq is not None:
+            page = self.get_events_page(root, session, from_seq=next_seq, limit=page_size)
+            yield from page.events
+            next_seq = page.next_seq
+
+    def build_context(
+        self, root: RootLike, session: int, prompt: str, *, backend: Backend = "claude"
+    ) -> ContextReply:
+        """The exact context-injected prompt for the next turn (`backend` is `claude` or `codex`)."""
+        message = BuildContext(root=canonical_root(root), session=session, prompt=prompt, backend=backend)
+        return self.call(message, ContextReply)
+
+    def mark_completed(
+        self, root: RootLike, session: int, success: bool, *, duration_ms: int = 0, cost_usd: float = 0.0
+    ) -> OkReply:
+        """Set the session's badge: success or failure of its last turn."""
+        message = MarkCompleted(
+            root=canonical_root(root),
+            session=session,
+            success=success,
+            duration_ms=duration_ms,
+            cost_usd=cost_usd,
+        )
+        return self.call(message, OkReply)
+
+    def store_compaction(self, root: RootLike, session: int, after_seq: int, summary: str) -> OkReply:
+        """Record a compaction summary covering seqs up to `after_seq`."""
+        message = StoreCompaction(
+            root=canonical_root(root), session=session, after_seq=after_seq, summary=summary
+        )
+        return self.call(message, OkReply)
+
+    def compaction_boundary(
+        self, root: RootLike, session: int, *, keep: int = 3, from_seq: int | None = None
+    ) -> BoundaryReply:
+        """Where to compact so the newest `keep` prompts stay raw."""
+        message = CompactionBoundary(root=canonical_root(root), session=session, keep=keep, from_seq=from_seq)
+        return self.call(message, BoundaryReply)
+
+    def context_meter(self, root: RootLike, session: int) -> MeterReply:
+        """Characters since the last compaction, against the compaction threshold."""
+        return self.call(ContextMeter(root=canonical_root(root), session=session), MeterReply)
+
+    def search(
+        self, root: RootLike, query: str, *, worktree: str | None = None, limit: int = 50
+    ) -> SearchReply:
+        """Prompts and assistant texts containing `query` (case-insensitive)."""
+        message = Search(root=canonical_root(root), query=query, worktree=worktree, limit=limit)
+        return self.call(message, SearchReply)
+
+    def ingest_file(
+        self,
+        root: RootLike,
+        session: int,
+        path: RootLike,
+        *,
+        format: str | None = None,
+        timeout: float | None = None,
+    ) -> IngestReply:
+        """Have the daemon read a finished agent JSONL file into a session.
+
+        The path is made absolute here (the daemon has its own working directory). The reply may take
+        a while for a big file: the default timeout is the larger of the client's and 300 s.
+        """
+        message = IngestFile(
+            root=canonical_root(root), session=session, path=absolute_path(path), format=format
+        )
+        wait = timeout if timeout is not None else max(self.timeout, INGEST_TIMEOUT_S)
+        return self.call(message, IngestReply, timeout=wait)
