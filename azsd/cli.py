@@ -69,6 +69,7 @@ def _run(args: argparse.Namespace) -> None:
     config = _resolve(args.config, args.runtime_dir)
     level = (args.log_level or config.log_level).upper()
     logging.basicConfig(level=level, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
+    logging.getLogger("watchfiles").setLevel(logging.WARNING)  # it logs every change at INFO
     daemon = Daemon(config, os.environ)
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: daemon.request_stop())

@@ -10,6 +10,9 @@ The file is TOML; unknown keys are rejected::
     idle-close-s = 300                     # close a store this long after its last request
     max-message-bytes = 67108864           # larger requests are dropped by ZeroMQ
     log-level = "INFO"
+    follow-idle-s = 30                     # end a follow whose writer is gone and file idle this long
+    claude-command = ["claude"]            # how `azs run` starts each agent (argv prefix)
+    codex-command = ["codex"]
 
 >>> cfg = resolve_config(environ={"AZSD_RUNTIME_DIR": "/tmp/x"}, config_file=None)
 >>> cfg.rpc_endpoint
@@ -34,6 +37,7 @@ __all__ = [
     "ResolvedConfig",
     "default_config_path",
     "default_runtime_dir",
+    "default_state_dir",
     "load_config_file",
     "resolve_config",
 ]
@@ -49,6 +53,9 @@ class FileConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, rename
     idle_close_s: float = 300.0
     max_message_bytes: int = 64 * 1024 * 1024
     log_level: str = "INFO"
+    follow_idle_s: float = 30.0
+    claude_command: list[str] = msgspec.field(default_factory=lambda: ["claude"])
+    codex_command: list[str] = msgspec.field(default_factory=lambda: ["codex"])
 
 
 @dataclass(frozen=True)
@@ -59,6 +66,10 @@ class ResolvedConfig:
     idle_close_s: float = 300.0
     max_message_bytes: int = 64 * 1024 * 1024
     log_level: str = "INFO"
+    follow_idle_s: float = 30.0
+    claude_command: tuple[str, ...] = ("claude",)
+    codex_command: tuple[str, ...] = ("codex",)
+    state_dir: Path = Path("~/.local/state/azsd")
 
     @property
     def rpc_endpoint(self) -> str:
@@ -76,10 +87,28 @@ class ResolvedConfig:
     def discovery_path(self) -> Path:
         return self.runtime_dir / "azsd.json"
 
+    @property
+    def roots_path(self) -> Path:
+        """The worktree roots that had live follows (so a restarted daemon resumes them)."""
+        return self.state_dir / "follow-roots"
+
+    @property
+    def turns_dir(self) -> Path:
+        """Where `azs run` writes each agent's JSONL output."""
+        return self.runtime_dir / "turns"
+
 
 def default_config_path(environ: Mapping[str, str]) -> Path:
     base = environ.get("XDG_CONFIG_HOME") or str(Path(environ.get("HOME", "~")).expanduser() / ".config")
     return Path(base) / "azsd" / "config.toml"
+
+
+def default_state_dir(environ: Mapping[str, str]) -> Path:
+    """`$XDG_STATE_HOME/azsd`, else `~/.local/state/azsd`: what must survive a reboot."""
+    base = environ.get("XDG_STATE_HOME") or str(
+        Path(environ.get("HOME", "~")).expanduser() / ".local" / "state"
+    )
+    return Path(base).expanduser() / "azsd"
 
 
 def default_runtime_dir(environ: Mapping[str, str]) -> Path:
@@ -133,6 +162,17 @@ def resolve_config(
             f"runtime dir {rdir} is too long for an ipc:// socket path ({longest} > {IPC_PATH_MAX} bytes); "
             "set AZSD_RUNTIME_DIR to a shorter directory"
         )
-    if file.idle_close_s <= 0 or file.max_message_bytes <= 0:
-        raise ConfigError("idle-close-s and max-message-bytes must be positive")
-    return ResolvedConfig(rdir, file.idle_close_s, file.max_message_bytes, file.log_level.upper())
+    if file.idle_close_s <= 0 or file.max_message_bytes <= 0 or file.follow_idle_s <= 0:
+        raise ConfigError("idle-close-s, follow-idle-s and max-message-bytes must be positive")
+    if not file.claude_command or not file.codex_command:
+        raise ConfigError("claude-command and codex-command must name a program")
+    return ResolvedConfig(
+        rdir,
+        file.idle_close_s,
+        file.max_message_bytes,
+        file.log_level.upper(),
+        file.follow_idle_s,
+        tuple(file.claude_command),
+        tuple(file.codex_command),
+        default_state_dir(environ),
+    )

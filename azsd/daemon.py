@@ -26,11 +26,13 @@ import zmq
 from azsd import __version__
 from azsd.config import ResolvedConfig
 from azsd.errors import AzsdError, ConfigError
-from azsd.handlers import HANDLERS
+from azsd.follow import Follower
+from azsd.handlers import HANDLERS, Outcome
 from azsd.ipc import protocol as p
 from azsd.ipc.server import Server
 from azsd.ipc.transport import Envelope, ipc_path, probe
 from azsd.sdnotify import notify, watchdog_interval
+from azsd.store import Store
 from azsd.stores import StoreRegistry, Task
 
 __all__ = ["AlreadyRunning", "Daemon", "Discovery"]
@@ -66,6 +68,7 @@ class Daemon:
         self._lock_file: IO[str] | None = None
         self._server: Server | None = None
         self._registry: StoreRegistry | None = None
+        self._follower: Follower | None = None
         self._started = time.monotonic()
         self._watchdog_s = watchdog_interval(environ, os.getpid())
         self._last_watchdog = 0.0
@@ -78,6 +81,14 @@ class Daemon:
         self._remove_stale_sockets()
         self._server = Server(self.config)
         self._registry = StoreRegistry(self._server.outbox, self.config.idle_close_s)
+        outbox = self._server.outbox
+        self._follower = Follower(
+            self._registry,
+            lambda envelope, reply: outbox.sender().reply(envelope, p.encode(reply)),
+            self.config.follow_idle_s,
+        )
+        self._follower.start()
+        self._resume_follows()
         discovery = Discovery(
             pid=os.getpid(),
             version=__version__,
@@ -104,6 +115,8 @@ class Daemon:
         if self._lock_file is None:
             return
         notify("STOPPING=1", self._environ)
+        if self._follower is not None:
+            self._follower.stop()
         if self._registry is not None:
             self._registry.close()
         if self._server is not None:
@@ -138,6 +151,7 @@ class Daemon:
             pid=os.getpid(),
             uptime_s=round(time.monotonic() - self._started, 3),
             stores=self._registry.open_stores(),
+            follows=self._follower.views() if self._follower else [],
         )
 
     def _route(self, envelope: Envelope, request: p.Request) -> None:
@@ -149,10 +163,46 @@ class Daemon:
             self._server.reply(envelope, p.ErrorReply(code="no_such_root", message=message))
             return
         request = msgspec.structs.replace(request, root=canonical)
+        assert self._follower is not None
+        match request:
+            case p.Follow():
+                self._remember_root(canonical)
+                self._follower.follow(envelope, canonical, request)
+                return
+            case p.Unfollow():
+                self._follower.unfollow(envelope, canonical, request.path)
+                return
         handler = HANDLERS[type(request)]
         task = Task(envelope, lambda store: handler(store, request))
         if not self._registry.submit(canonical, task):
             self._server.reply(envelope, p.ErrorReply(code="shutting_down", message="azsd is stopping"))
+
+    def _remember_root(self, root: str) -> None:
+        """Note a root with live follows, so that a restarted daemon resumes them."""
+        roots = self._known_roots()
+        if root not in roots:
+            self.config.roots_path.parent.mkdir(parents=True, exist_ok=True)
+            _write_atomic(self.config.roots_path, "".join(f"{r}\n" for r in [*roots, root]).encode())
+
+    def _known_roots(self) -> list[str]:
+        try:
+            return [line for line in self.config.roots_path.read_text().splitlines() if line]
+        except FileNotFoundError:
+            return []
+
+    def _resume_follows(self) -> None:
+        """Pick up, in each known root, the follows a previous daemon left running."""
+        assert self._registry is not None and self._follower is not None
+        follower = self._follower
+        for root in self._known_roots():
+            if not os.path.isdir(root):
+                continue
+
+            def load(store: Store, root: str = root) -> Outcome:
+                follower.resume(root, store.follows(active_only=True))
+                return Outcome(p.OkReply())
+
+            self._registry.submit(root, Task(None, load))
 
     def _tick(self) -> None:
         if self._watchdog_s is None:

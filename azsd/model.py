@@ -11,6 +11,7 @@ from azsd.events import Event
 __all__ = [
     "AppendResult",
     "Compaction",
+    "FollowRecord",
     "LoadResult",
     "SessionInfo",
     "SessionState",
@@ -117,3 +118,24 @@ class SessionUsage(msgspec.Struct, frozen=True):
     usage: Usage
     cost_usd: float
     turns: int
+
+
+class FollowRecord(msgspec.Struct, kw_only=True):
+    """A followed agent file as the store keeps it (side table `azsd_follows`).
+
+    `offset` is the byte just after the last line whose events are stored; it is committed in the
+    same transaction as those events.
+    """
+
+    session_id: int
+    path: str
+    format: str
+    offset: int = 0
+    inode: int = 0
+    lines: int = 0
+    skipped: int = 0
+    active: bool = True
+    writer_pid: int | None = None
+    started: str = ""
+    last_activity: str = ""
+    ended: str | None = None

@@ -73,6 +73,21 @@ CREATE TABLE IF NOT EXISTS azsd_usage (
     updated     TEXT NOT NULL DEFAULT (datetime('now')),
     PRIMARY KEY (session_id, source)
 );
+CREATE TABLE IF NOT EXISTS azsd_follows (
+    session_id    INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    path          TEXT NOT NULL,
+    format        TEXT NOT NULL,
+    offset        INTEGER NOT NULL DEFAULT 0,
+    inode         INTEGER NOT NULL DEFAULT 0,
+    lines         INTEGER NOT NULL DEFAULT 0,
+    skipped       INTEGER NOT NULL DEFAULT 0,
+    active        INTEGER NOT NULL DEFAULT 1,
+    writer_pid    INTEGER,
+    started       TEXT NOT NULL DEFAULT (datetime('now')),
+    last_activity TEXT NOT NULL DEFAULT (datetime('now')),
+    ended         TEXT,
+    PRIMARY KEY (session_id, path)
+);
 """
 
 #: Tables and indexes an up-to-date store has (AZUREAL's and azsd's).

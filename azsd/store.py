@@ -47,7 +47,16 @@ from azsd.events import (
     encode_event,
     event_kind,
 )
-from azsd.model import AppendResult, Compaction, LoadResult, SessionInfo, SessionUsage, StoredEvent, Usage
+from azsd.model import (
+    AppendResult,
+    Compaction,
+    FollowRecord,
+    LoadResult,
+    SessionInfo,
+    SessionUsage,
+    StoredEvent,
+    Usage,
+)
 from azsd.schema import AZSD_DDL, AZUREAL_DDL, DROPPED_COLUMNS, HWM_KEY, REQUIRED_OBJECTS, SCHEMA_VERSION
 
 __all__ = ["BUSY_TIMEOUT_S", "STORE_DIR", "STORE_FILE", "Store", "store_path"]
@@ -485,6 +494,63 @@ class Store:
         i, o, cr, cw, r, cost, turns = rows[0] if rows else (0, 0, 0, 0, 0, 0.0, 0)
         usage = Usage(input=i, output=o, cache_read=cr, cache_write=cw, reasoning=r)
         return SessionUsage(usage, float(cost), int(turns))
+
+    # -- followed files (side table azsd_follows) -----------------------------------------------
+
+    def save_follow(self, record: FollowRecord) -> None:
+        """Insert or update a follow's position (call inside the transaction that stored its events)."""
+        with self.atomic() as conn:
+            if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (record.session_id,)).fetchone() is None:
+                raise SessionNotFoundError(record.session_id)
+            conn.execute(
+                "INSERT INTO azsd_follows (session_id, path, format, offset, inode, lines, skipped, active, "
+                "writer_pid, ended) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                "ON CONFLICT (session_id, path) DO UPDATE SET format = excluded.format, "
+                "offset = excluded.offset, inode = excluded.inode, lines = excluded.lines, "
+                "skipped = excluded.skipped, active = excluded.active, writer_pid = excluded.writer_pid, "
+                "ended = excluded.ended, last_activity = datetime('now')",
+                (
+                    record.session_id,
+                    record.path,
+                    record.format,
+                    record.offset,
+                    record.inode,
+                    record.lines,
+                    record.skipped,
+                    int(record.active),
+                    record.writer_pid,
+                    record.ended,
+                ),
+            )
+
+    def follows(self, *, active_only: bool = False) -> list[FollowRecord]:
+        """The follows this store records (optionally only those still running)."""
+        rows = (
+            self._query(
+                "SELECT session_id, path, format, offset, inode, lines, skipped, active, writer_pid, "
+                "started, last_activity, ended FROM azsd_follows WHERE ?1 = 0 OR active = 1 "
+                "ORDER BY started, path",
+                (int(active_only),),
+            )
+            if self._has_table("azsd_follows")
+            else []
+        )
+        return [
+            FollowRecord(
+                session_id=r[0], path=r[1], format=r[2], offset=r[3], inode=r[4], lines=r[5], skipped=r[6],
+                active=bool(r[7]), writer_pid=r[8], started=r[9], last_activity=r[10], ended=r[11],
+            )
+            for r in rows
+        ]  # fmt: skip
+
+    def get_follow(self, session_id: int, path: str) -> FollowRecord | None:
+        for record in self.follows():
+            if record.session_id == session_id and record.path == path:
+                return record
+        return None
+
+    def _has_table(self, name: str) -> bool:
+        return bool(self._query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)))
 
     # -- compaction and context (spec §5, §6) -------------------------------------------------
 

@@ -44,10 +44,12 @@ MAX_BATCH: Final = 256
 
 @dataclass(frozen=True)
 class Task:
-    """One request for a store: who asked, and the work."""
+    """One piece of work for a store: who asked (None for the daemon's own work), the work, and
+    who to tell, after the commit, whether it succeeded."""
 
-    envelope: Envelope
+    envelope: Envelope | None
     run: Callable[[Store], Outcome]
+    on_done: Callable[[bool], None] | None = None
 
 
 def error_reply(exc: BaseException) -> p.ErrorReply:
@@ -158,7 +160,13 @@ class _Worker(threading.Thread):
                 numbered = msgspec.structs.replace(note, seq=self._registry.next_note_seq(self.root))
                 session = note.session.id if isinstance(note, p.SessionCreated) else note.session_id
                 sender.publish(p.topic(self.root, session), p.encode(numbered))
-            sender.reply(task.envelope, p.encode(outcome.reply))
+            if task.envelope is not None:
+                sender.reply(task.envelope, p.encode(outcome.reply))
+            if task.on_done is not None:
+                try:
+                    task.on_done(not isinstance(outcome.reply, p.ErrorReply))
+                except Exception:
+                    log.exception("a completion callback failed")
 
 
 class StoreRegistry:

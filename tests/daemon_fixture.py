@@ -95,6 +95,7 @@ def start_daemon(runtime_dir: Path, env: dict[str, str] | None = None, wait: boo
     full_env = dict(os.environ)
     for inherited in ("NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID", "AZSD_RUNTIME_DIR", "AZSD_CONFIG"):
         full_env.pop(inherited, None)
+    full_env["XDG_STATE_HOME"] = str(runtime_dir.parent / "state")
     full_env.update(env or {})
     log_path = runtime_dir.parent / f"daemon-{time.monotonic_ns()}.log"
     with open(log_path, "wb") as log:

@@ -40,6 +40,9 @@ __all__ = [
     "ErrorReply",
     "EventsAppended",
     "EventsPage",
+    "Follow",
+    "FollowReply",
+    "FollowView",
     "GetEvents",
     "GetSession",
     "IngestFile",
@@ -65,6 +68,7 @@ __all__ = [
     "Status",
     "StatusReply",
     "StoreCompaction",
+    "Unfollow",
     "UsageView",
     "WireEvent",
     "decode_notification",
@@ -131,6 +135,22 @@ class SessionView(_Data, frozen=True):
     duration_ms: int | None = None
     cost_usd: float | None = None
     usage: UsageView | None = None
+
+
+class FollowView(_Data, frozen=True):
+    """A followed agent JSONL file: where the daemon is in it, and what it saw."""
+
+    root: str
+    session: int
+    path: str
+    format: str
+    offset: int
+    lines: int
+    skipped: int
+    active: bool
+    last_activity: str
+    writer_pid: int | None = None
+    ended: str | None = None
 
 
 class SearchHit(_Data, frozen=True):
@@ -249,6 +269,27 @@ class IngestFile(_Req, frozen=True):
     format: str | None = None
 
 
+class Follow(_Req, frozen=True):
+    """Follow an agent JSONL file into a session, live, from where it was left (or its start).
+
+    `format` is detected when None. `writer_pid` is the agent writing the file: once it is gone
+    and the file stops growing, the follow ends. A follow also ends on the turn's final event.
+    """
+
+    root: str
+    session: int
+    path: str
+    format: str | None = None
+    writer_pid: int | None = None
+
+
+class Unfollow(_Req, frozen=True):
+    """Stop following `path` after reading what it holds now."""
+
+    root: str
+    path: str
+
+
 Request = (
     Status
     | Shutdown
@@ -266,6 +307,8 @@ Request = (
     | ContextMeter
     | Search
     | IngestFile
+    | Follow
+    | Unfollow
 )
 
 
@@ -280,6 +323,7 @@ ErrorCode = Literal[
     "store_full",
     "store_error",
     "ingest_error",
+    "follow_error",
     "shutting_down",
     "internal",
 ]
@@ -292,7 +336,7 @@ class StatusReply(_Msg, frozen=True):
     pid: int
     uptime_s: float
     stores: list[str]
-    follows: list[str] = []
+    follows: list[FollowView] = []
     protocol: int = PROTOCOL_VERSION
 
 
@@ -359,6 +403,11 @@ class SearchReply(_Msg, frozen=True):
     protocol: int = PROTOCOL_VERSION
 
 
+class FollowReply(_Msg, frozen=True):
+    follow: FollowView
+    protocol: int = PROTOCOL_VERSION
+
+
 class IngestReply(_Msg, frozen=True):
     format: str
     lines: int
@@ -384,6 +433,7 @@ Reply = (
     | MeterReply
     | SearchReply
     | IngestReply
+    | FollowReply
 )
 
 

@@ -1,0 +1,506 @@
+"""Live follow: agent JSONL files tailed line by line into their sessions.
+
+One thread (the follower) owns every followed file. watchfiles watches their **directories** (a
+file that is replaced stops being watched, its directory does not); its events are only hints.
+On a hint, and on a stat poll of its own every :data:`POLL_S` (which also covers a watcher that
+could not start, e.g. inotify exhausted), each file is read from its saved byte offset to EOF.
+A torn last line waits for its newline; a line longer than the limit is read past and counted,
+never held. Truncation or replacement (size below the offset, another inode) re-reads the file
+from its start and appends only what the session does not already end with.
+
+The events of each read are appended by the store's worker thread **in the same transaction** as
+the new offset (side table `azsd_follows`), so after a crash the follow resumes exactly after the
+last stored line: nothing lost, nothing stored twice. The parser's state is rebuilt on resume by
+replaying the file up to that offset. A follow ends on the turn's final event (a `Complete`), on
+`Unfollow`, or when its writer process is gone and the file has been idle for `follow_idle_s`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import queue
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, BinaryIO, Final
+
+import msgspec
+import watchfiles
+
+from azsd.compact import prepare_for_store
+from azsd.events import Complete, Event
+from azsd.handlers import Outcome, session_view, wire_events
+from azsd.ingest import overlap_prefix_len
+from azsd.ipc import protocol as p
+from azsd.ipc.transport import Envelope
+from azsd.model import FollowRecord
+from azsd.parsers import FORMATS, MAX_LINE_BYTES, TOO_LONG, LineParser, detect_format, iter_lines, make_parser
+from azsd.store import Store
+from azsd.stores import StoreRegistry, Task
+
+__all__ = ["POLL_S", "Follower", "read_lines"]
+
+log = logging.getLogger("azsd.follow")
+
+#: Every followed file is stat-ed this often, watcher or not.
+POLL_S: Final = 0.25
+#: At most this many bytes are read from one file per turn, so no file starves the others.
+READ_BUDGET: Final = 8 * 1024 * 1024
+_CHUNK: Final = 1 << 20
+
+
+@dataclass
+class ReadResult:
+    """Complete lines read from an offset: the lines, where they end, and whether a huge line is
+    still being skipped."""
+
+    lines: list[bytes]
+    end: int
+    skipping: bool
+
+
+def read_lines(stream: BinaryIO, offset: int, *, skipping: bool = False, max_line: int = MAX_LINE_BYTES,
+               budget: int = READ_BUDGET, stop: int | None = None) -> ReadResult:  # fmt: skip
+    """Read the complete lines after `offset`; a torn last line is left for next time.
+
+    Reading stops after about `budget` bytes, and never reads past byte `stop`. A line longer
+    than `max_line` is returned as :data:`TOO_LONG` and never held in memory; when the read stops
+    in the middle of one, `skipping` says so and `end` is past what was read.
+    """
+    stream.seek(offset)
+    lines: list[bytes] = []
+    end = offset
+    pending = b""
+    while end - offset < budget:
+        want = _CHUNK if stop is None else min(_CHUNK, stop - end - len(pending))
+        data = stream.read(want) if want > 0 else b""
+        if not data:
+            break
+        if skipping:
+            cut = data.find(b"\n")
+            if cut < 0:
+                end += len(data)
+                continue
+            end += cut + 1
+            skipping = False
+            lines.append(TOO_LONG)
+            data = data[cut + 1 :]
+        pending += data
+        last = pending.rfind(b"\n")
+        if last >= 0:
+            for line in pending[:last].split(b"\n"):
+                lines.append(TOO_LONG if len(line) > max_line else line)
+            end += last + 1
+            pending = pending[last + 1 :]
+        if len(pending) > max_line:
+            end += len(pending)
+            pending = b""
+            skipping = True
+    return ReadResult(lines, end, skipping)
+
+
+@dataclass
+class _Follow:
+    root: str
+    record: FollowRecord
+    parser: LineParser | None = None
+    skipping: bool = False
+    last_growth: float = field(default_factory=time.monotonic)
+    ending: Envelope | None = None  # an Unfollow waiting for the final read
+    resync: bool = False
+
+    @property
+    def path(self) -> Path:
+        return Path(self.record.path)
+
+
+class Follower:
+    """Owns every live follow; runs one follower thread and one watcher thread."""
+
+    def __init__(self, registry: StoreRegistry, reply: Callable[[Envelope, p.Reply], None],
+                 idle_end_s: float) -> None:  # fmt: skip
+        self._registry = registry
+        self._reply = reply  # thread-safe: goes through the outbox
+        self._idle_end_s = idle_end_s
+        self._follows: dict[str, _Follow] = {}
+        self._lock = threading.Lock()
+        self._inbox: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
+        self._stop = threading.Event()
+        self._rewatch = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="azsd-follow", daemon=True)
+        self._watcher = threading.Thread(target=self._watch, name="azsd-watch", daemon=True)
+
+    # -- public, any thread -----------------------------------------------------------------------
+
+    def start(self) -> None:
+        self._thread.start()
+        self._watcher.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._rewatch.set()
+        self._inbox.put(("wake", None))
+        for thread in (self._thread, self._watcher):
+            if thread.is_alive():
+                thread.join(2)
+
+    def follow(self, envelope: Envelope | None, root: str, request: p.Follow) -> None:
+        self._inbox.put(("follow", (envelope, root, request)))
+
+    def unfollow(self, envelope: Envelope, root: str, path: str) -> None:
+        self._inbox.put(("unfollow", (envelope, root, path)))
+
+    def resume(self, root: str, records: list[FollowRecord]) -> None:
+        """Pick up follows a previous daemon left running."""
+        for record in records:
+            self._inbox.put(("resume", (root, record)))
+
+    def views(self) -> list[p.FollowView]:
+        with self._lock:
+            return [_view(f) for f in self._follows.values()]
+
+    # -- the follower thread ----------------------------------------------------------------------
+
+    def _run(self) -> None:
+        next_poll = time.monotonic()
+        while not self._stop.is_set():
+            try:
+                kind, arg = self._inbox.get(timeout=max(0.0, next_poll - time.monotonic()))
+            except queue.Empty:
+                kind, arg = "poll", None
+            try:
+                self._dispatch(kind, arg)
+            except Exception:
+                log.exception("follow: %s failed", kind)
+            if kind == "poll" or time.monotonic() >= next_poll:
+                for follow in list(self._follows.values()):
+                    self._service_safely(follow)
+                next_poll = time.monotonic() + POLL_S
+
+    def _dispatch(self, kind: str, arg: Any) -> None:
+        match kind:
+            case "follow":
+                self._add(*arg)
+            case "resume":
+                self._resume(*arg)
+            case "unfollow":
+                self._end_request(*arg)
+            case "hint":
+                for follow in list(self._follows.values()):
+                    if follow.record.path in arg:
+                        self._service_safely(follow)
+            case "resynced":
+                resynced = self._follows.get(arg)
+                if resynced is not None:
+                    resynced.resync = True
+                    self._service_safely(resynced)
+
+    def _add(self, envelope: Envelope | None, root: str, request: p.Follow) -> None:
+        path = os.path.realpath(request.path)
+        error = _check_request(request, path)
+        current = self._follows.get(path)
+        if error is None and current is not None and current.record.session_id != request.session:
+            error = f"{path} is already followed into S{current.record.session_id}"
+        if error is not None:
+            if envelope is not None:
+                self._reply(envelope, p.ErrorReply(code="follow_error", message=error))
+            return
+        if current is not None:  # following it again: just answer with where it is
+            if envelope is not None:
+                self._reply(envelope, p.FollowReply(follow=_view(current)))
+            return
+        fmt = request.format or _detect(Path(path)) or ""
+        record = FollowRecord(
+            session_id=request.session, path=path, format=fmt, writer_pid=request.writer_pid
+        )
+        follow = _Follow(root, record)
+        with self._lock:
+            self._follows[path] = follow
+        self._rewatch.set()
+
+        def start(store: Store) -> Outcome:
+            stored = store.get_follow(request.session, path)
+            if stored is not None and stored.active and stored.format == (fmt or stored.format):
+                record.offset, record.inode = stored.offset, stored.inode
+                record.lines, record.skipped, record.format = stored.lines, stored.skipped, stored.format
+            record.active, record.ended = True, None
+            store.save_follow(record)
+            return Outcome(p.FollowReply(follow=_view(follow)))
+
+        self._registry.submit(root, Task(envelope, start, lambda ok: self._started(path, ok)))
+
+    def _started(self, path: str, ok: bool) -> None:
+        if not ok:  # e.g. no such session: the client got the error reply
+            with self._lock:
+                self._follows.pop(path, None)
+            return
+        self._inbox.put(("resynced", path))
+
+    def _resume(self, root: str, record: FollowRecord) -> None:
+        if record.path in self._follows:
+            return
+        follow = _Follow(root, record)
+        follow.resync = True
+        with self._lock:
+            self._follows[record.path] = follow
+        self._rewatch.set()
+        log.info(
+            "resuming the follow of %s into S%d at byte %d", record.path, record.session_id, record.offset
+        )
+
+    def _end_request(self, envelope: Envelope, root: str, path: str) -> None:
+        follow = self._follows.get(os.path.realpath(path))
+        if follow is None or follow.root != root:
+            self._reply(envelope, p.ErrorReply(code="not_found", message=f"{path} is not followed in {root}"))
+            return
+        follow.ending = envelope
+        self._service_safely(follow)
+
+    # -- reading ----------------------------------------------------------------------------------
+
+    def _service_safely(self, follow: _Follow) -> None:
+        try:
+            self._service(follow)
+        except Exception:
+            log.exception("follow of %s failed; retrying from the stored offset", follow.path)
+            follow.resync = True
+
+    def _service(self, follow: _Follow) -> None:
+        if follow.resync and not self._rebuild(follow):
+            return
+        record = follow.record  # after a rebuild: the stored one
+        try:
+            info = os.stat(follow.path)
+        except FileNotFoundError:
+            self._maybe_idle_end(follow)
+            return
+        if (
+            follow.parser is not None
+            and record.inode
+            and (info.st_ino != record.inode or info.st_size < record.offset)
+        ):
+            log.info(
+                "%s was %s: re-reading it",
+                follow.path,
+                "replaced" if info.st_ino != record.inode else "truncated",
+            )
+            self._reread(follow, info.st_ino)
+            return
+        if follow.parser is None and self._prepare_parser(follow) is None:
+            self._maybe_idle_end(follow)
+            return
+        if info.st_size == record.offset and follow.ending is None:
+            self._maybe_idle_end(follow)
+            return
+        with open(follow.path, "rb") as stream:
+            result = read_lines(stream, record.offset, skipping=follow.skipping)
+            torn = b""
+            if follow.ending is not None:
+                stream.seek(result.end)
+                torn = stream.read(MAX_LINE_BYTES + 1)
+        assert follow.parser is not None
+        start_offset = record.offset
+        before = follow.parser.report.skipped_total
+        events: list[Event] = []
+        for line in result.lines:
+            events.extend(follow.parser.feed(line))
+        end = result.end
+        if torn and not result.skipping:  # an Unfollow: a last line without its newline counts too
+            events.extend(follow.parser.feed(torn))
+            end += len(torn)
+        events.extend(follow.parser.finish() if follow.ending is not None else [])
+        record.lines += len(result.lines) + (1 if torn else 0)
+        record.skipped += follow.parser.report.skipped_total - before
+        record.offset, record.inode, follow.skipping = end, info.st_ino, result.skipping
+        if result.lines or torn:
+            follow.last_growth = time.monotonic()
+        final = any(isinstance(e, Complete) for e in events)
+        moved = end != start_offset
+        self._commit(
+            follow, prepare_for_store(events), end_follow=final or follow.ending is not None, moved=moved
+        )
+
+    def _prepare_parser(self, follow: _Follow) -> LineParser | None:
+        """A fresh parser for the follow's format (detected from the file if need be), or None."""
+        if not follow.record.format:
+            fmt = _detect(follow.path)
+            if fmt is None:
+                return None
+            follow.record.format = fmt
+        follow.parser = make_parser(follow.record.format)
+        return follow.parser
+
+    def _rebuild(self, follow: _Follow) -> bool:
+        """Reload the stored offset and rebuild the parser's state by replaying up to it."""
+        follow.resync = False
+        done = threading.Event()
+        box: dict[str, FollowRecord] = {}
+
+        def fetch(store: Store) -> Outcome:
+            stored = store.get_follow(follow.record.session_id, follow.record.path)
+            if stored is not None:
+                box["record"] = stored
+            return Outcome(p.OkReply())
+
+        self._registry.submit(follow.root, Task(None, fetch, lambda ok: done.set()))
+        if not done.wait(10) or "record" not in box:
+            log.warning("cannot load the follow of %s; dropping it", follow.path)
+            with self._lock:
+                self._follows.pop(follow.record.path, None)
+            return False
+        stored = box["record"]
+        stored.writer_pid = follow.record.writer_pid or stored.writer_pid
+        follow.record = stored
+        follow.parser = None
+        follow.skipping = False
+        parser = self._prepare_parser(follow) if stored.format else None
+        if parser is None:
+            return True
+        try:
+            info = os.stat(follow.path)
+        except FileNotFoundError:
+            return True
+        if stored.offset and (info.st_ino != stored.inode or info.st_size < stored.offset):
+            return True  # replaced or truncated while we were away: _service re-reads it
+        with open(follow.path, "rb") as stream:
+            replay = read_lines(stream, 0, budget=stored.offset + 1, stop=stored.offset)
+        for line in replay.lines:
+            parser.feed(line)
+        follow.skipping = replay.skipping  # the offset sits inside a skipped huge line
+        return True
+
+    def _reread(self, follow: _Follow, inode: int) -> None:
+        """The file was replaced or truncated: parse it whole, store what the session lacks."""
+        assert follow.record.format
+        parser = make_parser(follow.record.format)
+        with open(follow.path, "rb") as stream:
+            result = read_lines(stream, 0)
+        events = [e for line in result.lines for e in parser.feed(line)]
+        follow.parser = parser
+        follow.record.offset, follow.record.inode, follow.skipping = result.end, inode, result.skipping
+        follow.record.lines = len(result.lines)
+        follow.record.skipped = parser.report.skipped_total
+        follow.last_growth = time.monotonic()
+        self._commit(follow, prepare_for_store(events), end_follow=False, dedup=True)
+
+    def _maybe_idle_end(self, follow: _Follow) -> None:
+        pid = follow.record.writer_pid
+        idle = time.monotonic() - follow.last_growth
+        if follow.ending is not None:
+            self._commit(follow, [], end_follow=True)
+        elif pid is not None and not _alive(pid) and idle >= self._idle_end_s:
+            log.info("the writer of %s (pid %d) is gone; ending the follow", follow.path, pid)
+            self._commit(follow, [], end_follow=True, failed_if_open=True)
+
+    # -- committing -------------------------------------------------------------------------------
+
+    def _commit(self, follow: _Follow, events: list[Event], *, end_follow: bool, dedup: bool = False,
+                failed_if_open: bool = False, moved: bool = False) -> None:  # fmt: skip
+        record = msgspec.structs.replace(follow.record)
+        envelope = follow.ending
+        if end_follow:
+            record.active = False
+            record.ended = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime())
+            with self._lock:
+                self._follows.pop(follow.record.path, None)
+        root = follow.root
+        started = follow.last_growth
+
+        def write(store: Store) -> Outcome:
+            todo = events
+            if dedup:
+                existing = store.load_events(record.session_id).plain()
+                todo = events[overlap_prefix_len(existing, events) :]
+            result = store.append_prepared(record.session_id, todo)
+            store.save_follow(record)
+            notes: list[p.Notification] = []
+            if result.events:
+                notes.append(p.EventsAppended(root=root, seq=0, session_id=record.session_id,
+                                              events=wire_events(result.events)))  # fmt: skip
+            completed = any(isinstance(e.event, Complete) for e in result.events)
+            if failed_if_open and store.get_session(record.session_id).completed is None:
+                store.mark_completed(record.session_id, False, int((time.monotonic() - started) * 1000), 0.0)
+                completed = True
+            if completed:
+                info = store.get_session(record.session_id)
+                view = session_view(store, info)
+                notes.append(
+                    p.SessionChanged(
+                        root=root, seq=0, session_id=record.session_id, change="completed", session=view
+                    )
+                )
+            return Outcome(p.OkReply(), notes)
+
+        def done(ok: bool) -> None:
+            if not ok:
+                log.warning("storing from %s failed; it will be re-read from the stored offset", record.path)
+                if not end_follow:
+                    self._inbox.put(("resynced", record.path))
+
+        if not events and not end_follow and not dedup and not moved:
+            return
+        self._registry.submit(root, Task(envelope, write, done))
+
+    # -- the watcher thread -----------------------------------------------------------------------
+
+    def _watch(self) -> None:
+        """Turn file-system events in the followed directories into hints (polling covers gaps)."""
+        while not self._stop.is_set():
+            self._rewatch.clear()
+            with self._lock:
+                dirs = sorted({str(Path(path).parent) for path in self._follows})
+            dirs = [d for d in dirs if os.path.isdir(d)]
+            if not dirs:
+                self._rewatch.wait(POLL_S)
+                continue
+            try:
+                for changes in watchfiles.watch(
+                    *dirs, debounce=20, step=5, stop_event=self._rewatch, recursive=False,
+                    raise_interrupt=False, rust_timeout=1000, yield_on_timeout=False,
+                ):  # fmt: skip
+                    self._inbox.put(("hint", {os.path.realpath(path) for _, path in changes}))
+            except Exception as exc:  # e.g. inotify watches exhausted: the stat poll carries on
+                log.warning("file watching failed (%s); polling every %.2f s instead", exc, POLL_S)
+                self._rewatch.wait(5)
+
+
+def _check_request(request: p.Follow, path: str) -> str | None:
+    if not os.path.isabs(request.path):
+        return f"follow needs an absolute path: {request.path}"
+    if request.format is not None and request.format not in FORMATS:
+        return f"unknown format {request.format!r}; expected one of {', '.join(FORMATS)}"
+    if os.path.exists(path) and not os.path.isfile(path):
+        return f"{path} is not a regular file"
+    if not os.path.isdir(os.path.dirname(path)):
+        return f"no such directory: {os.path.dirname(path)}"
+    return None
+
+
+def _detect(path: Path) -> str | None:
+    try:
+        with open(path, "rb") as stream:
+            return detect_format(iter_lines(stream, final=False))
+    except OSError:
+        return None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _view(follow: _Follow) -> p.FollowView:
+    r = follow.record
+    return p.FollowView(
+        root=follow.root, session=r.session_id, path=r.path, format=r.format, offset=r.offset, lines=r.lines,
+        skipped=r.skipped, active=r.active, last_activity=r.last_activity, writer_pid=r.writer_pid,
+        ended=r.ended,
+    )  # fmt: skip

@@ -1,0 +1,300 @@
+"""Live follow through the real daemon: torn writes, restarts, kill -9, truncation, huge lines."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from azsd.compact import prepare_for_store
+from azsd.events import encode_event
+from azsd.ingest import parse_file
+from azsd.ipc import protocol as p
+from tests.conftest import corpus_files, requires_corpus
+from tests.daemon_fixture import DaemonProc, short_tmpdir, start_daemon
+
+ONE_PER_FORMAT = [
+    "claude-stream-json/claude-clean__claude-stream-json-simple.jsonl",
+    "claude-session/agentcmd__full-session-two.jsonl",
+    "codex-exec-json/rust-claude-codes__file_change.jsonl",
+    "codex-rollout/agentcmd__rollout-2025-09-25T15-12-14-019982b8-3422-79e0-8b3b-05abaf4f3c3e.jsonl",
+]
+
+
+def corpus(name: str) -> Path:
+    matches = [f for f in corpus_files() if f"{f.parent.name}/{f.name}" == name]
+    assert matches, name
+    return matches[0]
+
+
+def expected_data(path: Path) -> list[str]:
+    """What a one-shot parse of the whole file stores into an empty session."""
+    return [encode_event(e).decode() for e in prepare_for_store(parse_file(path)[0])]
+
+
+def write_slowly(
+    src: Path, target: Path, *, delay: float = 0.002, torn_every: int = 4, start: int = 0
+) -> None:
+    """Append `src`'s lines to `target` the way an agent writes: line by line, some torn in two."""
+    lines = src.read_bytes().splitlines(keepends=True)
+    with open(target, "ab") as out:
+        for i, line in enumerate(lines[start:], start=start):
+            if torn_every and i % torn_every == 0 and len(line) > 2:
+                out.write(line[: len(line) // 2])
+                out.flush()
+                time.sleep(delay * 5)
+                out.write(line[len(line) // 2 :])
+            else:
+                out.write(line)
+            out.flush()
+            time.sleep(delay)
+
+
+def stored(d: DaemonProc, root: Path, sid: int) -> list[str]:
+    page = d.request(p.GetEvents(root=str(root), session=sid, limit=100_000))
+    assert isinstance(page, p.EventsPage)
+    return [e.data for e in page.events]
+
+
+def wait_for(d: DaemonProc, root: Path, sid: int, count: int, timeout: float = 20) -> list[str]:
+    deadline = time.monotonic() + timeout
+    while True:
+        got = stored(d, root, sid)
+        if len(got) >= count or time.monotonic() > deadline:
+            return got
+        time.sleep(0.05)
+
+
+def follow(d: DaemonProc, root: Path, sid: int, path: Path, **kw: object) -> p.FollowView:
+    reply = d.request(p.Follow(root=str(root), session=sid, path=str(path), **kw))  # type: ignore[arg-type]
+    assert isinstance(reply, p.FollowReply), reply
+    return reply.follow
+
+
+@pytest.fixture
+def env() -> Iterator[tuple[DaemonProc, Path, int]]:
+    base, root = short_tmpdir(), short_tmpdir()
+    d = start_daemon(base / "run")
+    created = d.request(p.CreateSession(root=str(root)))
+    assert isinstance(created, p.SessionReply)
+    try:
+        yield d, root, created.session.id
+    finally:
+        d.close()
+        shutil.rmtree(base, ignore_errors=True)
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@requires_corpus
+@pytest.mark.parametrize("name", ONE_PER_FORMAT)
+def test_live_follow_with_torn_writes_equals_one_shot_ingest(
+    env: tuple[DaemonProc, Path, int], name: str
+) -> None:
+    d, root, sid = env
+    src = corpus(name)
+    target = root / "agent.jsonl"
+    target.write_bytes(b"")
+    view = follow(d, root, sid, target)
+    assert view.active and view.offset == 0
+    sub = d.subscribe(p.topic(str(root), sid))
+    write_slowly(src, target)
+    want = expected_data(src)
+    got = wait_for(d, root, sid, len(want))
+    assert got == want
+    # Every stored event was announced as it was stored.
+    announced: list[str] = []
+    while len(announced) < len(want):
+        _, note = d.next_note(sub)
+        if isinstance(note, p.EventsAppended):
+            announced += [e.data for e in note.events]
+    assert announced == want
+    status = d.request(p.Status())
+    assert isinstance(status, p.StatusReply)
+    ends_in_final = src.read_bytes().rstrip().splitlines()[-1].find(b'"result"') >= 0 or name.startswith(
+        "codex-exec"
+    )
+    if ends_in_final:
+        assert status.follows == []  # the turn's final event ended the follow
+    else:
+        size = target.stat().st_size
+        deadline = time.monotonic() + 10
+        while (live := _only_follow(d)).offset < size and time.monotonic() < deadline:
+            time.sleep(0.05)  # the last lines may hold no events: wait for the offset itself
+        assert live.offset == size and live.lines == len(target.read_bytes().splitlines())
+        assert isinstance(d.request(p.Unfollow(root=str(root), path=str(target))), p.OkReply)
+    assert stored(d, root, sid) == want
+
+
+def _only_follow(d: DaemonProc) -> p.FollowView:
+    status = d.request(p.Status())
+    assert isinstance(status, p.StatusReply)
+    (view,) = status.follows
+    return view
+
+
+@requires_corpus
+def test_kill_9_during_follow_loses_and_repeats_nothing() -> None:
+    src = corpus(ONE_PER_FORMAT[3])  # the 209-line rollout
+    want = expected_data(src)
+    base, root = short_tmpdir(), short_tmpdir()
+    target = root / "rollout.jsonl"
+    target.write_bytes(b"")
+    d = start_daemon(base / "run")
+    created = d.request(p.CreateSession(root=str(root)))
+    assert isinstance(created, p.SessionReply)
+    sid = created.session.id
+    follow(d, root, sid, target, format="codex-rollout")
+    writer = threading.Thread(target=write_slowly, args=(src, target), kwargs={"delay": 0.004})
+    writer.start()
+    try:
+        for kill_at in (0.15, 0.25, 0.2):
+            time.sleep(kill_at)
+            d.proc.send_signal(signal.SIGKILL)
+            d.proc.wait()
+            d.close()
+            d = start_daemon(base / "run")  # resumes the follow from its stored offset
+        writer.join()
+        got = wait_for(d, root, sid, len(want))
+        assert got == want
+        deadline = time.monotonic() + 10
+        while _only_follow(d).offset < target.stat().st_size and time.monotonic() < deadline:
+            time.sleep(0.05)
+        with sqlite3.connect(root / ".azureal" / "sessions.azs") as conn:
+            assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+            (offset,) = conn.execute("SELECT offset FROM azsd_follows").fetchone()
+        assert offset == target.stat().st_size
+    finally:
+        writer.join()
+        d.close()
+        shutil.rmtree(base, ignore_errors=True)
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def line(text: str, n: int) -> bytes:
+    return (
+        b'{"type":"assistant","session_id":"s","message":{"id":"m%d","content":[{"type":"text","text":"%s"}]}}\n'
+        % (
+            n,
+            text.encode(),
+        )
+    )
+
+
+def texts(data: list[str]) -> list[str]:
+    return [s.split('"text":"')[1].split('"')[0] for s in data]
+
+
+def test_truncation_and_replacement_never_duplicate(env: tuple[DaemonProc, Path, int]) -> None:
+    d, root, sid = env
+    target = root / "agent.jsonl"
+    target.write_bytes(line("one", 1) + line("two", 2))
+    follow(d, root, sid, target, format="claude-stream-json")
+    assert texts(wait_for(d, root, sid, 2)) == ["one", "two"]
+    # Replaced by a file with the same start and more: only the new line is stored.
+    tmp = root / "agent.tmp"
+    tmp.write_bytes(line("one", 1) + line("two", 2) + line("three", 3))
+    tmp.replace(target)
+    assert texts(wait_for(d, root, sid, 3)) == ["one", "two", "three"]
+    # Truncated, then written again from scratch: the new lines are stored, once.
+    target.write_bytes(b"")
+    time.sleep(0.5)
+    with open(target, "ab") as out:
+        out.write(line("four", 4))
+    assert texts(wait_for(d, root, sid, 4)) == ["one", "two", "three", "four"]
+    time.sleep(0.6)
+    assert texts(stored(d, root, sid)) == ["one", "two", "three", "four"]
+
+
+def test_a_torn_last_line_waits_and_unfollow_reads_it(env: tuple[DaemonProc, Path, int]) -> None:
+    d, root, sid = env
+    target = root / "agent.jsonl"
+    target.write_bytes(line("whole", 1) + line("torn", 2)[:-1])  # no newline yet
+    follow(d, root, sid, target, format="claude-stream-json")
+    assert texts(wait_for(d, root, sid, 1)) == ["whole"]
+    time.sleep(0.6)
+    assert texts(stored(d, root, sid)) == ["whole"]  # still waiting for its newline
+    assert isinstance(d.request(p.Unfollow(root=str(root), path=str(target))), p.OkReply)
+    assert texts(stored(d, root, sid)) == ["whole", "torn"]
+    missing = d.request(p.Unfollow(root=str(root), path=str(target)))
+    assert isinstance(missing, p.ErrorReply) and missing.code == "not_found"
+
+
+def test_huge_lines_are_skipped_without_loading_them(env: tuple[DaemonProc, Path, int]) -> None:
+    d, root, sid = env
+    target = root / "agent.jsonl"
+    target.write_bytes(line("before", 1))
+    follow(d, root, sid, target, format="claude-stream-json")
+    wait_for(d, root, sid, 1)
+    chunk = b"x" * (1 << 20)
+    with open(target, "ab") as out:
+        out.write(b'{"type":"assistant","message":{"id":"big","content":[{"type":"text","text":"')
+        for _ in range(80):  # 80 MiB: over the 64 MiB line limit
+            out.write(chunk)
+        out.write(b'"}]}}\n')
+        out.write(line("after", 2))
+    assert texts(wait_for(d, root, sid, 2, timeout=60)) == ["before", "after"]
+    status = d.request(p.Status())
+    assert isinstance(status, p.StatusReply)
+    (view,) = status.follows
+    assert view.skipped == 1 and view.offset == target.stat().st_size
+    peak_kb = int(
+        next(
+            x for x in Path(f"/proc/{d.proc.pid}/status").read_text().splitlines() if x.startswith("VmHWM")
+        ).split()[1]
+    )
+    assert peak_kb < 200 * 1024, f"the daemon held the huge line: peak RSS {peak_kb} kB"
+
+
+def test_follow_ends_when_the_writer_is_gone_and_marks_the_turn_failed() -> None:
+    base, root = short_tmpdir(), short_tmpdir()
+    config = base / "config.toml"
+    config.write_text("follow-idle-s = 0.5\n")
+    d = start_daemon(base / "run", env={"AZSD_CONFIG": str(config)})
+    try:
+        created = d.request(p.CreateSession(root=str(root)))
+        assert isinstance(created, p.SessionReply)
+        sid = created.session.id
+        target = root / "agent.jsonl"
+        writer = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(0.3)"])
+        target.write_bytes(line("partial", 1))
+        follow(d, root, sid, target, format="claude-stream-json", writer_pid=writer.pid)
+        writer.wait()
+        deadline = time.monotonic() + 10
+        while True:
+            info = d.request(p.GetSession(root=str(root), session=sid))
+            assert isinstance(info, p.SessionReply)
+            if info.session.state == "failed":
+                break
+            assert time.monotonic() < deadline, info.session
+            time.sleep(0.1)
+        status = d.request(p.Status())
+        assert isinstance(status, p.StatusReply) and status.follows == []
+        assert texts(stored(d, root, sid)) == ["partial"]
+    finally:
+        d.close()
+        shutil.rmtree(base, ignore_errors=True)
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def test_follow_request_errors(env: tuple[DaemonProc, Path, int]) -> None:
+    d, root, sid = env
+    for path, fmt, code in [
+        ("relative.jsonl", None, "follow_error"),
+        (str(root / "nodir" / "x.jsonl"), None, "follow_error"),
+        (str(root), None, "follow_error"),
+        (str(root / "x.jsonl"), "yaml", "follow_error"),
+    ]:
+        reply = d.request(p.Follow(root=str(root), session=sid, path=path, format=fmt))
+        assert isinstance(reply, p.ErrorReply) and reply.code == code, (path, reply)
+    missing = d.request(p.Follow(root=str(root), session=99, path=str(root / "y.jsonl")))
+    assert isinstance(missing, p.ErrorReply) and missing.code == "not_found"
+    assert os.path.isdir(root)
