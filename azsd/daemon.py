@@ -27,10 +27,11 @@ from azsd import __version__
 from azsd.config import ResolvedConfig
 from azsd.errors import AzsdError, ConfigError
 from azsd.follow import Follower
-from azsd.handlers import HANDLERS, Outcome
+from azsd.handlers import HANDLERS, Outcome, wire_events
 from azsd.ipc import protocol as p
 from azsd.ipc.server import Server
 from azsd.ipc.transport import Envelope, ipc_path, probe
+from azsd.orphans import recover_orphans
 from azsd.sdnotify import notify, watchdog_interval
 from azsd.store import Store
 from azsd.stores import StoreRegistry, Task
@@ -80,7 +81,10 @@ class Daemon:
         self._lock_file = _take_lock(self.config.lock_path)
         self._remove_stale_sockets()
         self._server = Server(self.config)
-        self._registry = StoreRegistry(self._server.outbox, self.config.idle_close_s)
+        home = Path(self._environ.get("HOME", str(Path.home())))
+        self._registry = StoreRegistry(
+            self._server.outbox, self.config.idle_close_s, lambda root, store: _recover(root, store, home)
+        )
         outbox = self._server.outbox
         self._follower = Follower(
             self._registry,
@@ -230,6 +234,14 @@ class Daemon:
                 path.unlink(missing_ok=True)
         finally:
             ctx.term()
+
+
+def _recover(root: str, store: Store, home: Path) -> list[p.Notification]:
+    """Orphan recovery when a store opens, announced like any other append."""
+    return [
+        p.EventsAppended(root=root, seq=0, session_id=sid, events=wire_events(events))
+        for sid, events in recover_orphans(store, home).items()
+    ]
 
 
 def _prepare_runtime_dir(path: Path) -> None:

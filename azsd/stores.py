@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,7 +31,7 @@ from azsd.errors import (
 from azsd.handlers import Outcome
 from azsd.ingest import IngestError
 from azsd.ipc import protocol as p
-from azsd.ipc.transport import Envelope, Outbox
+from azsd.ipc.transport import Envelope, Outbox, OutboxSender
 from azsd.store import Store
 
 __all__ = ["MAX_BATCH", "StoreRegistry", "Task", "error_reply"]
@@ -94,6 +94,8 @@ class _Worker(threading.Thread):
             except AzsdError as exc:
                 open_error = exc
                 log.warning("cannot open the store of %s: %s", self.root, exc)
+            if store is not None and self._registry.on_open is not None:
+                self._opened(store)
             while True:
                 batch = self._next_batch()
                 if batch is None:
@@ -108,6 +110,16 @@ class _Worker(threading.Thread):
                 store.close()
             outbox.release()
             log.debug("closed the store of %s", self.root)
+
+    def _opened(self, store: Store) -> None:
+        """Run the registry's on-open work (orphan recovery) and announce what it stored."""
+        assert self._registry.on_open is not None
+        try:
+            notes = self._registry.on_open(self.root, store)
+        except Exception:
+            log.exception("on-open work failed for %s", self.root)
+            return
+        self._deliver([], [], notes)
 
     def _next_batch(self) -> list[Task | None] | None:
         """Wait for work; None when idle long enough to close (and the registry agreed)."""
@@ -153,13 +165,20 @@ class _Worker(threading.Thread):
             log.exception("request failed in the store of %s", self.root)
             return Outcome(error_reply(exc))
 
-    def _deliver(self, tasks: list[Task], outcomes: list[Outcome]) -> None:
+    def _publish(self, sender: OutboxSender, note: p.Notification) -> None:
+        numbered = msgspec.structs.replace(note, seq=self._registry.next_note_seq(self.root))
+        session = note.session.id if isinstance(note, p.SessionCreated) else note.session_id
+        sender.publish(p.topic(self.root, session), p.encode(numbered))
+
+    def _deliver(
+        self, tasks: list[Task], outcomes: list[Outcome], extra: Sequence[p.Notification] = ()
+    ) -> None:
         sender = self._registry.outbox.sender()
+        for note in extra:
+            self._publish(sender, note)
         for task, outcome in zip(tasks, outcomes, strict=True):
             for note in outcome.notes:
-                numbered = msgspec.structs.replace(note, seq=self._registry.next_note_seq(self.root))
-                session = note.session.id if isinstance(note, p.SessionCreated) else note.session_id
-                sender.publish(p.topic(self.root, session), p.encode(numbered))
+                self._publish(sender, note)
             if task.envelope is not None:
                 sender.reply(task.envelope, p.encode(outcome.reply))
             if task.on_done is not None:
@@ -169,12 +188,16 @@ class _Worker(threading.Thread):
                     log.exception("a completion callback failed")
 
 
+OnOpen = Callable[[str, Store], list[p.Notification]]
+
+
 class StoreRegistry:
     """The open stores, each with its worker; a store opens on its first request."""
 
-    def __init__(self, outbox: Outbox, idle_close_s: float) -> None:
+    def __init__(self, outbox: Outbox, idle_close_s: float, on_open: OnOpen | None = None) -> None:
         self.outbox = outbox
         self.idle_close_s = idle_close_s
+        self.on_open = on_open
         self._workers: dict[str, _Worker] = {}
         self._note_seqs: dict[str, int] = {}
         self._lock = threading.Lock()
