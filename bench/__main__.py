@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from bench import store_append
+from bench import follow_latency, store_append
 
 
 def main() -> None:
@@ -12,6 +12,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="short forms (under 3 minutes in all)")
     args = parser.parse_args()
     store_append.main(quick=args.quick)
+    follow_latency.main(quick=args.quick)
 
 
 if __name__ == "__main__":

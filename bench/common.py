@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import random
+import subprocess
+import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
 from azsd.events import AssistantText, Event, ToolCall, ToolResult, UserMessage
 
@@ -45,3 +50,33 @@ def corpus_like_events(n: int, seed: int = 7) -> list[Event]:
         lines = "\n".join(text(rng.randint(3, 12)) for _ in range(rng.randint(1, 80)))
         out.append(ToolResult(tool_use_id=tid, tool_name=tool, content=lines, is_error=False))
     return out[:n]
+
+
+def percentile(values: list[float], q: float) -> float:
+    """The q-th percentile (0-100) by nearest rank."""
+    ordered = sorted(values)
+    index = max(0, min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1))))
+    return ordered[index]
+
+
+@contextmanager
+def running_daemon(runtime_dir: Path, env: dict[str, str] | None = None) -> Iterator[subprocess.Popen[bytes]]:
+    """The real daemon as a subprocess on `runtime_dir`, stopped with SIGTERM at the end."""
+    full_env = {**os.environ, **(env or {})}
+    full_env.pop("NOTIFY_SOCKET", None)
+    full_env.setdefault("XDG_STATE_HOME", str(runtime_dir.parent / "state"))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "azsd", "run", "--runtime-dir", str(runtime_dir), "--log-level", "WARNING"],
+        env=full_env,
+        stdin=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 15
+        while not (runtime_dir / "azsd.json").exists():
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("the daemon did not start")
+            time.sleep(0.02)
+        yield proc
+    finally:
+        proc.terminate()
+        proc.wait(10)

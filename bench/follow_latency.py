@@ -1,0 +1,122 @@
+"""Follow latency: an agent appends a line → a subscriber receives the stored event.
+
+Measured through the real daemon (follow + store + publish) and, as the baseline, the same
+appends observed by a bare `watchfiles.watch` of the directory with the same tuning, in the same
+run. Run alone: `python -m bench.follow_latency [--quick]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import watchfiles
+import zmq
+
+from azsd.ipc import protocol as p
+from azsd.ipc.transport import connect_dealer, connect_sub, recv_notification, recv_reply, send_request
+from bench.common import percentile, report, running_daemon
+
+LINE = (
+    b'{"type":"assistant","session_id":"s","message":{"id":"m%d","content":[{"type":"text","text":"t%d"}]}}\n'
+)
+
+
+def request(ctx: zmq.Context[zmq.Socket[bytes]], rpc: str, msg: p._Msg) -> p.Reply:
+    sock = connect_dealer(ctx, rpc)
+    try:
+        send_request(sock, b"1", p.encode(msg))
+        if not sock.poll(10_000):
+            raise RuntimeError(f"no reply to {msg!r}")
+        return p.decode_reply(recv_reply(sock)[1])
+    finally:
+        sock.close(linger=0)
+
+
+def azsd_latencies(n: int, gap: float) -> list[float]:
+    with tempfile.TemporaryDirectory(prefix="azsd-b-", dir="/tmp") as tmp:
+        base = Path(tmp)
+        root = base / "wt"
+        root.mkdir()
+        with running_daemon(base / "run"):
+            ctx: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
+            rpc, pub = f"ipc://{base / 'run' / 'rpc'}", f"ipc://{base / 'run' / 'pub'}"
+            created = request(ctx, rpc, p.CreateSession(root=str(root)))
+            assert isinstance(created, p.SessionReply)
+            sid = created.session.id
+            target = root / "agent.jsonl"
+            target.write_bytes(b"")
+            followed = request(
+                ctx, rpc, p.Follow(root=str(root), session=sid, path=str(target), format="claude-stream-json")
+            )
+            assert isinstance(followed, p.FollowReply), followed
+            sub = connect_sub(ctx, pub, [p.topic(str(root), sid)])
+            time.sleep(0.5)
+            out: list[float] = []
+            with open(target, "ab") as writer:
+                for i in range(n):
+                    start = time.perf_counter()
+                    writer.write(LINE % (i, i))
+                    writer.flush()
+                    while True:
+                        if not sub.poll(5000):
+                            raise RuntimeError("no notification")
+                        note = p.decode_notification(recv_notification(sub)[1])
+                        if isinstance(note, p.EventsAppended) and any(
+                            f'"t{i}"' in e.data for e in note.events
+                        ):
+                            break
+                    out.append((time.perf_counter() - start) * 1000)
+                    time.sleep(gap)
+            sub.close(linger=0)
+            ctx.term()
+    return out
+
+
+def watchfiles_latencies(n: int, gap: float) -> list[float]:
+    with tempfile.TemporaryDirectory(prefix="azsd-b-", dir="/tmp") as tmp:
+        target = Path(tmp) / "agent.jsonl"
+        target.write_bytes(b"")
+        stop = threading.Event()
+        seen = threading.Event()
+
+        def watch() -> None:
+            for _ in watchfiles.watch(tmp, debounce=20, step=5, stop_event=stop, recursive=False,
+                                      raise_interrupt=False, rust_timeout=1000):  # fmt: skip
+                seen.set()
+
+        thread = threading.Thread(target=watch, daemon=True)
+        thread.start()
+        time.sleep(0.5)
+        out: list[float] = []
+        with open(target, "ab") as writer:
+            for i in range(n):
+                seen.clear()
+                start = time.perf_counter()
+                writer.write(LINE % (i, i))
+                writer.flush()
+                if not seen.wait(5):
+                    raise RuntimeError("watchfiles saw nothing")
+                out.append((time.perf_counter() - start) * 1000)
+                time.sleep(gap)
+        stop.set()
+        thread.join(5)
+    return out
+
+
+def main(*, quick: bool = False) -> None:
+    n = 60 if quick else 300
+    gap = 0.03
+    ours = azsd_latencies(n, gap)
+    bare = watchfiles_latencies(n, gap)
+    for q in (50, 99):
+        report(f"follow_latency_p{q}", percentile(ours, q), "ms", percentile(bare, q))
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true")
+    main(quick=parser.parse_args().quick)
