@@ -17,11 +17,13 @@ replaying the file up to that offset. A follow ends on the turn's final event (a
 
 from __future__ import annotations
 
+import calendar
 import logging
 import os
 import queue
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,6 +49,8 @@ log = logging.getLogger("azsd.follow")
 
 #: Every followed file is stat-ed this often, watcher or not.
 POLL_S: Final = 0.25
+#: How many ended follows `Status` still shows.
+ENDED_KEPT: Final = 20
 #: At most this many bytes are read from one file per turn, so no file starves the others.
 READ_BUDGET: Final = 8 * 1024 * 1024
 _CHUNK: Final = 1 << 20
@@ -111,6 +115,7 @@ class _Follow:
     last_growth: float = field(default_factory=time.monotonic)
     ending: Envelope | None = None  # an Unfollow waiting for the final read
     resync: bool = False
+    started: float = field(default_factory=time.time)  # wall clock, for turns that report no duration
 
     @property
     def path(self) -> Path:
@@ -126,6 +131,7 @@ class Follower:
         self._reply = reply  # thread-safe: goes through the outbox
         self._idle_end_s = idle_end_s
         self._follows: dict[str, _Follow] = {}
+        self._ended: deque[p.FollowView] = deque(maxlen=ENDED_KEPT)
         self._lock = threading.Lock()
         self._inbox: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
         self._stop = threading.Event()
@@ -159,8 +165,9 @@ class Follower:
             self._inbox.put(("resume", (root, record)))
 
     def views(self) -> list[p.FollowView]:
+        """Live follows, then the most recently ended ones."""
         with self._lock:
-            return [_view(f) for f in self._follows.values()]
+            return [_view(f) for f in self._follows.values()] + list(self._ended)
 
     # -- the follower thread ----------------------------------------------------------------------
 
@@ -223,7 +230,9 @@ class Follower:
 
         def start(store: Store) -> Outcome:
             stored = store.get_follow(request.session, path)
-            if stored is not None and stored.active and stored.format == (fmt or stored.format):
+            if stored is not None and stored.format == (fmt or stored.format):
+                # Followed before (running or ended): go on from where that follow stopped; a file
+                # replaced since is noticed by its inode and re-read without duplicates.
                 record.offset, record.inode = stored.offset, stored.inode
                 record.lines, record.skipped, record.format = stored.lines, stored.skipped, stored.format
             record.active, record.ended = True, None
@@ -242,7 +251,7 @@ class Follower:
     def _resume(self, root: str, record: FollowRecord) -> None:
         if record.path in self._follows:
             return
-        follow = _Follow(root, record)
+        follow = _Follow(root, record, started=_started_epoch(record.started))
         follow.resync = True
         with self._lock:
             self._follows[record.path] = follow
@@ -317,6 +326,7 @@ class Follower:
         record.offset, record.inode, follow.skipping = end, info.st_ino, result.skipping
         if result.lines or torn:
             follow.last_growth = time.monotonic()
+        events = [_with_wall_time(e, follow.started) for e in events]
         final = any(isinstance(e, Complete) for e in events)
         moved = end != start_offset
         self._commit(
@@ -406,6 +416,7 @@ class Follower:
             record.ended = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime())
             with self._lock:
                 self._follows.pop(follow.record.path, None)
+                self._ended.appendleft(_view(_Follow(follow.root, record)))
         root = follow.root
         started = follow.last_growth
 
@@ -465,6 +476,21 @@ class Follower:
             except Exception as exc:  # e.g. inotify watches exhausted: the stat poll carries on
                 log.warning("file watching failed (%s); polling every %.2f s instead", exc, POLL_S)
                 self._rewatch.wait(5)
+
+
+def _with_wall_time(event: Event, started: float) -> Event:
+    """Codex reports no duration (0): use the turn's wall time since the follow began, as AZUREAL does."""
+    if isinstance(event, Complete) and event.duration_ms == 0:
+        return msgspec.structs.replace(event, duration_ms=max(0, int((time.time() - started) * 1000)))
+    return event
+
+
+def _started_epoch(started: str) -> float:
+    """The epoch of a stored `datetime('now')` (UTC), or now when it cannot be read."""
+    try:
+        return calendar.timegm(time.strptime(started, "%Y-%m-%d %H:%M:%S"))
+    except ValueError:
+        return time.time()
 
 
 def _check_request(request: p.Follow, path: str) -> str | None:

@@ -13,10 +13,11 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from azsd.compact import prepare_for_store
-from azsd.events import encode_event
+from azsd.events import Complete, decode_event, encode_event
 from azsd.ingest import parse_file
 from azsd.ipc import protocol as p
 from tests.conftest import corpus_files, requires_corpus
@@ -57,6 +58,18 @@ def write_slowly(
                 out.write(line)
             out.flush()
             time.sleep(delay)
+
+
+def wall_time_filled(got: list[str], want: list[str]) -> list[str]:
+    """`got`, with the wall-time duration the daemon gives a Complete that reported 0 set back to 0."""
+    out = []
+    for g, w in zip(got, want, strict=False):
+        ge, we = decode_event(g), decode_event(w)
+        if isinstance(ge, Complete) and isinstance(we, Complete) and we.duration_ms == 0:
+            assert ge.duration_ms > 0, "a zero duration is replaced by the turn's wall time"
+            g = encode_event(msgspec.structs.replace(ge, duration_ms=0)).decode()
+        out.append(g)
+    return out + got[len(want) :]
 
 
 def stored(d: DaemonProc, root: Path, sid: int) -> list[str]:
@@ -109,21 +122,27 @@ def test_live_follow_with_torn_writes_equals_one_shot_ingest(
     write_slowly(src, target)
     want = expected_data(src)
     got = wait_for(d, root, sid, len(want))
-    assert got == want
+    assert wall_time_filled(got, want) == want
     # Every stored event was announced as it was stored.
     announced: list[str] = []
     while len(announced) < len(want):
         _, note = d.next_note(sub)
         if isinstance(note, p.EventsAppended):
             announced += [e.data for e in note.events]
-    assert announced == want
+    assert wall_time_filled(announced, want) == want
     status = d.request(p.Status())
     assert isinstance(status, p.StatusReply)
     ends_in_final = src.read_bytes().rstrip().splitlines()[-1].find(b'"result"') >= 0 or name.startswith(
         "codex-exec"
     )
     if ends_in_final:
-        assert status.follows == []  # the turn's final event ended the follow
+        (ended,) = status.follows  # the turn's final event ended the follow; Status still shows it
+        assert not ended.active and ended.ended and ended.offset == target.stat().st_size
+        # Following the finished file again stores nothing twice.
+        again = follow(d, root, sid, target)
+        assert again.active
+        time.sleep(0.6)
+        assert wall_time_filled(stored(d, root, sid), want) == want
     else:
         size = target.stat().st_size
         deadline = time.monotonic() + 10
@@ -131,14 +150,18 @@ def test_live_follow_with_torn_writes_equals_one_shot_ingest(
             time.sleep(0.05)  # the last lines may hold no events: wait for the offset itself
         assert live.offset == size and live.lines == len(target.read_bytes().splitlines())
         assert isinstance(d.request(p.Unfollow(root=str(root), path=str(target))), p.OkReply)
-    assert stored(d, root, sid) == want
+    assert wall_time_filled(stored(d, root, sid), want) == want
 
 
 def _only_follow(d: DaemonProc) -> p.FollowView:
+    (view,) = _live(d)
+    return view
+
+
+def _live(d: DaemonProc) -> list[p.FollowView]:
     status = d.request(p.Status())
     assert isinstance(status, p.StatusReply)
-    (view,) = status.follows
-    return view
+    return [f for f in status.follows if f.active]
 
 
 @requires_corpus
@@ -242,9 +265,7 @@ def test_huge_lines_are_skipped_without_loading_them(env: tuple[DaemonProc, Path
         out.write(b'"}]}}\n')
         out.write(line("after", 2))
     assert texts(wait_for(d, root, sid, 2, timeout=60)) == ["before", "after"]
-    status = d.request(p.Status())
-    assert isinstance(status, p.StatusReply)
-    (view,) = status.follows
+    view = _only_follow(d)
     assert view.skipped == 1 and view.offset == target.stat().st_size
     peak_kb = int(
         next(
@@ -276,8 +297,7 @@ def test_follow_ends_when_the_writer_is_gone_and_marks_the_turn_failed() -> None
                 break
             assert time.monotonic() < deadline, info.session
             time.sleep(0.1)
-        status = d.request(p.Status())
-        assert isinstance(status, p.StatusReply) and status.follows == []
+        assert _live(d) == []
         assert texts(stored(d, root, sid)) == ["partial"]
     finally:
         d.close()

@@ -19,17 +19,10 @@ from azsd.ipc.protocol import (
 )
 
 from ._invocation import Invocation, UsageError
+from ._run import run_turn
 from .follow import follow_session
-from .render import (
-    event_lines,
-    ingest_lines,
-    notification_line,
-    search_line,
-    session_header,
-    session_rows,
-    status_lines,
-    table,
-)
+from .render import event_lines, notification_line, search_line, session_header, session_rows, table
+from .render_status import follow_line, ingest_lines, status_lines
 
 __all__ = ["COMMANDS"]
 
@@ -41,7 +34,7 @@ def status(run: Invocation) -> int:
     if run.json:
         run.emit(reply)
     else:
-        run.say(status_lines(reply, run.config.rpc_endpoint))
+        run.say(status_lines(reply, run.config.rpc_endpoint, run.style))
     return 0
 
 
@@ -158,6 +151,30 @@ def ingest(run: Invocation) -> int:
     return 0
 
 
+def follow(run: Invocation) -> int:
+    """Have the daemon follow a file live into a session (until its final event, or `azs unfollow`)."""
+    path = Path(run.args.file).absolute()
+    if not path.is_file():
+        raise AzsdError(f"no such file: {run.args.file}")
+    view = run.client.follow(run.root, run.args.session, path, format=run.args.format).follow
+    if run.json:
+        run.emit(view)
+    else:
+        run.say([follow_line(view, run.style)])
+    return 0
+
+
+def unfollow(run: Invocation) -> int:
+    """Stop following a file, after the daemon stored what it holds now."""
+    path = Path(run.args.file).absolute()
+    reply = run.client.unfollow(run.root, path)
+    if run.json:
+        run.emit(reply)
+    else:
+        run.say([f"stopped following {path}"])
+    return 0
+
+
 def search(run: Invocation) -> int:
     reply = run.client.search(run.root, run.args.query, worktree=run.args.worktree, limit=run.args.limit)
     if run.json:
@@ -247,6 +264,9 @@ COMMANDS: Final = {
     "rm": rm,
     "context": context,
     "ingest": ingest,
+    "follow": follow,
+    "unfollow": unfollow,
+    "run": run_turn,
     "search": search,
     "tail": tail,
     "watch": watch,

@@ -36,6 +36,8 @@ from azsd.ipc.protocol import (
     CreateSession,
     DeleteSession,
     EventsPage,
+    Follow,
+    FollowReply,
     GetEvents,
     GetSession,
     IngestFile,
@@ -57,6 +59,7 @@ from azsd.ipc.protocol import (
     Status,
     StatusReply,
     StoreCompaction,
+    Unfollow,
     WireEvent,
     decode_notification,
     decode_reply,
@@ -371,3 +374,30 @@ class AsyncClient:
         )
         wait = timeout if timeout is not None else max(self.timeout, INGEST_TIMEOUT_S)
         return await self.call(message, IngestReply, timeout=wait)
+
+    async def follow(
+        self,
+        root: RootLike,
+        session: int,
+        path: RootLike,
+        format: str | None = None,
+        writer_pid: int | None = None,
+        *,
+        timeout: float | None = None,
+    ) -> FollowReply:
+        """Follow an agent JSONL file live into a session (see :meth:`azsd_client.Client.follow`)."""
+        message = Follow(
+            root=canonical_root(root),
+            session=session,
+            path=absolute_path(path),
+            format=format,
+            writer_pid=writer_pid,
+        )
+        wait = timeout if timeout is not None else max(self.timeout, INGEST_TIMEOUT_S)
+        return await self.call(message, FollowReply, timeout=wait)
+
+    async def unfollow(self, root: RootLike, path: RootLike, *, timeout: float | None = None) -> OkReply:
+        """Stop following `path`, after storing what the file holds now."""
+        message = Unfollow(root=canonical_root(root), path=absolute_path(path))
+        wait = timeout if timeout is not None else max(self.timeout, INGEST_TIMEOUT_S)
+        return await self.call(message, OkReply, timeout=wait)

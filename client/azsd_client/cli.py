@@ -17,6 +17,12 @@ replies, notifications), for scripts and for editor plugins that cannot link Zer
 --json`` streams a session's events (``{"seq", "kind", "data"}``) and its changes (``sessionchanged``
 notifications; it ends after ``deleted``). ``azs watch --json`` streams every notification of a store,
 with ``{"op": "gap", "missed": N, ...}`` when the daemon's PUB socket dropped some.
+
+``azs run [-s S3] [--backend claude|codex] [--model M] PROMPT`` runs one agent turn (the agents'
+command lines come from the config's ``claude-command`` / ``codex-command``): the clean prompt is
+stored first, the agent's JSONL is followed live by the daemon and shown as it is stored (``--json``:
+each stored event, ``{"seq", "kind", "data"}``). Exit status 0 when the turn succeeded, 1 when it
+failed, 130 after Ctrl-C. ``azs follow FILE -s S3`` / ``azs unfollow FILE`` follow any agent file.
 """
 
 from __future__ import annotations
@@ -126,6 +132,12 @@ def _session_commands(add: _Add) -> None:
     ingest.add_argument("file")
     ingest.add_argument("-s", "--session", type=session_id, metavar="SESSION", required=True)
     ingest.add_argument("--format", help="the file's format (default: detected)")
+    follow = add("follow", "have azsd follow an agent JSONL file live into a session")
+    follow.add_argument("file")
+    follow.add_argument("-s", "--session", type=session_id, metavar="SESSION", required=True)
+    follow.add_argument("--format", help="the file's format (default: detected)")
+    unfollow = add("unfollow", "stop following a file, after storing what it holds now")
+    unfollow.add_argument("file")
     tail = add("tail", "print a session's events; -f keeps following")
     tail.add_argument("session", type=session_id, metavar="SESSION")
     tail.add_argument("-f", "--follow", action="store_true", help="keep printing new events")
@@ -141,6 +153,25 @@ def _store_commands(add: _Add) -> None:
     new = add("new", "create a session")
     new.add_argument("name", nargs="?", default=None)
     new.add_argument("--worktree", metavar="W", help="label (default: the current branch)")
+
+
+_RUN_DESCRIPTION: Final = (
+    "Run one agent turn: build the session's context into the prompt, store the clean prompt, start the "
+    "agent (claude-command / codex-command in the config), and store and show its output live. Without "
+    "-s, a new session named after the prompt. Exit status: 0 the turn succeeded, 1 it failed, 130 "
+    "interrupted (the agent is stopped; what it wrote stays stored, marked failed)."
+)
+
+
+def _run_command(add: _Add) -> None:
+    run = add("run", "run an agent turn in a session, stored and shown live", _RUN_DESCRIPTION)
+    run.add_argument(
+        "prompt", help="what to ask the agent (stored as given; the context is added for the agent)"
+    )
+    run.add_argument("-s", "--session", type=session_id, metavar="SESSION", help="default: a new session")
+    run.add_argument("--backend", choices=("claude", "codex"), default="claude")
+    run.add_argument("--model", metavar="M", help="the model to ask the agent for")
+    run.add_argument("--worktree", metavar="W", help="label of a new session (default: the current branch)")
 
 
 def _other_commands(add: _Add) -> None:
@@ -173,6 +204,7 @@ def parser() -> argparse.ArgumentParser:
 
     _store_commands(add)
     _session_commands(add)
+    _run_command(add)
     _other_commands(add)
     return top
 

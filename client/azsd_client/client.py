@@ -37,6 +37,8 @@ from azsd.ipc.protocol import (
     CreateSession,
     DeleteSession,
     EventsPage,
+    Follow,
+    FollowReply,
     GetEvents,
     GetSession,
     IngestFile,
@@ -58,6 +60,7 @@ from azsd.ipc.protocol import (
     Status,
     StatusReply,
     StoreCompaction,
+    Unfollow,
     WireEvent,
     decode_notification,
     decode_reply,
@@ -330,3 +333,35 @@ class Client:
         )
         wait = timeout if timeout is not None else max(self.timeout, INGEST_TIMEOUT_S)
         return self.call(message, IngestReply, timeout=wait)
+
+    def follow(
+        self,
+        root: RootLike,
+        session: int,
+        path: RootLike,
+        format: str | None = None,
+        writer_pid: int | None = None,
+        *,
+        timeout: float | None = None,
+    ) -> FollowReply:
+        """Follow an agent JSONL file live into a session, from its saved offset (or its start).
+
+        The daemon stores each line as it is written and ends the follow by itself on the turn's final
+        event, or once `writer_pid` is gone and the file has been idle a while. `format` is detected
+        when None. The first read may take a while: the default timeout is as for `ingest_file`.
+        """
+        message = Follow(
+            root=canonical_root(root),
+            session=session,
+            path=absolute_path(path),
+            format=format,
+            writer_pid=writer_pid,
+        )
+        wait = timeout if timeout is not None else max(self.timeout, INGEST_TIMEOUT_S)
+        return self.call(message, FollowReply, timeout=wait)
+
+    def unfollow(self, root: RootLike, path: RootLike, *, timeout: float | None = None) -> OkReply:
+        """Stop following `path`, after storing what the file holds now."""
+        message = Unfollow(root=canonical_root(root), path=absolute_path(path))
+        wait = timeout if timeout is not None else max(self.timeout, INGEST_TIMEOUT_S)
+        return self.call(message, OkReply, timeout=wait)

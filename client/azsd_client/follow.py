@@ -1,18 +1,21 @@
 """Follow one session live: its stored events, then each new one as the daemon stores it.
 
 Notifications travel on PUB/SUB, which drops messages for a subscriber that is slow or not yet
-connected. So :func:`follow_session` subscribes *before* it reads what is stored, keeps the next seq
-it expects, and re-reads with `GetEvents` whenever something could have been missed: a notification
-whose first event is past that seq (a gap), shortly after it starts (the subscription may not have
-reached the daemon when the first read ran), and after a quiet spell (the last notification may have
-been the one dropped). Events are yielded once each, in seq order.
+connected. So a :class:`SessionFollower` subscribes *before* it reads what is stored, keeps the next
+seq it expects, and re-reads with `GetEvents` whenever something could have been missed: a
+notification whose first event is past that seq (a gap), shortly after it starts (the subscription
+may not have reached the daemon when the first read ran), and after a quiet spell (the last
+notification may have been the one dropped). Events are yielded once each, in seq order.
+
+:func:`follow_session` is the simple loop over it (`azs tail -f`); `azs run` drives a follower
+itself, between checks on the agent it started.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from types import TracebackType
 from typing import Final, TypeAlias
 
 from azsd.errors import DaemonUnavailable
@@ -21,7 +24,7 @@ from azsd.ipc.protocol import EventsAppended, SessionChanged, WireEvent
 from ._shared import RootLike
 from .client import Client
 
-__all__ = ["FollowItem", "follow_session"]
+__all__ = ["FollowItem", "SessionFollower", "follow_session"]
 
 #: What a follower yields: stored events, and the session's renames, completions and deletion.
 FollowItem: TypeAlias = WireEvent | SessionChanged
@@ -30,9 +33,76 @@ FollowItem: TypeAlias = WireEvent | SessionChanged
 _SETTLE_S: Final = 0.3
 
 
-@dataclass
-class _Cursor:
-    next_seq: int
+class SessionFollower:
+    """One session's events from `from_seq` on, by request and by notification, each once, in order.
+
+    The subscription is opened at once, so create the follower before whatever makes the events
+    (its settle re-read catches those published before the subscription took effect).
+    """
+
+    def __init__(
+        self, client: Client, root: RootLike, session: int, *, from_seq: int = 1, idle_check_s: float = 5.0
+    ) -> None:
+        self.client, self.root, self.session = client, root, session
+        #: The seq of the next event this follower yields.
+        self.next_seq = from_seq
+        self.idle_check_s = idle_check_s
+        self._subscription = client.subscribe(root, session)
+        self._check_at = time.monotonic() + _SETTLE_S  # re-read if nothing arrives by then
+
+    def read(self) -> Iterator[WireEvent]:
+        """What is stored from :attr:`next_seq` on, by request (errors raise)."""
+        for event in self.client.get_events(self.root, self.session, from_seq=self.next_seq):
+            if event.seq >= self.next_seq:
+                self.next_seq = event.seq + 1
+                yield event
+
+    def poll(self, timeout: float | None = None) -> Iterator[FollowItem]:
+        """What arrives within `timeout` seconds (None: until something may have): one notification's worth.
+
+        When no notification comes by the next check time, the store is re-read instead; a daemon
+        that does not answer that re-read is waited for (the next quiet spell retries).
+        """
+        wait = max(0.0, self._check_at - time.monotonic())
+        due = timeout is None or timeout >= wait  # a quiet wait reaches the check time: re-read then
+        note = self._subscription.recv(timeout=wait if due else max(0.0, timeout or 0.0))
+        if note is None:
+            if due:
+                self._check_at = time.monotonic() + self.idle_check_s
+                yield from self._read_quietly()
+            return
+        self._check_at = time.monotonic() + self.idle_check_s
+        if isinstance(note, EventsAppended):
+            yield from self._appended(note)
+        elif isinstance(note, SessionChanged):
+            yield note
+
+    def _appended(self, note: EventsAppended) -> Iterator[WireEvent]:
+        if note.events and note.events[0].seq > self.next_seq:
+            yield from self.read()  # a gap: what was missed is stored, read it all
+            return
+        for event in note.events:
+            if event.seq >= self.next_seq:
+                self.next_seq = event.seq + 1
+                yield event
+
+    def _read_quietly(self) -> Iterator[WireEvent]:
+        try:
+            yield from self.read()
+        except DaemonUnavailable:
+            pass  # stopped or restarting: try again after the next quiet spell
+
+    def close(self) -> None:
+        """Stop receiving notifications (idempotent)."""
+        self._subscription.close()
+
+    def __enter__(self) -> SessionFollower:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
 
 
 def follow_session(
@@ -50,50 +120,13 @@ def follow_session(
     iteration. While following, a daemon that stops answering is waited for (re-reads retry every
     `idle_check_s`); any other error ends the iteration by raising.
     """
-    subscription = client.subscribe(root, session) if follow else None
-    try:
-        cursor = _Cursor(from_seq)
-        yield from _read(client, root, session, cursor)
-        if subscription is None:
-            return
-        check_at = time.monotonic() + _SETTLE_S  # re-read if nothing arrives by then
-        while True:
-            note = subscription.recv(timeout=max(0.0, check_at - time.monotonic()))
-            check_at = time.monotonic() + idle_check_s
-            if note is None:
-                yield from _read_quietly(client, root, session, cursor)
-            elif isinstance(note, EventsAppended):
-                yield from _appended(client, root, session, cursor, note)
-            elif isinstance(note, SessionChanged):
-                yield note
-                if note.change == "deleted":
-                    return
-    finally:
-        if subscription is not None:
-            subscription.close()
-
-
-def _appended(
-    client: Client, root: RootLike, session: int, cursor: _Cursor, note: EventsAppended
-) -> Iterator[WireEvent]:
-    if note.events and note.events[0].seq > cursor.next_seq:
-        yield from _read(client, root, session, cursor)  # a gap: what was missed is stored, read it all
+    if not follow:
+        yield from (e for e in client.get_events(root, session, from_seq=from_seq) if e.seq >= from_seq)
         return
-    for event in note.events:
-        if event.seq >= cursor.next_seq:
-            cursor.next_seq = event.seq + 1
-            yield event
-
-
-def _read(client: Client, root: RootLike, session: int, cursor: _Cursor) -> Iterator[WireEvent]:
-    for event in client.get_events(root, session, from_seq=cursor.next_seq):
-        if event.seq >= cursor.next_seq:
-            cursor.next_seq = event.seq + 1
-            yield event
-
-
-def _read_quietly(client: Client, root: RootLike, session: int, cursor: _Cursor) -> Iterator[WireEvent]:
-    try:
-        yield from _read(client, root, session, cursor)
-    except DaemonUnavailable:
-        pass  # stopped or restarting: try again after the next quiet spell
+    with SessionFollower(client, root, session, from_seq=from_seq, idle_check_s=idle_check_s) as follower:
+        yield from follower.read()
+        while True:
+            for item in follower.poll():
+                yield item
+                if isinstance(item, SessionChanged) and item.change == "deleted":
+                    return

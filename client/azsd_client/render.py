@@ -32,13 +32,11 @@ from azsd.events import (
 )
 from azsd.ipc.protocol import (
     EventsAppended,
-    IngestReply,
     Notification,
     SearchHit,
     SessionChanged,
     SessionCreated,
     SessionView,
-    StatusReply,
     WireEvent,
 )
 
@@ -49,13 +47,11 @@ __all__ = [
     "display_width",
     "event_lines",
     "format_duration",
-    "ingest_lines",
     "key_param",
     "notification_line",
     "search_line",
     "session_header",
     "session_rows",
-    "status_lines",
     "table",
 ]
 
@@ -376,30 +372,3 @@ def notification_line(note: Notification, style: Style) -> str:
             kinds = ", ".join(dict.fromkeys(e.kind for e in events))
             return f"{style.dim('·')} S{sid} +{len(events)} event{'s' if len(events) != 1 else ''}: {kinds}"
     raise ProtocolError(f"unknown notification {type(note).__name__}")
-
-
-def status_lines(status: StatusReply, endpoint: str) -> list[str]:
-    """`azs status`."""
-    lines = [
-        f"azsd {status.version} (protocol {status.protocol}), pid {status.pid}, "
-        f"up {format_duration(int(status.uptime_s * 1000))}",
-        f"endpoint {endpoint}",
-        f"open stores: {len(status.stores)}",
-        *(f"  {root}" for root in status.stores),
-    ]
-    if status.follows:
-        lines += [f"following: {len(status.follows)}", *(f"  {path}" for path in status.follows)]
-    return lines
-
-
-def ingest_lines(session: int, reply: IngestReply) -> list[str]:
-    """`azs ingest`: what was read, stored, and skipped."""
-    lines = [
-        f"S{session}: {reply.format}: {reply.lines} lines, {reply.parsed} events parsed, "
-        f"{reply.appended} stored, {reply.duplicates} already there"
-    ]
-    if reply.skipped:
-        lines.append("skipped: " + ", ".join(f"{why} {n}" for why, n in sorted(reply.skipped.items())))
-    if reply.events:
-        lines.append("events: " + ", ".join(f"{kind} {n}" for kind, n in sorted(reply.events.items())))
-    return lines

@@ -1,0 +1,494 @@
+"""`azs run`, `azs follow`, `azs unfollow` and `azs status` end to end.
+
+The real daemon runs as a subprocess (tests/daemon_fixture.py), `azs` runs as a subprocess too, and
+tests/fake_agent.py stands in for `claude` and `codex`: the agent commands reach `azs` through a
+config file named by ``AZSD_CONFIG`` (the daemon needs none). The fake agent replays a corpus file,
+so what the daemon stores live can be compared with a one-shot parse of the same file.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+import msgspec
+import pytest
+
+from azsd.compact import prepare_for_store
+from azsd.config import resolve_config
+from azsd.events import AssistantText, Complete, Event, UserMessage, decode_event, encode_event
+from azsd.ingest import parse_file
+from azsd.ipc import protocol as p
+from azsd_client import AsyncClient, Client
+from azsd_client._run import session_name
+from tests.conftest import corpus_files, requires_corpus
+from tests.daemon_fixture import DaemonProc, short_tmpdir, start_daemon
+
+REPO = Path(__file__).resolve().parent.parent
+FAKE_AGENT = Path(__file__).resolve().parent / "fake_agent.py"
+FORMATS = {"claude": "claude-stream-json", "codex": "codex-exec-json"}
+HAS_GIT = shutil.which("git") is not None
+BRANCH = "feat-run" if HAS_GIT else ""
+TIMEOUT_S = 60.0
+
+pytestmark = [
+    pytest.mark.corpus,
+    requires_corpus,
+    pytest.mark.skipif(
+        not (REPO / "azsd" / "follow.py").is_file(),
+        reason="azsd/follow.py (the daemon's live follow) is not written yet",
+    ),
+]
+
+_T = TypeVar("_T")
+
+
+# -- the corpus -------------------------------------------------------------------------------------
+
+
+def parsed(path: Path, fmt: str) -> list[Event]:
+    """What a one-shot parse of `path` stores: its events, compacted (durations aside, see `timeless`)."""
+    events, _report = parse_file(path, fmt)
+    return timeless(prepare_for_store(events))
+
+
+def timeless(events: list[Event]) -> list[Event]:
+    """The events with every `Complete`'s duration set to 0.
+
+    A live follow gives a turn that reports no duration (Codex) its wall time, which no one-shot
+    parse can know; durations are compared where they are known (test_follow, test_corpus).
+    """
+    return [msgspec.structs.replace(e, duration_ms=0) if isinstance(e, Complete) else e for e in events]
+
+
+def outcome(events: list[Event]) -> bool | None:
+    """The success of the turn's last `Complete`, or None when it has none."""
+    completes = [e for e in events if isinstance(e, Complete)]
+    return completes[-1].success if completes else None
+
+
+def pick(backend: str, success: bool) -> Path | None:
+    """The corpus file of the backend's format with the most events whose turn ends as `success`."""
+    fmt = FORMATS[backend]
+    fitting = [f for f in corpus_files(fmt) if outcome(parsed(f, fmt)) is success]
+    return max(fitting, key=lambda f: (len(parsed(f, fmt)), f.name), default=None)
+
+
+LIVE_FILES = [(backend, f) for backend, fmt in FORMATS.items() for f in corpus_files(fmt)]
+CLAUDE = pick("claude", True)
+CODEX = pick("codex", True)
+
+
+def corpus(path: Path | None) -> Path:
+    if path is None:
+        pytest.skip("the corpus has no file that fits this test")
+    return path
+
+
+# -- the daemon, a worktree, and `azs` ---------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def daemon() -> Iterator[DaemonProc]:
+    base = short_tmpdir()
+    (base / "run").mkdir(mode=0o700)
+    d = start_daemon(base / "run")
+    try:
+        yield d
+    finally:
+        d.close()
+        shutil.rmtree(base, ignore_errors=True)
+
+
+class World:
+    """One worktree (a git repo on branch `feat-run`), the fake agents' config, and `azs` runs."""
+
+    def __init__(self, daemon: DaemonProc, tmp: Path) -> None:
+        self.daemon = daemon
+        self.root = (tmp / "worktree").resolve()
+        self.root.mkdir()
+        if HAS_GIT:
+            subprocess.run(["git", "init", "-q", str(self.root)], check=True)
+            subprocess.run(
+                ["git", "-C", str(self.root), "symbolic-ref", "HEAD", f"refs/heads/{BRANCH}"], check=True
+            )
+        self.config = tmp / "azsd.toml"
+        self.record = tmp / "agent-record.jsonl"
+        self.client = Client(
+            resolve_config(environ={}, config_file=None, runtime_dir=str(daemon.runtime_dir)), timeout=10
+        )
+        self.configure()
+
+    def configure(
+        self,
+        *,
+        claude: list[str] | None = None,
+        codex: list[str] | None = None,
+        replay: Path | None = None,
+        options: tuple[str, ...] = (),
+    ) -> None:
+        """Both agents replay `replay` (codex reading its stdin first), unless given a whole command."""
+        fake = [sys.executable, str(FAKE_AGENT), "--record", str(self.record), *options]
+        if replay is not None:
+            fake += ["--replay", str(replay)]
+        commands = {
+            "claude-command": claude or fake,
+            "codex-command": codex or [*fake[:2], "--read-stdin", *fake[2:]],
+        }
+        self.config.write_text("".join(f"{key} = {json.dumps(value)}\n" for key, value in commands.items()))
+
+    @property
+    def env(self) -> dict[str, str]:
+        env = dict(self.daemon.env)
+        env["AZSD_CONFIG"] = str(self.config)
+        env["PYTHONPATH"] = os.pathsep.join([str(REPO), str(REPO / "client"), env.get("PYTHONPATH", "")])
+        env["NOTIFY_SOCKET"] = "/nonexistent/notify"  # what a service would have: the agent must not see it
+        env["WATCHDOG_USEC"] = "1000000"
+        env.pop("NO_COLOR", None)
+        return env
+
+    def argv(self, *args: str) -> list[str]:
+        return [
+            sys.executable,
+            "-m",
+            "azsd_client.cli",
+            "--runtime-dir",
+            str(self.daemon.runtime_dir),
+            "--root",
+            str(self.root),
+            "--timeout",
+            "10",
+            *args,
+        ]
+
+    def azs(self, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            self.argv(*args),
+            cwd=cwd or self.root,
+            env=self.env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT_S,
+            check=False,
+        )
+
+    def spawn(self, *args: str) -> subprocess.Popen[str]:
+        return subprocess.Popen(
+            self.argv(*args),
+            cwd=self.root,
+            env=self.env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+
+    def events(self, session: int = 1) -> list[Event]:
+        return timeless(self.raw_events(session))
+
+    def raw_events(self, session: int = 1) -> list[Event]:
+        return [decode_event(e.data) for e in self.client.get_events(self.root, session)]
+
+    def view(self, session: int = 1) -> p.SessionView:
+        return self.client.get_session(self.root, session).session
+
+    def records(self) -> list[dict[str, Any]]:
+        if not self.record.exists():
+            return []
+        return [json.loads(line) for line in self.record.read_text().splitlines()]
+
+    def turn_files(self, session: int) -> list[Path]:
+        """The agent output files of this worktree's session left in the runtime dir's turns/."""
+        digest = hashlib.sha256(str(self.root).encode()).hexdigest()[:12]
+        return sorted((self.daemon.runtime_dir / "turns").glob(f"{digest}-S{session}-*.jsonl"))
+
+    def follows(self) -> list[p.FollowView]:
+        return [v for v in self.client.status().follows if v.root == str(self.root) and v.active]
+
+    def explain(self, done: subprocess.CompletedProcess[str]) -> str:
+        log = self.daemon.log_text()[-3000:]
+        return f"exit {done.returncode}\nstdout:\n{done.stdout}\nstderr:\n{done.stderr}\ndaemon log:\n{log}"
+
+
+@pytest.fixture
+def world(daemon: DaemonProc, tmp_path: Path) -> Iterator[World]:
+    w = World(daemon, tmp_path)
+    try:
+        yield w
+    finally:
+        w.client.close()
+
+
+def wait_for(condition: Callable[[], _T], what: str, timeout: float = 20.0) -> _T:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            pytest.fail(f"no {what} within {timeout} s")
+        time.sleep(0.05)
+
+
+# -- azs run ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("torn", [False, True], ids=["whole-lines", "torn-writes"])
+@pytest.mark.parametrize("backend", ["claude", "codex"])
+def test_run_stores_the_turn_as_a_one_shot_parse_does(world: World, backend: str, torn: bool) -> None:
+    source = corpus(CLAUDE if backend == "claude" else CODEX)
+    world.configure(replay=source, options=("--delay", "0.01", *(("--torn",) if torn else ())))
+    prompt = f"Look at the parser ({backend}) and tell me what is wrong with it\nsecond line"
+
+    done = world.azs("run", "--backend", backend, prompt)
+
+    assert done.returncode == 0, world.explain(done)
+    assert world.events() == [UserMessage(content=prompt), *parsed(source, FORMATS[backend])]
+    (complete,) = [e for e in world.raw_events() if isinstance(e, Complete)]
+    want_duration = next(
+        e for e in prepare_for_store(parse_file(source)[0]) if isinstance(e, Complete)
+    ).duration_ms
+    # Claude reports its duration; Codex reports 0, and the turn's wall time is stored instead.
+    assert complete.duration_ms == want_duration if want_duration else complete.duration_ms > 0
+    view = world.view()
+    assert (view.name, view.worktree, view.state) == (session_name(prompt), BRANCH, "succeeded")
+    assert view.name.startswith("Look at the parser") and len(view.name) <= 40
+    [record] = world.records()
+    if backend == "claude":
+        assert record["argv"][-5] == "-p" and prompt in record["argv"][-4]
+        assert record["argv"][-3:] == ["--verbose", "--output-format", "stream-json"]
+        assert record["stdin"] is None
+    else:
+        assert record["argv"][-3:] == ["exec", "--json", "-"]
+        assert prompt in record["stdin"]
+    assert record["env"] == {}, "NOTIFY_SOCKET / WATCHDOG_* leaked into the agent"
+    assert Path(record["cwd"]).resolve() == world.root
+    assert f"» {prompt.splitlines()[0]}" in done.stdout and "✓ completed" in done.stdout
+    assert world.turn_files(1) == [], "a turn that was stored whole leaves no file behind"
+    assert world.follows() == []
+
+
+def test_run_json_prints_each_stored_event(world: World) -> None:
+    source = corpus(CLAUDE)
+    world.configure(replay=source)
+
+    done = world.azs("--json", "run", "fix it")
+
+    assert done.returncode == 0, world.explain(done)
+    printed = [json.loads(line) for line in done.stdout.splitlines()]
+    stored = [{"seq": e.seq, "kind": e.kind, "data": e.data} for e in world.client.get_events(world.root, 1)]
+    assert printed == stored
+    assert len(stored) == 1 + len(parsed(source, "claude-stream-json"))
+
+
+def test_second_turn_gets_the_first_as_context_and_stores_the_clean_prompt(world: World) -> None:
+    first_source, second_source = corpus(CLAUDE), corpus(CODEX)
+    world.configure(replay=first_source)
+    first = world.azs("run", "--backend", "claude", "what does this project do?")
+    assert first.returncode == 0, world.explain(first)
+    turn1 = world.events()
+    world.configure(replay=second_source)
+    prompt = "now make the parser faster"
+
+    second = world.azs("run", "-s", "S1", "--backend", "codex", "--model", "gpt-test", prompt)
+
+    assert second.returncode == 0, world.explain(second)
+    claude, codex = world.records()
+    assert "--model" not in claude["argv"]
+    assert codex["argv"][-5:] == ["exec", "--json", "--model", "gpt-test", "-"]
+    injected = codex["stdin"]
+    assert "<azureal-session-context>" in injected and "what does this project do?" in injected
+    said = next(e.text for e in turn1 if isinstance(e, AssistantText) and e.text.strip())
+    assert said.splitlines()[0][:40] in injected, "the first turn's answer is not in the context"
+    assert injected.rstrip().endswith(prompt)
+    events = world.events()
+    assert events[: len(turn1)] == turn1
+    assert events[len(turn1) :] == [UserMessage(content=prompt), *parsed(second_source, "codex-exec-json")]
+    stored_prompt = world.client.get_events_page(world.root, 1, from_seq=len(turn1) + 1, limit=1).events[0]
+    assert stored_prompt.data == encode_event(UserMessage(content=prompt)).decode()
+    assert world.view().state == "succeeded"
+    assert [v.id for v in world.client.list_sessions(world.root).sessions] == [1]
+
+
+@pytest.mark.parametrize(("backend", "source"), LIVE_FILES, ids=[f"{b}-{f.stem}" for b, f in LIVE_FILES])
+def test_every_live_corpus_file_goes_through_azs_run(world: World, backend: str, source: Path) -> None:
+    world.configure(replay=source)
+    expected = parsed(source, FORMATS[backend])
+    success = outcome(expected)
+
+    done = world.azs("run", "--backend", backend, "go")
+
+    assert done.returncode == (0 if success else 1), world.explain(done)
+    assert world.events() == [UserMessage(content="go"), *expected]
+    assert world.view().state == ("succeeded" if success else "failed")
+    assert world.follows() == []
+
+
+def test_an_agent_that_dies_mid_turn_leaves_a_failed_partial_turn(world: World, tmp_path: Path) -> None:
+    source = corpus(CLAUDE)
+    half = tmp_path / "half.jsonl"
+    lines = source.read_bytes().splitlines(keepends=True)
+    half.write_bytes(b"".join(lines[: len(lines) // 2]))
+    expected = parsed(half, "claude-stream-json")
+    assert outcome(expected) is None and expected
+    world.configure(replay=half, options=("--stderr", "fatal: the model went away", "--exit", "3"))
+
+    done = world.azs("run", "half a turn")
+
+    assert done.returncode == 1, world.explain(done)
+    assert "without finishing the turn" in done.stderr and "exit status 3" in done.stderr
+    assert "fatal: the model went away" in done.stderr
+    assert world.events() == [UserMessage(content="half a turn"), *expected]
+    assert world.view().state == "failed"
+    [kept] = world.turn_files(1)
+    assert kept.read_bytes() == half.read_bytes() and str(kept) in done.stderr
+    assert world.follows() == []
+
+
+def test_a_missing_agent_program_fails_before_anything_is_stored(world: World) -> None:
+    world.configure(claude=[str(world.root / "no-such-claude")])
+
+    done = world.azs("run", "hello")
+
+    assert done.returncode == 1
+    assert "claude-command" in done.stderr
+    assert world.client.list_sessions(world.root).sessions == []
+
+
+@pytest.mark.parametrize(
+    ("signum", "status"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)], ids=["INT", "TERM"]
+)
+def test_ctrl_c_stops_the_agent_and_keeps_a_truthful_partial_turn(
+    world: World, signum: int, status: int
+) -> None:
+    source = corpus(CLAUDE)
+    full = parsed(source, "claude-stream-json")
+    assert len(full) >= 6
+    world.configure(replay=source, options=("--delay", "0.3"))
+    process = world.spawn("run", "a long one")
+
+    def stored() -> int:
+        return len(world.events()) if world.client.list_sessions(world.root).total else 0
+
+    try:
+        wait_for(lambda: stored() >= 4, "the turn's first events stored")
+        process.send_signal(signum)
+        out, err = process.communicate(timeout=TIMEOUT_S)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+
+    assert process.returncode == status, f"{out}\n{err}"
+    assert "interrupted" in err and "marked failed" in err
+    events = world.events()
+    assert events[0] == UserMessage(content="a long one")
+    turn = events[1:]
+    assert 3 <= len(turn) < len(full) and turn == full[: len(turn)], "the stored turn is not a prefix"
+    assert not any(isinstance(e, Complete) for e in events)
+    assert world.view().state == "failed"
+    [record] = world.records()
+    with pytest.raises(ProcessLookupError):
+        os.kill(record["pid"], 0)  # stopped, and reaped by azs
+    assert world.follows() == []
+
+
+# -- azs follow / unfollow / status ------------------------------------------------------------------
+
+
+def test_follow_shows_in_status_and_unfollow_ends_it(world: World, tmp_path: Path) -> None:
+    source = corpus(CLAUDE)
+    lines = source.read_bytes().splitlines(keepends=True)
+    assert len(lines) >= 6
+    first, second = len(lines) // 3, 2 * len(lines) // 3
+    live = tmp_path / "agent.jsonl"
+    live.write_bytes(b"".join(lines[:first]))
+    world.client.create_session(world.root, "followed", worktree=BRANCH)
+
+    def expected(upto: int) -> list[Event]:
+        prefix = tmp_path / f"prefix-{upto}.jsonl"
+        prefix.write_bytes(b"".join(lines[:upto]))
+        return parsed(prefix, "claude-stream-json")
+
+    followed = world.azs("--json", "follow", live.name, "-s", "S1", cwd=tmp_path)  # a relative path
+
+    assert followed.returncode == 0, world.explain(followed)
+    view = msgspec.json.decode(followed.stdout, type=p.FollowView)
+    assert (view.path, view.session, view.root) == (str(live.resolve()), 1, str(world.root))
+    assert view.format == "claude-stream-json" and view.active
+    wait_for(lambda: world.events() == expected(first), "the file's lines stored")
+
+    status = world.azs("--json", "status")
+    assert status.returncode == 0, world.explain(status)
+    reply = msgspec.json.decode(status.stdout, type=p.StatusReply)
+    [mine] = [v for v in reply.follows if v.root == str(world.root)]
+    assert (mine.path, mine.session, mine.active, mine.lines) == (str(live.resolve()), 1, True, first)
+    human = world.azs("status")
+    assert human.returncode == 0, world.explain(human)
+    [row] = [line for line in human.stdout.splitlines() if str(live.resolve()) in line]
+    assert "● active" in row and "S1" in row and "claude-stream-json" in row and f"{first} lines" in row
+    assert "(1 active)" in human.stdout
+
+    with live.open("ab") as sink:
+        sink.write(b"".join(lines[first:second]))
+    unfollowed = world.azs("unfollow", str(live))
+
+    assert unfollowed.returncode == 0, world.explain(unfollowed)
+    assert world.events() == expected(second), "unfollow stores what the file holds when it is asked"
+    assert world.follows() == []
+    with live.open("ab") as sink:
+        sink.write(b"".join(lines[second:]))
+    time.sleep(1.0)  # the daemon polls followed files every 0.25 s: it would have read these by now
+    assert world.events() == expected(second), "the daemon kept following after unfollow"
+    again = world.azs("unfollow", str(live))
+    assert again.returncode == 1 and "not followed" in again.stderr
+
+
+def test_follow_errors_are_reported(world: World, tmp_path: Path) -> None:
+    live = tmp_path / "agent.jsonl"
+    live.write_bytes(b"")
+    world.client.create_session(world.root, "s")
+
+    missing = world.azs("follow", str(tmp_path / "nope.jsonl"), "-s", "S1")
+    bad_format = world.azs("follow", str(live), "-s", "S1", "--format", "yaml")
+    no_session = world.azs("follow", str(live), "-s", "S9")
+
+    assert missing.returncode == 1 and "no such file" in missing.stderr
+    assert bad_format.returncode == 1 and "unknown format" in bad_format.stderr
+    assert no_session.returncode == 1 and "S9" in no_session.stderr
+    assert world.follows() == []
+
+
+def test_the_async_client_follows_and_unfollows(world: World, tmp_path: Path) -> None:
+    source = corpus(CODEX)
+    live = tmp_path / "codex.jsonl"
+    lines = source.read_bytes().splitlines(keepends=True)
+    live.write_bytes(b"".join(lines[:-1]))  # not the final event: the follow would end by itself there
+    sid = world.client.create_session(world.root, "async").session.id
+
+    async def go() -> tuple[p.FollowReply, p.OkReply]:
+        async with AsyncClient(world.client.config, timeout=10) as client:
+            followed = await client.follow(world.root, sid, live, "codex-exec-json")
+            return followed, await client.unfollow(world.root, live)
+
+    followed, unfollowed = asyncio.run(go())
+
+    assert (followed.follow.path, followed.follow.session, followed.follow.format) == (
+        str(live.resolve()),
+        sid,
+        "codex-exec-json",
+    )
+    assert isinstance(unfollowed, p.OkReply)
+    assert world.events(sid) == parsed(live, "codex-exec-json")
+    assert world.follows() == []
