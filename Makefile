@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install test lint format run bench bench-quick clean
+.PHONY: install test lint format run bench bench-quick soak clean
 
 install: $(STAMP)
 
@@ -34,6 +34,10 @@ bench: install
 
 bench-quick: install
 	$(BIN)/python -m bench --quick
+
+# The reliability suite at full length: 50 kill -9s, 50 clients x 1000 requests, long fuzzing.
+soak: install
+	AZSD_SOAK=1 $(BIN)/python -m pytest tests/reliability -p no:randomly --timeout 3600
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis build *.egg-info

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import msgspec
 import pytest
 import zmq
 
@@ -109,12 +110,20 @@ def start_daemon(runtime_dir: Path, env: dict[str, str] | None = None, wait: boo
     daemon = DaemonProc(runtime_dir, proc, full_env, log_path)
     if wait:
         deadline = time.monotonic() + 10
-        while not (runtime_dir / "azsd.json").exists():
+        while not _ready(runtime_dir, proc.pid):
             if proc.poll() is not None:
                 raise AssertionError(f"daemon exited {proc.returncode}: {daemon.log_text()}")
             assert time.monotonic() < deadline, "daemon did not become ready"
             time.sleep(0.02)
     return daemon
+
+
+def _ready(runtime_dir: Path, pid: int) -> bool:
+    """The discovery file names this process (a killed daemon's stale file does not count)."""
+    try:
+        return bool(msgspec.json.decode((runtime_dir / "azsd.json").read_bytes())["pid"] == pid)
+    except (FileNotFoundError, msgspec.DecodeError, KeyError, TypeError):
+        return False
 
 
 @pytest.fixture

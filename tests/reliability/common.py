@@ -1,0 +1,63 @@
+"""Shared helpers of the reliability suite: bounded in CI, long under `make soak` (AZSD_SOAK=1)."""
+
+from __future__ import annotations
+
+import os
+import random
+import time
+from pathlib import Path
+
+from azsd.ipc import protocol as p
+from tests.daemon_fixture import DaemonProc
+
+SOAK = os.environ.get("AZSD_SOAK") == "1"
+
+
+def scaled(ci: int, soak: int) -> int:
+    """`ci` in the bounded suite, `soak` under `make soak`."""
+    return soak if SOAK else ci
+
+
+def stream_lines(n: int, seed: int = 1) -> list[bytes]:
+    """A long, realistic claude-stream-json turn: text, tool calls and multi-line results, unique ids."""
+    rng = random.Random(seed)
+    lines = [b'{"type":"system","subtype":"init","session_id":"s","cwd":"/w","model":"m"}\n']
+    i = 0
+    while len(lines) < n:
+        i += 1
+        words = " ".join(
+            rng.choice(["parse", "store", "event", "line", "seq"]) for _ in range(rng.randint(3, 30))
+        )
+        lines.append(
+            b'{"type":"assistant","session_id":"s","message":{"id":"m%d","content":[{"type":"text","text":"%s"}]}}\n'
+            % (i, words.encode())
+        )
+        lines.append(
+            b'{"type":"assistant","session_id":"s","message":{"id":"m%d","content":[{"type":"tool_use",'
+            b'"id":"t%d","name":"Bash","input":{"command":"echo %d"}}]}}\n' % (i, i, i)
+        )
+        output = "\\n".join(f"out {i}.{k}" for k in range(rng.randint(1, 8)))
+        lines.append(
+            b'{"type":"user","session_id":"s","message":{"content":[{"type":"tool_result","tool_use_id":"t%d",'
+            b'"content":"%s"}]}}\n' % (i, output.encode())
+        )
+    return lines[:n]
+
+
+def stored_data(d: DaemonProc, root: Path, sid: int) -> list[str]:
+    out: list[str] = []
+    from_seq = 1
+    while True:
+        page = d.request(p.GetEvents(root=str(root), session=sid, from_seq=from_seq, limit=5000))
+        assert isinstance(page, p.EventsPage), page
+        out += [e.data for e in page.events]
+        if page.next_seq is None:
+            return out
+        from_seq = page.next_seq
+
+
+def wait_until(predicate: object, timeout: float = 30, what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():  # type: ignore[operator]
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
