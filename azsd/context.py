@@ -52,6 +52,7 @@ __all__ = [
     "fit_codex_budget",
     "is_auto_continue",
     "is_hidden_codex_context",
+    "render_event",
     "render_transcript",
     "sanitize",
     "strip",
@@ -87,10 +88,15 @@ CODEX_TRIM_NOTICE: Final = (
 
 @dataclass(frozen=True)
 class ContextPayload:
-    """What a new turn is told about the session: the latest compaction summary and the events since."""
+    """What a new turn is told about the session: the latest compaction summary and the events since.
+
+    `rendered`, when given, holds :func:`render_event` of each event (a caller that keeps them, such
+    as the store, saves rendering the same events again for every turn).
+    """
 
     compaction_summary: str | None
     events: Sequence[Event] = field(default_factory=list)
+    rendered: Sequence[str | None] | None = field(default=None, compare=False, repr=False)
 
 
 # -- detection and stripping (§4.4) -------------------------------------------------------------
@@ -245,7 +251,8 @@ def _shorten_result(content: str) -> str:
     return "\n".join(lines[:3]) + f"\n(+{len(lines) - 6} more lines)\n" + "\n".join(lines[-3:])
 
 
-def _render(event: Event) -> str | None:
+def render_event(event: Event) -> str | None:
+    """One event's block of the transcript (without the blank line after it); None: not shown."""
     match event:
         case UserMessage(content=content):
             return f"## User\n{content}\n"
@@ -267,17 +274,17 @@ def _render(event: Event) -> str | None:
             return None
 
 
-def render_transcript(summary: str | None, events: Iterable[Event]) -> str:
-    """The transcript text that goes inside the context wrapper, `trim_end`ed (§5.2)."""
-    parts: list[str] = []
-    if summary is not None:
-        parts.append(_SUMMARY_HEAD + summary + _SUMMARY_TAIL)
-    for event in events:
-        rendered = _render(event)
-        if rendered is not None:
-            parts.append(rendered)
-            parts.append("\n")
-    return trim_end("".join(parts))
+def render_transcript(
+    summary: str | None, events: Iterable[Event], rendered: Iterable[str | None] | None = None
+) -> str:
+    """The transcript text that goes inside the context wrapper, `trim_end`ed (§5.2).
+
+    `rendered`: :func:`render_event` of each event, already known (then `events` is not read).
+    """
+    blocks = map(render_event, events) if rendered is None else rendered
+    # each block is followed by a blank line: joined by "\n", the last one's goes with `trim_end`
+    body = "\n".join([block for block in blocks if block is not None])
+    return trim_end(body if summary is None else _SUMMARY_HEAD + summary + _SUMMARY_TAIL + body)
 
 
 def build_context_prompt(payload: ContextPayload | None, prompt: str, *, codex: bool = False) -> str:
@@ -288,7 +295,7 @@ def build_context_prompt(payload: ContextPayload | None, prompt: str, *, codex: 
     """
     if payload is None:
         return prompt
-    transcript = render_transcript(payload.compaction_summary, payload.events)
+    transcript = render_transcript(payload.compaction_summary, payload.events, payload.rendered)
     if not transcript:
         return prompt
     full = f"{CONTEXT_OPEN}\n{transcript}\n{CONTEXT_CLOSE}\n\n{prompt}"
@@ -336,7 +343,7 @@ def auto_continue_prompt(payload: ContextPayload | None, *, codex: bool = False)
 
 def build_compaction_prompt(payload: ContextPayload) -> str:
     """The prompt that asks an agent to summarise `payload` for a compaction (§6)."""
-    transcript = render_transcript(payload.compaction_summary, payload.events)
+    transcript = render_transcript(payload.compaction_summary, payload.events, payload.rendered)
     return (
         "You are compacting the history of a coding-agent session so that later turns can continue "
         "from a summary instead of the full transcript. Read the transcript below carefully; it may "

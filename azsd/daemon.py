@@ -161,14 +161,23 @@ class Daemon:
     def _route(self, envelope: Envelope, request: p.Request) -> None:
         assert self._server is not None and self._registry is not None
         root = getattr(request, "root", "")
-        canonical = os.path.realpath(root) if root else ""
-        if not root or not os.path.isabs(root) or not os.path.isdir(canonical):
+        try:
+            canonical = os.path.realpath(root) if root else ""
+            usable = bool(root) and os.path.isabs(root) and os.path.isdir(canonical)
+        except ValueError:  # e.g. a NUL byte in the path
+            usable = False
+        if not usable:
             message = f"no such worktree directory: {root!r} (give an absolute path to an existing directory)"
             self._server.reply(envelope, p.ErrorReply(code="no_such_root", message=message))
             return
         request = msgspec.structs.replace(request, root=canonical)
         assert self._follower is not None
         match request:
+            case p.Follow() | p.Unfollow() if "\0" in request.path:
+                self._server.reply(
+                    envelope, p.ErrorReply(code="bad_request", message="a path cannot hold a NUL byte")
+                )
+                return
             case p.Follow():
                 self._remember_root(canonical)
                 self._follower.follow(envelope, canonical, request)

@@ -23,6 +23,7 @@ import os
 import queue
 import threading
 import time
+from array import array
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -33,9 +34,8 @@ import msgspec
 import watchfiles
 
 from azsd.compact import prepare_for_store
-from azsd.events import Complete, Event
+from azsd.events import Complete, Event, encode_event
 from azsd.handlers import Outcome, session_view, wire_events
-from azsd.ingest import overlap_prefix_len
 from azsd.ipc import protocol as p
 from azsd.ipc.transport import Envelope
 from azsd.model import FollowRecord
@@ -116,6 +116,8 @@ class _Follow:
     ending: Envelope | None = None  # an Unfollow waiting for the final read
     resync: bool = False
     started: float = field(default_factory=time.time)  # wall clock, for turns that report no duration
+    produced: array[int] = field(default_factory=lambda: array("q"))  # fingerprints of this file's events
+    gone: bool = False  # the file vanished since it was last read
 
     @property
     def path(self) -> Path:
@@ -196,8 +198,11 @@ class Follower:
             case "unfollow":
                 self._end_request(*arg)
             case "hint":
+                changed, deleted = arg
                 for follow in list(self._follows.values()):
-                    if follow.record.path in arg:
+                    if follow.record.path in deleted:
+                        follow.gone = True
+                    if follow.record.path in changed:
                         self._service_safely(follow)
             case "resynced":
                 resynced = self._follows.get(arg)
@@ -284,18 +289,12 @@ class Follower:
         try:
             info = os.stat(follow.path)
         except FileNotFoundError:
+            follow.gone = True
             self._maybe_idle_end(follow)
             return
-        if (
-            follow.parser is not None
-            and record.inode
-            and (info.st_ino != record.inode or info.st_size < record.offset)
-        ):
-            log.info(
-                "%s was %s: re-reading it",
-                follow.path,
-                "replaced" if info.st_ino != record.inode else "truncated",
-            )
+        changed = info.st_ino != record.inode or info.st_size < record.offset or follow.gone
+        if follow.parser is not None and record.inode and changed:
+            log.info("%s was replaced or truncated: re-reading it", follow.path)
             self._reread(follow, info.st_ino)
             return
         if follow.parser is None and self._prepare_parser(follow) is None:
@@ -329,9 +328,9 @@ class Follower:
         events = [_with_wall_time(e, follow.started) for e in events]
         final = any(isinstance(e, Complete) for e in events)
         moved = end != start_offset
-        self._commit(
-            follow, prepare_for_store(events), end_follow=final or follow.ending is not None, moved=moved
-        )
+        prepared = prepare_for_store(events)
+        follow.produced.extend(_fingerprints(prepared))
+        self._commit(follow, prepared, end_follow=final or follow.ending is not None, moved=moved)
 
     def _prepare_parser(self, follow: _Follow) -> LineParser | None:
         """A fresh parser for the follow's format (detected from the file if need be), or None."""
@@ -377,8 +376,8 @@ class Follower:
             return True  # replaced or truncated while we were away: _service re-reads it
         with open(follow.path, "rb") as stream:
             replay = read_lines(stream, 0, budget=stored.offset + 1, stop=stored.offset)
-        for line in replay.lines:
-            parser.feed(line)
+        replayed = [e for line in replay.lines for e in parser.feed(line)]
+        follow.produced = array("q", _fingerprints(prepare_for_store(replayed)))
         follow.skipping = replay.skipping  # the offset sits inside a skipped huge line
         return True
 
@@ -388,13 +387,20 @@ class Follower:
         parser = make_parser(follow.record.format)
         with open(follow.path, "rb") as stream:
             result = read_lines(stream, 0)
-        events = [e for line in result.lines for e in parser.feed(line)]
-        follow.parser = parser
+        prepared = prepare_for_store([e for line in result.lines for e in parser.feed(line)])
+        fingerprints = array("q", _fingerprints(prepared))
+        same = 0  # the new content's events that this file already produced (and that are stored)
+        while (
+            same < min(len(fingerprints), len(follow.produced))
+            and fingerprints[same] == follow.produced[same]
+        ):
+            same += 1
+        follow.parser, follow.produced, follow.gone = parser, fingerprints, False
         follow.record.offset, follow.record.inode, follow.skipping = result.end, inode, result.skipping
         follow.record.lines = len(result.lines)
         follow.record.skipped = parser.report.skipped_total
         follow.last_growth = time.monotonic()
-        self._commit(follow, prepare_for_store(events), end_follow=False, dedup=True)
+        self._commit(follow, prepared[same:], end_follow=follow.ending is not None, moved=True)
 
     def _maybe_idle_end(self, follow: _Follow) -> None:
         pid = follow.record.writer_pid
@@ -407,10 +413,10 @@ class Follower:
 
     # -- committing -------------------------------------------------------------------------------
 
-    def _commit(self, follow: _Follow, events: list[Event], *, end_follow: bool, dedup: bool = False,
+    def _commit(self, follow: _Follow, events: list[Event], *, end_follow: bool,
                 failed_if_open: bool = False, moved: bool = False) -> None:  # fmt: skip
         record = msgspec.structs.replace(follow.record)
-        envelope = follow.ending
+        envelope = follow.ending if end_follow else None  # an Unfollow is answered by the ending commit
         if end_follow:
             record.active = False
             record.ended = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime())
@@ -421,11 +427,7 @@ class Follower:
         started = follow.last_growth
 
         def write(store: Store) -> Outcome:
-            todo = events
-            if dedup:
-                existing = store.load_events(record.session_id).plain()
-                todo = events[overlap_prefix_len(existing, events) :]
-            result = store.append_prepared(record.session_id, todo)
+            result = store.append_prepared(record.session_id, events)
             store.save_follow(record)
             notes: list[p.Notification] = []
             if result.events:
@@ -451,7 +453,7 @@ class Follower:
                 if not end_follow:
                     self._inbox.put(("resynced", record.path))
 
-        if not events and not end_follow and not dedup and not moved:
+        if not events and not end_follow and not moved:
             return
         self._registry.submit(root, Task(envelope, write, done))
 
@@ -472,10 +474,19 @@ class Follower:
                     *dirs, debounce=20, step=5, stop_event=self._rewatch, recursive=False,
                     raise_interrupt=False, rust_timeout=1000, yield_on_timeout=False,
                 ):  # fmt: skip
-                    self._inbox.put(("hint", {os.path.realpath(path) for _, path in changes}))
+                    changed = {os.path.realpath(path) for _, path in changes}
+                    deleted = {
+                        os.path.realpath(path) for kind, path in changes if kind == watchfiles.Change.deleted
+                    }
+                    self._inbox.put(("hint", (changed, deleted)))
             except Exception as exc:  # e.g. inotify watches exhausted: the stat poll carries on
                 log.warning("file watching failed (%s); polling every %.2f s instead", exc, POLL_S)
                 self._rewatch.wait(5)
+
+
+def _fingerprints(events: list[Event]) -> list[int]:
+    """A cheap identity for each event (stable within the process), to compare file incarnations."""
+    return [hash(encode_event(e)) for e in events]
 
 
 def _with_wall_time(event: Event, started: float) -> Event:

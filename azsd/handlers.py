@@ -151,9 +151,10 @@ def get_events(store: Store, req: p.GetEvents) -> Outcome:
         raise ValueError("from_seq and limit must be at least 1")
     _require(store, req.session)
     last = req.from_seq + req.limit - 1
-    page = store.load_events(req.session, req.from_seq, last)
+    page, skipped = store.load_json(req.session, req.from_seq, last)
     next_seq = last + 1 if last < store.max_seq(req.session) else None
-    return Outcome(p.EventsPage(events=wire_events(page.events), next_seq=next_seq, skipped=page.skipped))
+    events = [p.WireEvent(seq=seq, kind=kind, data=data) for seq, kind, data in page]
+    return Outcome(p.EventsPage(events=events, next_seq=next_seq, skipped=skipped))
 
 
 def build_context(store: Store, req: p.BuildContext) -> Outcome:

@@ -22,9 +22,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Final, Self
 
+from azsd.cache import ROWS, CachedRow, SessionIndex
 from azsd.codec import CodecError, RowCodec
 from azsd.compact import char_len, prepare_for_store
-from azsd.context import ContextPayload, strip_injected_context_indexed
+from azsd.context import ContextPayload, render_event, strip_injected_context_indexed
 from azsd.errors import (
     NotAStoreError,
     ReadOnlyStoreError,
@@ -59,7 +60,7 @@ from azsd.model import (
 )
 from azsd.schema import AZSD_DDL, AZUREAL_DDL, DROPPED_COLUMNS, HWM_KEY, REQUIRED_OBJECTS, SCHEMA_VERSION
 
-__all__ = ["BUSY_TIMEOUT_S", "STORE_DIR", "STORE_FILE", "Store", "store_path"]
+__all__ = ["BUSY_TIMEOUT_S", "STORE_DIR", "STORE_FILE", "Store", "completion_of", "store_path"]
 
 log = logging.getLogger("azsd.store")
 
@@ -70,6 +71,10 @@ BUSY_TIMEOUT_S: Final = 5.0
 
 _RUNNING_KINDS: Final = (Init, UserMessage, Command, Plan, AssistantText, ToolCall, ToolResult)
 _SESSION_COLUMNS: Final = "s.id, s.name, s.worktree, s.created, s.completed, s.duration_ms, s.cost_usd"
+#: `append_prepared` puts the rows of an append up to this size in the row cache (a live turn's
+#: events, read again soon); a bulk ingest does not flood it.
+_CACHE_APPENDS_UP_TO: Final = 2000
+_MESSAGE_KINDS: Final = (UserMessage, AssistantText)
 _SESSION_STATS: Final = """
     LEFT JOIN (
         SELECT session_id, COUNT(*) AS n, SUM(kind IN ('UserMessage', 'AssistantText')) AS msgs,
@@ -95,6 +100,9 @@ class Store:
         self._conn: sqlite3.Connection | None = None
         self._codec = RowCodec()
         self._depth = 0
+        # The session list, kept by this Store's own writes; None until a listing needs it, and
+        # again whenever it may be wrong (a rollback, another connection's commit).
+        self._index: SessionIndex | None = None
         if self.path.exists():
             self._connect()
 
@@ -108,6 +116,7 @@ class Store:
         return self._conn is not None
 
     def close(self) -> None:
+        self._index = None
         if self._conn is not None:
             self._conn.close()
             self._conn = None
@@ -207,6 +216,7 @@ class Store:
                 yield conn
             except BaseException:
                 self._depth = depth
+                self._index = None  # it may hold what is being rolled back
                 if depth == 0:
                     conn.execute("ROLLBACK")
                 else:
@@ -217,6 +227,7 @@ class Store:
             try:
                 conn.execute("COMMIT" if depth == 0 else f"RELEASE azsd_{depth}")
             except sqlite3.Error:
+                self._index = None
                 if depth == 0 and conn.in_transaction:
                     conn.execute("ROLLBACK")
                 raise
@@ -247,6 +258,7 @@ class Store:
                 "INSERT INTO sessions (id, name, worktree) VALUES (?, ?, ?)", (new_id, name or "", worktree)
             )
             self._set_hwm(conn, new_id)
+            self._index_reread(conn, new_id)
         return self.get_session(new_id)
 
     @staticmethod
@@ -267,6 +279,12 @@ class Store:
         return max(hwm, int(self._scalar("SELECT MAX(id) FROM sessions", (), 0))) + 1
 
     def get_session(self, session_id: int) -> SessionInfo:
+        index = self._fresh_index(build=False)
+        if index is not None:
+            info = index.get(session_id)
+            if info is None:
+                raise SessionNotFoundError(session_id)
+            return info
         rows = self._query(
             f"SELECT {_SESSION_COLUMNS}, COALESCE(e.n, 0), COALESCE(e.msgs, 0) FROM sessions AS s "
             "LEFT JOIN (SELECT session_id, COUNT(*) AS n, SUM(kind IN ('UserMessage', 'AssistantText')) "
@@ -283,16 +301,18 @@ class Store:
     def list_sessions(
         self, worktree: str | None = None, *, limit: int = -1, offset: int = 0
     ) -> list[SessionInfo]:
-        """Sessions, latest activity first, those with no events last (spec §7 `list_sessions`)."""
-        rows = self._query(
-            f"SELECT {_SESSION_COLUMNS}, COALESCE(e.n, 0), COALESCE(e.msgs, 0) FROM sessions AS s "
-            f"{_SESSION_STATS} WHERE ?1 IS NULL OR s.worktree = ?1 "
-            "ORDER BY COALESCE(e.last_id, 0) DESC, s.id DESC LIMIT ?2 OFFSET ?3",
-            (worktree, limit, offset),
-        )
-        return [_session_info(row) for row in rows]
+        """Sessions, latest activity first, those with no events last (spec §7 `list_sessions`).
+
+        Served from the session index, which is built by one query the first time and then kept
+        by this Store's writes (rebuilt when another connection has committed).
+        """
+        index = self._fresh_index(build=True)
+        return [] if index is None else index.page(worktree, limit, max(0, offset))
 
     def count_sessions(self, worktree: str | None = None) -> int:
+        index = self._fresh_index(build=False)
+        if index is not None:
+            return index.count(worktree)
         return int(
             self._scalar("SELECT COUNT(*) FROM sessions WHERE ?1 IS NULL OR worktree = ?1", (worktree,), 0)
         )
@@ -305,12 +325,14 @@ class Store:
         with self.atomic() as conn:
             if conn.execute("UPDATE sessions SET name = ? WHERE id = ?", (name, session_id)).rowcount == 0:
                 raise SessionNotFoundError(session_id)
+            self._index_reread(conn, session_id)
 
     def rename_worktree(self, old: str, new: str) -> int:
         """Move every session of branch `old` to `new`; returns how many moved."""
         if self._conn is None:
             return 0
         with self.atomic() as conn:
+            self._index = None
             return conn.execute("UPDATE sessions SET worktree = ? WHERE worktree = ?", (new, old)).rowcount
 
     def delete_session(self, session_id: int) -> None:
@@ -321,6 +343,8 @@ class Store:
             if conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,)).rowcount == 0:
                 raise SessionNotFoundError(session_id)
             self._set_hwm(conn, session_id)
+            if self._index is not None:
+                self._index.drop(session_id)
 
     def vacuum(self) -> None:
         """Give the space of deleted sessions back to the file system (AZUREAL does this after a delete)."""
@@ -336,6 +360,7 @@ class Store:
             ).rowcount
             if updated == 0:
                 raise SessionNotFoundError(session_id)
+            self._index_reread(conn, session_id)
 
     def set_session_uuid(self, session_id: int, uuid: str) -> None:
         """Record the agent session id of a running turn (orphan recovery, spec §4.1)."""
@@ -360,17 +385,59 @@ class Store:
             )
         ]
 
+    # -- the session index (see azsd.cache.SessionIndex) ---------------------------------------
+
+    def _fresh_index(self, *, build: bool) -> SessionIndex | None:
+        """The session index if it is current (built now when `build`), else None."""
+        conn = self._conn
+        if conn is None or (self._index is None and not build):
+            return None
+        with _translate(self.path):
+            version = conn.execute("PRAGMA data_version").fetchone()[0]
+            if self._index is not None and self._index.data_version == version:
+                return self._index
+            self._index = None
+            if not build:
+                return None
+            rows = conn.execute(
+                f"SELECT {_SESSION_COLUMNS}, COALESCE(e.n, 0), COALESCE(e.msgs, 0), "
+                f"COALESCE(e.last_id, 0) FROM sessions AS s {_SESSION_STATS}"
+            ).fetchall()
+        self._index = SessionIndex(version, ((_session_info(row[:9]), row[9]) for row in rows))
+        return self._index
+
+    def _index_reread(self, conn: sqlite3.Connection, session_id: int) -> None:
+        """Bring one session's entry up to date after this Store changed its row."""
+        index = self._index
+        if index is None:
+            return
+        row = conn.execute(
+            f"SELECT {_SESSION_COLUMNS} FROM sessions AS s WHERE s.id = ?", (session_id,)
+        ).fetchone()
+        if row is None:
+            index.drop(session_id)
+            return
+        known = index.get(session_id)
+        if known is None:  # new: no events yet
+            index.upsert(_session_info((*row, 0, 0)), 0)
+            return
+        info = _session_info((*row, known.event_count, known.message_count))
+        index.upsert(info, index.last_id(session_id))
+
     # -- events -------------------------------------------------------------------------------
 
     def append_events(self, session_id: int, events: Iterable[Event]) -> AppendResult:
         """Compact and store events after the session's last one (spec §2.5), in one transaction."""
         return self.append_prepared(session_id, prepare_for_store(events))
 
-    def append_prepared(self, session_id: int, events: Sequence[Event]) -> AppendResult:
+    def append_prepared(
+        self, session_id: int, events: Sequence[Event], *, completion: bool = True
+    ) -> AppendResult:
         """Store events that already went through :func:`azsd.compact.prepare_for_store`.
 
         `seq` is computed inside the transaction, so concurrent writers never collide. Completion:
-        the last `Complete` sets the badge; otherwise new turn content resets it to running.
+        the last `Complete` sets the badge; otherwise new turn content resets it to running
+        (`completion=False` leaves that to a later :meth:`set_completion`, for an append made in parts).
         """
         with self.atomic() as conn:
             if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is None:
@@ -378,17 +445,52 @@ class Store:
             seq = conn.execute(
                 "SELECT COALESCE(MAX(seq), 0) + 1 FROM events WHERE session_id = ?", (session_id,)
             ).fetchone()[0]
-            rows = []
-            stored = []
-            for offset, event in enumerate(events):
-                payload = self._codec.encode(encode_event(event))
-                rows.append((session_id, seq + offset, event_kind(event), payload, char_len(event)))
-                stored.append(StoredEvent(seq + offset, event))
+            jsons = [encode_event(event) for event in events]
+            payloads = self._codec.encode_many(jsons)
             conn.executemany(
-                "INSERT INTO events (session_id, seq, kind, data, char_len) VALUES (?, ?, ?, ?, ?)", rows
+                "INSERT INTO events (session_id, seq, kind, data, char_len) VALUES (?, ?, ?, ?, ?)",
+                [
+                    (session_id, seq + offset, event_kind(event), payload, char_len(event))
+                    for offset, (event, payload) in enumerate(zip(events, payloads, strict=True))
+                ],
             )
-            _apply_completion(conn, session_id, events)
-        return AppendResult(session_id, stored)
+            if self._index is not None and events:
+                last_id = conn.execute("SELECT last_insert_rowid()").fetchone()[0]
+                messages = sum(1 for event in events if isinstance(event, _MESSAGE_KINDS))
+                self._index.add_events(session_id, len(events), messages, last_id)
+            if completion:
+                self._set_completion(conn, session_id, *completion_of(events))
+        if len(events) <= _CACHE_APPENDS_UP_TO:
+            ROWS.put_many(map(CachedRow, payloads, jsons))
+        return AppendResult(session_id, [StoredEvent(seq + i, event) for i, event in enumerate(events)])
+
+    def set_completion(self, session_id: int, last_complete: Complete | None, running: bool) -> None:
+        """The badge after appended events whose :func:`completion_of` is `(last_complete, running)`."""
+        if last_complete is not None or running:
+            with self.atomic() as conn:
+                self._set_completion(conn, session_id, last_complete, running)
+
+    def _set_completion(
+        self, conn: sqlite3.Connection, session_id: int, last_complete: Complete | None, running: bool
+    ) -> None:
+        if last_complete is not None:
+            conn.execute(
+                "UPDATE sessions SET completed = ?, duration_ms = ?, cost_usd = ? WHERE id = ?",
+                (
+                    1 if last_complete.success else 0,
+                    last_complete.duration_ms,
+                    last_complete.cost_usd,
+                    session_id,
+                ),
+            )
+        elif running:
+            conn.execute(
+                "UPDATE sessions SET completed = NULL, duration_ms = NULL, cost_usd = NULL WHERE id = ?",
+                (session_id,),
+            )
+        else:
+            return
+        self._index_reread(conn, session_id)
 
     def load_events(
         self, session_id: int, from_seq: int = 1, to_seq: int | None = None, *, limit: int = -1
@@ -397,6 +499,33 @@ class Store:
 
         Rows that cannot be decompressed or decoded are skipped and counted in `skipped`.
         """
+        seqs, events, _, skipped = self._load(session_id, from_seq, to_seq, limit)
+        kept = [StoredEvent(seqs[i], e) for i, e in strip_injected_context_indexed(events)]
+        return LoadResult(kept, skipped)
+
+    def load_json(
+        self, session_id: int, from_seq: int = 1, to_seq: int | None = None, *, limit: int = -1
+    ) -> tuple[list[tuple[int, str, str]], int]:
+        """As :meth:`load_events`, each event as `(seq, kind, its serde JSON)`; and the rows skipped.
+
+        The JSON is `encode_event` of the event as loaded, as a page of `GetEvents` carries it.
+        """
+        seqs, events, rows, skipped = self._load(session_id, from_seq, to_seq, limit)
+        out = []
+        for i, event in strip_injected_context_indexed(events):
+            if event is events[i]:
+                row = rows[i]
+                if row.wire is None:
+                    row.wire = encode_event(event).decode()
+                out.append((seqs[i], event_kind(event), row.wire))
+            else:  # a prompt stripped of injected context: not what the row holds
+                out.append((seqs[i], event_kind(event), encode_event(event).decode()))
+        return out, skipped
+
+    def _load(
+        self, session_id: int, from_seq: int, to_seq: int | None, limit: int
+    ) -> tuple[list[int], list[Event], list[CachedRow], int]:
+        """The readable rows of a seq range, decoded (through the row cache), and how many were not."""
         rows = self._query(
             "SELECT seq, data FROM events WHERE session_id = ? AND seq >= ? AND seq <= ? "
             "ORDER BY seq LIMIT ?",
@@ -404,17 +533,26 @@ class Store:
         )
         seqs: list[int] = []
         events: list[Event] = []
+        used: list[CachedRow] = []
+        fresh: list[CachedRow] = []
         skipped = 0
-        for seq, data in rows:
+        for (seq, data), row in zip(rows, ROWS.get_many([data for _, data in rows]), strict=True):
             try:
-                events.append(decode_event(self._codec.decode(data)))
+                if row is None:
+                    row = CachedRow(data, self._codec.decode(data))
+                    fresh.append(row)
+                event = row.event
+                if event is None:
+                    event = row.event = decode_event(row.json)
             except (CodecError, EventDecodeError) as exc:
                 skipped += 1
                 log.debug("%s: S%d seq %d unreadable: %s", self.path, session_id, seq, exc)
                 continue
             seqs.append(seq)
-        kept = [StoredEvent(seqs[i], e) for i, e in strip_injected_context_indexed(events)]
-        return LoadResult(kept, skipped)
+            events.append(event)
+            used.append(row)
+        ROWS.put_many(row for row in fresh if row.event is not None)
+        return seqs, events, used, skipped
 
     def count_events(self, session_id: int, kinds: Iterable[str] | None = None) -> int:
         if kinds is None:
@@ -597,13 +735,26 @@ class Store:
     def build_context(self, session_id: int) -> ContextPayload | None:
         """The latest summary and the events after it, or None for a session with neither."""
         latest = self.latest_compaction(session_id)
-        events = self.load_events(session_id, latest.after_seq + 1 if latest else 1).plain()
+        _, loaded, rows, _ = self._load(session_id, latest.after_seq + 1 if latest else 1, None, -1)
+        events: list[Event] = []
+        rendered: list[str | None] = []
+        for i, event in strip_injected_context_indexed(loaded):
+            events.append(event)
+            if event is not loaded[i]:  # a prompt stripped of injected context: not what the row holds
+                rendered.append(render_event(event))
+                continue
+            row = rows[i]
+            if not row.rendered_known:
+                row.rendered, row.rendered_known = render_event(event), True
+            rendered.append(row.rendered)
         if not events and latest is None:
             return None
-        return ContextPayload(latest.summary if latest else None, events)
+        return ContextPayload(latest.summary if latest else None, events, rendered)
 
 
-def _apply_completion(conn: sqlite3.Connection, session_id: int, events: Sequence[Event]) -> None:
+def completion_of(events: Iterable[Event]) -> tuple[Complete | None, bool]:
+    """What appending `events` means for the badge: their last `Complete`, and whether any of them
+    is new turn content (which, without a `Complete`, marks the session running)."""
     last_complete = None
     running = False
     for event in events:
@@ -611,21 +762,7 @@ def _apply_completion(conn: sqlite3.Connection, session_id: int, events: Sequenc
             last_complete = event
         elif isinstance(event, _RUNNING_KINDS):
             running = True
-    if last_complete is not None:
-        conn.execute(
-            "UPDATE sessions SET completed = ?, duration_ms = ?, cost_usd = ? WHERE id = ?",
-            (
-                1 if last_complete.success else 0,
-                last_complete.duration_ms,
-                last_complete.cost_usd,
-                session_id,
-            ),
-        )
-    elif running:
-        conn.execute(
-            "UPDATE sessions SET completed = NULL, duration_ms = NULL, cost_usd = NULL WHERE id = ?",
-            (session_id,),
-        )
+    return last_complete, running
 
 
 def _session_info(row: Sequence[Any]) -> SessionInfo:

@@ -68,7 +68,7 @@ def error_reply(exc: BaseException) -> p.ErrorReply:
             code = "ingest_error"
         case StoreError():
             code = "store_error"
-        case ValueError():
+        case ValueError() | OverflowError():  # OverflowError: an integer SQLite cannot hold
             code = "bad_request"
         case AzsdError():
             code = "store_error"
@@ -159,7 +159,7 @@ class _Worker(threading.Thread):
         try:
             with store.atomic() if grouped else nullcontext():
                 return task.run(store)
-        except (AzsdError, ValueError) as exc:
+        except (AzsdError, ValueError, OverflowError) as exc:
             return Outcome(error_reply(exc))
         except Exception as exc:
             log.exception("request failed in the store of %s", self.root)

@@ -486,6 +486,8 @@ def _decode(decoder: msgspec.msgpack.Decoder[Any], data: bytes, what: str) -> An
         raise ProtocolError(f"invalid {what}: {exc}") from None
     except msgspec.DecodeError as exc:
         raise ProtocolError(f"undecodable {what}: {exc}") from None
+    except RecursionError:
+        raise ProtocolError(f"undecodable {what}: nested too deeply") from None
 
 
 def decode_request(data: bytes) -> Request:

@@ -59,8 +59,11 @@ class Server:
                 self.outbox.drain(self.router, self.pub)
             if self.router in ready:
                 for _ in range(_BURST):
-                    if not self._one(handle):
-                        break
+                    try:
+                        if not self._one(handle):
+                            break
+                    except Exception:  # one bad request never ends the loop
+                        log.exception("dropped a request that could not be handled")
             tick()
         self.outbox.drain(self.router, self.pub)
 

@@ -24,6 +24,7 @@ from azsd.errors import DaemonUnavailable
 __all__ = [
     "HWM",
     "LINGER_MS",
+    "ZERO_COPY_BYTES",
     "Envelope",
     "Outbox",
     "OutboxSender",
@@ -47,6 +48,8 @@ log = logging.getLogger("azsd.ipc.transport")
 HWM: Final = 10_000
 #: How long a closing socket may still try to deliver: short, so stopping is prompt.
 LINGER_MS: Final = 100
+#: Payloads from this size on are handed to ZeroMQ without a copy (smaller ones copy faster).
+ZERO_COPY_BYTES: Final = 64 * 1024
 _REPLY: Final = b"R"
 _PUBLISH: Final = b"P"
 
@@ -120,10 +123,12 @@ def recv_request(sock: zmq.Socket[bytes]) -> tuple[Envelope, bytes | None]:
     return Envelope(identity, frames[1] if len(frames) > 1 else b""), None
 
 
-def send_reply(sock: zmq.Socket[bytes], envelope: Envelope, payload: bytes) -> bool:
+def send_reply(sock: zmq.Socket[bytes], envelope: Envelope, payload: bytes | zmq.Frame) -> bool:
     """Send a reply; False (and a log line) when the client is gone."""
     try:
-        sock.send_multipart([envelope.identity, envelope.request_id, payload], flags=zmq.NOBLOCK)
+        sock.send_multipart(
+            [envelope.identity, envelope.request_id, payload], flags=zmq.NOBLOCK, copy=_copied(payload)
+        )
     except zmq.ZMQError as exc:
         if exc.errno in (errno.EHOSTUNREACH, zmq.EAGAIN):
             log.info("dropped a reply: the client went away before it was sent")
@@ -132,8 +137,13 @@ def send_reply(sock: zmq.Socket[bytes], envelope: Envelope, payload: bytes) -> b
     return True
 
 
-def publish(sock: zmq.Socket[bytes], topic: bytes, payload: bytes) -> None:
-    sock.send_multipart([topic, payload])
+def publish(sock: zmq.Socket[bytes], topic: bytes, payload: bytes | zmq.Frame) -> None:
+    sock.send_multipart([topic, payload], copy=_copied(payload))
+
+
+def _copied(payload: bytes | zmq.Frame) -> bool:
+    """Whether to send `payload` as a copy: a small one (a frame received is sent as it is)."""
+    return not isinstance(payload, zmq.Frame) and len(payload) < ZERO_COPY_BYTES
 
 
 def send_request(sock: zmq.Socket[bytes], request_id: bytes, payload: bytes) -> None:
@@ -169,7 +179,11 @@ def probe(ctx: zmq.Context[zmq.Socket[bytes]], endpoint: str, payload: bytes, ti
 
 
 class OutboxSender:
-    """One thread's way into the outbox (ZeroMQ sockets belong to one thread each)."""
+    """One thread's way into the outbox (ZeroMQ sockets belong to one thread each).
+
+    Big payloads go through without copies, so a big reply is not copied again on each hop
+    between threads.
+    """
 
     def __init__(self, ctx: zmq.Context[zmq.Socket[bytes]], endpoint: str) -> None:
         self._sock = ctx.socket(zmq.PUSH)
@@ -178,10 +192,12 @@ class OutboxSender:
         self._sock.connect(endpoint)
 
     def reply(self, envelope: Envelope, payload: bytes) -> None:
-        self._sock.send_multipart([_REPLY, envelope.identity, envelope.request_id, payload])
+        self._sock.send_multipart(
+            [_REPLY, envelope.identity, envelope.request_id, payload], copy=_copied(payload)
+        )
 
     def publish(self, topic: bytes, payload: bytes) -> None:
-        self._sock.send_multipart([_PUBLISH, topic, payload])
+        self._sock.send_multipart([_PUBLISH, topic, payload], copy=_copied(payload))
 
     def close(self) -> None:
         self._sock.close()
@@ -225,13 +241,13 @@ class Outbox:
         done = 0
         while done < limit:
             try:
-                frames = self.socket.recv_multipart(flags=zmq.NOBLOCK)
+                frames = self.socket.recv_multipart(flags=zmq.NOBLOCK, copy=False)
             except zmq.Again:
                 break
-            if frames[0] == _REPLY:
-                send_reply(router, Envelope(frames[1], frames[2]), frames[3])
+            if frames[0].bytes == _REPLY:
+                send_reply(router, Envelope(frames[1].bytes, frames[2].bytes), frames[3])
             else:
-                publish(pub, frames[1], frames[2])
+                publish(pub, frames[1].bytes, frames[2])
             done += 1
         return done
 

@@ -20,6 +20,7 @@ from azsd.events import Event, event_kind
 from azsd.model import Usage
 
 __all__ = [
+    "MAX_INT",
     "MAX_LINE_BYTES",
     "TOO_LONG",
     "LineParser",
@@ -32,6 +33,9 @@ __all__ = [
 #: Lines longer than this are skipped (and counted), never decoded. Claude writes multi-MB lines
 #: (base64 images, whole-file reads), so the limit is generous.
 MAX_LINE_BYTES: Final = 64 * 1024 * 1024
+
+#: The largest duration or count azsd stores: SQLite's INTEGER (and well inside Rust's u64).
+MAX_INT: Final = 2**63 - 1
 
 #: Yielded by the line iterators in place of a line that exceeded the limit (it was never loaded).
 TOO_LONG: Final = b"\x00azsd:too-long\x00"
@@ -85,11 +89,13 @@ class LineParser(ABC):
             return self._skip("invalid_utf8")
         except msgspec.DecodeError:
             return self._skip("invalid_json")
+        except RecursionError:
+            return self._skip("nested_too_deeply")
         if not isinstance(obj, dict):
             return self._skip("not_an_object")
         try:
             events = self.handle(obj)
-        except (KeyError, TypeError, ValueError, AttributeError, IndexError):
+        except Exception:  # a line of a shape no parser expected: skipped, never raised
             return self._skip("malformed")
         if events is None:
             return self._skip("unknown_type")

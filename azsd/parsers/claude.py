@@ -17,9 +17,13 @@ is the maximum seen, the rest counted once).
 
 from __future__ import annotations
 
+import math
 import re
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, ClassVar, Final
+
+import msgspec
 
 from azsd.context import sanitize
 from azsd.events import (
@@ -36,7 +40,7 @@ from azsd.events import (
     ToolResult,
     UserMessage,
 )
-from azsd.parsers.base import LineParser, Usage
+from azsd.parsers.base import MAX_INT, LineParser, Usage
 
 __all__ = ["ClaudeSessionParser", "ClaudeStreamParser"]
 
@@ -48,6 +52,11 @@ _HOOK_REMINDER: Final = re.compile(
 _SUBAGENT_TOOLS: Final = frozenset({"Agent", "agent", "Task", "task"})
 _PLAN_PATH: Final = re.compile(r"/\.claude/plans/([^/]+)\.md$")
 _SYNTHETIC_MODEL: Final = "<synthetic>"
+#: Tool calls remembered for naming their results; past this many the oldest is forgotten
+#: (a sub-agent's call is kept until its result).
+TOOL_CALLS_KEPT: Final = 4096
+#: Message ids remembered for regrouping the usage of a message split over several lines.
+MESSAGES_KEPT: Final = 1024
 
 
 @dataclass
@@ -96,6 +105,13 @@ def _hooks_in(text: str) -> list[Event]:
     return hooks
 
 
+def _clamp(value: Any) -> int:
+    """A duration as a storable integer: non-negative, at most :data:`MAX_INT`, 0 when unusable."""
+    if not isinstance(value, int | float) or value != value or value <= 0:
+        return 0
+    return MAX_INT if value >= MAX_INT else int(value)
+
+
 def _is_prompt_hook(event: Event) -> bool:
     return isinstance(event, Hook) and event.name == "UserPromptSubmit"
 
@@ -105,9 +121,13 @@ class _ClaudeParser(LineParser):
 
     def __init__(self) -> None:
         super().__init__()
-        self._tools: dict[str, _ToolUse] = {}
+        # Both are bounded (oldest forgotten first), so a parser following a huge file stays small:
+        # a result comes soon after its call, and the lines of one message are adjacent.
+        self._tools: OrderedDict[str, _ToolUse] = OrderedDict()
         self._open_subagents: set[str] = set()
-        self._message_usage: dict[str, Usage] = {}
+        self._message_usage: OrderedDict[str, Usage] = OrderedDict()
+        self._usage_total = Usage()  # the sum over every message seen, kept as it changes
+        self._unnamed_messages = 0
 
     # -- assistant ---------------------------------------------------------------------------
 
@@ -142,7 +162,16 @@ class _ClaudeParser(LineParser):
         self._tools[tool_id] = use
         if name in _SUBAGENT_TOOLS:
             self._open_subagents.add(tool_id)
+        if len(self._tools) > TOOL_CALLS_KEPT:
+            self._forget_oldest_tool()
         return ToolCall(tool_use_id=tool_id, tool_name=name, file_path=path, input=tool_input)
+
+    def _forget_oldest_tool(self) -> None:
+        """Forget the oldest call, but not a sub-agent still running (its result may be far off)."""
+        for tool_id in self._tools:
+            if tool_id not in self._open_subagents:
+                del self._tools[tool_id]
+                return
 
     def _note_usage(self, message: dict[str, Any]) -> None:
         usage = message.get("usage")
@@ -151,9 +180,14 @@ class _ClaudeParser(LineParser):
             self.report.model = model
         if not isinstance(usage, dict) or model == _SYNTHETIC_MODEL:
             return
-        key = str(message.get("id", len(self._message_usage)))
+        if "id" in message:
+            key = str(message["id"])
+        else:  # a message without an id is one of its own
+            key = f"\0{self._unnamed_messages}"
+            self._unnamed_messages += 1
         seen = self._message_usage.get(key)
         current = _claude_usage(usage)
+        total = self._usage_total
         if seen is not None:
             current = Usage(
                 input=seen.input,
@@ -161,10 +195,13 @@ class _ClaudeParser(LineParser):
                 cache_read=seen.cache_read,
                 cache_write=seen.cache_write,
             )
+            total = msgspec.structs.replace(total, output=total.output - seen.output + current.output)
+        else:
+            total = total + current
         self._message_usage[key] = current
-        total = Usage()
-        for u in self._message_usage.values():
-            total = total + u
+        if len(self._message_usage) > MESSAGES_KEPT:
+            self._message_usage.popitem(last=False)
+        self._usage_total = total
         self.report.usage = total
 
     # -- user --------------------------------------------------------------------------------
@@ -278,14 +315,15 @@ class ClaudeStreamParser(_ClaudeParser):
             return []
         self.report.agent_session_id = obj["session_id"]
         cost = obj.get("total_cost_usd", obj.get("cost_usd", 0.0))
-        cost = float(cost) if isinstance(cost, int | float) else 0.0
+        cost = float(cost) if isinstance(cost, int | float) and math.isfinite(cost) else 0.0
         duration = obj.get("duration_ms", 0)
-        duration = int(duration) if isinstance(duration, int | float) and duration >= 0 else 0
+        duration = _clamp(duration)
         failed = obj.get("is_error") is True or obj.get("subtype", "success") != "success"
         usage = obj.get("usage")
         if isinstance(usage, dict):
             self.report.usage = _claude_usage(usage)  # authoritative for the whole run
             self._message_usage.clear()
+            self._usage_total = Usage()
         self.report.cost_usd = cost
         return [Complete(success=not failed, duration_ms=duration, cost_usd=cost)]
 
@@ -384,6 +422,6 @@ class ClaudeSessionParser(_ClaudeParser):
         if not isinstance(duration, int | float):
             return []
         cost = obj.get("costUsd", obj.get("costUSD", 0.0))
-        cost = float(cost) if isinstance(cost, int | float) else 0.0
+        cost = float(cost) if isinstance(cost, int | float) and math.isfinite(cost) else 0.0
         self.report.cost_usd = cost
-        return [Complete(success=True, duration_ms=max(0, int(duration)), cost_usd=cost)]
+        return [Complete(success=True, duration_ms=_clamp(duration), cost_usd=cost)]

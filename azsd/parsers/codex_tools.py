@@ -37,6 +37,7 @@ ASSISTANT_DEDUP_WINDOW: Final = 20
 STDIN_PREVIEW_CHARS: Final = 32
 
 _U64_MAX: Final = 2**64 - 1
+_I64_MAX: Final = 2**63 - 1
 _DECODER: Final = msgspec.json.Decoder()
 _INVALID: Final = object()
 
@@ -137,8 +138,8 @@ def _list(value: Any) -> list[Any]:
 
 
 def _count(value: Any) -> int:
-    """A token count or duration: a non-negative JSON integer that fits a u64, else 0."""
-    return value if type(value) is int and 0 <= value <= _U64_MAX else 0
+    """A token count or duration: a non-negative JSON integer, at most SQLite's INTEGER, else 0."""
+    return min(value, _I64_MAX) if type(value) is int and 0 <= value <= _U64_MAX else 0
 
 
 def _exit_code(value: Any) -> int | None:

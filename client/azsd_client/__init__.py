@@ -10,11 +10,7 @@ It speaks only the wire protocol (:mod:`azsd.ipc.protocol`) over ZeroMQ and neve
 
 from __future__ import annotations
 
-from ._shared import RootLike
-from ._version import __version__
-from .aio import AsyncClient, AsyncSubscription
-from .client import Client, Subscription
-from .follow import FollowItem, follow_session
+from typing import TYPE_CHECKING, Any
 
 __all__ = (
     "AsyncClient",
@@ -26,3 +22,32 @@ __all__ = (
     "__version__",
     "follow_session",
 )
+
+if TYPE_CHECKING:
+    from ._shared import RootLike
+    from ._version import __version__
+    from .aio import AsyncClient, AsyncSubscription
+    from .client import Client, Subscription
+    from .follow import FollowItem, follow_session
+
+# Loaded on first use, so that `azs` (which needs neither asyncio nor the package metadata for most
+# commands) starts quickly.
+_LAZY = {
+    "AsyncClient": ".aio",
+    "AsyncSubscription": ".aio",
+    "Client": ".client",
+    "Subscription": ".client",
+    "FollowItem": ".follow",
+    "follow_session": ".follow",
+    "RootLike": "._shared",
+    "__version__": "._version",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'azsd_client' has no attribute {name!r}")
+    from importlib import import_module
+
+    return getattr(import_module(module, __name__), name)

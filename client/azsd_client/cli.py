@@ -40,7 +40,6 @@ from azsd.ipc.protocol import PROTOCOL_VERSION
 
 from ._commands import COMMANDS
 from ._invocation import Invocation, UsageError
-from ._version import __version__
 
 __all__ = ["main", "session_id"]
 
@@ -184,6 +183,22 @@ def _other_commands(add: _Add) -> None:
     proto.add_argument("--schema", action="store_true", help="print the JSON Schema of every message")
 
 
+class _Version(argparse.Action):
+    """`--version`: the version is looked up only when asked for (reading package metadata is slow)."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: object,
+        option_string: str | None = None,
+    ) -> None:
+        from ._version import __version__
+
+        sys.stdout.write(f"azs {__version__} (protocol {PROTOCOL_VERSION})\n")
+        parser.exit()
+
+
 def parser() -> argparse.ArgumentParser:
     """The `azs` argument parser."""
     top = argparse.ArgumentParser(
@@ -191,9 +206,7 @@ def parser() -> argparse.ArgumentParser:
         description="Sessions of AI coding agents in AZUREAL stores, through the azsd daemon.",
         epilog="Sessions are named S3 or 3. Exit status: 0 ok, 1 error, 2 usage.",
     )
-    top.add_argument(
-        "--version", action="version", version=f"azs {__version__} (protocol {PROTOCOL_VERSION})"
-    )
+    top.add_argument("--version", action=_Version, nargs=0, help="show the version and exit")
     _add_globals(top, here=True)
     common = argparse.ArgumentParser(add_help=False)
     _add_globals(common, here=False)

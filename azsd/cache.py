@@ -1,0 +1,171 @@
+"""What a long-running Store keeps in memory so that reads do not redo work: pure data, no SQL.
+
+- :class:`RowCache`: decoded `events.data` values by their stored bytes. The bytes of a row decide
+  its JSON, its event and its wire text, so an entry never goes stale, whatever writes the file,
+  and every Store of the process shares one cache (bounded, least recently used out first).
+- :class:`SessionIndex`: one store's session list with each session's counts and latest event id,
+  kept up to date by the Store's own writes and rebuilt from SQL when another connection (AZUREAL)
+  committed or anything the Store cannot account for happened.
+
+>>> cache = RowCache(budget=1 << 20)
+>>> row = CachedRow(b"frame", b'"Compacted"')
+>>> cache.put_many([row]); cache.get_many([b"frame", b"other"])[0] is row
+True
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable, Sequence
+from typing import Final
+
+import msgspec
+
+from azsd.events import Event
+from azsd.model import SessionInfo
+
+__all__ = ["ROWS", "ROW_CACHE_BYTES", "CachedRow", "RowCache", "SessionIndex"]
+
+#: About how many bytes of decoded rows the process keeps (estimated, see `CachedRow.cost`).
+ROW_CACHE_BYTES: Final = 24 * 1024 * 1024
+#: Python's overhead per cached row (key object, entry, node, the row itself), estimated.
+_ROW_OVERHEAD: Final = 440
+
+
+class CachedRow:
+    """One stored payload, decoded as far as anyone needed: its JSON, its event, its wire text,
+    its block of a context transcript. Each is filled in on first use."""
+
+    __slots__ = ("cost", "event", "json", "key", "rendered", "rendered_known", "wire")
+
+    def __init__(self, key: bytes | str, json: bytes) -> None:
+        self.key = key
+        self.json = json
+        self.event: Event | None = None
+        self.wire: str | None = None  # `encode_event(event)` as text
+        self.rendered: str | None = None  # `render_event(event)` (None is a value: not shown)
+        self.rendered_known = False
+        # the event, the wire text and the rendered block each hold about as much as the JSON
+        self.cost = len(key) + 4 * len(json) + _ROW_OVERHEAD
+
+
+class RowCache:
+    """Decoded rows by their stored payload, bounded to about `budget` bytes. Thread-safe."""
+
+    def __init__(self, budget: int = ROW_CACHE_BYTES) -> None:
+        self.budget = budget
+        self._rows: OrderedDict[bytes | str, CachedRow] = OrderedDict()
+        self._size = 0
+        self._lock = threading.Lock()
+
+    def get_many(self, keys: Sequence[bytes | str]) -> list[CachedRow | None]:
+        """The cached row of each payload (None where there is none), now the most recently used."""
+        with self._lock:
+            rows = self._rows
+            found = [rows.get(key) for key in keys]
+            touch = rows.move_to_end
+            for row in found:
+                if row is not None:
+                    touch(row.key)
+            return found
+
+    def put_many(self, rows: Iterable[CachedRow]) -> None:
+        """Remember rows (decoded or not yet), forgetting the least recently used past the budget."""
+        with self._lock:
+            cached = self._rows
+            for row in rows:
+                if row.cost > self.budget or row.key in cached:
+                    continue
+                cached[row.key] = row
+                self._size += row.cost
+            while self._size > self.budget:
+                _, old = cached.popitem(last=False)
+                self._size -= old.cost
+
+    def clear(self) -> None:
+        with self._lock:
+            self._rows.clear()
+            self._size = 0
+
+    @property
+    def size(self) -> int:
+        """Estimated bytes held."""
+        return self._size
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+
+#: The process's row cache, shared by every Store.
+ROWS: Final = RowCache()
+
+
+class SessionIndex:
+    """Every session of one store as `list_sessions` returns them, with each one's latest event id.
+
+    The Store builds it from SQL, applies its own writes to it (:meth:`upsert`, :meth:`add_events`,
+    :meth:`drop`) and throws it away when it cannot account for a change (another connection
+    committed, a transaction rolled back).
+    """
+
+    def __init__(self, data_version: int, rows: Iterable[tuple[SessionInfo, int]]) -> None:
+        self.data_version = data_version
+        self._infos: dict[int, SessionInfo] = {}
+        self._last_ids: dict[int, int] = {}
+        for info, last_id in rows:
+            self._infos[info.id] = info
+            self._last_ids[info.id] = last_id
+        self._order: list[int] | None = None
+
+    def get(self, session_id: int) -> SessionInfo | None:
+        return self._infos.get(session_id)
+
+    def last_id(self, session_id: int) -> int:
+        """The id of the session's latest event row (0: none)."""
+        return self._last_ids.get(session_id, 0)
+
+    def upsert(self, info: SessionInfo, last_id: int) -> None:
+        """A session as it now is (its row re-read, or just created)."""
+        self._infos[info.id] = info
+        if self._last_ids.get(info.id) != last_id:
+            self._last_ids[info.id] = last_id
+            self._order = None
+
+    def add_events(self, session_id: int, count: int, messages: int, last_id: int) -> None:
+        """`count` events (`messages` of them prompts or replies) were appended, the last as `last_id`."""
+        info = self._infos.get(session_id)
+        if info is None or count == 0:
+            return
+        self._infos[session_id] = msgspec.structs.replace(
+            info, event_count=info.event_count + count, message_count=info.message_count + messages
+        )
+        self._last_ids[session_id] = last_id
+        self._order = None
+
+    def drop(self, session_id: int) -> None:
+        if self._infos.pop(session_id, None) is not None:
+            del self._last_ids[session_id]
+            self._order = None
+
+    def _ordered(self) -> list[int]:
+        """Session ids, latest activity first, then those without events, newest first (spec §7)."""
+        if self._order is None:
+            last = self._last_ids
+            self._order = sorted(last, key=lambda sid: (last[sid], sid), reverse=True)
+        return self._order
+
+    def page(self, worktree: str | None, limit: int, offset: int) -> list[SessionInfo]:
+        """As `SELECT … WHERE worktree … ORDER BY … LIMIT limit OFFSET offset` (limit < 0: all)."""
+        infos = self._infos
+        ids = self._ordered()
+        if worktree is None:
+            chosen = ids[offset:] if limit < 0 else ids[offset : offset + limit]
+            return [infos[sid] for sid in chosen]
+        matching = [info for info in map(infos.__getitem__, ids) if info.worktree == worktree]
+        return matching[offset:] if limit < 0 else matching[offset : offset + limit]
+
+    def count(self, worktree: str | None) -> int:
+        if worktree is None:
+            return len(self._infos)
+        return sum(1 for info in self._infos.values() if info.worktree == worktree)

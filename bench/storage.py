@@ -1,0 +1,88 @@
+"""Bytes on disk per byte of source JSONL (write-time truncation + one zstd frame per row).
+
+Two figures: every file of the real corpus (`../shared/corpus`, each into its own session of one
+store; skipped with a note when the corpus is absent), and the generated Claude stream-json file
+of `bench.ingest` (~100 MB; `--quick`: ~10 MB), each ingested with `ingest_file`, the code the
+daemon runs for `azs ingest`. The value is the store file's size over the source bytes; the
+baseline is 1 (the source itself), so the ratio is the value.
+Run alone: `python -m bench.storage [--quick]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sqlite3
+import tempfile
+from pathlib import Path
+
+from azsd.ingest import IngestError, ingest_file
+from azsd.store import Store, store_path
+from bench.common import report, write_stream_json
+
+CORPUS = Path(__file__).resolve().parent.parent.parent / "shared" / "corpus"
+
+
+def _ingested_size(root: Path, files: list[Path]) -> tuple[int, int]:
+    """Ingest each file into a session of its own; returns (source bytes ingested, store bytes)."""
+    source = 0
+    with Store.open(root) as store:
+        for path in files:
+            sid = store.create_session(path.stem[:40]).id
+            try:
+                ingest_file(store, sid, path)
+            except IngestError as exc:
+                print(f"# storage: skipped {path.name}: {exc}")
+                store.delete_session(sid)
+                continue
+            source += path.stat().st_size
+    return source, store_path(root).stat().st_size
+
+
+def _breakdown(what: str, root: Path, source: int) -> None:
+    """Where the bytes go: the events' zstd frames, and the pages of objects smaller than a page."""
+    conn = sqlite3.connect(f"file:{store_path(root)}?mode=ro", uri=True)
+    frames = conn.execute("SELECT COALESCE(SUM(length(data)), 0) FROM events").fetchone()[0]
+    page, pages = (
+        conn.execute("PRAGMA page_size").fetchone()[0],
+        conn.execute("PRAGMA page_count").fetchone()[0],
+    )
+    try:
+        small = conn.execute(
+            "SELECT COUNT(*) FROM (SELECT name FROM dbstat GROUP BY name HAVING COUNT(*) = 1)"
+        )
+        fixed = f", {small.fetchone()[0]} of them single-page tables and indexes (the schema's fixed cost)"
+    except sqlite3.OperationalError:  # no dbstat in this SQLite
+        fixed = ""
+    conn.close()
+    print(f"# storage: {what}: zstd frames {frames} B ({frames / source:.3f} of the source); "
+          f"{pages} pages of {page} B{fixed}")  # fmt: skip
+
+
+def main(*, quick: bool = False) -> None:
+    size = 10_000_000 if quick else 100_000_000
+    with tempfile.TemporaryDirectory(prefix="azsd-b-", dir="/tmp") as tmp:
+        base = Path(tmp)
+        files = sorted(p for p in CORPUS.rglob("*") if p.suffix in (".jsonl", ".json") and p.is_file())
+        corpus: tuple[int, int] | None = None
+        if files:
+            (base / "corpus").mkdir()
+            corpus = _ingested_size(base / "corpus", files)
+            print(f"# storage: corpus {len(files)} files, {corpus[0]} B -> {corpus[1]} B")
+            _breakdown("corpus", base / "corpus", corpus[0])
+        else:
+            print(f"# storage: no corpus at {CORPUS}: storage_corpus skipped")
+        source = base / "agent.jsonl"
+        write_stream_json(source, size)
+        (base / "gen").mkdir()
+        generated = _ingested_size(base / "gen", [source])
+        print(f"# storage: generated {generated[0]} B -> {generated[1]} B")
+        _breakdown("generated", base / "gen", generated[0])
+    if corpus is not None:
+        report("storage_corpus", corpus[1] / corpus[0], "bytes/source-byte", 1.0)
+    report("storage_generated", generated[1] / generated[0], "bytes/source-byte", 1.0)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true")
+    main(quick=parser.parse_args().quick)
