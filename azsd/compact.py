@@ -14,7 +14,7 @@ from typing import Any, Final
 
 import msgspec
 
-from azsd.context import CONTEXT_CLOSE, CONTEXT_OPEN, is_hidden_codex_context, sanitize
+from azsd.context import cut_reminder, has_context_tag, is_hidden_codex_context, sanitize
 from azsd.events import (
     AssistantText,
     Command,
@@ -27,7 +27,7 @@ from azsd.events import (
     ToolResult,
     UserMessage,
 )
-from azsd.rusttext import is_blank, rust_lines, trim, trim_end
+from azsd.rusttext import is_blank, rust_lines, trim
 
 __all__ = [
     "char_len",
@@ -37,7 +37,6 @@ __all__ = [
     "prepare_for_store",
 ]
 
-_SYSTEM_REMINDER: Final = "<system-reminder>"
 _PURPOSE_PREFIXES: Final = ("//", "#", "/*", '"""', "///", "//!")
 _ENCODER: Final = msgspec.json.Encoder()
 
@@ -66,8 +65,7 @@ _DEFAULT_KEYS: Final = ("file_path", "path", "command", "query", "pattern")
 
 def compact_tool_result(tool_name: str, content: str) -> str:
     """Truncate a tool's output by the rule for its tool (§3)."""
-    at = content.find(_SYSTEM_REMINDER)
-    text = trim_end(content if at < 0 else content[:at])
+    text = cut_reminder(content)
     lines = rust_lines(text)
     n = len(lines)
     match tool_name:
@@ -161,12 +159,8 @@ def prepare_for_store(events: Iterable[Event]) -> list[Event]:
             isinstance(event, UserMessage)
             and isinstance(compacted, UserMessage)
             and compacted.content == ""
-            and (_has_context_tag(event.content) or is_hidden_codex_context(event.content))
+            and (has_context_tag(event.content) or is_hidden_codex_context(event.content))
         ):
             continue
         out.append(compacted)
     return out
-
-
-def _has_context_tag(content: str) -> bool:
-    return CONTEXT_OPEN in content or CONTEXT_CLOSE in content

@@ -63,13 +63,13 @@ class ResolvedConfig:
     """Everything the daemon and the client need, resolved to concrete values."""
 
     runtime_dir: Path
-    idle_close_s: float = 300.0
-    max_message_bytes: int = 64 * 1024 * 1024
-    log_level: str = "INFO"
-    follow_idle_s: float = 30.0
-    claude_command: tuple[str, ...] = ("claude",)
-    codex_command: tuple[str, ...] = ("codex",)
-    state_dir: Path = Path("~/.local/state/azsd")
+    idle_close_s: float
+    max_message_bytes: int
+    log_level: str
+    follow_idle_s: float
+    claude_command: tuple[str, ...]
+    codex_command: tuple[str, ...]
+    state_dir: Path
 
     @property
     def rpc_endpoint(self) -> str:
@@ -167,12 +167,12 @@ def resolve_config(
     if not file.claude_command or not file.codex_command:
         raise ConfigError("claude-command and codex-command must name a program")
     return ResolvedConfig(
-        rdir,
-        file.idle_close_s,
-        file.max_message_bytes,
-        file.log_level.upper(),
-        file.follow_idle_s,
-        tuple(file.claude_command),
-        tuple(file.codex_command),
-        default_state_dir(environ),
+        runtime_dir=rdir,
+        idle_close_s=file.idle_close_s,
+        max_message_bytes=file.max_message_bytes,
+        log_level=file.log_level.upper(),
+        follow_idle_s=file.follow_idle_s,
+        claude_command=tuple(file.claude_command),
+        codex_command=tuple(file.codex_command),
+        state_dir=default_state_dir(environ),
     )

@@ -49,7 +49,9 @@ __all__ = [
     "auto_continue_prompt",
     "build_compaction_prompt",
     "build_context_prompt",
+    "cut_reminder",
     "fit_codex_budget",
+    "has_context_tag",
     "is_auto_continue",
     "is_hidden_codex_context",
     "render_event",
@@ -130,8 +132,15 @@ def is_auto_continue(content: str) -> bool:
     return t.startswith(AUTO_CONTINUE_OPEN) and t.endswith(AUTO_CONTINUE_CLOSE)
 
 
-def _has_tag(content: str) -> bool:
+def has_context_tag(content: str) -> bool:
+    """Whether `content` holds either context tag (a wrapped or a malformed injected prompt)."""
     return CONTEXT_OPEN in content or CONTEXT_CLOSE in content
+
+
+def cut_reminder(content: str) -> str:
+    """Tool output without its `<system-reminder>` tail (everything from the first one on), trim_end'ed."""
+    at = content.find(_SYSTEM_REMINDER)
+    return trim_end(content if at < 0 else content[:at])
 
 
 def sanitize(content: str) -> str | None:
@@ -145,7 +154,7 @@ def sanitize(content: str) -> str | None:
     stripped = strip(content)
     if is_auto_continue(stripped):
         return None
-    if stripped == "" and _has_tag(content):
+    if stripped == "" and has_context_tag(content):
         return None
     return stripped
 
@@ -175,7 +184,7 @@ def strip_injected_context_indexed(events: Sequence[Event]) -> list[tuple[int, E
                 if CONTEXT_CLOSE in msg:
                     inside = False
                     push_clean(i, msg)
-            elif _has_tag(msg):
+            elif has_context_tag(msg):
                 pend.clear()
                 if CONTEXT_CLOSE in msg:
                     push_clean(i, msg)
@@ -243,8 +252,7 @@ def _tool_param(tool_name: str, tool_input: Any) -> str:
 
 
 def _shorten_result(content: str) -> str:
-    at = content.find(_SYSTEM_REMINDER)
-    text = trim_end(content if at < 0 else content[:at])
+    text = cut_reminder(content)
     lines = rust_lines(text)
     if len(lines) <= 6:
         return text

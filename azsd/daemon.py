@@ -27,7 +27,7 @@ from azsd import __version__
 from azsd.config import ResolvedConfig
 from azsd.errors import AzsdError, ConfigError
 from azsd.follow import Follower
-from azsd.handlers import HANDLERS, Outcome, wire_events
+from azsd.handlers import HANDLERS, Outcome, appended_notes
 from azsd.ipc import protocol as p
 from azsd.ipc.server import Server
 from azsd.ipc.transport import Envelope, ipc_path, probe
@@ -70,6 +70,9 @@ class Daemon:
         self._server: Server | None = None
         self._registry: StoreRegistry | None = None
         self._follower: Follower | None = None
+        self._roots: set[str] = set()  # worktree roots with live follows (kept in `roots_path`)
+        self._followed_now: set[str] = set()  # roots followed during this run
+        self._roots_lock = threading.Lock()
         self._started = time.monotonic()
         self._watchdog_s = watchdog_interval(environ, os.getpid())
         self._last_watchdog = 0.0
@@ -192,27 +195,42 @@ class Daemon:
 
     def _remember_root(self, root: str) -> None:
         """Note a root with live follows, so that a restarted daemon resumes them."""
-        roots = self._known_roots()
-        if root not in roots:
-            self.config.roots_path.parent.mkdir(parents=True, exist_ok=True)
-            _write_atomic(self.config.roots_path, "".join(f"{r}\n" for r in [*roots, root]).encode())
+        with self._roots_lock:
+            self._followed_now.add(root)
+            if root not in self._roots:
+                self._roots.add(root)
+                self._save_roots()
 
-    def _known_roots(self) -> list[str]:
-        try:
-            return [line for line in self.config.roots_path.read_text().splitlines() if line]
-        except FileNotFoundError:
-            return []
+    def _forget_root(self, root: str) -> None:
+        """Drop a root whose store has no live follow left (unless one began in this run)."""
+        with self._roots_lock:
+            if root in self._roots and root not in self._followed_now:
+                self._roots.discard(root)
+                self._save_roots()
+
+    def _save_roots(self) -> None:
+        self.config.roots_path.parent.mkdir(parents=True, exist_ok=True)
+        _write_atomic(self.config.roots_path, "".join(f"{r}\n" for r in sorted(self._roots)).encode())
 
     def _resume_follows(self) -> None:
         """Pick up, in each known root, the follows a previous daemon left running."""
         assert self._registry is not None and self._follower is not None
         follower = self._follower
-        for root in self._known_roots():
+        try:
+            self._roots = {line for line in self.config.roots_path.read_text().splitlines() if line}
+        except FileNotFoundError:
+            self._roots = set()
+        for root in sorted(self._roots):
             if not os.path.isdir(root):
+                self._forget_root(root)
                 continue
 
             def load(store: Store, root: str = root) -> Outcome:
-                follower.resume(root, store.follows(active_only=True))
+                records = store.follows(active_only=True)
+                if records:
+                    follower.resume(root, records)
+                else:
+                    self._forget_root(root)
                 return Outcome(p.OkReply())
 
             self._registry.submit(root, Task(None, load))
@@ -247,10 +265,10 @@ class Daemon:
 
 def _recover(root: str, store: Store, home: Path) -> list[p.Notification]:
     """Orphan recovery when a store opens, announced like any other append."""
-    return [
-        p.EventsAppended(root=root, seq=0, session_id=sid, events=wire_events(events))
-        for sid, events in recover_orphans(store, home).items()
-    ]
+    notes: list[p.Notification] = []
+    for sid, events in recover_orphans(store, home).items():
+        notes += appended_notes(root, sid, events)
+    return notes
 
 
 def _prepare_runtime_dir(path: Path) -> None:

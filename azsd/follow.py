@@ -28,18 +28,19 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO, Final
+from typing import Any, Final
 
 import msgspec
 import watchfiles
 
 from azsd.compact import prepare_for_store
 from azsd.events import Complete, Event, encode_event
-from azsd.handlers import Outcome, session_view, wire_events
+from azsd.handlers import Outcome, appended_notes, changed_note
 from azsd.ipc import protocol as p
 from azsd.ipc.transport import Envelope
 from azsd.model import FollowRecord
-from azsd.parsers import FORMATS, MAX_LINE_BYTES, TOO_LONG, LineParser, detect_format, iter_lines, make_parser
+from azsd.parsers import FORMATS, MAX_LINE_BYTES, LineParser, detect_format, iter_lines, make_parser
+from azsd.parsers.base import read_lines
 from azsd.store import Store
 from azsd.stores import StoreRegistry, Task
 
@@ -53,57 +54,6 @@ POLL_S: Final = 0.25
 ENDED_KEPT: Final = 20
 #: At most this many bytes are read from one file per turn, so no file starves the others.
 READ_BUDGET: Final = 8 * 1024 * 1024
-_CHUNK: Final = 1 << 20
-
-
-@dataclass
-class ReadResult:
-    """Complete lines read from an offset: the lines, where they end, and whether a huge line is
-    still being skipped."""
-
-    lines: list[bytes]
-    end: int
-    skipping: bool
-
-
-def read_lines(stream: BinaryIO, offset: int, *, skipping: bool = False, max_line: int = MAX_LINE_BYTES,
-               budget: int = READ_BUDGET, stop: int | None = None) -> ReadResult:  # fmt: skip
-    """Read the complete lines after `offset`; a torn last line is left for next time.
-
-    Reading stops after about `budget` bytes, and never reads past byte `stop`. A line longer
-    than `max_line` is returned as :data:`TOO_LONG` and never held in memory; when the read stops
-    in the middle of one, `skipping` says so and `end` is past what was read.
-    """
-    stream.seek(offset)
-    lines: list[bytes] = []
-    end = offset
-    pending = b""
-    while end - offset < budget:
-        want = _CHUNK if stop is None else min(_CHUNK, stop - end - len(pending))
-        data = stream.read(want) if want > 0 else b""
-        if not data:
-            break
-        if skipping:
-            cut = data.find(b"\n")
-            if cut < 0:
-                end += len(data)
-                continue
-            end += cut + 1
-            skipping = False
-            lines.append(TOO_LONG)
-            data = data[cut + 1 :]
-        pending += data
-        last = pending.rfind(b"\n")
-        if last >= 0:
-            for line in pending[:last].split(b"\n"):
-                lines.append(TOO_LONG if len(line) > max_line else line)
-            end += last + 1
-            pending = pending[last + 1 :]
-        if len(pending) > max_line:
-            end += len(pending)
-            pending = b""
-            skipping = True
-    return ReadResult(lines, end, skipping)
 
 
 @dataclass
@@ -204,11 +154,11 @@ class Follower:
                         follow.gone = True
                     if follow.record.path in changed:
                         self._service_safely(follow)
-            case "resynced":
-                resynced = self._follows.get(arg)
-                if resynced is not None:
-                    resynced.resync = True
-                    self._service_safely(resynced)
+            case "resynced" | "service":
+                target = self._follows.get(arg)
+                if target is not None:
+                    target.resync = target.resync or kind == "resynced"
+                    self._service_safely(target)
 
     def _add(self, envelope: Envelope | None, root: str, request: p.Follow) -> None:
         path = os.path.realpath(request.path)
@@ -229,20 +179,21 @@ class Follower:
             session_id=request.session, path=path, format=fmt, writer_pid=request.writer_pid
         )
         follow = _Follow(root, record)
+        follow.resync = True  # not read before `start` has saved where it begins: _rebuild loads that
         with self._lock:
             self._follows[path] = follow
         self._rewatch.set()
 
         def start(store: Store) -> Outcome:
+            saved = msgspec.structs.replace(record, active=True, ended=None)
             stored = store.get_follow(request.session, path)
             if stored is not None and stored.format == (fmt or stored.format):
                 # Followed before (running or ended): go on from where that follow stopped; a file
                 # replaced since is noticed by its inode and re-read without duplicates.
-                record.offset, record.inode = stored.offset, stored.inode
-                record.lines, record.skipped, record.format = stored.lines, stored.skipped, stored.format
-            record.active, record.ended = True, None
-            store.save_follow(record)
-            return Outcome(p.FollowReply(follow=_view(follow)))
+                saved.offset, saved.inode, saved.format = stored.offset, stored.inode, stored.format
+                saved.lines, saved.skipped = stored.lines, stored.skipped
+            store.save_follow(saved)
+            return Outcome(p.FollowReply(follow=_view(_Follow(root, saved))))
 
         self._registry.submit(root, Task(envelope, start, lambda ok: self._started(path, ok)))
 
@@ -251,7 +202,7 @@ class Follower:
             with self._lock:
                 self._follows.pop(path, None)
             return
-        self._inbox.put(("resynced", path))
+        self._inbox.put(("service", path))  # read it now rather than at the next poll
 
     def _resume(self, root: str, record: FollowRecord) -> None:
         if record.path in self._follows:
@@ -304,7 +255,7 @@ class Follower:
             self._maybe_idle_end(follow)
             return
         with open(follow.path, "rb") as stream:
-            result = read_lines(stream, record.offset, skipping=follow.skipping)
+            result = read_lines(stream, record.offset, skipping=follow.skipping, budget=READ_BUDGET)
             torn = b""
             if follow.ending is not None:
                 stream.seek(result.end)
@@ -386,7 +337,7 @@ class Follower:
         assert follow.record.format
         parser = make_parser(follow.record.format)
         with open(follow.path, "rb") as stream:
-            result = read_lines(stream, 0)
+            result = read_lines(stream, 0, budget=READ_BUDGET)
         prepared = prepare_for_store([e for line in result.lines for e in parser.feed(line)])
         fingerprints = array("q", _fingerprints(prepared))
         same = 0  # the new content's events that this file already produced (and that are stored)
@@ -429,22 +380,13 @@ class Follower:
         def write(store: Store) -> Outcome:
             result = store.append_prepared(record.session_id, events)
             store.save_follow(record)
-            notes: list[p.Notification] = []
-            if result.events:
-                notes.append(p.EventsAppended(root=root, seq=0, session_id=record.session_id,
-                                              events=wire_events(result.events)))  # fmt: skip
+            notes = appended_notes(root, record.session_id, result.events)
             completed = any(isinstance(e.event, Complete) for e in result.events)
             if failed_if_open and store.get_session(record.session_id).completed is None:
                 store.mark_completed(record.session_id, False, int((time.monotonic() - started) * 1000), 0.0)
                 completed = True
             if completed:
-                info = store.get_session(record.session_id)
-                view = session_view(store, info)
-                notes.append(
-                    p.SessionChanged(
-                        root=root, seq=0, session_id=record.session_id, change="completed", session=view
-                    )
-                )
+                notes.append(changed_note(store, root, record.session_id, "completed"))
             return Outcome(p.OkReply(), notes)
 
         def done(ok: bool) -> None:

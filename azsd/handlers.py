@@ -21,7 +21,16 @@ from azsd.ipc import protocol as p
 from azsd.model import SessionInfo, StoredEvent
 from azsd.store import Store
 
-__all__ = ["HANDLERS", "NOTE_CHUNK", "Outcome", "StoreRequest", "session_view", "wire_events"]
+__all__ = [
+    "HANDLERS",
+    "NOTE_CHUNK",
+    "Outcome",
+    "StoreRequest",
+    "appended_notes",
+    "changed_note",
+    "session_view",
+    "wire_events",
+]
 
 #: A big ingest is announced in `EventsAppended` notifications of at most this many events.
 NOTE_CHUNK = 500
@@ -53,8 +62,10 @@ class Outcome:
 
 
 def wire_events(events: Sequence[StoredEvent]) -> list[p.WireEvent]:
+    """Stored events as the wire carries them (reusing the JSON an append already encoded)."""
     return [
-        p.WireEvent(seq=e.seq, kind=event_kind(e.event), data=encode_event(e.event).decode()) for e in events
+        p.WireEvent(seq=e.seq, kind=event_kind(e.event), data=(e.json or encode_event(e.event)).decode())
+        for e in events
     ]
 
 
@@ -92,9 +103,19 @@ def _require(store: Store, session: int) -> None:
         raise SessionNotFoundError(session)
 
 
-def _changed(store: Store, root: str, session: int, change: str) -> p.SessionChanged:
+def changed_note(store: Store, root: str, session: int, change: str) -> p.SessionChanged:
+    """The `SessionChanged` notification of `session` (with its view, unless it was deleted)."""
     view = session_view(store, store.get_session(session)) if change != "deleted" else None
     return p.SessionChanged(root=root, seq=0, session_id=session, change=change, session=view)
+
+
+def appended_notes(root: str, session: int, events: Sequence[StoredEvent]) -> list[p.Notification]:
+    """`EventsAppended` notifications of stored events, at most :data:`NOTE_CHUNK` events each."""
+    wire = wire_events(events)
+    return [
+        p.EventsAppended(root=root, seq=0, session_id=session, events=wire[i : i + NOTE_CHUNK])
+        for i in range(0, len(wire), NOTE_CHUNK)
+    ]
 
 
 def create_session(store: Store, req: p.CreateSession) -> Outcome:
@@ -119,14 +140,14 @@ def get_session(store: Store, req: p.GetSession) -> Outcome:
 
 def rename_session(store: Store, req: p.RenameSession) -> Outcome:
     store.rename_session(req.session, req.name)
-    note = _changed(store, req.root, req.session, "renamed")
+    note = changed_note(store, req.root, req.session, "renamed")
     assert note.session is not None
     return Outcome(p.SessionReply(session=note.session), [note])
 
 
 def delete_session(store: Store, req: p.DeleteSession) -> Outcome:
     store.delete_session(req.session)
-    return Outcome(p.OkReply(), [_changed(store, req.root, req.session, "deleted")])
+    return Outcome(p.OkReply(), [changed_note(store, req.root, req.session, "deleted")])
 
 
 def append_events(store: Store, req: p.AppendEvents) -> Outcome:
@@ -138,11 +159,9 @@ def append_events(store: Store, req: p.AppendEvents) -> Outcome:
             raise ValueError(f"event {i}: {exc}") from None
     result = store.append_events(req.session, events)
     wire = wire_events(result.events)
-    notes: list[p.Notification] = []
-    if wire:
-        notes.append(p.EventsAppended(root=req.root, seq=0, session_id=req.session, events=wire))
+    notes = appended_notes(req.root, req.session, result.events)
     if any(isinstance(e.event, Complete) for e in result.events):
-        notes.append(_changed(store, req.root, req.session, "completed"))
+        notes.append(changed_note(store, req.root, req.session, "completed"))
     return Outcome(p.AppendReply(events=wire), notes)
 
 
@@ -169,7 +188,7 @@ def mark_completed(store: Store, req: p.MarkCompleted) -> Outcome:
     if req.duration_ms < 0:
         raise ValueError("duration_ms must not be negative")
     store.mark_completed(req.session, req.success, req.duration_ms, req.cost_usd)
-    return Outcome(p.OkReply(), [_changed(store, req.root, req.session, "completed")])
+    return Outcome(p.OkReply(), [changed_note(store, req.root, req.session, "completed")])
 
 
 def store_compaction(store: Store, req: p.StoreCompaction) -> Outcome:
@@ -179,10 +198,7 @@ def store_compaction(store: Store, req: p.StoreCompaction) -> Outcome:
 
 def compaction_boundary(store: Store, req: p.CompactionBoundary) -> Outcome:
     _require(store, req.session)
-    from_seq = req.from_seq
-    if from_seq is None:
-        latest = store.latest_compaction(req.session)
-        from_seq = latest.after_seq + 1 if latest else 1
+    from_seq = req.from_seq if req.from_seq is not None else store.first_seq_since_compaction(req.session)
     return Outcome(p.BoundaryReply(after_seq=store.compaction_boundary(req.session, from_seq, req.keep)))
 
 
@@ -213,11 +229,7 @@ def ingest(store: Store, req: p.IngestFile) -> Outcome:
         skipped=dict(report.parse.skipped),
         events=dict(report.parse.events),
     )
-    wire = wire_events(report.events)
-    notes: list[p.Notification] = [
-        p.EventsAppended(root=req.root, seq=0, session_id=req.session, events=wire[i : i + NOTE_CHUNK])
-        for i in range(0, len(wire), NOTE_CHUNK)
-    ]
+    notes = appended_notes(req.root, req.session, report.events)
     return Outcome(reply, notes)
 
 

@@ -105,10 +105,7 @@ def overlap_prefix_len(existing: Sequence[Event], appended: Sequence[Event]) -> 
     Leading `Init`s are skipped when the session is not empty; then the largest k such that the
     last k of `existing` equal the first k of the rest. Both sides must be compacted already.
     """
-    skipped = 0
-    if existing:
-        while skipped < len(appended) and isinstance(appended[skipped], Init):
-            skipped += 1
+    skipped = _leading_inits(appended) if existing else 0
     rest = appended[skipped:]
     if not rest:
         return skipped
@@ -166,7 +163,12 @@ def ingest_file(store: Store, session_id: int, path: Path, fmt: str | None = Non
 def _overlap_decidable(existing: Sequence[Event], pending: Sequence[Event]) -> bool:
     """Whether `pending` holds enough events for `overlap_prefix_len(existing, …)` to be final:
     the leading `Init`s it skips, then at least as many events as `existing` has."""
-    leading = 0
-    while leading < len(pending) and isinstance(pending[leading], Init):
-        leading += 1
-    return len(pending) - leading >= len(existing)
+    return len(pending) - _leading_inits(pending) >= len(existing)
+
+
+def _leading_inits(events: Sequence[Event]) -> int:
+    """How many `Init`s `events` starts with."""
+    n = 0
+    while n < len(events) and isinstance(events[n], Init):
+        n += 1
+    return n

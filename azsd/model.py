@@ -50,10 +50,12 @@ class SessionInfo(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class StoredEvent(msgspec.Struct, frozen=True):
-    """An event as stored, with its position in the session."""
+    """An event as stored, with its position in the session (and, right after an append, the serde
+    JSON it was stored as, so announcing it needs no second encoding)."""
 
     seq: int
     event: Event
+    json: bytes = b""
 
 
 class LoadResult(msgspec.Struct, frozen=True):

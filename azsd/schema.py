@@ -100,5 +100,6 @@ REQUIRED_OBJECTS: Final = frozenset(
         "idx_events_session",
         "idx_compactions_session",
         "azsd_usage",
+        "azsd_follows",
     }
 )

@@ -247,13 +247,7 @@ class Store:
     def create_session(self, name: str | None = None, worktree: str = "") -> SessionInfo:
         """Create a session with a number never used before in this store (DESIGN decision 1)."""
         with self.atomic(create=True) as conn:
-            hwm = int(
-                conn.execute("SELECT value FROM meta WHERE key = ?", (HWM_KEY,)).fetchone()[0]
-                if self._has_hwm(conn)
-                else 0
-            )
-            highest = conn.execute("SELECT COALESCE(MAX(id), 0) FROM sessions").fetchone()[0]
-            new_id = max(hwm, highest) + 1
+            new_id = self._next_id(conn)
             conn.execute(
                 "INSERT INTO sessions (id, name, worktree) VALUES (?, ?, ?)", (new_id, name or "", worktree)
             )
@@ -262,8 +256,14 @@ class Store:
         return self.get_session(new_id)
 
     @staticmethod
-    def _has_hwm(conn: sqlite3.Connection) -> bool:
-        return conn.execute("SELECT 1 FROM meta WHERE key = ?", (HWM_KEY,)).fetchone() is not None
+    def _next_id(conn: sqlite3.Connection) -> int:
+        """Above both the highest id and the high-water mark of deleted ones (never a reused number)."""
+        row = conn.execute(
+            "SELECT MAX(COALESCE((SELECT CAST(value AS INTEGER) FROM meta WHERE key = ?), 0), "
+            "COALESCE((SELECT MAX(id) FROM sessions), 0)) + 1",
+            (HWM_KEY,),
+        ).fetchone()
+        return int(row[0])
 
     @staticmethod
     def _set_hwm(conn: sqlite3.Connection, value: int) -> None:
@@ -275,8 +275,10 @@ class Store:
 
     def next_session_number(self) -> int:
         """The number the next `create_session` will use."""
-        hwm = int(self._scalar("SELECT value FROM meta WHERE key = ?", (HWM_KEY,), 0))
-        return max(hwm, int(self._scalar("SELECT MAX(id) FROM sessions", (), 0))) + 1
+        if self._conn is None:
+            return 1
+        with _translate(self.path):
+            return self._next_id(self._conn)
 
     def get_session(self, session_id: int) -> SessionInfo:
         index = self._fresh_index(build=False)
@@ -440,8 +442,7 @@ class Store:
         (`completion=False` leaves that to a later :meth:`set_completion`, for an append made in parts).
         """
         with self.atomic() as conn:
-            if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is None:
-                raise SessionNotFoundError(session_id)
+            _require_session(conn, session_id)
             seq = conn.execute(
                 "SELECT COALESCE(MAX(seq), 0) + 1 FROM events WHERE session_id = ?", (session_id,)
             ).fetchone()[0]
@@ -462,7 +463,11 @@ class Store:
                 self._set_completion(conn, session_id, *completion_of(events))
         if len(events) <= _CACHE_APPENDS_UP_TO:
             ROWS.put_many(map(CachedRow, payloads, jsons))
-        return AppendResult(session_id, [StoredEvent(seq + i, event) for i, event in enumerate(events)])
+        stored = [
+            StoredEvent(seq + i, event, json)
+            for i, (event, json) in enumerate(zip(events, jsons, strict=True))
+        ]
+        return AppendResult(session_id, stored)
 
     def set_completion(self, session_id: int, last_complete: Complete | None, running: bool) -> None:
         """The badge after appended events whose :func:`completion_of` is `(last_complete, running)`."""
@@ -579,20 +584,24 @@ class Store:
         """AZUREAL's search: a case-insensitive substring match on the JSON of prompts and replies."""
         needle = query.lower()
         hits: list[tuple[int, str]] = []
-        for session_id, data in self._query(
-            "SELECT e.session_id, e.data FROM events AS e JOIN sessions AS s ON s.id = e.session_id "
-            "WHERE e.kind IN ('UserMessage', 'AssistantText') AND (?1 IS NULL OR s.worktree = ?1) "
-            "ORDER BY e.session_id, e.seq",
-            (worktree,),
-        ):
-            try:
-                text = self._codec.decode(data).decode()
-            except (CodecError, UnicodeDecodeError):
-                continue
-            if needle in text.lower():
-                hits.append((session_id, text))
-                if len(hits) >= limit:
-                    break
+        if self._conn is None:
+            return hits
+        with _translate(self.path):
+            rows = self._conn.execute(  # iterated, not fetched: reading stops at `limit`
+                "SELECT e.session_id, e.data FROM events AS e JOIN sessions AS s ON s.id = e.session_id "
+                "WHERE e.kind IN ('UserMessage', 'AssistantText') AND (?1 IS NULL OR s.worktree = ?1) "
+                "ORDER BY e.session_id, e.seq",
+                (worktree,),
+            )
+            for session_id, data in rows:
+                try:
+                    text = self._codec.decode(data).decode()
+                except (CodecError, UnicodeDecodeError):
+                    continue
+                if needle in text.lower():
+                    hits.append((session_id, text))
+                    if len(hits) >= limit:
+                        break
         return hits
 
     # -- token usage (side table azsd_usage) --------------------------------------------------
@@ -600,8 +609,7 @@ class Store:
     def record_usage(self, session_id: int, source: str, usage: Usage, cost_usd: float | None) -> None:
         """Set the usage of one turn (`source`: the agent run's id or file): replaced, never added."""
         with self.atomic() as conn:
-            if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is None:
-                raise SessionNotFoundError(session_id)
+            _require_session(conn, session_id)
             conn.execute(
                 "INSERT INTO azsd_usage (session_id, source, input, output, cache_read, cache_write, "
                 "reasoning, cost_usd) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (session_id, source) DO "
@@ -638,8 +646,7 @@ class Store:
     def save_follow(self, record: FollowRecord) -> None:
         """Insert or update a follow's position (call inside the transaction that stored its events)."""
         with self.atomic() as conn:
-            if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (record.session_id,)).fetchone() is None:
-                raise SessionNotFoundError(record.session_id)
+            _require_session(conn, record.session_id)
             conn.execute(
                 "INSERT INTO azsd_follows (session_id, path, format, offset, inode, lines, skipped, active, "
                 "writer_pid, ended) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
@@ -663,15 +670,19 @@ class Store:
 
     def follows(self, *, active_only: bool = False) -> list[FollowRecord]:
         """The follows this store records (optionally only those still running)."""
-        rows = (
-            self._query(
-                "SELECT session_id, path, format, offset, inode, lines, skipped, active, writer_pid, "
-                "started, last_activity, ended FROM azsd_follows WHERE ?1 = 0 OR active = 1 "
-                "ORDER BY started, path",
-                (int(active_only),),
-            )
-            if self._has_table("azsd_follows")
-            else []
+        return self._follow_rows("?1 = 0 OR active = 1", (int(active_only),))
+
+    def get_follow(self, session_id: int, path: str) -> FollowRecord | None:
+        rows = self._follow_rows("session_id = ?1 AND path = ?2", (session_id, path))
+        return rows[0] if rows else None
+
+    def _follow_rows(self, where: str, params: Sequence[Any]) -> list[FollowRecord]:
+        if self.read_only and not self._has_table("azsd_follows"):  # a newer schema may lack it
+            return []
+        rows = self._query(
+            "SELECT session_id, path, format, offset, inode, lines, skipped, active, writer_pid, "
+            f"started, last_activity, ended FROM azsd_follows WHERE {where} ORDER BY started, path",
+            params,
         )
         return [
             FollowRecord(
@@ -681,12 +692,6 @@ class Store:
             for r in rows
         ]  # fmt: skip
 
-    def get_follow(self, session_id: int, path: str) -> FollowRecord | None:
-        for record in self.follows():
-            if record.session_id == session_id and record.path == path:
-                return record
-        return None
-
     def _has_table(self, name: str) -> bool:
         return bool(self._query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)))
 
@@ -694,8 +699,7 @@ class Store:
 
     def store_compaction(self, session_id: int, after_seq: int, summary: str) -> None:
         with self.atomic() as conn:
-            if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is None:
-                raise SessionNotFoundError(session_id)
+            _require_session(conn, session_id)
             conn.execute(
                 "INSERT INTO compactions (session_id, after_seq, summary) VALUES (?, ?, ?)",
                 (session_id, after_seq, summary),
@@ -709,12 +713,16 @@ class Store:
         )
         return Compaction(rows[0][0], rows[0][1]) if rows else None
 
-    def total_chars_since_compaction(self, session_id: int) -> int:
+    def first_seq_since_compaction(self, session_id: int) -> int:
+        """The first seq the latest compaction does not cover (1 without one)."""
         latest = self.latest_compaction(session_id)
-        after = latest.after_seq if latest else 0
+        return latest.after_seq + 1 if latest else 1
+
+    def total_chars_since_compaction(self, session_id: int) -> int:
+        first = self.first_seq_since_compaction(session_id)
         return int(
             self._scalar(
-                "SELECT SUM(char_len) FROM events WHERE session_id = ? AND seq > ?", (session_id, after), 0
+                "SELECT SUM(char_len) FROM events WHERE session_id = ? AND seq >= ?", (session_id, first), 0
             )
         )
 
@@ -763,6 +771,11 @@ def completion_of(events: Iterable[Event]) -> tuple[Complete | None, bool]:
         elif isinstance(event, _RUNNING_KINDS):
             running = True
     return last_complete, running
+
+
+def _require_session(conn: sqlite3.Connection, session_id: int) -> None:
+    if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is None:
+        raise SessionNotFoundError(session_id)
 
 
 def _session_info(row: Sequence[Any]) -> SessionInfo:

@@ -17,23 +17,13 @@ import watchfiles
 import zmq
 
 from azsd.ipc import protocol as p
-from azsd.ipc.transport import connect_dealer, connect_sub, recv_notification, recv_reply, send_request
-from bench.common import percentile, report, running_daemon
+from azsd.ipc.transport import connect_sub, recv_notification
+from azsd_client import Client
+from bench.common import daemon_config, percentile, report, running_daemon
 
 LINE = (
     b'{"type":"assistant","session_id":"s","message":{"id":"m%d","content":[{"type":"text","text":"t%d"}]}}\n'
 )
-
-
-def request(ctx: zmq.Context[zmq.Socket[bytes]], rpc: str, msg: p._Msg) -> p.Reply:
-    sock = connect_dealer(ctx, rpc)
-    try:
-        send_request(sock, b"1", p.encode(msg))
-        if not sock.poll(10_000):
-            raise RuntimeError(f"no reply to {msg!r}")
-        return p.decode_reply(recv_reply(sock)[1])
-    finally:
-        sock.close(linger=0)
 
 
 def azsd_latencies(n: int, gap: float) -> list[float]:
@@ -42,18 +32,13 @@ def azsd_latencies(n: int, gap: float) -> list[float]:
         root = base / "wt"
         root.mkdir()
         with running_daemon(base / "run"):
-            ctx: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
-            rpc, pub = f"ipc://{base / 'run' / 'rpc'}", f"ipc://{base / 'run' / 'pub'}"
-            created = request(ctx, rpc, p.CreateSession(root=str(root)))
-            assert isinstance(created, p.SessionReply)
-            sid = created.session.id
             target = root / "agent.jsonl"
             target.write_bytes(b"")
-            followed = request(
-                ctx, rpc, p.Follow(root=str(root), session=sid, path=str(target), format="claude-stream-json")
-            )
-            assert isinstance(followed, p.FollowReply), followed
-            sub = connect_sub(ctx, pub, [p.topic(str(root), sid)])
+            with Client(daemon_config(base / "run"), timeout=10) as client:  # set-up only: not timed
+                sid = client.create_session(root).session.id
+                client.follow(root, sid, target, format="claude-stream-json")
+            ctx: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
+            sub = connect_sub(ctx, f"ipc://{base / 'run' / 'pub'}", [p.topic(str(root), sid)])
             time.sleep(0.5)
             out: list[float] = []
             with open(target, "ab") as writer:

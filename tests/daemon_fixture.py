@@ -1,4 +1,9 @@
-"""Run the real daemon as a subprocess on a private runtime dir, and talk to it with raw sockets."""
+"""Run the real daemon as a subprocess on a private runtime dir, and talk to it with raw sockets.
+
+The one harness of the suite: a test that needs `python -m azsd run` starts it with
+:func:`start_daemon` (or the :func:`daemon` fixture); :meth:`DaemonProc.client` gives the typed
+client on the same runtime dir.
+"""
 
 from __future__ import annotations
 
@@ -10,20 +15,31 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import msgspec
 import pytest
 import zmq
 
+from azsd.config import ResolvedConfig, resolve_config
 from azsd.ipc import protocol as p
 from azsd.ipc.transport import connect_dealer, connect_sub, recv_notification, recv_reply, send_request
+
+if TYPE_CHECKING:
+    from azsd_client import Client
 
 
 def short_tmpdir() -> Path:
     """A directory short enough for ipc:// socket paths (pytest's tmp_path can be too long)."""
     return Path(tempfile.mkdtemp(prefix="azsd-t-", dir="/tmp"))
+
+
+def config_for(runtime_dir: str | os.PathLike[str]) -> ResolvedConfig:
+    """A client's configuration for the daemon on `runtime_dir`: no environment, no config file."""
+    return resolve_config(environ={}, config_file=None, runtime_dir=os.fspath(runtime_dir))
 
 
 @dataclass
@@ -43,6 +59,17 @@ class DaemonProc:
     @property
     def pub(self) -> str:
         return f"ipc://{self.runtime_dir / 'pub'}"
+
+    @property
+    def config(self) -> ResolvedConfig:
+        """What a client needs to reach this daemon."""
+        return config_for(self.runtime_dir)
+
+    def client(self, timeout: float = 10.0) -> Client:
+        """The typed sync client on this daemon (the caller closes it)."""
+        from azsd_client import Client
+
+        return Client(self.config, timeout=timeout)
 
     def request(self, message: p._Msg, timeout_ms: int = 5000) -> p.Reply:
         sock = connect_dealer(self.ctx, self.rpc)
@@ -68,6 +95,13 @@ class DaemonProc:
         topic, payload = recv_notification(sock)
         return topic, p.decode_notification(payload)
 
+    def peak_rss_kb(self) -> int:
+        """The daemon's peak resident set size so far (VmHWM), in kB."""
+        for row in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+            if row.startswith("VmHWM:"):
+                return int(row.split()[1])
+        raise AssertionError("no VmHWM in /proc/<pid>/status")
+
     def log_text(self) -> str:
         """What the daemon wrote to stderr so far."""
         return self.log_path.read_text(errors="replace")
@@ -92,16 +126,28 @@ class DaemonProc:
             self.ctx.destroy(linger=0)
 
 
-def start_daemon(runtime_dir: Path, env: dict[str, str] | None = None, wait: bool = True) -> DaemonProc:
+def start_daemon(
+    runtime_dir: Path, env: dict[str, str] | None = None, wait: bool = True, log_level: str | None = None
+) -> DaemonProc:
+    """`python -m azsd run --runtime-dir runtime_dir`, its state and config dirs beside `runtime_dir`.
+
+    The config dir is empty (no developer's config reaches the daemon, or the `azs` run with
+    :attr:`DaemonProc.env`); `env` adds to or overrides the environment. With `wait`, returns once
+    the discovery file names the new process.
+    """
     full_env = dict(os.environ)
     for inherited in ("NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID", "AZSD_RUNTIME_DIR", "AZSD_CONFIG"):
         full_env.pop(inherited, None)
     full_env["XDG_STATE_HOME"] = str(runtime_dir.parent / "state")
+    full_env["XDG_CONFIG_HOME"] = str(runtime_dir.parent / "config")
     full_env.update(env or {})
+    argv = [sys.executable, "-m", "azsd", "run", "--runtime-dir", str(runtime_dir)]
+    if log_level is not None:
+        argv += ["--log-level", log_level]
     log_path = runtime_dir.parent / f"daemon-{time.monotonic_ns()}.log"
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "azsd", "run", "--runtime-dir", str(runtime_dir)],
+            argv,
             env=full_env,
             stdin=subprocess.DEVNULL,
             stdout=log,
@@ -126,13 +172,22 @@ def _ready(runtime_dir: Path, pid: int) -> bool:
         return False
 
 
-@pytest.fixture
-def daemon() -> Iterator[DaemonProc]:
+@contextmanager
+def daemon_in_tmpdir(
+    env: dict[str, str] | None = None, *, log_level: str | None = None
+) -> Iterator[DaemonProc]:
+    """A daemon on `<short tmpdir>/run`, closed and its tmpdir (`runtime_dir.parent`) removed after."""
     base = short_tmpdir()
     (base / "run").mkdir(mode=0o700)
-    d = start_daemon(base / "run")
+    d = start_daemon(base / "run", env, log_level=log_level)
     try:
         yield d
     finally:
         d.close()
         shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture
+def daemon() -> Iterator[DaemonProc]:
+    with daemon_in_tmpdir() as d:
+        yield d

@@ -50,7 +50,10 @@ from azsd_client._invocation import git_branch, git_root
 from azsd_client.cli import main, session_id
 from azsd_client.render import Cell, Style, badge, event_lines, key_param, notification_line, table
 from tests.conftest import corpus_files, requires_corpus
-from tests.test_client import REPO, DaemonProcess, needs_daemon, running_daemon, short_tmpdir
+from tests.daemon_fixture import DaemonProc, short_tmpdir
+from tests.test_client import REPO, client, daemon, worktree
+
+__all__ = ["client", "daemon", "worktree"]  # the fixtures, re-exported for pytest
 
 Run = tuple[int, str, str]
 
@@ -117,7 +120,7 @@ def test_rm_refuses_without_a_terminal_or_yes(capsys: pytest.CaptureFixture[str]
     monkeypatch.setattr(sys, "stdin", io.StringIO("y\n"))
     runtime_dir = short_tmpdir()
     try:
-        code, out, err = run_main(capsys, "--runtime-dir", runtime_dir, "rm", "S3")
+        code, out, err = run_main(capsys, "--runtime-dir", str(runtime_dir), "rm", "S3")
     finally:
         shutil.rmtree(runtime_dir)
     assert (code, out) == (2, "")
@@ -131,7 +134,7 @@ def test_no_daemon_is_one_friendly_line_and_exit_1(capsys: pytest.CaptureFixture
     runtime_dir = short_tmpdir()
     try:
         started = time.monotonic()
-        code, out, err = run_main(capsys, "--runtime-dir", runtime_dir, "--timeout", "0.3", "ls")
+        code, out, err = run_main(capsys, "--runtime-dir", str(runtime_dir), "--timeout", "0.3", "ls")
         elapsed = time.monotonic() - started
     finally:
         shutil.rmtree(runtime_dir)
@@ -346,33 +349,15 @@ def test_notification_lines() -> None:
 # -- end to end: the real daemon --------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def daemon() -> Iterator[DaemonProcess]:
-    with running_daemon() as d:
-        yield d
-
-
-@pytest.fixture
-def worktree(tmp_path: Path) -> Path:
-    path = tmp_path / "worktree"
-    path.mkdir()
-    return path
-
-
-@pytest.fixture
-def client(daemon: DaemonProcess) -> Iterator[Client]:
-    with daemon.client() as c:
-        yield c
-
-
 class Azs:
     """`azs` against the test daemon and one worktree, in this process or as a subprocess."""
 
-    def __init__(self, daemon: DaemonProcess, root: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    def __init__(self, daemon: DaemonProc, root: Path, capsys: pytest.CaptureFixture[str]) -> None:
         self.daemon, self.root, self.capsys = daemon, root, capsys
 
     def argv(self, *args: str) -> list[str]:
-        return ["--runtime-dir", self.daemon.runtime_dir, "--root", str(self.root), "--timeout", "10", *args]
+        runtime_dir = str(self.daemon.runtime_dir)
+        return ["--runtime-dir", runtime_dir, "--root", str(self.root), "--timeout", "10", *args]
 
     def __call__(self, *args: str) -> Run:
         return run_main(self.capsys, *self.argv(*args))
@@ -399,7 +384,7 @@ class Azs:
 
 
 @pytest.fixture
-def azs(daemon: DaemonProcess, worktree: Path, capsys: pytest.CaptureFixture[str]) -> Azs:
+def azs(daemon: DaemonProc, worktree: Path, capsys: pytest.CaptureFixture[str]) -> Azs:
     return Azs(daemon, worktree, capsys)
 
 
@@ -466,15 +451,13 @@ class Lines:
                     stream.close()
 
 
-@needs_daemon
-def test_status(azs: Azs, daemon: DaemonProcess) -> None:
+def test_status(azs: Azs, daemon: DaemonProc) -> None:
     out = azs.ok("status")
     assert out.startswith("azsd ") and f"endpoint ipc://{daemon.runtime_dir}/rpc" in out
     (status,) = azs.json("status")
     assert status["op"] == "statusreply" and status["protocol"] == p.PROTOCOL_VERSION
 
 
-@needs_daemon
 def test_new_ls_rename_show_rm(azs: Azs, client: Client, worktree: Path) -> None:
     (created,) = azs.json("new", "fix parser", "--worktree", "")
     sid = created["id"]
@@ -512,7 +495,6 @@ def test_new_ls_rename_show_rm(azs: Azs, client: Client, worktree: Path) -> None
     assert code == 1 and err == f"azs: not_found: no session S{sid} in this store\n"
 
 
-@needs_daemon
 def test_rm_asks_on_a_terminal(azs: Azs, client: Client, worktree: Path, monkeypatch: Any) -> None:
     class Terminal(io.StringIO):
         def isatty(self) -> bool:
@@ -529,13 +511,12 @@ def test_rm_asks_on_a_terminal(azs: Azs, client: Client, worktree: Path, monkeyp
     assert client.list_sessions(worktree).total == 0
 
 
-@needs_daemon
 @needs_git
-def test_ls_default_is_this_branch_and_unlabelled(daemon: DaemonProcess, client: Client, repo: Path) -> None:
+def test_ls_default_is_this_branch_and_unlabelled(daemon: DaemonProc, client: Client, repo: Path) -> None:
     mine = client.create_session(repo, "mine", worktree="feat-x").session.id
     loose = client.create_session(repo, "loose", worktree="").session.id
     other = client.create_session(repo, "other", worktree="other").session.id
-    base = [sys.executable, "-m", "azsd_client.cli", "--runtime-dir", daemon.runtime_dir, "--json"]
+    base = [sys.executable, "-m", "azsd_client.cli", "--runtime-dir", str(daemon.runtime_dir), "--json"]
 
     def ids(*args: str) -> list[int]:
         done = subprocess.run(
@@ -556,7 +537,6 @@ def test_ls_default_is_this_branch_and_unlabelled(daemon: DaemonProcess, client:
     assert client.get_session(repo, made).session.worktree == "feat-x"
 
 
-@needs_daemon
 def test_context_prints_the_exact_prompt(azs: Azs, client: Client, worktree: Path) -> None:
     sid = client.create_session(worktree).session.id
     assert azs.ok("context", f"S{sid}", "first prompt") == "first prompt"  # no transcript yet: the raw prompt
@@ -566,7 +546,6 @@ def test_context_prints_the_exact_prompt(azs: Azs, client: Client, worktree: Pat
     assert azs.json("context", str(sid), "x")[0]["prompt"].endswith("</azureal-session-context>\n\nx")
 
 
-@needs_daemon
 @requires_corpus
 def test_ingest_then_search(azs: Azs, client: Client, worktree: Path, monkeypatch: Any) -> None:
     source = corpus_files("claude-session")[0]
@@ -590,7 +569,6 @@ def test_ingest_then_search(azs: Azs, client: Client, worktree: Path, monkeypatc
     assert azs.json("search", "no such text anywhere 9f8e7d") == []
 
 
-@needs_daemon
 def test_tail_follows_an_append_by_another_client(azs: Azs, client: Client, worktree: Path) -> None:
     sid = client.create_session(worktree).session.id
     client.append_events(worktree, sid, [UserMessage(content="first prompt")])
@@ -606,7 +584,6 @@ def test_tail_follows_an_append_by_another_client(azs: Azs, client: Client, work
         assert tail.stop() == 0  # Ctrl-C is the way out of `tail -f`
 
 
-@needs_daemon
 def test_tail_without_follow_and_last_n(azs: Azs, client: Client, worktree: Path) -> None:
     sid = client.create_session(worktree).session.id
     client.append_events(worktree, sid, [AssistantText(text=f"t{i}") for i in range(1, 6)])
@@ -615,7 +592,6 @@ def test_tail_without_follow_and_last_n(azs: Azs, client: Client, worktree: Path
     assert [e["seq"] for e in azs.json("tail", "-n", "3", f"S{sid}")] == [3, 4, 5]
 
 
-@needs_daemon
 def test_two_cli_processes_and_an_async_client_see_each_other(azs: Azs, worktree: Path) -> None:
     asyncio.run(_three_way(azs, worktree))
 

@@ -1,9 +1,8 @@
 """The typed client (sync, asyncio) and `follow_session`: against a scripted ROUTER, then the real daemon.
 
-The end-to-end tests start the real daemon (`python -m azsd run --runtime-dir <tmp>`) through
-:func:`running_daemon`, which `tests/test_cli.py` uses too. They are skipped only while
-`azsd/daemon.py` does not exist; once it does, a daemon that does not start, answer, or stop on
-SIGTERM fails them.
+The end-to-end tests start the real daemon (`python -m azsd run --runtime-dir <tmp>`, see
+tests/daemon_fixture.py) through :func:`running_daemon`, whose fixtures `tests/test_cli.py` uses too.
+A daemon that does not start, answer, or stop on SIGTERM fails them.
 """
 
 from __future__ import annotations
@@ -14,12 +13,9 @@ import contextlib
 import doctest
 import importlib
 import inspect
-import os
 import shutil
 import signal
 import subprocess
-import sys
-import tempfile
 import threading
 import time
 import typing
@@ -29,132 +25,48 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
-import msgspec
 import pytest
 import zmq
 
 import azsd_client
-from azsd.config import ResolvedConfig, resolve_config
+from azsd.config import ResolvedConfig
 from azsd.errors import DaemonUnavailable, ProtocolError, RemoteError
 from azsd.events import AssistantText, Complete, Event, ToolCall, UserMessage, decode_event, encode_event
 from azsd.ipc import protocol as p
 from azsd.ipc.transport import bind_router, recv_request
 from azsd_client import AsyncClient, Client, follow_session
 from tests.conftest import corpus_files, requires_corpus
+from tests.daemon_fixture import DaemonProc, config_for, daemon_in_tmpdir, short_tmpdir
 
 REPO = Path(__file__).resolve().parent.parent
 CLIENT_DIR = REPO / "client"
-DAEMON_MODULE = REPO / "azsd" / "daemon.py"
-START_TIMEOUT_S = 20.0
 STOP_TIMEOUT_S = 15.0
-
-needs_daemon = pytest.mark.skipif(
-    not DAEMON_MODULE.is_file(),
-    reason="azsd/daemon.py is not written yet: these tests run the real `python -m azsd run`",
-)
-
-
-def short_tmpdir() -> str:
-    """A private dir under /tmp: short enough for the 107-byte `ipc://` path limit, unlike tmp_path."""
-    return tempfile.mkdtemp(prefix="azsd-", dir="/tmp")
-
-
-def config_for(runtime_dir: str) -> ResolvedConfig:
-    return resolve_config(environ={}, config_file=None, runtime_dir=runtime_dir)
-
-
-def subprocess_env(config_home: str) -> dict[str, str]:
-    """The environment of a daemon or `azs` subprocess: this checkout importable, no user config."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AZSD_") and k != "NO_COLOR"}
-    env["XDG_CONFIG_HOME"] = config_home
-    env["PYTHONPATH"] = os.pathsep.join([str(REPO), str(CLIENT_DIR), env.get("PYTHONPATH", "")]).rstrip(
-        os.pathsep
-    )
-    return env
 
 
 # -- the real daemon --------------------------------------------------------------------------------
 
 
-@dataclass
-class DaemonProcess:
-    """A running `azsd run` in a private runtime dir."""
-
-    runtime_dir: str
-    process: subprocess.Popen[bytes]
-    log: Path
-    env: dict[str, str]
-
-    @property
-    def config(self) -> ResolvedConfig:
-        return config_for(self.runtime_dir)
-
-    def client(self, timeout: float = 10.0) -> Client:
-        return Client(self.config, timeout=timeout)
-
-    def log_text(self) -> str:
-        return self.log.read_text(errors="replace") if self.log.exists() else ""
-
-
-def _wait_ready(daemon: DaemonProcess) -> None:
-    discovery = Path(daemon.runtime_dir) / "azsd.json"
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while time.monotonic() < deadline:
-        if daemon.process.poll() is not None:
-            pytest.fail(
-                f"azsd exited with {daemon.process.returncode} before it was ready:\n{daemon.log_text()}"
-            )
-        if discovery.is_file():
-            with contextlib.suppress(msgspec.DecodeError):
-                msgspec.json.decode(discovery.read_bytes())
-                return
-        time.sleep(0.02)
-    pytest.fail(f"azsd wrote no {discovery} within {START_TIMEOUT_S} s:\n{daemon.log_text()}")
-
-
-def _stop(daemon: DaemonProcess) -> None:
-    if daemon.process.poll() is None:
-        daemon.process.send_signal(signal.SIGTERM)
-    try:
-        code = daemon.process.wait(STOP_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        daemon.process.kill()
-        daemon.process.wait()
-        pytest.fail(f"azsd did not stop within {STOP_TIMEOUT_S} s of SIGTERM:\n{daemon.log_text()}")
-    if code != 0:
-        pytest.fail(f"azsd exited with {code} on SIGTERM:\n{daemon.log_text()}")
-
-
 @contextlib.contextmanager
-def running_daemon() -> Iterator[DaemonProcess]:
-    """Start `python -m azsd run --runtime-dir <short tmp>`, wait for `azsd.json`, SIGTERM it after."""
-    runtime_dir = short_tmpdir()
-    config_home = short_tmpdir()
-    log = Path(config_home) / "azsd.log"
-    env = subprocess_env(config_home)
-    with log.open("wb") as sink:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "azsd", "run", "--runtime-dir", runtime_dir, "--log-level", "DEBUG"],
-            cwd=REPO,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=sink,
-            stderr=subprocess.STDOUT,
-        )
-    daemon = DaemonProcess(runtime_dir, process, log, env)
-    try:
-        _wait_ready(daemon)
-        yield daemon
-    finally:
+def running_daemon() -> Iterator[DaemonProc]:
+    """The real daemon on a private runtime dir, logging at DEBUG; it must exit 0 on SIGTERM after."""
+    with daemon_in_tmpdir(log_level="DEBUG") as daemon:
         try:
-            _stop(daemon)
+            yield daemon
         finally:
-            shutil.rmtree(runtime_dir, ignore_errors=True)
-            shutil.rmtree(config_home, ignore_errors=True)
+            if daemon.proc.poll() is None:
+                daemon.proc.send_signal(signal.SIGTERM)
+            try:
+                code = daemon.proc.wait(STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                daemon.proc.kill()
+                daemon.proc.wait()
+                pytest.fail(f"azsd did not stop within {STOP_TIMEOUT_S} s of SIGTERM:\n{daemon.log_text()}")
+            if code != 0:
+                pytest.fail(f"azsd exited with {code} on SIGTERM:\n{daemon.log_text()}")
 
 
 @pytest.fixture(scope="module")
-def daemon() -> Iterator[DaemonProcess]:
+def daemon() -> Iterator[DaemonProc]:
     with running_daemon() as d:
         yield d
 
@@ -167,7 +79,7 @@ def worktree(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def client(daemon: DaemonProcess) -> Iterator[Client]:
+def client(daemon: DaemonProc) -> Iterator[Client]:
     with daemon.client() as c:
         yield c
 
@@ -198,7 +110,7 @@ class FakeDaemon:
     """A ROUTER on a temporary ipc endpoint, answering in a thread with what `handler` says."""
 
     handler: Handler
-    runtime_dir: str = field(default_factory=short_tmpdir)
+    runtime_dir: Path = field(default_factory=short_tmpdir)
     received: list[p.Request] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -605,14 +517,12 @@ def test_follow_without_follow_only_reads() -> None:
 # -- against the real daemon ------------------------------------------------------------------------
 
 
-@needs_daemon
 def test_status_of_the_real_daemon(client: Client) -> None:
     status = client.status()
     assert status.protocol == p.PROTOCOL_VERSION
     assert status.pid > 0
 
 
-@needs_daemon
 def test_session_lifecycle(client: Client, worktree: Path) -> None:
     first = client.create_session(worktree, "fix parser", worktree="main").session
     second = client.create_session(worktree).session
@@ -630,7 +540,6 @@ def test_session_lifecycle(client: Client, worktree: Path) -> None:
     assert client.create_session(worktree).session.id > second.id  # numbers are never reused
 
 
-@needs_daemon
 def test_events_context_completion_and_compaction(client: Client, worktree: Path) -> None:
     sid = client.create_session(worktree, "ctx").session.id
     events: list[Event] = [UserMessage(content=f"prompt {i}") for i in range(5)]
@@ -654,7 +563,6 @@ def test_events_context_completion_and_compaction(client: Client, worktree: Path
     assert meter.threshold == 400_000 and 0 < meter.chars < meter.threshold
 
 
-@needs_daemon
 def test_search_finds_prompts(client: Client, worktree: Path) -> None:
     sid = client.create_session(worktree).session.id
     client.append_events(
@@ -666,7 +574,6 @@ def test_search_finds_prompts(client: Client, worktree: Path) -> None:
     ]
 
 
-@needs_daemon
 @requires_corpus
 def test_ingest_a_corpus_file(client: Client, worktree: Path) -> None:
     source = corpus_files("claude-stream-json")[0]
@@ -677,7 +584,6 @@ def test_ingest_a_corpus_file(client: Client, worktree: Path) -> None:
     assert client.ingest_file(worktree, sid, source).appended == 0  # dedup on a second ingest
 
 
-@needs_daemon
 def test_remote_errors_for_bad_roots_and_sessions(client: Client, worktree: Path) -> None:
     with pytest.raises(RemoteError) as caught:
         client.list_sessions(worktree / "missing")
@@ -687,8 +593,7 @@ def test_remote_errors_for_bad_roots_and_sessions(client: Client, worktree: Path
     assert caught.value.code == "not_found"
 
 
-@needs_daemon
-def test_subscription_sees_another_clients_changes(daemon: DaemonProcess, worktree: Path) -> None:
+def test_subscription_sees_another_clients_changes(daemon: DaemonProc, worktree: Path) -> None:
     with daemon.client() as writer, daemon.client() as reader, reader.subscribe(worktree) as subscription:
         sid = writer.create_session(worktree).session.id
         last = _joined(subscription, lambda: writer.rename_session(worktree, sid, "ping"))
@@ -722,8 +627,7 @@ def _joined(subscription: azsd_client.Subscription, poke: Callable[[], object]) 
     pytest.fail("no notification within 10 s")
 
 
-@needs_daemon
-def test_async_client_pipelines_against_the_daemon(daemon: DaemonProcess, worktree: Path) -> None:
+def test_async_client_pipelines_against_the_daemon(daemon: DaemonProc, worktree: Path) -> None:
     async def go() -> None:
         async with AsyncClient(daemon.config, timeout=10) as client:
             views = await asyncio.gather(*(client.create_session(worktree, f"s{i}") for i in range(20)))
@@ -740,8 +644,7 @@ def test_async_client_pipelines_against_the_daemon(daemon: DaemonProcess, worktr
     asyncio.run(go())
 
 
-@needs_daemon
-def test_async_subscription_sees_sync_changes(daemon: DaemonProcess, worktree: Path) -> None:
+def test_async_subscription_sees_sync_changes(daemon: DaemonProc, worktree: Path) -> None:
     async def go() -> None:
         with daemon.client() as writer:
             sid = writer.create_session(worktree).session.id
@@ -764,12 +667,11 @@ def test_async_subscription_sees_sync_changes(daemon: DaemonProcess, worktree: P
     asyncio.run(go())
 
 
-@needs_daemon
 def test_shutdown_stops_the_daemon() -> None:
     with running_daemon() as own:
         with own.client() as client:
             assert client.shutdown() == p.ShutdownReply()
-        own.process.wait(STOP_TIMEOUT_S)
-        assert own.process.returncode == 0
+        own.proc.wait(STOP_TIMEOUT_S)
+        assert own.proc.returncode == 0
         with Client(own.config, timeout=0.3) as client, pytest.raises(DaemonUnavailable):
             client.status()

@@ -267,11 +267,7 @@ def test_huge_lines_are_skipped_without_loading_them(env: tuple[DaemonProc, Path
     assert texts(wait_for(d, root, sid, 2, timeout=60)) == ["before", "after"]
     view = _only_follow(d)
     assert view.skipped == 1 and view.offset == target.stat().st_size
-    peak_kb = int(
-        next(
-            x for x in Path(f"/proc/{d.proc.pid}/status").read_text().splitlines() if x.startswith("VmHWM")
-        ).split()[1]
-    )
+    peak_kb = d.peak_rss_kb()
     assert peak_kb < 200 * 1024, f"the daemon held the huge line: peak RSS {peak_kb} kB"
 
 
@@ -318,3 +314,64 @@ def test_follow_request_errors(env: tuple[DaemonProc, Path, int]) -> None:
     missing = d.request(p.Follow(root=str(root), session=99, path=str(root / "y.jsonl")))
     assert isinstance(missing, p.ErrorReply) and missing.code == "not_found"
     assert os.path.isdir(root)
+
+
+def test_refollowing_while_the_store_is_busy_stores_nothing_twice(env: tuple[DaemonProc, Path, int]) -> None:
+    """A new follow is not read before the store has said where it starts, however busy the store is."""
+    from azsd.ipc.transport import connect_dealer, recv_reply, send_request
+    from tests.reliability.common import stream_lines
+
+    d, root, sid = env
+    target = root / "agent.jsonl"
+    target.write_bytes(line("one", 1) + line("two", 2))
+    follow(d, root, sid, target, format="claude-stream-json")
+    assert texts(wait_for(d, root, sid, 2)) == ["one", "two"]
+    assert isinstance(d.request(p.Unfollow(root=str(root), path=str(target))), p.OkReply)
+    big = root / "big.jsonl"
+    big.write_bytes(b"".join(stream_lines(30_000)))
+    other = d.request(p.CreateSession(root=str(root)))
+    assert isinstance(other, p.SessionReply)
+    busy = connect_dealer(d.ctx, d.rpc)  # keeps the store's worker busy while we follow again
+    send_request(
+        busy, b"ingest", p.encode(p.IngestFile(root=str(root), session=other.session.id, path=str(big)))
+    )
+    follow(d, root, sid, target, format="claude-stream-json")
+    assert busy.poll(60_000)
+    assert isinstance(p.decode_reply(recv_reply(busy)[1]), p.IngestReply)
+    busy.close(linger=0)
+    time.sleep(0.6)
+    assert texts(stored(d, root, sid)) == ["one", "two"]
+
+
+def test_roots_without_live_follows_are_forgotten_at_start() -> None:
+    base, ended_root, live_root = short_tmpdir(), short_tmpdir(), short_tmpdir()
+    daemons: list[DaemonProc] = []
+    try:
+        d = start_daemon(base / "run")
+        daemons.append(d)
+        for root in (ended_root, live_root):
+            created = d.request(p.CreateSession(root=str(root)))
+            assert isinstance(created, p.SessionReply)
+            (root / "a.jsonl").write_bytes(line("x", 1))
+            follow(d, root, created.session.id, root / "a.jsonl", format="claude-stream-json")
+        assert isinstance(
+            d.request(p.Unfollow(root=str(ended_root), path=str(ended_root / "a.jsonl"))), p.OkReply
+        )
+        d.close()
+        roots_file = base / "state" / "azsd" / "follow-roots"
+        gone = "/tmp/azsd-no-such-root"
+        roots_file.write_text(roots_file.read_text() + gone + "\n")
+        assert set(roots_file.read_text().split()) == {str(ended_root), str(live_root), gone}
+        d = start_daemon(base / "run")
+        daemons.append(d)
+        deadline = time.monotonic() + 10
+        while set(roots_file.read_text().split()) != {str(live_root)} and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert set(roots_file.read_text().split()) == {str(live_root)}
+        assert [v.path for v in _live(d)] == [str(live_root / "a.jsonl")]  # the live one was resumed
+        d.close()
+    finally:
+        for started in daemons:
+            started.close()
+        for path in (base, ended_root, live_root):
+            shutil.rmtree(path, ignore_errors=True)

@@ -26,7 +26,8 @@ from azsd.events import (
     UserMessage,
 )
 from azsd.parsers.base import LineParser, Usage
-from azsd.parsers.codex import CodexExecParser, CodexRolloutParser
+from azsd.parsers.codex_exec import CodexExecParser
+from azsd.parsers.codex_rollout import CodexRolloutParser
 from tests.conftest import corpus_files, requires_corpus
 
 WRAPPED = f"{CONTEXT_OPEN}\n## User\nold prompt\n{CONTEXT_CLOSE}\n\nthe real prompt"

@@ -25,30 +25,21 @@ import msgspec
 import pytest
 
 from azsd.compact import prepare_for_store
-from azsd.config import resolve_config
 from azsd.events import AssistantText, Complete, Event, UserMessage, decode_event, encode_event
 from azsd.ingest import parse_file
 from azsd.ipc import protocol as p
-from azsd_client import AsyncClient, Client
+from azsd_client import AsyncClient
 from azsd_client._run import session_name
 from tests.conftest import corpus_files, requires_corpus
-from tests.daemon_fixture import DaemonProc, short_tmpdir, start_daemon
+from tests.daemon_fixture import DaemonProc, daemon_in_tmpdir
 
-REPO = Path(__file__).resolve().parent.parent
 FAKE_AGENT = Path(__file__).resolve().parent / "fake_agent.py"
 FORMATS = {"claude": "claude-stream-json", "codex": "codex-exec-json"}
 HAS_GIT = shutil.which("git") is not None
 BRANCH = "feat-run" if HAS_GIT else ""
 TIMEOUT_S = 60.0
 
-pytestmark = [
-    pytest.mark.corpus,
-    requires_corpus,
-    pytest.mark.skipif(
-        not (REPO / "azsd" / "follow.py").is_file(),
-        reason="azsd/follow.py (the daemon's live follow) is not written yet",
-    ),
-]
+pytestmark = [pytest.mark.corpus, requires_corpus]
 
 _T = TypeVar("_T")
 
@@ -80,8 +71,9 @@ def outcome(events: list[Event]) -> bool | None:
 def pick(backend: str, success: bool) -> Path | None:
     """The corpus file of the backend's format with the most events whose turn ends as `success`."""
     fmt = FORMATS[backend]
-    fitting = [f for f in corpus_files(fmt) if outcome(parsed(f, fmt)) is success]
-    return max(fitting, key=lambda f: (len(parsed(f, fmt)), f.name), default=None)
+    parses = ((f, parsed(f, fmt)) for f in corpus_files(fmt))
+    fitting = {f: len(events) for f, events in parses if outcome(events) is success}
+    return max(fitting, key=lambda f: (fitting[f], f.name), default=None)
 
 
 LIVE_FILES = [(backend, f) for backend, fmt in FORMATS.items() for f in corpus_files(fmt)]
@@ -100,14 +92,8 @@ def corpus(path: Path | None) -> Path:
 
 @pytest.fixture(scope="module")
 def daemon() -> Iterator[DaemonProc]:
-    base = short_tmpdir()
-    (base / "run").mkdir(mode=0o700)
-    d = start_daemon(base / "run")
-    try:
+    with daemon_in_tmpdir() as d:
         yield d
-    finally:
-        d.close()
-        shutil.rmtree(base, ignore_errors=True)
 
 
 class World:
@@ -124,9 +110,7 @@ class World:
             )
         self.config = tmp / "azsd.toml"
         self.record = tmp / "agent-record.jsonl"
-        self.client = Client(
-            resolve_config(environ={}, config_file=None, runtime_dir=str(daemon.runtime_dir)), timeout=10
-        )
+        self.client = daemon.client(timeout=10)
         self.configure()
 
     def configure(
@@ -151,7 +135,6 @@ class World:
     def env(self) -> dict[str, str]:
         env = dict(self.daemon.env)
         env["AZSD_CONFIG"] = str(self.config)
-        env["PYTHONPATH"] = os.pathsep.join([str(REPO), str(REPO / "client"), env.get("PYTHONPATH", "")])
         env["NOTIFY_SOCKET"] = "/nonexistent/notify"  # what a service would have: the agent must not see it
         env["WATCHDOG_USEC"] = "1000000"
         env.pop("NO_COLOR", None)

@@ -55,7 +55,8 @@ def make_parser(fmt: str) -> LineParser:
         from azsd.parsers.claude import ClaudeSessionParser, ClaudeStreamParser
 
         return ClaudeStreamParser() if fmt == "claude-stream-json" else ClaudeSessionParser()
-    from azsd.parsers.codex import CodexExecParser, CodexRolloutParser
+    from azsd.parsers.codex_exec import CodexExecParser
+    from azsd.parsers.codex_rollout import CodexRolloutParser
 
     return CodexExecParser() if fmt == "codex-exec-json" else CodexRolloutParser()
 

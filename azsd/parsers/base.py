@@ -22,11 +22,15 @@ from azsd.model import Usage
 __all__ = [
     "MAX_INT",
     "MAX_LINE_BYTES",
+    "READ_CHUNK",
     "TOO_LONG",
     "LineParser",
     "ParseReport",
+    "ReadResult",
     "Usage",
     "iter_lines",
+    "message_text",
+    "read_lines",
     "split_lines",
 ]
 
@@ -36,6 +40,9 @@ MAX_LINE_BYTES: Final = 64 * 1024 * 1024
 
 #: The largest duration or count azsd stores: SQLite's INTEGER (and well inside Rust's u64).
 MAX_INT: Final = 2**63 - 1
+
+#: How much a line reader reads at a time.
+READ_CHUNK: Final = 1 << 20
 
 #: Yielded by the line iterators in place of a line that exceeded the limit (it was never loaded).
 TOO_LONG: Final = b"\x00azsd:too-long\x00"
@@ -123,6 +130,15 @@ class LineParser(ABC):
         """Map one decoded line to events; None when its type is unknown to the format."""
 
 
+def message_text(content: Any) -> str:
+    """A message's text: the string itself, or the `text` of each content block joined with `\\n`."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(b["text"] for b in content if isinstance(b, dict) and isinstance(b.get("text"), str))
+    return ""
+
+
 def split_lines(buffer: bytes) -> tuple[list[bytes], bytes]:
     """Split a buffer into complete lines (newline kept off) and the torn rest.
 
@@ -135,36 +151,84 @@ def split_lines(buffer: bytes) -> tuple[list[bytes], bytes]:
     return buffer[:end].split(b"\n"), buffer[end + 1 :]
 
 
-def iter_lines(
-    stream: BinaryIO, *, max_line: int = MAX_LINE_BYTES, chunk: int = 1 << 20, final: bool = True
-) -> Iterator[bytes]:
-    """Complete lines of a binary stream, in bounded memory.
+@dataclass
+class ReadResult:
+    """Complete lines read from an offset: the lines, where they end, and whether a huge line is
+    still being skipped."""
 
-    A line longer than `max_line` is never held whole: it is read past and yielded as
-    :data:`TOO_LONG`. With `final`, a last line without a newline is yielded too (a finished
-    file); without it, it is left unread (a file still being written).
+    lines: list[bytes]
+    end: int
+    skipping: bool
+
+
+def read_lines(
+    stream: BinaryIO,
+    offset: int,
+    *,
+    skipping: bool = False,
+    max_line: int = MAX_LINE_BYTES,
+    budget: int = READ_CHUNK,
+    stop: int | None = None,
+    chunk: int = READ_CHUNK,
+) -> ReadResult:
+    """Read the complete lines after `offset`; a torn last line is left for next time.
+
+    Reading stops after about `budget` bytes, and never reads past byte `stop`. A line longer
+    than `max_line` is returned as :data:`TOO_LONG` and never held in memory; when the read stops
+    in the middle of one, `skipping` says so and `end` is past what was read.
     """
+    stream.seek(offset)
+    lines: list[bytes] = []
+    end = offset
     pending = b""
-    skipping = False
-    while True:
-        data = stream.read(chunk)
+    while end - offset < budget:
+        want = chunk if stop is None else min(chunk, stop - end - len(pending))
+        data = stream.read(want) if want > 0 else b""
         if not data:
             break
         if skipping:
             cut = data.find(b"\n")
             if cut < 0:
+                end += len(data)
                 continue
+            end += cut + 1
             skipping = False
-            yield TOO_LONG
+            lines.append(TOO_LONG)
             data = data[cut + 1 :]
-        lines, pending = split_lines(pending + data)
-        for line in lines:
-            yield TOO_LONG if len(line) > max_line else line
+        complete, rest = split_lines(pending + data)
+        lines.extend(TOO_LONG if len(line) > max_line else line for line in complete)
+        end += len(pending) + len(data) - len(rest)
+        pending = rest
         if len(pending) > max_line:
+            end += len(pending)
             pending = b""
             skipping = True
+    return ReadResult(lines, end, skipping)
+
+
+def iter_lines(
+    stream: BinaryIO, *, max_line: int = MAX_LINE_BYTES, chunk: int = READ_CHUNK, final: bool = True
+) -> Iterator[bytes]:
+    """Complete lines of a seekable binary stream from where it stands, in bounded memory.
+
+    A line longer than `max_line` is never held whole: it is read past and yielded as
+    :data:`TOO_LONG`. With `final`, a last line without a newline is yielded too (a finished
+    file); without it, it is left unread (a file still being written).
+    """
+    offset, skipping = stream.tell(), False
+    while True:
+        result = read_lines(stream, offset, skipping=skipping, max_line=max_line, budget=chunk, chunk=chunk)
+        yield from result.lines
+        at_eof = result.end - offset < chunk  # read_lines stops short of its budget only at EOF
+        offset, skipping = result.end, result.skipping
+        if at_eof:
+            break
+    if not final:
+        return
     if skipping:
-        if final:
-            yield TOO_LONG
-    elif pending and final:
-        yield pending
+        yield TOO_LONG
+        return
+    stream.seek(offset)
+    rest = stream.read(max_line + 1)
+    if rest:
+        yield TOO_LONG if len(rest) > max_line else rest

@@ -40,7 +40,7 @@ from azsd.events import (
     ToolResult,
     UserMessage,
 )
-from azsd.parsers.base import MAX_INT, LineParser, Usage
+from azsd.parsers.base import MAX_INT, LineParser, Usage, message_text
 
 __all__ = ["ClaudeSessionParser", "ClaudeStreamParser"]
 
@@ -64,15 +64,6 @@ class _ToolUse:
     name: str
     file_path: str | None
     plan: Plan | None = None
-
-
-def _text_of(content: Any) -> str:
-    """A message's text: the string itself, or its text blocks joined with newlines."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(b["text"] for b in content if isinstance(b, dict) and isinstance(b.get("text"), str))
-    return ""
 
 
 def _file_path(tool_input: Any) -> str | None:
@@ -110,6 +101,11 @@ def _clamp(value: Any) -> int:
     if not isinstance(value, int | float) or value != value or value <= 0:
         return 0
     return MAX_INT if value >= MAX_INT else int(value)
+
+
+def _cost(value: Any) -> float:
+    """A cost in USD as a finite float (0 when missing or unusable)."""
+    return float(value) if isinstance(value, int | float) and math.isfinite(value) else 0.0
 
 
 def _is_prompt_hook(event: Event) -> bool:
@@ -214,7 +210,7 @@ class _ClaudeParser(LineParser):
             tool_id = str(block.get("tool_use_id", ""))
             use = self._tools.get(tool_id, _ToolUse("Unknown", None))
             self._open_subagents.discard(tool_id)
-            text = _text_of(block.get("content"))
+            text = message_text(block.get("content"))
             flag = block.get("is_error")
             is_error = flag if isinstance(flag, bool) else (not strict_is_error and _looks_like_error(text))
             events.append(
@@ -314,8 +310,7 @@ class ClaudeStreamParser(_ClaudeParser):
         if not isinstance(obj.get("session_id"), str):
             return []
         self.report.agent_session_id = obj["session_id"]
-        cost = obj.get("total_cost_usd", obj.get("cost_usd", 0.0))
-        cost = float(cost) if isinstance(cost, int | float) and math.isfinite(cost) else 0.0
+        cost = _cost(obj.get("total_cost_usd", obj.get("cost_usd", 0.0)))
         duration = obj.get("duration_ms", 0)
         duration = _clamp(duration)
         failed = obj.get("is_error") is True or obj.get("subtype", "success") != "success"
@@ -364,7 +359,7 @@ class ClaudeSessionParser(_ClaudeParser):
     def _user(self, obj: dict[str, Any]) -> list[Event]:
         message = obj.get("message")
         content = message.get("content") if isinstance(message, dict) else None
-        text = _text_of(content)
+        text = message_text(content)
         clean = sanitize(text)
         if clean is not None and clean.startswith(_CONTINUED):
             return [Compacting()]
@@ -421,7 +416,6 @@ class ClaudeSessionParser(_ClaudeParser):
         duration = obj.get("durationMs")
         if not isinstance(duration, int | float):
             return []
-        cost = obj.get("costUsd", obj.get("costUSD", 0.0))
-        cost = float(cost) if isinstance(cost, int | float) and math.isfinite(cost) else 0.0
+        cost = _cost(obj.get("costUsd", obj.get("costUSD", 0.0)))
         self.report.cost_usd = cost
         return [Complete(success=True, duration_ms=_clamp(duration), cost_usd=cost)]

@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 
 from azsd.context import sanitize
 from azsd.events import AssistantText, Compacted, Complete, Event, Init, ToolCall, UserMessage
-from azsd.parsers.base import LineParser
+from azsd.parsers.base import LineParser, message_text
 from azsd.parsers.codex_tools import (
     _ROLLOUT_ITEMS_IGNORED,
     _ROLLOUT_MESSAGES_IGNORED,
@@ -35,7 +35,6 @@ from azsd.parsers.codex_tools import (
     _function_output_is_error,
     _is_injected_codex_context,
     _list,
-    _message_text,
     _obj,
     _opt_str,
     _result,
@@ -192,7 +191,7 @@ class CodexRolloutParser(LineParser):
 
     def _on_message(self, payload: Json) -> list[Event]:
         role = payload.get("role")
-        text = _message_text(payload.get("content"))
+        text = message_text(payload.get("content"))
         if role == "user":
             return self._user(text)
         if role == "assistant":

@@ -12,7 +12,7 @@ from typing import Any, Final
 import msgspec
 
 from azsd.events import AssistantText, Event, ToolCall, ToolResult
-from azsd.parsers.base import Usage
+from azsd.parsers.base import MAX_INT, Usage, message_text
 from azsd.rusttext import is_blank, rust_lines, trim
 
 __all__ = [
@@ -37,7 +37,6 @@ ASSISTANT_DEDUP_WINDOW: Final = 20
 STDIN_PREVIEW_CHARS: Final = 32
 
 _U64_MAX: Final = 2**64 - 1
-_I64_MAX: Final = 2**63 - 1
 _DECODER: Final = msgspec.json.Decoder()
 _INVALID: Final = object()
 
@@ -139,7 +138,7 @@ def _list(value: Any) -> list[Any]:
 
 def _count(value: Any) -> int:
     """A token count or duration: a non-negative JSON integer, at most SQLite's INTEGER, else 0."""
-    return min(value, _I64_MAX) if type(value) is int and 0 <= value <= _U64_MAX else 0
+    return min(value, MAX_INT) if type(value) is int and 0 <= value <= _U64_MAX else 0
 
 
 def _exit_code(value: Any) -> int | None:
@@ -287,13 +286,6 @@ def _custom_output_is_error(output: str) -> bool:
     return output.startswith("Error")
 
 
-def _message_text(content: Any) -> str:
-    """A message's text: the string itself, or the `text` of each content item joined with `\\n`."""
-    if isinstance(content, str):
-        return content
-    return "\n".join(text for item in _list(content) if isinstance(text := _obj(item).get("text"), str))
-
-
 def _is_injected_codex_context(text: str) -> bool:
     """A role-`user` item that is wholly a block Codex injects (environment, AGENTS.md, instructions)."""
     body = trim(text)
@@ -357,7 +349,7 @@ def _mcp_result_text(result: Any) -> str:
     if isinstance(result, str):
         return result
     fields = _obj(result)
-    text = _message_text(fields.get("content"))
+    text = message_text(fields.get("content"))
     structured = fields.get("structured_content", fields.get("structuredContent"))
     if not text and structured is not None:
         return msgspec.json.encode(structured).decode()
@@ -491,7 +483,4 @@ def map_tool_call(name: str, payload: Json) -> ToolMapping:
 
 def _tool_output_text(output: Any) -> str:
     """A tool output: a string, or (newer builds) a list of content items whose texts are joined."""
-    return output if isinstance(output, str) else _message_text(_list(output))
-
-
-# -- live exec ----------------------------------------------------------------------------------
+    return output if isinstance(output, str) else message_text(_list(output))

@@ -27,7 +27,7 @@ from typing import Final
 
 from azsd.errors import AzsdError, RemoteError
 from azsd.events import Complete, EventDecodeError, UserMessage, decode_event, encode_event
-from azsd.ipc.protocol import FollowView, SessionChanged, WireEvent
+from azsd.ipc.protocol import SessionChanged, WireEvent
 
 from ._agent import FORMATS, Agent, agent_command, check_agent, check_argv, turn_path
 from ._invocation import Invocation, UsageError
@@ -177,8 +177,7 @@ class _Turn:
         if code is None:
             self.note(f"the agent (pid {self.agent.pid}) did not exit after the turn ended: stopping it")
             code = self._stop_agent()
-        if self._following():
-            self._unfollow(timeout=None)
+        self._unfollow(timeout=None)  # a follow the daemon already ended answers not_found
         self.show(self.follower.read())
         return self._conclude(code)
 
@@ -246,18 +245,15 @@ class _Turn:
         with _signals(signal.SIG_IGN):  # a second Ctrl-C must not leave the agent half-stopped
             return self.agent.stop()
 
-    def _follow_view(self) -> FollowView | None:
+    def _following(self) -> bool:
+        """Whether the daemon still follows this turn's file (Status lists ended follows too)."""
         assert self.agent is not None
         mine = [
             v
             for v in self.client.status().follows
             if v.session == self.session and _same_file(v.path, str(self.agent.path))
         ]
-        return next((v for v in mine if v.active), mine[0] if mine else None)
-
-    def _following(self) -> bool:
-        view = self._follow_view()
-        return view is not None and view.active
+        return any(v.active for v in mine)
 
     def _unfollow(self, *, timeout: float | None) -> None:
         assert self.agent is not None

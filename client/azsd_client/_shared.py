@@ -27,6 +27,15 @@ INGEST_TIMEOUT_S: Final = 300.0
 _R = TypeVar("_R")
 
 
+def long_timeout(given: float | None, client_timeout: float) -> float:
+    """The wait of `ingest_file`, `follow`, `unfollow`: `given`, else at least :data:`INGEST_TIMEOUT_S`.
+
+    >>> long_timeout(None, 10.0), long_timeout(None, 600.0), long_timeout(2.0, 600.0)
+    (300.0, 600.0, 2.0)
+    """
+    return given if given is not None else max(client_timeout, INGEST_TIMEOUT_S)
+
+
 def default_config() -> ResolvedConfig:
     """The configuration a client uses when given none: flags absent, so environment > file > default."""
     return resolve_config(environ=os.environ)

@@ -70,7 +70,6 @@ from azsd.ipc.protocol import (
 from azsd.ipc.transport import connect_dealer, connect_sub, recv_notification, recv_reply, send_request
 
 from ._shared import (
-    INGEST_TIMEOUT_S,
     Backend,
     RootLike,
     absolute_path,
@@ -80,6 +79,7 @@ from ._shared import (
     default_config,
     encode_events,
     expect,
+    long_timeout,
     raise_for_error,
     request_ids,
     unavailable,
@@ -331,7 +331,7 @@ class Client:
         message = IngestFile(
             root=canonical_root(root), session=session, path=absolute_path(path), format=format
         )
-        wait = timeout if timeout is not None else max(self.timeout, INGEST_TIMEOUT_S)
+        wait = long_timeout(timeout, self.timeout)
         return self.call(message, IngestReply, timeout=wait)
 
     def follow(
@@ -357,11 +357,11 @@ class Client:
             format=format,
             writer_pid=writer_pid,
         )
-        wait = timeout if timeout is not None else max(self.timeout, INGEST_TIMEOUT_S)
+        wait = long_timeout(timeout, self.timeout)
         return self.call(message, FollowReply, timeout=wait)
 
     def unfollow(self, root: RootLike, path: RootLike, *, timeout: float | None = None) -> OkReply:
         """Stop following `path`, after storing what the file holds now."""
         message = Unfollow(root=canonical_root(root), path=absolute_path(path))
-        wait = timeout if timeout is not None else max(self.timeout, INGEST_TIMEOUT_S)
+        wait = long_timeout(timeout, self.timeout)
         return self.call(message, OkReply, timeout=wait)

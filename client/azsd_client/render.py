@@ -105,6 +105,8 @@ def display_width(text: str) -> int:
     >>> display_width("S3"), display_width("修正"), display_width("e\\u0301")
     (2, 4, 1)
     """
+    if text.isascii():  # one column each: no ASCII character is wide or combining
+        return len(text)
     width = 0
     for char in text:
         if unicodedata.combining(char):
@@ -119,15 +121,16 @@ def table(rows: Sequence[Sequence[Cell]], right: frozenset[int] = frozenset()) -
     >>> table([[Cell("S3"), Cell("x")], [Cell("S12"), Cell("yy")]], right=frozenset({0}))
     [' S3  x', 'S12  yy']
     """
+    cell_widths = [[display_width(cell.text) for cell in row] for row in rows]
     widths: dict[int, int] = {}
-    for row in rows:
-        for i, cell in enumerate(row):
-            widths[i] = max(widths.get(i, 0), display_width(cell.text))
+    for row_widths in cell_widths:
+        for i, width in enumerate(row_widths):
+            widths[i] = max(widths.get(i, 0), width)
     lines = []
-    for row in rows:
+    for row, row_widths in zip(rows, cell_widths, strict=True):
         parts = []
-        for i, cell in enumerate(row):
-            pad = " " * (widths[i] - display_width(cell.text))
+        for i, (cell, width) in enumerate(zip(row, row_widths, strict=True)):
+            pad = " " * (widths[i] - width)
             parts.append(pad + cell.paint(cell.text) if i in right else cell.paint(cell.text) + pad)
         lines.append("  ".join(parts).rstrip())
     return lines

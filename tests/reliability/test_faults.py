@@ -13,18 +13,13 @@ import pytest
 from azsd.events import AssistantText, encode_event
 from azsd.ipc import protocol as p
 from azsd.store import Store
-from tests.daemon_fixture import DaemonProc, short_tmpdir, start_daemon
+from tests.daemon_fixture import DaemonProc, daemon_in_tmpdir, short_tmpdir
 
 
 @pytest.fixture
 def daemon_and_roots() -> Iterator[tuple[DaemonProc, Path]]:
-    base = short_tmpdir()
-    d = start_daemon(base / "run")
-    try:
-        yield d, base
-    finally:
-        d.close()
-        shutil.rmtree(base, ignore_errors=True)
+    with daemon_in_tmpdir() as d:
+        yield d, d.runtime_dir.parent
 
 
 @pytest.fixture

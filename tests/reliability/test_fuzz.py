@@ -13,7 +13,7 @@
 3. Library level: `read_lines` over a growing file with torn writes yields the lines of the final
    content, and every parser's `feed` survives arbitrary bytes.
 
-Bounded for CI; `AZSD_SOAK=1` (`make soak`) multiplies the example counts by :data:`SOAK_FACTOR`.
+Bounded for CI; `AZSD_SOAK=1` (`make soak`) multiplies the example counts by 20.
 """
 
 from __future__ import annotations
@@ -34,7 +34,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import NoneType, UnionType
 from typing import Any, Final, Literal, TypeVar, Union, get_args, get_origin
-from unittest import mock
 
 import msgspec
 import pytest
@@ -43,25 +42,20 @@ from hypothesis import HealthCheck, Phase, given, note, settings
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
-import azsd.follow as follow_module
+import azsd.parsers as parsers_package
 from azsd.compact import prepare_for_store
 from azsd.events import AssistantText, Complete, Event, ToolCall, UserMessage, decode_event, encode_event
 from azsd.ingest import parse_file
 from azsd.ipc import protocol as p
 from azsd.ipc.transport import connect_dealer
 from azsd.parsers import FORMATS, TOO_LONG, make_parser
+from azsd.parsers.base import read_lines
+from azsd.store import store_path
 from tests.conftest import corpus_files
-from tests.daemon_fixture import DaemonProc, short_tmpdir, start_daemon
+from tests.daemon_fixture import DaemonProc, daemon_in_tmpdir, short_tmpdir, start_daemon
+from tests.reliability.common import SOAK, scaled
 
 _T = TypeVar("_T")
-SOAK: Final = os.environ.get("AZSD_SOAK") == "1"
-SOAK_FACTOR: Final = 20
-
-
-def scaled(ci: int) -> int:
-    """`ci` examples in the bounded suite, :data:`SOAK_FACTOR` times more under `make soak`."""
-    return ci * SOAK_FACTOR if SOAK else ci
-
 
 #: The fuzzed daemon's `max-message-bytes`: small, so oversized frames are cheap to send.
 MAX_MESSAGE: Final = 64 * 1024
@@ -140,20 +134,9 @@ def status(d: DaemonProc) -> p.StatusReply:
     return reply
 
 
-def vm_hwm_kb(pid: int) -> int:
-    for row in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if row.startswith("VmHWM:"):
-            return int(row.split()[1])
-    raise AssertionError("no VmHWM in /proc/<pid>/status")
-
-
-def store_file(root: Path) -> Path:
-    return root / ".azureal" / "sessions.azs"
-
-
 def dump_store(root: Path) -> dict[str, list[tuple[Any, ...]]]:
     """Every row of every table of a store (read-only), sorted."""
-    uri = f"{store_file(root).as_uri()}?mode=ro"
+    uri = f"{store_path(root).as_uri()}?mode=ro"
     with closing(sqlite3.connect(uri, uri=True, timeout=30)) as conn:
         tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
         return {t: sorted(conn.execute(f'SELECT * FROM "{t}"').fetchall(), key=repr) for t in sorted(tables)}
@@ -161,7 +144,7 @@ def dump_store(root: Path) -> dict[str, list[tuple[Any, ...]]]:
 
 def event_rows(root: Path, sid: int) -> list[tuple[Any, ...]]:
     """The raw `events` rows of one session, in seq order."""
-    uri = f"{store_file(root).as_uri()}?mode=ro"
+    uri = f"{store_path(root).as_uri()}?mode=ro"
     with closing(sqlite3.connect(uri, uri=True, timeout=30)) as conn:
         return conn.execute("SELECT * FROM events WHERE session_id = ? ORDER BY seq", (sid,)).fetchall()
 
@@ -267,7 +250,7 @@ def fuzz_env() -> Iterator[FuzzEnv]:
         )
         (scratch / "dir.jsonl").mkdir()
         env.snapshot = dump_store(protected)
-        env.digest = hashlib.sha256(store_file(protected).read_bytes()).hexdigest()
+        env.digest = hashlib.sha256(store_path(protected).read_bytes()).hexdigest()
         yield env
     finally:
         env.daemon.close()
@@ -333,7 +316,7 @@ def _roots(env: FuzzEnv) -> st.SearchStrategy[str]:
                 scratch + "//",
                 scratch + "/../" + env.scratch.name,
                 str(env.protected / ".azureal"),
-                str(store_file(env.protected)),  # a file, not a directory
+                str(store_path(env.protected)),  # a file, not a directory
                 "/",
                 "/proc",
                 "/nonexistent/azsd-fuzz",
@@ -663,7 +646,7 @@ def exchange(env: FuzzEnv, frames: list[bytes]) -> p.Reply | None:
 @pytest.mark.timeout(3600 if SOAK else 600)
 def test_fuzzed_frames_get_one_reply_and_the_daemon_keeps_serving(fuzz_env: FuzzEnv) -> None:
     @settings(
-        max_examples=scaled(150),
+        max_examples=scaled(150, 3000),
         deadline=None,
         # A failure can cost a reply timeout per shrink step: shrink under soak only, so that a
         # failing CI run stays short (the failing frames and their decoding are printed anyway).
@@ -699,7 +682,7 @@ def test_the_protected_store_is_unchanged_by_the_fuzzing(fuzz_env: FuzzEnv) -> N
     """Rows and bytes: whatever the fuzz tests above did (pass or fail), the store is as it was."""
     status(fuzz_env.live())
     assert dump_store(fuzz_env.protected) == fuzz_env.snapshot
-    assert hashlib.sha256(store_file(fuzz_env.protected).read_bytes()).hexdigest() == fuzz_env.digest
+    assert hashlib.sha256(store_path(fuzz_env.protected).read_bytes()).hexdigest() == fuzz_env.digest
 
 
 # -- what the fuzzing found, pinned down --------------------------------------------------------------
@@ -760,13 +743,8 @@ def test_out_of_range_integers_are_not_internal_errors(fuzz_env: FuzzEnv) -> Non
 
 @pytest.fixture(scope="module")
 def follow_daemon() -> Iterator[DaemonProc]:
-    base = short_tmpdir()
-    d = start_daemon(base / "run")
-    try:
+    with daemon_in_tmpdir() as d:
         yield d
-    finally:
-        d.close()
-        shutil.rmtree(base, ignore_errors=True)
 
 
 @pytest.fixture
@@ -936,7 +914,7 @@ def test_bad_lines_between_corpus_lines(follow_root: tuple[DaemonProc, Path, int
     prefix_lines = pick.lines[: pick.prefix]
     parser = make_parser(fmt)
     prefix_want = data_of([e for line in prefix_lines for e in parser.feed(line)])
-    for seed in range(scaled(1)):
+    for seed in range(scaled(1, 20)):
         if seed:  # soak: the same file again, with other bad lines, into a new session
             sid = new_session(d, root)
         rng = random.Random(f"{fmt}/{seed}")
@@ -1035,7 +1013,7 @@ def test_a_200_mb_line_is_skipped_in_bounded_memory(follow_root: tuple[DaemonPro
         assert view.skipped == 2 and view.lines == 5, view
         assert event_rows(root, sid)[:1] == before
         status(d)
-        peak_kb = vm_hwm_kb(d.proc.pid)
+        peak_kb = d.peak_rss_kb()
         assert peak_kb < 250 * 1024, f"the daemon's peak RSS reached {peak_kb} kB reading a 200 MB line"
     finally:
         target.unlink(missing_ok=True)  # 200 MB: do not leave it for the module's end
@@ -1287,7 +1265,7 @@ def in_fresh_thread(work: Callable[[], _T]) -> _T:
 
 
 def _grow_and_read(
-    content: bytes, cuts: list[int], max_line: int, budget: int
+    content: bytes, cuts: list[int], max_line: int, budget: int, chunk: int
 ) -> tuple[list[bytes], list[tuple[int, bool, int]]]:
     """Write `content` in pieces cut at `cuts`, calling `read_lines` after each piece until it makes
     no progress, as the follower does. Returns the lines and every (offset, skipping, lines) state."""
@@ -1300,8 +1278,8 @@ def _grow_and_read(
         stream.seek(0, io.SEEK_END)
         stream.write(content[start:end])
         while True:
-            result = follow_module.read_lines(
-                stream, offset, skipping=skipping, max_line=max_line, budget=budget
+            result = read_lines(
+                stream, offset, skipping=skipping, max_line=max_line, budget=budget, chunk=chunk
             )
             lines += result.lines
             progressed = result.end != offset or result.skipping != skipping
@@ -1320,7 +1298,7 @@ _line_bytes = st.one_of(
 
 
 @pytest.mark.timeout(LIBRARY_TIMEOUT_S)
-@settings(max_examples=scaled(400), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=scaled(400, 8000), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     lines=st.lists(_line_bytes, max_size=12),
     tail=st.binary(max_size=60).map(lambda b: b.replace(b"\n", b"")),
@@ -1335,23 +1313,22 @@ def test_read_lines_over_torn_growth_equals_one_split(
     content = b"".join(line + b"\n" for line in lines) + tail
     cuts = data.draw(st.lists(st.integers(0, len(content)), max_size=10), label="cuts")
     want = [TOO_LONG if len(line) > max_line else line for line in content.split(b"\n")[:-1]]
-    with mock.patch.object(follow_module, "_CHUNK", chunk):
-        got, states = _grow_and_read(content, cuts, max_line, budget)
-        once, _ = _grow_and_read(content, [], max_line, 1 << 30)
-        assert got == want
-        assert once == want
-        # A restarted follow replays the file up to its stored offset (`Follower._rebuild`): that
-        # replay must give the same lines and the same skipping state as the live reads did.
-        final = io.BytesIO(content)
-        for offset, skipping, count in states:
-            replay = follow_module.read_lines(final, 0, max_line=max_line, budget=offset + 1, stop=offset)
-            assert (replay.lines, replay.end, replay.skipping) == (got[:count], offset, skipping)
+    got, states = _grow_and_read(content, cuts, max_line, budget, chunk)
+    once, _ = _grow_and_read(content, [], max_line, 1 << 30, chunk)
+    assert got == want
+    assert once == want
+    # A restarted follow replays the file up to its stored offset (`Follower._rebuild`): that
+    # replay must give the same lines and the same skipping state as the live reads did.
+    final = io.BytesIO(content)
+    for offset, skipping, count in states:
+        replay = read_lines(final, 0, max_line=max_line, budget=offset + 1, stop=offset, chunk=chunk)
+        assert (replay.lines, replay.end, replay.skipping) == (got[:count], offset, skipping)
 
 
 def _parser_vocabulary() -> list[str]:
     """Every short string constant in the parsers' source: their keys and type names."""
     found: set[str] = set()
-    for source in Path(follow_module.__file__).parent.joinpath("parsers").glob("*.py"):
+    for source in Path(parsers_package.__file__).parent.glob("*.py"):
         for node in ast.walk(ast.parse(source.read_text())):
             if isinstance(node, ast.Constant) and isinstance(node.value, str) and 0 < len(node.value) <= 40:
                 found.add(node.value)
@@ -1408,7 +1385,7 @@ _any_lines = st.one_of(
 
 
 @pytest.mark.timeout(LIBRARY_TIMEOUT_S)
-@settings(max_examples=scaled(600), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=scaled(600, 12000), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(fmt=st.sampled_from(FORMATS), lines=st.lists(_any_lines, max_size=25).map(Chunks))
 def test_every_parser_survives_arbitrary_lines(fmt: str, lines: list[bytes]) -> None:
     parser = make_parser(fmt)

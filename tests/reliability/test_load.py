@@ -15,7 +15,7 @@ from azsd.compact import prepare_for_store
 from azsd.events import AssistantText, UserMessage, decode_event, encode_event
 from azsd.ipc import protocol as p
 from azsd.parsers import make_parser
-from tests.bench_support import percentile
+from bench.common import percentile
 from tests.daemon_fixture import DaemonProc, short_tmpdir, start_daemon
 from tests.reliability.common import scaled, stored_data, stream_lines, wait_until
 
