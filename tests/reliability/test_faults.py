@@ -35,7 +35,8 @@ def small_fs() -> Iterator[Path]:
     try:
         yield mount
     finally:
-        subprocess.run(["umount", str(mount)], check=False)
+        if subprocess.run(["umount", str(mount)], check=False).returncode != 0:
+            subprocess.run(["umount", "-l", str(mount)], check=False)  # still busy: detach it anyway
         shutil.rmtree(mount, ignore_errors=True)
 
 
@@ -47,8 +48,9 @@ def rows(path: Path) -> list[tuple[object, ...]]:
 
 
 def test_a_full_disk_is_a_clear_error_and_loses_nothing(
-    daemon_and_roots: tuple[DaemonProc, Path], small_fs: Path
+    small_fs: Path, daemon_and_roots: tuple[DaemonProc, Path]
 ) -> None:
+    # small_fs comes first: it is torn down last, after the daemon has let go of the store on it.
     d, base = daemon_and_roots
     full_root, other_root = small_fs, base / "other"
     other_root.mkdir()
