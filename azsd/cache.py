@@ -23,7 +23,7 @@ from typing import Final
 import msgspec
 
 from azsd.events import Event
-from azsd.model import SessionInfo
+from azsd.model import Archived, SessionInfo
 
 __all__ = ["ROWS", "ROW_CACHE_BYTES", "CachedRow", "RowCache", "SessionIndex"]
 
@@ -155,17 +155,32 @@ class SessionIndex:
             self._order = sorted(last, key=lambda sid: (last[sid], sid), reverse=True)
         return self._order
 
-    def page(self, worktree: str | None, limit: int, offset: int) -> list[SessionInfo]:
+    def page(
+        self, worktree: str | None, limit: int, offset: int, archived: Archived = "include"
+    ) -> list[SessionInfo]:
         """As `SELECT … WHERE worktree … ORDER BY … LIMIT limit OFFSET offset` (limit < 0: all)."""
         infos = self._infos
         ids = self._ordered()
-        if worktree is None:
+        if worktree is None and (archived == "include" or not self._archived):
+            if archived == "only":
+                return []
             chosen = ids[offset:] if limit < 0 else ids[offset : offset + limit]
             return [infos[sid] for sid in chosen]
-        matching = [info for info in map(infos.__getitem__, ids) if info.worktree == worktree]
+        matching = [info for info in map(infos.__getitem__, ids) if _wanted(info, worktree, archived)]
         return matching[offset:] if limit < 0 else matching[offset : offset + limit]
 
-    def count(self, worktree: str | None) -> int:
-        if worktree is None:
+    def count(self, worktree: str | None, archived: Archived = "include") -> int:
+        if worktree is None and archived == "include":
             return len(self._infos)
-        return sum(1 for info in self._infos.values() if info.worktree == worktree)
+        return sum(1 for info in self._infos.values() if _wanted(info, worktree, archived))
+
+    @property
+    def _archived(self) -> bool:
+        """Whether any session is archived."""
+        return any(info.archived for info in self._infos.values())
+
+
+def _wanted(info: SessionInfo, worktree: str | None, archived: Archived) -> bool:
+    if worktree is not None and info.worktree != worktree:
+        return False
+    return archived == "include" or info.archived == (archived == "only")

@@ -189,7 +189,7 @@ class Daemon:
                 self._follower.unfollow(envelope, canonical, request.path)
                 return
         handler = HANDLERS[type(request)]
-        task = Task(envelope, lambda store: handler(store, request))
+        task = Task(envelope, lambda store: handler(store, request), alone=isinstance(request, p.Backup))
         if not self._registry.submit(canonical, task):
             self._server.reply(envelope, p.ErrorReply(code="shutting_down", message="azsd is stopping"))
 

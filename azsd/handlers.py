@@ -8,18 +8,25 @@ turns that into an error reply.
 
 from __future__ import annotations
 
+import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from azsd.context import COMPACTION_THRESHOLD, build_context_prompt
 from azsd.errors import SessionNotFoundError
 from azsd.events import Complete, EventDecodeError, decode_event, encode_event, event_kind
-from azsd.ingest import ingest_file
+from azsd.export import render_page
+from azsd.importer import Source, discover, import_source
+from azsd.ingest import IngestError, ingest_file
 from azsd.ipc import protocol as p
-from azsd.model import SessionInfo, StoredEvent
-from azsd.store import Store
+from azsd.model import SessionInfo, SessionUsage, StoredEvent, Usage
+from azsd.redact import redact_event
+from azsd.search import event_kinds, words_query
+from azsd.store import Store, store_path
 
 __all__ = [
     "HANDLERS",
@@ -27,8 +34,10 @@ __all__ = [
     "Outcome",
     "StoreRequest",
     "appended_notes",
+    "backup_path",
     "changed_note",
     "session_view",
+    "usage_view",
     "wire_events",
 ]
 
@@ -50,6 +59,14 @@ StoreRequest = (
     | p.ContextMeter
     | p.Search
     | p.IngestFile
+    | p.ForkSession
+    | p.ArchiveSession
+    | p.Reindex
+    | p.Export
+    | p.Backup
+    | p.ImportSources
+    | p.ImportSession
+    | p.Usage
 )
 
 
@@ -69,19 +86,31 @@ def wire_events(events: Sequence[StoredEvent]) -> list[p.WireEvent]:
     ]
 
 
-def session_view(store: Store, info: SessionInfo, *, with_usage: bool = False) -> p.SessionView:
-    usage = None
-    if with_usage:
-        total = store.session_usage(info.id)
-        u = total.usage
-        usage = p.UsageView(
-            input=u.input,
-            output=u.output,
-            cache_read=u.cache_read,
-            cache_write=u.cache_write,
-            reasoning=u.reasoning,
-            cost_usd=total.cost_usd,
-        )
+def usage_view(total: SessionUsage | None) -> p.UsageView:
+    if total is None:
+        return p.UsageView()
+    u = total.usage
+    return p.UsageView(
+        input=u.input,
+        output=u.output,
+        cache_read=u.cache_read,
+        cache_write=u.cache_write,
+        reasoning=u.reasoning,
+        cost_usd=total.cost_usd,
+    )
+
+
+def session_view(
+    store: Store,
+    info: SessionInfo,
+    *,
+    with_usage: bool = False,
+    usage: SessionUsage | None = None,
+    forks: list[int] | None = None,
+) -> p.SessionView:
+    """The wire view of a session; `with_usage` reads its usage (or takes the `usage` given)."""
+    if with_usage and usage is None:
+        usage = store.session_usage(info.id)
     return p.SessionView(
         id=info.id,
         name=info.name,
@@ -94,7 +123,11 @@ def session_view(store: Store, info: SessionInfo, *, with_usage: bool = False) -
         completed=info.completed,
         duration_ms=info.duration_ms,
         cost_usd=info.cost_usd,
-        usage=usage,
+        usage=usage_view(usage) if with_usage else None,
+        archived=info.archived,
+        parent=info.parent,
+        fork_seq=info.fork_seq,
+        forks=forks or [],
     )
 
 
@@ -127,15 +160,17 @@ def create_session(store: Store, req: p.CreateSession) -> Outcome:
 def list_sessions(store: Store, req: p.ListSessions) -> Outcome:
     if req.limit < 0 or req.offset < 0:
         raise ValueError("limit and offset must not be negative")
-    infos = store.list_sessions(req.worktree, limit=req.limit, offset=req.offset)
-    views = [session_view(store, i) for i in infos]
-    return Outcome(p.SessionsReply(sessions=views, total=store.count_sessions(req.worktree)))
+    infos = store.list_sessions(req.worktree, limit=req.limit, offset=req.offset, archived=req.archived)
+    usage = store.usage_by_session() if req.with_usage else {}
+    views = [session_view(store, i, with_usage=req.with_usage, usage=usage.get(i.id)) for i in infos]
+    total = store.count_sessions(req.worktree, archived=req.archived)
+    return Outcome(p.SessionsReply(sessions=views, total=total))
 
 
 def get_session(store: Store, req: p.GetSession) -> Outcome:
-    return Outcome(
-        p.SessionReply(session=session_view(store, store.get_session(req.session), with_usage=True))
-    )
+    info = store.get_session(req.session)
+    view = session_view(store, info, with_usage=True, forks=store.forks_of(req.session))
+    return Outcome(p.SessionReply(session=view))
 
 
 def rename_session(store: Store, req: p.RenameSession) -> Outcome:
@@ -146,8 +181,24 @@ def rename_session(store: Store, req: p.RenameSession) -> Outcome:
 
 
 def delete_session(store: Store, req: p.DeleteSession) -> Outcome:
-    store.delete_session(req.session)
-    return Outcome(p.OkReply(), [changed_note(store, req.root, req.session, "deleted")])
+    kept = [] if req.with_forks else store.forks_of(req.session)
+    deleted = store.delete_session(req.session, with_forks=req.with_forks)
+    notes: list[p.Notification] = [changed_note(store, req.root, sid, "deleted") for sid in deleted]
+    notes += [changed_note(store, req.root, sid, "unlinked") for sid in kept]
+    return Outcome(p.OkReply(), notes)
+
+
+def fork_session(store: Store, req: p.ForkSession) -> Outcome:
+    info = store.fork_session(req.session, req.at_seq, req.name)
+    view = session_view(store, info)
+    return Outcome(p.SessionReply(session=view), [p.SessionCreated(root=req.root, seq=0, session=view)])
+
+
+def archive_session(store: Store, req: p.ArchiveSession) -> Outcome:
+    store.set_archived(req.session, req.archived)
+    note = changed_note(store, req.root, req.session, "archived" if req.archived else "unarchived")
+    assert note.session is not None
+    return Outcome(p.SessionReply(session=note.session), [note])
 
 
 def append_events(store: Store, req: p.AppendEvents) -> Outcome:
@@ -210,8 +261,167 @@ def context_meter(store: Store, req: p.ContextMeter) -> Outcome:
 
 
 def search(store: Store, req: p.Search) -> Outcome:
-    hits = store.search_events(req.query, req.worktree, req.limit)
-    return Outcome(p.SearchReply(hits=[p.SearchHit(session=s, data=d) for s, d in hits]))
+    if req.limit < 1:
+        raise ValueError("limit must be at least 1")
+    query = words_query(req.query) if req.words else req.query
+    if not query.strip():
+        raise ValueError("an empty search query matches nothing: give a word to search for")
+    worktrees = (
+        req.worktrees if req.worktrees is not None else None if req.worktree is None else [req.worktree]
+    )
+    results = store.search(
+        query,
+        worktrees=worktrees,
+        sessions=req.sessions,
+        kinds=None if req.kinds is None else event_kinds(req.kinds),
+        limit=req.limit,
+    )
+    names = store.session_names() if results else {}
+    hits = [
+        p.SearchHit(
+            session=r.session_id, data=r.json, seq=r.seq, kind=r.kind, rank=r.rank, snippet=r.snippet,
+            highlights=r.highlights, session_name=names.get(r.session_id, f"S{r.session_id}"),
+        )
+        for r in results
+    ]  # fmt: skip
+    return Outcome(p.SearchReply(hits=hits))
+
+
+def reindex(store: Store, req: p.Reindex) -> Outcome:
+    return Outcome(p.ReindexReply(indexed=store.reindex_search()))
+
+
+def export(store: Store, req: p.Export) -> Outcome:
+    if req.limit < 1 or req.from_seq < 1:
+        raise ValueError("from_seq and limit must be at least 1")
+    info = store.get_session(req.session)
+    last = req.from_seq + req.limit - 1
+    loaded = store.load_events(req.session, req.from_seq, last).events
+    masked: Counter[str] = Counter()
+    if req.redact:
+        redacted = []
+        for stored in loaded:
+            event, counts = redact_event(stored.event)
+            masked.update(counts)
+            redacted.append(StoredEvent(stored.seq, event))
+        loaded = redacted
+    next_seq = last + 1 if last < store.max_seq(req.session) else None
+    text = render_page(req.format, info, loaded, first=req.from_seq == 1, last=next_seq is None)
+    return Outcome(p.ExportReply(text=text, next_seq=next_seq, masked=dict(masked)))
+
+
+def backup(store: Store, req: p.Backup) -> Outcome:
+    started = time.monotonic()
+    dest = backup_path(store.root, req.dest, datetime.now(UTC))
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    info = store.backup(dest)
+    return Outcome(
+        p.BackupReply(
+            path=info.path, bytes=info.bytes, sessions=info.sessions, events=info.events,
+            integrity=info.integrity, seconds=round(time.monotonic() - started, 3),
+        )
+    )  # fmt: skip
+
+
+def backup_path(root: Path, dest: str | None, now: datetime) -> Path:
+    """Where a backup goes: `dest` when it names an ``.azs`` file, else a timestamped file in the
+    directory `dest` (default ``<root>/.azureal/backups``).
+
+    >>> backup_path(Path("/w"), None, datetime(2026, 11, 21, 9, 5, 7, tzinfo=UTC))
+    PosixPath('/w/.azureal/backups/sessions-20261121T090507Z.azs')
+    """
+    if dest is not None and not Path(dest).is_absolute():
+        raise ValueError(
+            f"a backup needs an absolute destination (the daemon has its own working directory): {dest}"
+        )
+    if dest is not None and dest.endswith(".azs"):
+        return Path(dest)
+    folder = Path(dest) if dest is not None else store_path(root).parent / "backups"
+    stamp = now.strftime("%Y%m%dT%H%M%SZ")
+    path = folder / f"sessions-{stamp}.azs"
+    n = 1
+    while path.exists():  # two backups in one second
+        n += 1
+        path = folder / f"sessions-{stamp}-{n}.azs"
+    return path
+
+
+def import_sources(store: Store, req: p.ImportSources) -> Outcome:
+    views = []
+    for source in discover(req.agent, Path(req.source_dir), Path(req.project)):
+        record = store.get_import(str(source.path))
+        known = record is not None and store.has_session(record.session_id)
+        views.append(
+            p.SourceView(
+                path=str(source.path), agent=source.agent, size=source.size,
+                session=record.session_id if record is not None and known else None,
+                current=known and record is not None and record.size == source.size,
+            )
+        )  # fmt: skip
+    return Outcome(p.SourcesReply(sources=views))
+
+
+def import_session(store: Store, req: p.ImportSession) -> Outcome:
+    path = Path(req.path)
+    if not path.is_absolute():
+        raise ValueError(f"import needs an absolute path (the daemon has its own working directory): {path}")
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        raise IngestError(f"cannot read {path}: {exc.strerror}") from None
+    before = store.max_seq(existing.session_id) if (existing := store.get_import(str(path))) else 0
+    outcome = import_source(store, Source(path=path, agent=req.agent, size=size), req.worktree)
+    view = session_view(store, store.get_session(outcome.session_id))
+    notes: list[p.Notification] = []
+    if outcome.created:
+        notes.append(p.SessionCreated(root=req.root, seq=0, session=view))
+    elif outcome.appended:
+        added = store.load_events(outcome.session_id, before + 1).events
+        notes += appended_notes(req.root, outcome.session_id, added)
+    reply = p.ImportReply(
+        path=str(path), session=view, created=outcome.created, appended=outcome.appended,
+        lines=outcome.lines, skipped=outcome.skipped,
+    )  # fmt: skip
+    return Outcome(reply, notes)
+
+
+def usage(store: Store, req: p.Usage) -> Outcome:
+    if req.session is not None:
+        _require(store, req.session)
+    by_session = store.usage_by_session()
+    wanted = None if req.worktrees is None else set(req.worktrees)
+    sessions: list[p.SessionUsageView] = []
+    worktrees: dict[str, list[SessionUsage]] = {}
+    for info in store.list_sessions(archived="include"):
+        if (req.session is not None and info.id != req.session) or (
+            wanted is not None and info.worktree not in wanted
+        ):
+            continue
+        total = by_session.get(info.id)
+        worktrees.setdefault(info.worktree, []).append(total or _NO_USAGE)
+        if total is not None:
+            sessions.append(
+                p.SessionUsageView(
+                    session=info.id, name=info.display_name, worktree=info.worktree, turns=total.turns,
+                    usage=usage_view(total),
+                )
+            )  # fmt: skip
+    rollups = [
+        p.WorktreeUsageView(worktree=w, sessions=len(totals), usage=usage_view(_sum(totals)))
+        for w, totals in sorted(worktrees.items())
+    ]
+    grand = _sum([t for totals in worktrees.values() for t in totals])
+    return Outcome(p.UsageReply(sessions=sessions, worktrees=rollups, total=usage_view(grand)))
+
+
+_NO_USAGE: Final = SessionUsage(Usage(), 0.0, 0)
+
+
+def _sum(totals: Sequence[SessionUsage]) -> SessionUsage:
+    usage = Usage()
+    for total in totals:
+        usage += total.usage
+    return SessionUsage(usage, sum(t.cost_usd for t in totals), sum(t.turns for t in totals))
 
 
 def ingest(store: Store, req: p.IngestFile) -> Outcome:
@@ -248,4 +458,12 @@ HANDLERS: dict[type[Any], Callable[[Store, Any], Outcome]] = {
     p.ContextMeter: context_meter,
     p.Search: search,
     p.IngestFile: ingest,
+    p.ForkSession: fork_session,
+    p.ArchiveSession: archive_session,
+    p.Reindex: reindex,
+    p.Export: export,
+    p.Backup: backup,
+    p.ImportSources: import_sources,
+    p.ImportSession: import_session,
+    p.Usage: usage,
 }

@@ -10,9 +10,13 @@ from azsd.events import Event
 
 __all__ = [
     "AppendResult",
+    "Archived",
+    "BackupInfo",
     "Compaction",
     "FollowRecord",
+    "ImportRecord",
     "LoadResult",
+    "SearchResult",
     "SessionInfo",
     "SessionState",
     "SessionUsage",
@@ -21,6 +25,9 @@ __all__ = [
 ]
 
 SessionState = Literal["new", "running", "succeeded", "failed"]
+
+#: Which sessions a listing holds: all but the archived ones, all, or only the archived ones.
+Archived = Literal["exclude", "include", "only"]
 
 
 class SessionInfo(msgspec.Struct, frozen=True, kw_only=True):
@@ -35,6 +42,11 @@ class SessionInfo(msgspec.Struct, frozen=True, kw_only=True):
     completed: bool | None
     duration_ms: int | None
     cost_usd: float | None
+    archived: bool = False
+    #: The session this one was forked from (None when it was not, or that session was deleted).
+    parent: int | None = None
+    #: The parent's last seq this session copied.
+    fork_seq: int | None = None
 
     @property
     def display_name(self) -> str:
@@ -141,3 +153,34 @@ class FollowRecord(msgspec.Struct, kw_only=True):
     started: str = ""
     last_activity: str = ""
     ended: str | None = None
+
+
+class SearchResult(msgspec.Struct, frozen=True, kw_only=True):
+    """One full-text search hit: where it is, how well it ranks (lower is better), and its snippet."""
+
+    session_id: int
+    seq: int
+    kind: str
+    rank: float
+    snippet: str
+    highlights: list[tuple[int, int]]
+    json: str
+
+
+class BackupInfo(msgspec.Struct, frozen=True, kw_only=True):
+    """A verified copy of a store."""
+
+    path: str
+    bytes: int
+    sessions: int
+    events: int
+    integrity: str
+
+
+class ImportRecord(msgspec.Struct, frozen=True, kw_only=True):
+    """An agent history file imported into a session (side table `azsd_imports`)."""
+
+    source: str
+    session_id: int
+    agent: str
+    size: int

@@ -14,6 +14,7 @@ __all__ = [
     "HWM_KEY",
     "REQUIRED_OBJECTS",
     "SCHEMA_VERSION",
+    "SEARCH_HWM_KEY",
 ]
 
 #: The `schema_version` AZUREAL writes and azsd understands.
@@ -60,6 +61,10 @@ DROPPED_COLUMNS: Final = ("context_tokens", "output_tokens", "context_window")
 HWM_KEY: Final = "azsd_session_hwm"
 
 #: azsd's side tables. Each references `sessions(id)` with ON DELETE CASCADE; AZUREAL ignores them.
+#: The exception is the search index `azsd_search`, an FTS5 table (which cannot hold a foreign key):
+#: contentless (it stores the index, not the text, which stays compressed in `events`) and keyed by
+#: `events.id`. AUTOINCREMENT never reuses an id, so an entry whose event AZUREAL deleted matches no
+#: row of `events` and is never returned; azsd takes its own deletes out, and a reindex drops the rest.
 AZSD_DDL: Final = """\
 CREATE TABLE IF NOT EXISTS azsd_usage (
     session_id  INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
@@ -88,7 +93,34 @@ CREATE TABLE IF NOT EXISTS azsd_follows (
     ended         TEXT,
     PRIMARY KEY (session_id, path)
 );
+CREATE TABLE IF NOT EXISTS azsd_lineage (
+    session_id INTEGER PRIMARY KEY REFERENCES sessions(id) ON DELETE CASCADE,
+    parent_id  INTEGER REFERENCES sessions(id) ON DELETE SET NULL,
+    fork_seq   INTEGER NOT NULL,
+    created    TEXT NOT NULL DEFAULT (datetime('now'))
+);
+CREATE INDEX IF NOT EXISTS azsd_lineage_parent ON azsd_lineage(parent_id);
+CREATE TABLE IF NOT EXISTS azsd_archive (
+    session_id INTEGER PRIMARY KEY REFERENCES sessions(id) ON DELETE CASCADE,
+    archived   TEXT NOT NULL DEFAULT (datetime('now'))
+);
+CREATE TABLE IF NOT EXISTS azsd_imports (
+    source     TEXT PRIMARY KEY,
+    session_id INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    agent      TEXT NOT NULL,
+    size       INTEGER NOT NULL DEFAULT 0,
+    imported   TEXT NOT NULL DEFAULT (datetime('now'))
+);
+CREATE INDEX IF NOT EXISTS azsd_imports_session ON azsd_imports(session_id);
+CREATE VIRTUAL TABLE IF NOT EXISTS azsd_search USING fts5(
+    text, content='', tokenize='unicode61 remove_diacritics 2'
+);
 """
+
+#: `meta` key of the highest `events.id` the search index has seen (rows above it wait to be indexed).
+#: Its name carries the version of :func:`azsd.search.search_text`: a store indexed by another version
+#: is indexed again.
+SEARCH_HWM_KEY: Final = "azsd_search_hwm_v1"
 
 #: Tables and indexes an up-to-date store has (AZUREAL's and azsd's).
 REQUIRED_OBJECTS: Final = frozenset(
@@ -101,5 +133,11 @@ REQUIRED_OBJECTS: Final = frozenset(
         "idx_compactions_session",
         "azsd_usage",
         "azsd_follows",
+        "azsd_lineage",
+        "azsd_lineage_parent",
+        "azsd_archive",
+        "azsd_imports",
+        "azsd_imports_session",
+        "azsd_search",
     }
 )

@@ -50,15 +50,28 @@ from azsd.events import (
 )
 from azsd.model import (
     AppendResult,
+    Archived,
+    BackupInfo,
     Compaction,
     FollowRecord,
+    ImportRecord,
     LoadResult,
+    SearchResult,
     SessionInfo,
     SessionUsage,
     StoredEvent,
     Usage,
 )
-from azsd.schema import AZSD_DDL, AZUREAL_DDL, DROPPED_COLUMNS, HWM_KEY, REQUIRED_OBJECTS, SCHEMA_VERSION
+from azsd.schema import (
+    AZSD_DDL,
+    AZUREAL_DDL,
+    DROPPED_COLUMNS,
+    HWM_KEY,
+    REQUIRED_OBJECTS,
+    SCHEMA_VERSION,
+    SEARCH_HWM_KEY,
+)
+from azsd.search import SEARCHABLE_KINDS, make_snippet, search_text
 
 __all__ = ["BUSY_TIMEOUT_S", "STORE_DIR", "STORE_FILE", "Store", "completion_of", "store_path"]
 
@@ -70,7 +83,23 @@ STORE_FILE: Final = "sessions.azs"
 BUSY_TIMEOUT_S: Final = 5.0
 
 _RUNNING_KINDS: Final = (Init, UserMessage, Command, Plan, AssistantText, ToolCall, ToolResult)
-_SESSION_COLUMNS: Final = "s.id, s.name, s.worktree, s.created, s.completed, s.duration_ms, s.cost_usd"
+_SESSION_COLUMNS: Final = (
+    "s.id, s.name, s.worktree, s.created, s.completed, s.duration_ms, s.cost_usd, "
+    "a.session_id IS NOT NULL, l.parent_id, l.fork_seq"
+)
+#: Sessions with their archive mark and lineage (side tables; a lineage whose parent is gone is none).
+_SESSIONS: Final = (
+    "sessions AS s LEFT JOIN azsd_archive AS a ON a.session_id = s.id "
+    "LEFT JOIN azsd_lineage AS l ON l.session_id = s.id AND l.parent_id IS NOT NULL"
+)
+#: The same for a store opened read-only whose (newer) schema may lack azsd's side tables.
+_SESSIONS_BARE: Final = (
+    "sessions AS s LEFT JOIN (SELECT NULL AS session_id) AS a ON 0 "
+    "LEFT JOIN (SELECT NULL AS parent_id, NULL AS fork_seq) AS l ON 0"
+)
+_SEARCHABLE: Final = ", ".join(f"'{kind}'" for kind in SEARCHABLE_KINDS)
+#: Words of the sqlite3 errors that are about the store, not about a search query.
+_STORE_TROUBLE: Final = ("locked", "busy", "disk", "I/O", "malformed", "no such table", "full", "readonly")
 #: `append_prepared` puts the rows of an append up to this size in the row cache (a live turn's
 #: events, read again soon); a bulk ingest does not flood it.
 _CACHE_APPENDS_UP_TO: Final = 2000
@@ -103,6 +132,7 @@ class Store:
         # The session list, kept by this Store's own writes; None until a listing needs it, and
         # again whenever it may be wrong (a rollback, another connection's commit).
         self._index: SessionIndex | None = None
+        self._sessions = _SESSIONS
         if self.path.exists():
             self._connect()
 
@@ -164,6 +194,8 @@ class Store:
         if not self.read_only:
             with _translate(self.path):
                 self._migrate()
+        elif not (self._has_table("azsd_archive") and self._has_table("azsd_lineage")):
+            self._sessions = _SESSIONS_BARE
         self.schema_version = version if self.read_only else SCHEMA_VERSION
 
     def _migrate(self) -> None:
@@ -288,7 +320,7 @@ class Store:
                 raise SessionNotFoundError(session_id)
             return info
         rows = self._query(
-            f"SELECT {_SESSION_COLUMNS}, COALESCE(e.n, 0), COALESCE(e.msgs, 0) FROM sessions AS s "
+            f"SELECT {_SESSION_COLUMNS}, COALESCE(e.n, 0), COALESCE(e.msgs, 0) FROM {self._sessions} "
             "LEFT JOIN (SELECT session_id, COUNT(*) AS n, SUM(kind IN ('UserMessage', 'AssistantText')) "
             "AS msgs FROM events WHERE session_id = ?) AS e ON e.session_id = s.id WHERE s.id = ?",
             (session_id, session_id),
@@ -301,7 +333,7 @@ class Store:
         return bool(self._query("SELECT 1 FROM sessions WHERE id = ?", (session_id,)))
 
     def list_sessions(
-        self, worktree: str | None = None, *, limit: int = -1, offset: int = 0
+        self, worktree: str | None = None, *, limit: int = -1, offset: int = 0, archived: Archived = "include"
     ) -> list[SessionInfo]:
         """Sessions, latest activity first, those with no events last (spec §7 `list_sessions`).
 
@@ -309,15 +341,11 @@ class Store:
         by this Store's writes (rebuilt when another connection has committed).
         """
         index = self._fresh_index(build=True)
-        return [] if index is None else index.page(worktree, limit, max(0, offset))
+        return [] if index is None else index.page(worktree, limit, max(0, offset), archived)
 
-    def count_sessions(self, worktree: str | None = None) -> int:
-        index = self._fresh_index(build=False)
-        if index is not None:
-            return index.count(worktree)
-        return int(
-            self._scalar("SELECT COUNT(*) FROM sessions WHERE ?1 IS NULL OR worktree = ?1", (worktree,), 0)
-        )
+    def count_sessions(self, worktree: str | None = None, *, archived: Archived = "include") -> int:
+        index = self._fresh_index(build=True)
+        return 0 if index is None else index.count(worktree, archived)
 
     def session_names(self) -> dict[int, str]:
         """Every session's display name (`name`, or `S{id}`)."""
@@ -337,16 +365,117 @@ class Store:
             self._index = None
             return conn.execute("UPDATE sessions SET worktree = ? WHERE worktree = ?", (new, old)).rowcount
 
-    def delete_session(self, session_id: int) -> None:
-        """Delete a session and everything that references it (events, compactions, side tables)."""
+    def delete_session(self, session_id: int, *, with_forks: bool = False) -> list[int]:
+        """Delete a session and everything that references it (events, compactions, side tables).
+
+        Its forks are kept, no longer linked to it, unless `with_forks` (then they go too, and
+        their forks). Returns the ids deleted, the session's first.
+        """
         if self._conn is None:
             raise SessionNotFoundError(session_id)
         with self.atomic() as conn:
-            if conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,)).rowcount == 0:
+            _require_session(conn, session_id)
+            doomed = [session_id]
+            if with_forks:
+                doomed += [
+                    row[0]
+                    for row in conn.execute(
+                        "WITH RECURSIVE forks(id) AS ("
+                        "SELECT session_id FROM azsd_lineage WHERE parent_id = ?1 UNION "
+                        "SELECT l.session_id FROM azsd_lineage AS l JOIN forks ON l.parent_id = forks.id) "
+                        "SELECT id FROM forks WHERE id != ?1 ORDER BY id",
+                        (session_id,),
+                    )
+                ]
+            for sid in doomed:
+                self._unindex(conn, sid)
+                conn.execute("DELETE FROM azsd_lineage WHERE parent_id = ?", (sid,))
+                conn.execute("DELETE FROM sessions WHERE id = ?", (sid,))
+                if self._index is not None:
+                    self._index.drop(sid)
+            self._set_hwm(conn, max(doomed))
+            if not with_forks and self._index is not None:
+                self._index = None  # the forks' lineage changed
+        return doomed
+
+    def forks_of(self, session_id: int) -> list[int]:
+        """The sessions forked from `session_id` (directly), in order."""
+        return [
+            row[0]
+            for row in self._query(
+                "SELECT session_id FROM azsd_lineage WHERE parent_id = ? ORDER BY session_id", (session_id,)
+            )
+        ]
+
+    def fork_session(self, session_id: int, at_seq: int, name: str | None = None) -> SessionInfo:
+        """A new session holding copies of events 1..`at_seq` of `session_id` (seqs kept).
+
+        The rows are copied as they are stored (the same bytes), with the compactions they cover;
+        the badge is recomputed from the copies; the lineage is recorded. The original is not touched.
+        """
+        if self._conn is None:
+            raise SessionNotFoundError(session_id)
+        with self.atomic() as conn:
+            parent = conn.execute(
+                "SELECT name, worktree FROM sessions WHERE id = ?", (session_id,)
+            ).fetchone()
+            if parent is None:
                 raise SessionNotFoundError(session_id)
-            self._set_hwm(conn, session_id)
-            if self._index is not None:
-                self._index.drop(session_id)
+            last = conn.execute(
+                "SELECT COALESCE(MAX(seq), 0) FROM events WHERE session_id = ?", (session_id,)
+            ).fetchone()[0]
+            if not 1 <= at_seq <= last:
+                raise ValueError(
+                    f"S{session_id} has no event at seq {at_seq} (a fork point is 1 to {last})"
+                    if last
+                    else f"S{session_id} has no events to fork"
+                )
+            indexed = self._search_current(conn)
+            new_id = self._next_id(conn)
+            fork_name = name if name is not None else f"{parent[0] or f'S{session_id}'} (fork at {at_seq})"
+            conn.execute(
+                "INSERT INTO sessions (id, name, worktree) VALUES (?, ?, ?)", (new_id, fork_name, parent[1])
+            )
+            self._set_hwm(conn, new_id)
+            conn.execute(
+                "INSERT INTO events (session_id, seq, kind, data, char_len) "
+                "SELECT ?, seq, kind, data, char_len FROM events "
+                "WHERE session_id = ? AND seq <= ? ORDER BY seq",
+                (new_id, session_id, at_seq),
+            )
+            conn.execute(
+                "INSERT INTO compactions (session_id, after_seq, summary, created) SELECT ?, after_seq, "
+                "summary, created FROM compactions WHERE session_id = ? AND after_seq < ? ORDER BY id",
+                (new_id, session_id, at_seq),
+            )
+            conn.execute(
+                "INSERT INTO azsd_lineage (session_id, parent_id, fork_seq) VALUES (?, ?, ?)",
+                (new_id, session_id, at_seq),
+            )
+            if indexed:
+                copies = conn.execute(
+                    f"SELECT id, data FROM events WHERE session_id = ? AND kind IN ({_SEARCHABLE})", (new_id,)
+                ).fetchall()
+                conn.executemany(
+                    "INSERT INTO azsd_search (rowid, text) VALUES (?, ?)", self._indexed_texts(copies)
+                )
+                self._set_search_hwm(conn, conn.execute("SELECT MAX(id) FROM events").fetchone()[0])
+            _, events, _, _ = self._load(new_id, 1, None, -1)
+            self._set_completion(conn, new_id, *_badge_after(events))
+            self._index = None
+        return self.get_session(new_id)
+
+    def set_archived(self, session_id: int, archived: bool) -> None:
+        """Archive a session (hidden from listings unless asked for) or bring it back."""
+        if self._conn is None:
+            raise SessionNotFoundError(session_id)
+        with self.atomic() as conn:
+            _require_session(conn, session_id)
+            if archived:
+                conn.execute("INSERT OR IGNORE INTO azsd_archive (session_id) VALUES (?)", (session_id,))
+            else:
+                conn.execute("DELETE FROM azsd_archive WHERE session_id = ?", (session_id,))
+            self._index_reread(conn, session_id)
 
     def vacuum(self) -> None:
         """Give the space of deleted sessions back to the file system (AZUREAL does this after a delete)."""
@@ -403,9 +532,9 @@ class Store:
                 return None
             rows = conn.execute(
                 f"SELECT {_SESSION_COLUMNS}, COALESCE(e.n, 0), COALESCE(e.msgs, 0), "
-                f"COALESCE(e.last_id, 0) FROM sessions AS s {_SESSION_STATS}"
+                f"COALESCE(e.last_id, 0) FROM {self._sessions} {_SESSION_STATS}"
             ).fetchall()
-        self._index = SessionIndex(version, ((_session_info(row[:9]), row[9]) for row in rows))
+        self._index = SessionIndex(version, ((_session_info(row[:-1]), row[-1]) for row in rows))
         return self._index
 
     def _index_reread(self, conn: sqlite3.Connection, session_id: int) -> None:
@@ -414,7 +543,7 @@ class Store:
         if index is None:
             return
         row = conn.execute(
-            f"SELECT {_SESSION_COLUMNS} FROM sessions AS s WHERE s.id = ?", (session_id,)
+            f"SELECT {_SESSION_COLUMNS} FROM {self._sessions} WHERE s.id = ?", (session_id,)
         ).fetchone()
         if row is None:
             index.drop(session_id)
@@ -448,6 +577,7 @@ class Store:
             ).fetchone()[0]
             jsons = [encode_event(event) for event in events]
             payloads = self._codec.encode_many(jsons)
+            indexed = self._search_current(conn)
             conn.executemany(
                 "INSERT INTO events (session_id, seq, kind, data, char_len) VALUES (?, ?, ?, ?, ?)",
                 [
@@ -455,10 +585,13 @@ class Store:
                     for offset, (event, payload) in enumerate(zip(events, payloads, strict=True))
                 ],
             )
-            if self._index is not None and events:
+            if events:
                 last_id = conn.execute("SELECT last_insert_rowid()").fetchone()[0]
-                messages = sum(1 for event in events if isinstance(event, _MESSAGE_KINDS))
-                self._index.add_events(session_id, len(events), messages, last_id)
+                if indexed:
+                    self._index_new(conn, last_id - len(events) + 1, events, last_id)
+                if self._index is not None:
+                    messages = sum(1 for event in events if isinstance(event, _MESSAGE_KINDS))
+                    self._index.add_events(session_id, len(events), messages, last_id)
             if completion:
                 self._set_completion(conn, session_id, *completion_of(events))
         if len(events) <= _CACHE_APPENDS_UP_TO:
@@ -578,31 +711,144 @@ class Store:
     def max_seq(self, session_id: int) -> int:
         return int(self._scalar("SELECT MAX(seq) FROM events WHERE session_id = ?", (session_id,), 0))
 
-    def search_events(
-        self, query: str, worktree: str | None = None, limit: int = 100
-    ) -> list[tuple[int, str]]:
-        """AZUREAL's search: a case-insensitive substring match on the JSON of prompts and replies."""
-        needle = query.lower()
-        hits: list[tuple[int, str]] = []
-        if self._conn is None:
-            return hits
-        with _translate(self.path):
-            rows = self._conn.execute(  # iterated, not fetched: reading stops at `limit`
-                "SELECT e.session_id, e.data FROM events AS e JOIN sessions AS s ON s.id = e.session_id "
-                "WHERE e.kind IN ('UserMessage', 'AssistantText') AND (?1 IS NULL OR s.worktree = ?1) "
-                "ORDER BY e.session_id, e.seq",
-                (worktree,),
+    # -- full-text search (side tables azsd_search + azsd_search_fts; see azsd.search) ---------
+
+    def _search_hwm(self, conn: sqlite3.Connection) -> int:
+        row = conn.execute("SELECT value FROM meta WHERE key = ?", (SEARCH_HWM_KEY,)).fetchone()
+        return int(row[0]) if row else 0
+
+    def _set_search_hwm(self, conn: sqlite3.Connection, value: int) -> None:
+        conn.execute(
+            "INSERT INTO meta (key, value) VALUES (?, ?) "
+            "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            (SEARCH_HWM_KEY, str(value)),
+        )
+
+    def _search_current(self, conn: sqlite3.Connection) -> bool:
+        """Whether the index holds every event row (else new rows wait for :meth:`_catch_up`)."""
+        top = conn.execute("SELECT COALESCE(MAX(id), 0) FROM events").fetchone()[0]
+        return bool(self._search_hwm(conn) == top)
+
+    def _index_new(
+        self, conn: sqlite3.Connection, first_id: int, events: Sequence[Event], last_id: int
+    ) -> None:
+        """Index events just inserted as rows `first_id`, `first_id + 1`, …"""
+        rows = [
+            (first_id + offset, text)
+            for offset, event in enumerate(events)
+            if (text := search_text(event)) is not None
+        ]
+        conn.executemany("INSERT INTO azsd_search (rowid, text) VALUES (?, ?)", rows)
+        self._set_search_hwm(conn, last_id)
+
+    def _indexed_texts(self, rows: Iterable[tuple[int, bytes]]) -> Iterator[tuple[int, str]]:
+        """`(event id, text)` of stored rows the index holds text for (unreadable rows have none)."""
+        for event_id, data in rows:
+            try:
+                text = search_text(decode_event(self._codec.decode(data)))
+            except (CodecError, EventDecodeError):
+                continue
+            if text is not None:
+                yield event_id, text
+
+    def _catch_up(self) -> None:
+        """Index the event rows the index has not seen (written by AZUREAL, or before an upgrade)."""
+        if self._conn is None or self.read_only:
+            return
+        with self.atomic() as conn:
+            row = conn.execute("SELECT value FROM meta WHERE key = ?", (SEARCH_HWM_KEY,)).fetchone()
+            hwm = int(row[0]) if row else 0
+            top = conn.execute("SELECT COALESCE(MAX(id), 0) FROM events").fetchone()[0]
+            if hwm >= top:
+                return
+            if row is None:  # never indexed, or by another version of search_text: start afresh
+                conn.execute("INSERT INTO azsd_search (azsd_search) VALUES ('delete-all')")
+            log.info("%s: indexing events %d to %d for search", self.path, hwm + 1, top)
+            rows = conn.execute(
+                f"SELECT id, data FROM events WHERE id > ? AND kind IN ({_SEARCHABLE}) ORDER BY id", (hwm,)
             )
-            for session_id, data in rows:
-                try:
-                    text = self._codec.decode(data).decode()
-                except (CodecError, UnicodeDecodeError):
-                    continue
-                if needle in text.lower():
-                    hits.append((session_id, text))
-                    if len(hits) >= limit:
-                        break
-        return hits
+            conn.executemany("INSERT INTO azsd_search (rowid, text) VALUES (?, ?)", self._indexed_texts(rows))
+            self._set_search_hwm(conn, top)
+
+    def _unindex(self, conn: sqlite3.Connection, session_id: int) -> None:
+        """Take a session's indexed events out of the index (a contentless index needs their text)."""
+        hwm = self._search_hwm(conn)
+        rows = conn.execute(
+            f"SELECT id, data FROM events WHERE session_id = ? AND id <= ? AND kind IN ({_SEARCHABLE})",
+            (session_id, hwm),
+        ).fetchall()
+        conn.executemany(
+            "INSERT INTO azsd_search (azsd_search, rowid, text) VALUES ('delete', ?, ?)",
+            self._indexed_texts(rows),
+        )
+
+    def reindex_search(self) -> int:
+        """Rebuild the search index from the event rows; returns how many events it holds."""
+        if self._conn is None:
+            return 0
+        with self.atomic() as conn:
+            conn.execute("DELETE FROM meta WHERE key = ?", (SEARCH_HWM_KEY,))
+            self._catch_up()
+            count = conn.execute(
+                f"SELECT COUNT(*) FROM events WHERE kind IN ({_SEARCHABLE}) AND id IN "
+                "(SELECT rowid FROM azsd_search_docsize)"
+            ).fetchone()[0]
+        return int(count)
+
+    def search(
+        self,
+        query: str,
+        *,
+        worktrees: Sequence[str] | None = None,
+        sessions: Sequence[int] | None = None,
+        kinds: Sequence[str] | None = None,
+        limit: int = 50,
+    ) -> list[SearchResult]:
+        """Events matching the FTS5 `query`, best first, each with a snippet of where it matched.
+
+        A query FTS5 cannot parse raises ValueError saying so (nothing is searched).
+        """
+        if self._conn is None:
+            return []
+        self._catch_up()
+        where = ["azsd_search MATCH ?"]
+        params: list[Any] = [query]
+        for column, values in (("s.worktree", worktrees), ("e.session_id", sessions), ("e.kind", kinds)):
+            if values is not None:
+                where.append(f"{column} IN ({', '.join('?' * len(values))})")
+                params.extend(values)
+        sql = (
+            "SELECT e.session_id, e.seq, e.kind, bm25(azsd_search) AS rank, e.data "
+            "FROM azsd_search JOIN events AS e ON e.id = azsd_search.rowid "
+            "JOIN sessions AS s ON s.id = e.session_id "
+            f"WHERE {' AND '.join(where)} ORDER BY rank, e.session_id DESC, e.seq LIMIT ?"
+        )
+        try:
+            rows = self._conn.execute(sql, (*params, limit)).fetchall()
+        except sqlite3.OperationalError as exc:
+            if not any(word in str(exc) for word in _STORE_TROUBLE):  # then it is the query
+                raise ValueError(
+                    f"cannot search for {query!r}: {exc} (FTS5 query syntax: quote a phrase with "
+                    '"…"; AND, OR, NOT and NEAR are operators; or search the words literally with --words)'
+                ) from None
+            raise StoreError(f"{self.path}: {exc}") from None
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"{self.path}: {exc}") from None
+        results = []
+        for session_id, seq, kind, rank, data in rows:
+            try:
+                json = self._codec.decode(data)
+                text = search_text(decode_event(json)) or ""
+            except (CodecError, EventDecodeError):
+                continue
+            snippet, highlights = make_snippet(text, query)
+            results.append(
+                SearchResult(
+                    session_id=session_id, seq=seq, kind=kind, rank=float(rank), snippet=snippet,
+                    highlights=highlights, json=json.decode(),
+                )
+            )  # fmt: skip
+        return results
 
     # -- token usage (side table azsd_usage) --------------------------------------------------
 
@@ -640,6 +886,79 @@ class Store:
         i, o, cr, cw, r, cost, turns = rows[0] if rows else (0, 0, 0, 0, 0, 0.0, 0)
         usage = Usage(input=i, output=o, cache_read=cr, cache_write=cw, reasoning=r)
         return SessionUsage(usage, float(cost), int(turns))
+
+    def usage_by_session(self) -> dict[int, SessionUsage]:
+        """The usage of every session that has any, in one query."""
+        rows = self._query(
+            "SELECT session_id, SUM(input), SUM(output), SUM(cache_read), SUM(cache_write), SUM(reasoning), "
+            "COALESCE(SUM(cost_usd), 0.0), COUNT(*) FROM azsd_usage GROUP BY session_id"
+        )
+        return {
+            sid: SessionUsage(
+                Usage(input=i, output=o, cache_read=cr, cache_write=cw, reasoning=r), float(cost), turns
+            )
+            for sid, i, o, cr, cw, r, cost, turns in rows
+        }
+
+    # -- imported histories (side table azsd_imports) -------------------------------------------
+
+    def get_import(self, source: str) -> ImportRecord | None:
+        """The session `source` (an agent history file) was imported into, if it was."""
+        rows = self._query(
+            "SELECT source, session_id, agent, size FROM azsd_imports WHERE source = ?", (source,)
+        )
+        if not rows:
+            return None
+        src, sid, agent, size = rows[0]
+        return ImportRecord(source=src, session_id=sid, agent=agent, size=size)
+
+    def record_import(self, record: ImportRecord) -> None:
+        """Remember that `record.source`, `record.size` bytes of it, is in `record.session_id`."""
+        with self.atomic() as conn:
+            _require_session(conn, record.session_id)
+            conn.execute(
+                "INSERT INTO azsd_imports (source, session_id, agent, size) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (source) DO UPDATE SET session_id = excluded.session_id, "
+                "agent = excluded.agent, size = excluded.size, imported = datetime('now')",
+                (record.source, record.session_id, record.agent, record.size),
+            )
+
+    # -- backup --------------------------------------------------------------------------------
+
+    def backup(self, dest: Path) -> BackupInfo:
+        """Copy the store to `dest` with SQLite's online backup API, then verify the copy.
+
+        The copy is one consistent snapshot (taken in one step, so writes wait for it rather than
+        restart it), written beside `dest` under a temporary name and renamed into place only once
+        `PRAGMA integrity_check` says ok. An existing `dest` is never overwritten.
+        """
+        conn = self._conn
+        if conn is None:
+            raise StoreError(f"{self.path} does not exist yet: there is nothing to back up")
+        dest = Path(dest)
+        if dest.exists():
+            raise StoreError(f"{dest} already exists (a backup never overwrites a file)")
+        part = dest.with_name(f".{dest.name}.part")
+        try:
+            target = sqlite3.connect(part, isolation_level=None)
+            try:
+                with _translate(self.path):
+                    conn.backup(target)
+                with _translate(dest):
+                    check = [row[0] for row in target.execute("PRAGMA integrity_check")]
+                    sessions = target.execute("SELECT COUNT(*) FROM sessions").fetchone()[0]
+                    events = target.execute("SELECT COUNT(*) FROM events").fetchone()[0]
+            finally:
+                target.close()
+            if check != ["ok"]:
+                raise StoreError(f"the copy of {self.path} failed its integrity check: {'; '.join(check)}")
+            part.replace(dest)
+        except BaseException:
+            part.unlink(missing_ok=True)
+            raise
+        return BackupInfo(
+            path=str(dest), bytes=dest.stat().st_size, sessions=sessions, events=events, integrity="ok"
+        )
 
     # -- followed files (side table azsd_follows) -----------------------------------------------
 
@@ -773,13 +1092,26 @@ def completion_of(events: Iterable[Event]) -> tuple[Complete | None, bool]:
     return last_complete, running
 
 
+def _badge_after(events: Iterable[Event]) -> tuple[Complete | None, bool]:
+    """The badge at the end of `events`, read in order: the last `Complete`, unless turn content
+    follows it (then running), as :func:`completion_of` gives it for an append."""
+    last_complete = None
+    running = False
+    for event in events:
+        if isinstance(event, Complete):
+            last_complete, running = event, False
+        elif isinstance(event, _RUNNING_KINDS):
+            last_complete, running = None, True
+    return last_complete, running
+
+
 def _require_session(conn: sqlite3.Connection, session_id: int) -> None:
     if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is None:
         raise SessionNotFoundError(session_id)
 
 
 def _session_info(row: Sequence[Any]) -> SessionInfo:
-    sid, name, worktree, created, completed, duration_ms, cost_usd, n, msgs = row
+    sid, name, worktree, created, completed, duration_ms, cost_usd, archived, parent, fork_seq, n, msgs = row
     return SessionInfo(
         id=sid,
         name=name,
@@ -790,6 +1122,9 @@ def _session_info(row: Sequence[Any]) -> SessionInfo:
         completed=None if completed is None else bool(completed),
         duration_ms=duration_ms,
         cost_usd=cost_usd,
+        archived=bool(archived),
+        parent=parent,
+        fork_seq=fork_seq if parent is not None else None,
     )
 
 
@@ -808,7 +1143,7 @@ def _read_schema_version(conn: sqlite3.Connection) -> int | None:
 
 
 def _is_current(conn: sqlite3.Connection) -> bool:
-    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'index')")}
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
     if not REQUIRED_OBJECTS <= tables:
         return False
     columns = {row[1] for row in conn.execute("PRAGMA table_info(sessions)")}
@@ -818,7 +1153,16 @@ def _is_current(conn: sqlite3.Connection) -> bool:
 
 
 def _statements(script: str) -> list[str]:
-    return [s.strip() for s in script.split(";") if s.strip()]
+    """The statements of an SQL script (a trigger's body keeps its own semicolons)."""
+    statements: list[str] = []
+    pending = ""
+    for piece in script.split(";"):
+        pending += piece + ";"
+        if sqlite3.complete_statement(pending):
+            if pending.strip(" \n;"):
+                statements.append(pending.strip())
+            pending = ""
+    return statements
 
 
 @contextmanager

@@ -45,11 +45,13 @@ MAX_BATCH: Final = 256
 @dataclass(frozen=True)
 class Task:
     """One piece of work for a store: who asked (None for the daemon's own work), the work, and
-    who to tell, after the commit, whether it succeeded."""
+    who to tell, after the commit, whether it succeeded. An `alone` task runs outside any
+    transaction (a backup cannot read a store its own connection is writing)."""
 
     envelope: Envelope | None
     run: Callable[[Store], Outcome]
     on_done: Callable[[bool], None] | None = None
+    alone: bool = False
 
 
 def error_reply(exc: BaseException) -> p.ErrorReply:
@@ -146,6 +148,19 @@ class _Worker(threading.Thread):
         if store is None:
             assert open_error is not None
             return [Outcome(error_reply(open_error)) for _ in tasks]
+        outcomes: list[Outcome] = []
+        start = 0
+        for i, task in enumerate(tasks):
+            if task.alone:
+                outcomes += self._run_group(store, tasks[start:i])
+                outcomes.append(self._run_one(store, task, grouped=False))
+                start = i + 1
+        return outcomes + self._run_group(store, tasks[start:])
+
+    def _run_group(self, store: Store, tasks: list[Task]) -> list[Outcome]:
+        """Tasks in one transaction (one commit for them all), each in a savepoint of its own."""
+        if not tasks:
+            return []
         grouped = store.exists and not store.read_only
         outer: AbstractContextManager[Any] = store.atomic() if grouped else nullcontext()
         try:

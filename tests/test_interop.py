@@ -54,7 +54,14 @@ def sqlite3_cli(db: Path, *sql: str) -> str:
 
 def normalize_ddl(text: str) -> list[str]:
     """Statements with whitespace collapsed and `IF NOT EXISTS` dropped (SQLite stores them so)."""
-    statements = [s for s in text.split(";") if s.strip() and not s.strip().startswith("INSERT")]
+    statements: list[str] = []
+    pending = ""
+    for piece in text.split(";"):  # a trigger's body keeps its own semicolons
+        pending += piece + ";"
+        if sqlite3.complete_statement(pending):
+            statements.append(pending.rstrip(";"))
+            pending = ""
+    statements = [s for s in statements if s.strip() and not s.strip().startswith("INSERT")]
     return sorted(
         re.sub(r"\s+", " ", s.replace("IF NOT EXISTS ", "")).replace("( ", "(").replace(" )", ")").strip()
         for s in statements
@@ -139,3 +146,20 @@ def test_a_store_built_the_way_azureal_writes_it_reads_correctly(root: Path, tmp
     with sqlite3.connect(path) as conn:
         stored = conn.execute("SELECT seq, kind, data FROM events WHERE seq <= 6 ORDER BY seq").fetchall()
     assert stored == rows
+
+
+@needs_sqlite3
+def test_the_sqlite3_program_searches_the_index_and_deletes_around_it(store: Store) -> None:
+    """The FTS5 index is plain SQLite: another program can query it, and AZUREAL's delete still works."""
+    s = store.create_session()
+    store.append_events(s.id, EVENTS)
+    found = sqlite3_cli(
+        store.path,
+        "SELECT e.seq FROM azsd_search JOIN events AS e ON e.id = azsd_search.rowid "
+        "WHERE azsd_search MATCH 'main' ORDER BY e.seq;",
+    )
+    assert found.split() == ["4", "5"]
+    sqlite3_cli(store.path, "PRAGMA foreign_keys = ON; DELETE FROM sessions WHERE id = 1;")
+    assert sqlite3_cli(store.path, "SELECT COUNT(*) FROM events;").strip() == "0"
+    assert sqlite3_cli(store.path, "PRAGMA integrity_check;").strip() == "ok"
+    assert store.search("main") == []

@@ -54,7 +54,7 @@ def test_opening_a_root_never_creates_the_file(root: Path) -> None:
         assert store.count_sessions() == 0
         assert store.load_events(1).events == []
         assert store.build_context(1) is None
-        assert store.search_events("x") == []
+        assert store.search("x") == []
         with pytest.raises(SessionNotFoundError):
             store.get_session(1)
     assert not (root / ".azureal").exists()
@@ -392,24 +392,6 @@ def test_build_context_with_compaction_and_no_new_events(store: Store) -> None:
     store.append_events(s.id, [UserMessage(content="a")])
     store.store_compaction(s.id, 1, "all of it")
     assert store.build_context(s.id) == ContextPayload("all of it", [])
-
-
-def test_search_events(store: Store) -> None:
-    a = store.create_session(worktree="main")
-    b = store.create_session(worktree="feat")
-    store.append_events(a.id, [UserMessage(content="Find the PANIC"), AssistantText(text="no match")])
-    store.append_events(
-        b.id,
-        [
-            ToolResult(tool_use_id="t", tool_name="Bash", content="panic here", is_error=False),
-            AssistantText(text="a panic in feat"),
-        ],
-    )
-    hits = store.search_events("panic")
-    assert [sid for sid, _ in hits] == [a.id, b.id]
-    assert hits[0][1] == '{"UserMessage":{"content":"Find the PANIC"}}'
-    assert [sid for sid, _ in store.search_events("panic", worktree="feat")] == [b.id]
-    assert store.search_events("panic", limit=1) == hits[:1]
 
 
 # -- files that are not ours ----------------------------------------------------------------------

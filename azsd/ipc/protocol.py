@@ -29,6 +29,9 @@ __all__ = [
     "PROTOCOL_VERSION",
     "AppendEvents",
     "AppendReply",
+    "ArchiveSession",
+    "Backup",
+    "BackupReply",
     "BoundaryReply",
     "BuildContext",
     "CompactionBoundary",
@@ -40,11 +43,17 @@ __all__ = [
     "ErrorReply",
     "EventsAppended",
     "EventsPage",
+    "Export",
+    "ExportReply",
     "Follow",
     "FollowReply",
     "FollowView",
+    "ForkSession",
     "GetEvents",
     "GetSession",
+    "ImportReply",
+    "ImportSession",
+    "ImportSources",
     "IngestFile",
     "IngestReply",
     "ListSessions",
@@ -52,6 +61,8 @@ __all__ = [
     "MeterReply",
     "Notification",
     "OkReply",
+    "Reindex",
+    "ReindexReply",
     "RenameSession",
     "Reply",
     "Request",
@@ -61,16 +72,22 @@ __all__ = [
     "SessionChanged",
     "SessionCreated",
     "SessionReply",
+    "SessionUsageView",
     "SessionView",
     "SessionsReply",
     "Shutdown",
     "ShutdownReply",
+    "SourceView",
+    "SourcesReply",
     "Status",
     "StatusReply",
     "StoreCompaction",
     "Unfollow",
+    "Usage",
+    "UsageReply",
     "UsageView",
     "WireEvent",
+    "WorktreeUsageView",
     "decode_notification",
     "decode_reply",
     "decode_request",
@@ -135,6 +152,42 @@ class SessionView(_Data, frozen=True):
     duration_ms: int | None = None
     cost_usd: float | None = None
     usage: UsageView | None = None
+    archived: bool = False
+    #: The session this one was forked from, and the parent's last seq it copied (None: not a fork,
+    #: or the parent was deleted).
+    parent: int | None = None
+    fork_seq: int | None = None
+    #: Sessions forked from this one (filled by `GetSession`; empty in listings).
+    forks: list[int] = []
+
+
+class SessionUsageView(_Data, frozen=True):
+    """One session's usage, summed over its `turns` (agent runs)."""
+
+    session: int
+    name: str
+    worktree: str
+    turns: int
+    usage: UsageView
+
+
+class WorktreeUsageView(_Data, frozen=True):
+    """The usage of every session labelled with one worktree (branch)."""
+
+    worktree: str
+    sessions: int
+    usage: UsageView
+
+
+class SourceView(_Data, frozen=True):
+    """An agent history file `ImportSession` can bring in; `session` is where it already is."""
+
+    path: str
+    agent: str
+    size: int
+    session: int | None = None
+    #: Imported, and the file has not grown since.
+    current: bool = False
 
 
 class FollowView(_Data, frozen=True):
@@ -154,8 +207,17 @@ class FollowView(_Data, frozen=True):
 
 
 class SearchHit(_Data, frozen=True):
+    """An event that matched: its session and seq, its rank (lower is better), the event's JSON, and a
+    snippet of its text where it matched, with the `[start, end)` character range of each hit."""
+
     session: int
     data: str
+    seq: int = 0
+    kind: str = ""
+    rank: float = 0.0
+    snippet: str = ""
+    highlights: list[tuple[int, int]] = []
+    session_name: str = ""
 
 
 # -- requests ---------------------------------------------------------------------------------------
@@ -176,10 +238,15 @@ class CreateSession(_Req, frozen=True):
 
 
 class ListSessions(_Req, frozen=True):
+    """Sessions, latest activity first. Archived ones are left out unless `archived` is `include`
+    (all) or `only`; `with_usage` fills each view's `usage`."""
+
     root: str
     worktree: str | None = None
     limit: int = 100
     offset: int = 0
+    archived: Literal["exclude", "include", "only"] = "exclude"
+    with_usage: bool = False
 
 
 class GetSession(_Req, frozen=True):
@@ -194,8 +261,28 @@ class RenameSession(_Req, frozen=True):
 
 
 class DeleteSession(_Req, frozen=True):
+    """Delete a session. Its forks are kept (their lineage cleared) unless `with_forks`."""
+
     root: str
     session: int
+    with_forks: bool = False
+
+
+class ForkSession(_Req, frozen=True):
+    """A new session holding copies of events 1..`at_seq` (seqs kept); the original is not changed."""
+
+    root: str
+    session: int
+    at_seq: int
+    name: str | None = None
+
+
+class ArchiveSession(_Req, frozen=True):
+    """Archive (`archived=False`: unarchive) a session: hidden from listings, never deleted."""
+
+    root: str
+    session: int
+    archived: bool = True
 
 
 class AppendEvents(_Req, frozen=True):
@@ -254,10 +341,78 @@ class ContextMeter(_Req, frozen=True):
 
 
 class Search(_Req, frozen=True):
+    """Full-text search, best match first. `query` is FTS5 syntax (``a AND b``, ``"a phrase"``,
+    ``pre*``), or plain words all of which must match with `words`. Each filter left None matches
+    everything; `worktree` is the older single-worktree form of `worktrees`. `kinds` takes variant
+    names or the aliases user, assistant, tool, call, result, plan."""
+
     root: str
     query: str
     worktree: str | None = None
     limit: int = 50
+    worktrees: list[str] | None = None
+    sessions: list[int] | None = None
+    kinds: list[str] | None = None
+    words: bool = False
+
+
+class Reindex(_Req, frozen=True):
+    """Rebuild a store's search index from its events."""
+
+    root: str
+
+
+class Export(_Req, frozen=True):
+    """A page of a session rendered as Markdown, JSONL or a self-contained HTML page.
+
+    Concatenating the `text` of every page (from `from_seq=1`, following `next_seq`) gives the whole
+    document. `redact` masks secrets (see azsd.redact) and the reply counts them.
+    """
+
+    root: str
+    session: int
+    format: Literal["md", "jsonl", "html"] = "md"
+    redact: bool = False
+    from_seq: int = 1
+    limit: int = 1000
+
+
+class Backup(_Req, frozen=True):
+    """Copy the store with SQLite's online backup API and verify the copy.
+
+    `dest` is a directory (the copy is named ``sessions-<UTC time>.azs`` in it) or a path ending in
+    ``.azs``; None means ``<root>/.azureal/backups/``. An existing file is never overwritten.
+    """
+
+    root: str
+    dest: str | None = None
+
+
+class ImportSources(_Req, frozen=True):
+    """The agent history files of `project` under `source_dir` (``~/.claude`` or ``~/.codex``), and
+    whether each is imported already."""
+
+    root: str
+    agent: Literal["claude", "codex"]
+    source_dir: str
+    project: str
+
+
+class ImportSession(_Req, frozen=True):
+    """Import one agent history file as a session of its own (again: only what it gained since)."""
+
+    root: str
+    agent: Literal["claude", "codex"]
+    path: str
+    worktree: str = ""
+
+
+class Usage(_Req, frozen=True):
+    """Token usage and cost per session and per worktree (`session` or `worktrees` narrow it)."""
+
+    root: str
+    session: int | None = None
+    worktrees: list[str] | None = None
 
 
 class IngestFile(_Req, frozen=True):
@@ -309,6 +464,14 @@ Request = (
     | IngestFile
     | Follow
     | Unfollow
+    | ForkSession
+    | ArchiveSession
+    | Reindex
+    | Export
+    | Backup
+    | ImportSources
+    | ImportSession
+    | Usage
 )
 
 
@@ -408,6 +571,54 @@ class FollowReply(_Msg, frozen=True):
     protocol: int = PROTOCOL_VERSION
 
 
+class ReindexReply(_Msg, frozen=True):
+    indexed: int
+    protocol: int = PROTOCOL_VERSION
+
+
+class ExportReply(_Msg, frozen=True):
+    """A page of an export; `next_seq` is where the next starts, None after the last."""
+
+    text: str
+    next_seq: int | None
+    masked: dict[str, int] = {}
+    protocol: int = PROTOCOL_VERSION
+
+
+class BackupReply(_Msg, frozen=True):
+    path: str
+    bytes: int
+    sessions: int
+    events: int
+    integrity: str
+    seconds: float
+    protocol: int = PROTOCOL_VERSION
+
+
+class SourcesReply(_Msg, frozen=True):
+    sources: list[SourceView]
+    protocol: int = PROTOCOL_VERSION
+
+
+class ImportReply(_Msg, frozen=True):
+    """What `ImportSession` did: `created` a session, or found it and added `appended` events."""
+
+    path: str
+    session: SessionView
+    created: bool
+    appended: int
+    lines: int
+    skipped: int
+    protocol: int = PROTOCOL_VERSION
+
+
+class UsageReply(_Msg, frozen=True):
+    sessions: list[SessionUsageView]
+    worktrees: list[WorktreeUsageView]
+    total: UsageView
+    protocol: int = PROTOCOL_VERSION
+
+
 class IngestReply(_Msg, frozen=True):
     format: str
     lines: int
@@ -434,6 +645,12 @@ Reply = (
     | SearchReply
     | IngestReply
     | FollowReply
+    | ReindexReply
+    | ExportReply
+    | BackupReply
+    | SourcesReply
+    | ImportReply
+    | UsageReply
 )
 
 
@@ -448,7 +665,8 @@ class SessionCreated(_Msg, frozen=True):
 
 
 class SessionChanged(_Msg, frozen=True):
-    """`change` is `renamed`, `completed` or `deleted`; `session` is None after a delete."""
+    """`change` is `renamed`, `completed`, `archived`, `unarchived`, `unlinked` (its fork parent was
+    deleted) or `deleted`; `session` is None after a delete."""
 
     root: str
     seq: int

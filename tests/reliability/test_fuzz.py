@@ -82,6 +82,11 @@ MUTATING: Final = frozenset(
         "ingestfile",
         "follow",
         "unfollow",
+        "forksession",
+        "archivesession",
+        "reindex",
+        "backup",
+        "importsession",
     }
 )
 EXPECTED_REPLY: Final[dict[type[Any], type[Any]]] = {
@@ -103,6 +108,14 @@ EXPECTED_REPLY: Final[dict[type[Any], type[Any]]] = {
     p.IngestFile: p.IngestReply,
     p.Follow: p.FollowReply,
     p.Unfollow: p.OkReply,
+    p.ForkSession: p.SessionReply,
+    p.ArchiveSession: p.SessionReply,
+    p.Reindex: p.ReindexReply,
+    p.Export: p.ExportReply,
+    p.Backup: p.BackupReply,
+    p.ImportSources: p.SourcesReply,
+    p.ImportSession: p.ImportReply,
+    p.Usage: p.UsageReply,
 }
 HUGE_INTS: Final = [2**31, 2**53 + 1, 2**63 - 1, 2**63, 2**64 - 1, -(2**31), -(2**63)]
 
@@ -351,6 +364,13 @@ def _paths(env: FuzzEnv) -> st.SearchStrategy[str]:
     )
 
 
+def _places(env: FuzzEnv, *names: str) -> st.SearchStrategy[str]:
+    scratch = env.scratch
+    return st.sampled_from(
+        [*(str(scratch / n) for n in names), str(scratch), "relative/dir", "", str(scratch / "nul\x00")]
+    )
+
+
 def _typed(tp: Any) -> st.SearchStrategy[Any]:
     """A value of the annotated type (within what msgpack can carry)."""
     origin = get_origin(tp)
@@ -379,6 +399,10 @@ def _field_value(env: FuzzEnv, name: str, tp: Any) -> st.SearchStrategy[Any]:
         "events": st.lists(_event_json, max_size=4),
         "format": st.one_of(st.none(), st.sampled_from(FORMATS), _texts),
         "writer_pid": st.one_of(st.none(), st.sampled_from([1, os.getpid(), 0, -1, 2**22 + 7]), _ints),
+        # where a backup or an import may look or write: inside the scratch directory only
+        "dest": st.one_of(st.none(), _places(env, "backups", "copy.azs")),
+        "source_dir": _places(env, "home", ".claude"),
+        "project": _places(env, "project", "."),
     }
     return special.get(name, _typed(tp))
 

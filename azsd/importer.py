@@ -1,0 +1,340 @@
+"""Import agent histories already on disk into a worktree's store, one session per source file.
+
+Claude keeps each session at ``<config>/projects/<slug>/<sessionId>.jsonl``, the slug naming the
+project directory (agent-formats §2.1); Codex keeps each rollout at
+``<home>/sessions/YYYY/MM/DD/rollout-*.jsonl``, its project being the `cwd` of its `session_meta`
+(§4.1, §4.2). :func:`discover` lists a project's sources; :func:`import_source` brings one into the
+store: the first time as a new session named after its first prompt, later only what was appended
+to the file since (`azsd_imports` remembers the session and the size read). Sources are only read.
+
+>>> claude_slug(Path("/home/me/my_repo.v2"))
+'-home-me-my-repo-v2'
+>>> first_prompt_name([UserMessage(content="\\n  fix   the parser\\nthen the tests")])
+'fix the parser'
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final, Literal
+
+import msgspec
+
+from azsd.context import sanitize
+from azsd.events import Event, UserMessage
+from azsd.ingest import IngestError, IngestReport, ingest_file
+from azsd.model import ImportRecord
+from azsd.parsers import TOO_LONG, Format, detect_format, iter_lines
+from azsd.rusttext import RUST_WHITESPACE, is_blank, rust_lines, trim, trim_end
+from azsd.store import Store
+
+__all__ = [
+    "FORMAT_OF",
+    "Agent",
+    "ImportOutcome",
+    "Source",
+    "claude_slug",
+    "discover",
+    "first_prompt_name",
+    "import_source",
+]
+
+log = logging.getLogger("azsd.importer")
+
+Agent = Literal["claude", "codex"]
+
+#: The format of each agent's on-disk histories.
+FORMAT_OF: Final[dict[Agent, Format]] = {"claude": "claude-session", "codex": "codex-rollout"}
+
+#: Claude cuts a longer slug to this many characters and appends a hash of the path.
+SLUG_MAX: Final = 200
+
+#: How many lines of a source are read to find its working directory.
+HEAD_LINES: Final = 20
+
+_NOT_SLUG: Final = re.compile(r"[^A-Za-z0-9]")
+_WHITESPACE: Final = re.compile(f"[{re.escape(RUST_WHITESPACE)}]+")
+_DECODER: Final = msgspec.json.Decoder()
+
+
+@dataclass(frozen=True)
+class Source:
+    """An agent history file that may be imported: where it is, whose it is, and its size when found."""
+
+    path: Path
+    agent: Agent
+    size: int
+
+
+@dataclass(frozen=True)
+class ImportOutcome:
+    """What :func:`import_source` did."""
+
+    session_id: int
+    #: A new session was made.
+    created: bool
+    #: Events stored by this call.
+    appended: int
+    #: Lines read.
+    lines: int
+    #: Lines skipped (every reason of the parse report).
+    skipped: int
+    #: Nothing to do: imported before, and the file has not changed in size since.
+    current: bool
+
+
+def claude_slug(project: Path | str) -> str:
+    """The directory name Claude gives `project` under ``projects/``: every character but an ASCII
+    letter or digit becomes ``-`` (one per UTF-16 unit, as JavaScript counts), and a name longer
+    than 200 characters is cut and given a hash suffix (the one Node builds compute; other builds
+    hash differently, which :func:`discover` allows for).
+
+    >>> claude_slug("/Users/me/.worktrees/feat_x"), claude_slug("C:\\\\work\\\\repo")
+    ('-Users-me--worktrees-feat-x', 'C--work-repo')
+    """
+    text = str(project)
+    slug = _sanitized(text)
+    if len(slug) <= SLUG_MAX:
+        return slug
+    return f"{slug[:SLUG_MAX]}-{_base36(abs(_js_hash(text)))}"
+
+
+def _sanitized(text: str) -> str:
+    """`text` with each non-alphanumeric character replaced by one ``-`` per UTF-16 unit."""
+    return _NOT_SLUG.sub(lambda m: "--" if ord(m.group()) > 0xFFFF else "-", text)
+
+
+def _js_hash(text: str) -> int:
+    """JavaScript's `(h << 5) - h + charCodeAt(i) | 0` over the UTF-16 units of `text`."""
+    units = text.encode("utf-16-le")
+    h = 0
+    for i in range(0, len(units), 2):
+        h = (h * 31 + int.from_bytes(units[i : i + 2], "little")) & 0xFFFFFFFF
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def _base36(n: int) -> str:
+    digits = "0123456789abcdefghijklmnopqrstuvwxyz"
+    out = ""
+    while True:
+        n, d = divmod(n, 36)
+        out = digits[d] + out
+        if n == 0:
+            return out
+
+
+def discover(agent: Agent, source_dir: Path, project: Path) -> list[Source]:
+    """The history files of `agent` under `source_dir` that belong to `project`, oldest first.
+
+    Claude's (`source_dir` is ``~/.claude`` or ``$CLAUDE_CONFIG_DIR``) are the top-level
+    ``*.jsonl`` of ``projects/<claude_slug(project)>`` (of the path as given and of its realpath);
+    subagent files are not sessions. Codex's (`source_dir` is ``~/.codex`` or ``$CODEX_HOME``) are
+    the ``sessions/**/rollout-*.jsonl`` whose first `session_meta` has a `cwd` that is `project` or
+    inside it. A missing directory gives no sources.
+    """
+    source_dir = Path(os.path.abspath(source_dir))
+    paths = _claude_paths(source_dir, project) if agent == "claude" else _codex_paths(source_dir, project)
+    found: list[tuple[int, str, Source]] = []
+    for path in paths:
+        try:
+            st = path.stat()
+        except OSError:  # gone since it was listed
+            continue
+        found.append((st.st_mtime_ns, str(path), Source(path, agent, st.st_size)))
+    found.sort(key=lambda item: (item[0], item[1]))
+    return [source for _, _, source in found]
+
+
+def _spellings(path: Path | str) -> list[str]:
+    """`path` made absolute as given, and with its symlinks resolved (once when they agree)."""
+    given, real = os.path.abspath(path), os.path.realpath(path)
+    return [given] if given == real else [given, real]
+
+
+def _claude_paths(source_dir: Path, project: Path) -> Iterator[Path]:
+    projects = source_dir / "projects"
+    exact: dict[str, None] = {}
+    prefixes: list[str] = []
+    for spelling in _spellings(project):
+        exact[claude_slug(spelling)] = None
+        full = _sanitized(spelling)
+        if len(full) > SLUG_MAX:
+            prefixes.append(full[:SLUG_MAX] + "-")
+    dirs = [(projects / name, False) for name in exact]
+    if prefixes and projects.is_dir():  # a long path: its hash suffix depends on Claude's build
+        dirs += [
+            (d, True)
+            for d in projects.iterdir()
+            if d.name not in exact and d.name.startswith(tuple(prefixes))
+        ]
+    cwds = set(_spellings(project))
+    for directory, check_cwd in dirs:
+        if not directory.is_dir():
+            continue
+        for path in sorted(directory.glob("*.jsonl")):
+            if path.name.startswith("agent-") or not path.is_file():
+                continue  # 2.0.x wrote subagent transcripts beside the sessions
+            if check_cwd and _head_value(path, _claude_cwd) not in cwds:
+                continue  # another long path with the same first 200 characters
+            yield path
+
+
+def _codex_paths(source_dir: Path, project: Path) -> Iterator[Path]:
+    sessions = source_dir / "sessions"
+    if not sessions.is_dir():
+        return
+    bases = [Path(p) for p in _spellings(project)]
+    for path in sorted(sessions.rglob("rollout-*.jsonl")):
+        if path.is_file() and _within(_head_value(path, _codex_cwd), bases):
+            yield path
+
+
+def _claude_cwd(obj: dict[str, Any]) -> str | None:
+    cwd = obj.get("cwd")
+    return cwd if isinstance(cwd, str) else None
+
+
+def _codex_cwd(obj: dict[str, Any]) -> str | None:
+    """The `cwd` of a `session_meta` line ("" for one without a usable cwd, so the search stops)."""
+    if obj.get("type") != "session_meta":
+        return None
+    payload = obj.get("payload")
+    cwd = payload.get("cwd") if isinstance(payload, dict) else None
+    return cwd if isinstance(cwd, str) else ""
+
+
+def _head_value(path: Path, pick: Callable[[dict[str, Any]], str | None]) -> str | None:
+    """The first non-None `pick(line)` among the first `HEAD_LINES` JSON-object lines of `path`."""
+    try:
+        with open(path, "rb") as stream:
+            for n, line in enumerate(iter_lines(stream)):
+                if n >= HEAD_LINES:
+                    break
+                if line is TOO_LONG or not line.strip():
+                    continue
+                try:
+                    obj = _DECODER.decode(line)
+                except (msgspec.DecodeError, UnicodeDecodeError):
+                    continue
+                value = pick(obj) if isinstance(obj, dict) else None
+                if value is not None:
+                    return value
+    except OSError:
+        return None
+    return None
+
+
+def _within(cwd: str | None, bases: Sequence[Path]) -> bool:
+    """Whether `cwd` (as written, or resolved) is one of `bases` or inside one."""
+    if not cwd or not os.path.isabs(cwd):
+        return False
+    return any(Path(c).is_relative_to(base) for c in _spellings(cwd) for base in bases)
+
+
+#: Where a Codex prompt sent from an IDE extension starts the user's own request.
+_IDE_REQUEST: Final = "## My request for Codex:"
+#: An XML-like tag, which agents wrap around command names and the like.
+_TAG: Final = re.compile(r"</?[A-Za-z][\w-]*(?:\s[^<>]*)?>")
+
+
+def first_prompt_name(events: Sequence[Event], limit: int = 60) -> str | None:
+    """A session's name: the first non-blank line of its first prompt (injected context removed),
+    whitespace collapsed, cut to `limit` characters with ``…`` when longer; None with no prompt.
+
+    >>> first_prompt_name([UserMessage(content=" \\n "), UserMessage(content="go\\nnow")])
+    'go'
+    >>> first_prompt_name([UserMessage(content="<azureal-session-context>…</azureal-session-context>hi")])
+    'hi'
+    >>> first_prompt_name([UserMessage(content="word " * 20)], limit=12)
+    'word word w…'
+    >>> first_prompt_name([UserMessage(content="<command-message>init is analyzing</command-message>")])
+    'init is analyzing'
+    >>> ide = "# Context from my IDE setup:\\n…\\n## My request for Codex:\\nfix it"
+    >>> first_prompt_name([UserMessage(content=ide)])
+    'fix it'
+    """
+    if limit < 1:
+        raise ValueError(f"limit must be at least 1, not {limit}")
+    for event in events:
+        if not isinstance(event, UserMessage):
+            continue
+        clean = sanitize(event.content)
+        if clean is not None and _IDE_REQUEST in clean:  # Codex from an IDE: the request follows its context
+            clean = clean.split(_IDE_REQUEST, 1)[1]
+        if clean is not None:
+            clean = _TAG.sub("", clean)  # e.g. Claude's <command-message>…</command-message>
+        if clean is None or is_blank(clean):
+            continue
+        line = next(line for line in rust_lines(clean) if not is_blank(line))
+        name = _WHITESPACE.sub(" ", trim(line))
+        return name if len(name) <= limit else trim_end(name[: limit - 1]) + "…"
+    return None
+
+
+def import_source(store: Store, source: Source, worktree: str = "") -> ImportOutcome:
+    """Bring `source` into `store`: a new session (labelled `worktree`) the first time, afterwards
+    only the events appended to the file since, and nothing when its size has not changed.
+
+    The session, its events and the import record are written in one transaction. The size recorded
+    is the one measured before reading, so lines written during the import are read next time.
+
+    Raises:
+        IngestError: the file cannot be read, or is not a history of `source.agent` (nothing is
+            stored then).
+    """
+    path, fmt = source.path, FORMAT_OF[source.agent]
+    size = _size(path)
+    record = store.get_import(str(path))
+    if record is not None and store.has_session(record.session_id):
+        if record.size == size:
+            return ImportOutcome(record.session_id, False, 0, 0, 0, current=True)
+        with store.atomic():
+            report = ingest_file(store, record.session_id, path, fmt)
+            store.record_import(_record(source, record.session_id, size))
+        return _outcome(record.session_id, report, created=False)
+    _check_format(path, fmt, size)
+    with store.atomic(create=True):
+        session = store.create_session(path.stem, worktree)
+        report = ingest_file(store, session.id, path, fmt)
+        name = first_prompt_name([stored.event for stored in report.events])
+        if name is not None and name != session.name:
+            store.rename_session(session.id, name)
+        store.record_import(_record(source, session.id, size))
+    log.info("imported %s into S%d (%d events)", path, session.id, report.appended)
+    return _outcome(session.id, report, created=True)
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError as exc:
+        raise IngestError(f"{path}: {exc.strerror or exc}") from None
+
+
+def _check_format(path: Path, fmt: Format, size: int) -> None:
+    """Raise `IngestError` unless the first lines of `path` say it is of format `fmt`."""
+    if size == 0:
+        raise IngestError(f"{path}: the file is empty, there is nothing to import")
+    try:
+        with open(path, "rb") as stream:
+            found = detect_format(iter_lines(stream))
+    except OSError as exc:
+        raise IngestError(f"{path}: {exc.strerror or exc}") from None
+    if found is None:
+        raise IngestError(f"{path}: not a JSONL file of any known agent format, expected {fmt}")
+    if found != fmt:
+        raise IngestError(f"{path}: a {found} file, expected {fmt}")
+
+
+def _record(source: Source, session_id: int, size: int) -> ImportRecord:
+    return ImportRecord(source=str(source.path), session_id=session_id, agent=source.agent, size=size)
+
+
+def _outcome(session_id: int, report: IngestReport, *, created: bool) -> ImportOutcome:
+    parse = report.parse
+    return ImportOutcome(session_id, created, report.appended, parse.lines, parse.skipped_total, False)

@@ -1,0 +1,169 @@
+"""What the full-text search index holds and how its answers read: pure functions, no SQL.
+
+The store indexes one text per event (:func:`search_text`): the clean prompt of a `UserMessage`
+(injected context removed), an `AssistantText`'s text, a `ToolCall`'s tool, file and the string
+values of its input, a `ToolResult`'s tool, file and output, a `Plan`. Other events hold no prose and
+are not indexed. Queries use SQLite FTS5 syntax (``panic AND unwrap``, ``"exact phrase"``,
+``pars*``, ``NEAR(a b)``); :func:`words_query` turns any text into a query matching all its words.
+
+>>> search_text(AssistantText(text="fixed the panic"))
+'fixed the panic'
+>>> words_query('unwrap() on None')
+'"unwrap()" "on" "None"'
+>>> make_snippet("it was a Panic in parse", "panic OR pars*")
+('it was a Panic in parse', [(9, 14), (18, 23)])
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable, Iterator
+from typing import Any, Final
+
+from azsd.context import sanitize
+from azsd.events import AssistantText, Event, Plan, ToolCall, ToolResult, UserMessage
+
+__all__ = [
+    "KIND_ALIASES",
+    "SEARCHABLE_KINDS",
+    "event_kinds",
+    "make_snippet",
+    "query_terms",
+    "search_text",
+    "words_query",
+]
+
+#: The event kinds the index holds.
+SEARCHABLE_KINDS: Final = ("UserMessage", "AssistantText", "ToolCall", "ToolResult", "Plan")
+
+#: Short names for `--kind` (the variant names work too).
+KIND_ALIASES: Final = {
+    "user": ("UserMessage",),
+    "prompt": ("UserMessage",),
+    "assistant": ("AssistantText",),
+    "answer": ("AssistantText",),
+    "tool": ("ToolCall", "ToolResult"),
+    "call": ("ToolCall",),
+    "result": ("ToolResult",),
+    "plan": ("Plan",),
+}
+
+#: A token as FTS5's unicode61 tokenizer sees one: a run of letters and digits.
+_TOKEN: Final = re.compile(r"[^\W_]+")
+#: The parts of an FTS5 query: a quoted string, a column filter, a NEAR distance, or a bareword (with a
+#: prefix `*`).
+_QUERY_PART: Final = re.compile(r'"((?:[^"]|"")*)"|\b\w+\s*:|,\s*\d+\s*\)|([^\W_]+)(\*?)')
+_OPERATORS: Final = frozenset({"AND", "OR", "NOT", "NEAR"})
+#: Tokens of context a snippet shows around its hits.
+SNIPPET_TOKENS: Final = 24
+
+
+def search_text(event: Event) -> str | None:
+    """The text the index holds for `event`, or None when it holds nothing for it."""
+    match event:
+        case UserMessage(content=content):
+            text = sanitize(content)
+        case AssistantText(text=text):
+            pass
+        case ToolCall(tool_name=name, file_path=path, input=tool_input):
+            text = " ".join(filter(None, (name, path, *_strings(tool_input))))
+        case ToolResult(tool_name=name, file_path=path, content=content):
+            text = " ".join(filter(None, (name, path, content)))
+        case Plan(name=name, content=content):
+            text = f"{name}\n{content}"
+        case _:
+            return None
+    if text is None or not text.strip():
+        return None
+    return text
+
+
+def _strings(value: Any) -> Iterator[str]:
+    """The string leaves of a tool input (its values, not its keys)."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+
+
+def event_kinds(names: Iterable[str]) -> list[str]:
+    """The variant names meant by `--kind` values (aliases or variant names); ValueError otherwise.
+
+    >>> event_kinds(["user", "ToolResult"])
+    ['UserMessage', 'ToolResult']
+    """
+    kinds: list[str] = []
+    for name in names:
+        found = KIND_ALIASES.get(name.lower()) or next(
+            ((k,) for k in SEARCHABLE_KINDS if k.lower() == name.lower()), None
+        )
+        if found is None:
+            known = ", ".join([*KIND_ALIASES, *SEARCHABLE_KINDS])
+            raise ValueError(f"unknown event kind {name!r} (known: {known})")
+        kinds.extend(k for k in found if k not in kinds)
+    return kinds
+
+
+def words_query(text: str) -> str:
+    """An FTS5 query matching every whitespace-separated word of `text`, each taken literally."""
+    return " ".join('"' + word.replace('"', '""') + '"' for word in text.split())
+
+
+def _fold(token: str) -> str:
+    """A token as the index compares it: case-folded, diacritics removed."""
+    decomposed = unicodedata.normalize("NFKD", token.casefold())
+    return "".join(c for c in decomposed if not unicodedata.combining(c))
+
+
+def query_terms(query: str) -> list[tuple[str, bool]]:
+    """The terms of an FTS5 query as `(folded token, is_prefix)`; operators and column names left out.
+
+    >>> query_terms('"Crash report" AND pars* NOT text:x')
+    [('crash', False), ('report', False), ('pars', True), ('x', False)]
+    """
+    terms: list[tuple[str, bool]] = []
+    for match in _QUERY_PART.finditer(query):
+        quoted, word, star = match.groups()
+        if quoted is not None:
+            terms += [(_fold(t), False) for t in _TOKEN.findall(quoted.replace('""', '"'))]
+        elif word is not None and word not in _OPERATORS:
+            terms.append((_fold(word), bool(star)))
+    return terms
+
+
+def make_snippet(text: str, query: str, width: int = SNIPPET_TOKENS) -> tuple[str, list[tuple[int, int]]]:
+    """The part of `text` around the query's hits (about `width` tokens, on one line), and the
+    `(start, end)` character range of each hit in it."""
+    terms = query_terms(query)
+    tokens = list(_TOKEN.finditer(text))
+    hits = [
+        i
+        for i, token in enumerate(tokens)
+        if any(
+            _fold(token.group()) == t or (prefix and _fold(token.group()).startswith(t))
+            for t, prefix in terms
+        )
+    ]
+    first = 0
+    if hits:  # the window holding the most hits, starting a little before its first
+        best = max(range(len(hits)), key=lambda k: sum(1 for h in hits[k:] if h < hits[k] + width))
+        first = max(0, hits[best] - width // 4)
+    last = min(len(tokens), first + width)
+    start = tokens[first].start() if first else 0
+    end = tokens[last].start() if last < len(tokens) else len(text)
+    body = text[start:end].translate(_ONE_LINE).rstrip()
+    prefix = "…" if start else ""
+    ranges = [
+        (len(prefix) + tokens[h].start() - start, len(prefix) + tokens[h].end() - start)
+        for h in hits
+        if first <= h < last
+    ]
+    return prefix + body + ("…" if end < len(text) else ""), ranges
+
+
+_ONE_LINE: Final = str.maketrans({c: " " for c in "\n\r\t\v\f\x85\u2028\u2029"})
