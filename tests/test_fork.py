@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from azsd.errors import SessionNotFoundError
-from azsd.events import AssistantText, Complete, Init, ToolCall, ToolResult, UserMessage
+from azsd.events import AssistantText, Complete, Event, Init, ToolCall, ToolResult, UserMessage
 from azsd.store import Store
 
 
@@ -28,7 +28,7 @@ def rows(store: Store, session: int) -> dict[str, list[Any]]:
         }
 
 
-TURN_1 = [
+TURN_1: list[Event] = [
     Init(cwd="/w", model="m"),
     UserMessage(content="first question"),
     ToolCall(tool_use_id="t1", tool_name="Bash", input={"command": "ls"}),
@@ -36,7 +36,7 @@ TURN_1 = [
     AssistantText(text="first answer"),
     Complete(success=True, duration_ms=1200, cost_usd=0.01),
 ]
-TURN_2 = [
+TURN_2: list[Event] = [
     UserMessage(content="second question"),
     AssistantText(text="second answer"),
     Complete(success=False, duration_ms=900, cost_usd=0.02),
