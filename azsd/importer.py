@@ -236,6 +236,8 @@ def _within(cwd: str | None, bases: Sequence[Path]) -> bool:
     return any(Path(c).is_relative_to(base) for c in _spellings(cwd) for base in bases)
 
 
+#: Control characters (a terminal would act on them), which a name never holds.
+_CONTROL: Final = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 #: Where a Codex prompt sent from an IDE extension starts the user's own request.
 _IDE_REQUEST: Final = "## My request for Codex:"
 #: An XML-like tag, which agents wrap around command names and the like.
@@ -252,6 +254,8 @@ def first_prompt_name(events: Sequence[Event], limit: int = 60) -> str | None:
     'hi'
     >>> first_prompt_name([UserMessage(content="word " * 20)], limit=12)
     'word word w…'
+    >>> first_prompt_name([UserMessage(content="\\x15/exit")])
+    '/exit'
     >>> first_prompt_name([UserMessage(content="<command-message>init is analyzing</command-message>")])
     'init is analyzing'
     >>> ide = "# Context from my IDE setup:\\n…\\n## My request for Codex:\\nfix it"
@@ -271,7 +275,7 @@ def first_prompt_name(events: Sequence[Event], limit: int = 60) -> str | None:
         if clean is None or is_blank(clean):
             continue
         line = next(line for line in rust_lines(clean) if not is_blank(line))
-        name = _WHITESPACE.sub(" ", trim(line))
+        name = _WHITESPACE.sub(" ", trim(_CONTROL.sub("", line)))
         return name if len(name) <= limit else trim_end(name[: limit - 1]) + "…"
     return None
 

@@ -173,7 +173,7 @@ def _refs(node: Any) -> Iterator[str]:
 def test_schema_names_every_message_with_its_op(capsys: pytest.CaptureFixture[str]) -> None:
     schema = _schema(capsys)
     defs = schema["$defs"]
-    assert len(MESSAGES) == 35  # 18 requests, 14 replies, 3 notifications
+    assert len(MESSAGES) == 49  # 26 requests, 20 replies, 3 notifications
     for cls in MESSAGES:
         name, op = cls.__name__, cls.__name__.lower()
         assert defs[name]["properties"]["op"] == {"enum": [op]}, name
@@ -561,11 +561,11 @@ def test_ingest_then_search(azs: Azs, client: Client, worktree: Path, monkeypatc
     prompt = next(decode_event(e.data) for e in client.get_events(worktree, sid) if e.kind == "UserMessage")
     assert isinstance(prompt, UserMessage)
     word = max(prompt.content.split(), key=len)
-    hits = azs.json("search", word)
+    hits = azs.json("search", "--words", word)  # taken literally, not as FTS5 syntax
     assert hits and all(h["session"] == sid for h in hits)
     texts = [decode_event(h["data"]) for h in hits]
     assert any(word in t.content for t in texts if isinstance(t, UserMessage))
-    assert azs.ok("search", word).splitlines()[0].startswith(f"S{sid}  ")
+    assert azs.ok("search", "--words", word).splitlines()[0].startswith(f"S{sid}  ")
     assert azs.json("search", "no such text anywhere 9f8e7d") == []
 
 

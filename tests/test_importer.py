@@ -89,9 +89,11 @@ def test_first_prompt_name_cuts_to_the_limit() -> None:
         first_prompt_name([UserMessage(content="abc")], limit=0)
 
 
-def test_first_prompt_name_uses_rust_whitespace() -> None:
-    # U+001C is whitespace to Python but not to Rust, whose rules the names follow
-    assert first_prompt_name([UserMessage(content="a\x1cb   c")]) == "a\x1cb c"
+def test_first_prompt_name_uses_rust_whitespace_and_drops_control_characters() -> None:
+    # U+001C is whitespace to Python but not to Rust; as a control character it goes anyway
+    assert first_prompt_name([UserMessage(content="a\x1cb   c")]) == "ab c"
+    assert first_prompt_name([UserMessage(content="\x15/exit\x1b[31m")]) == "/exit[31m"
+    assert first_prompt_name([UserMessage(content="a\u2003\u2003b")]) == "a b"  # em spaces: Rust whitespace
 
 
 def test_docstring_examples_run() -> None:

@@ -18,10 +18,13 @@ from azsd.ipc.protocol import (
     json_schema,
 )
 
+from ._commands_more import archive, backup, doctor, export, fork, search, unarchive, usage
+from ._import import import_sessions
 from ._invocation import Invocation, UsageError
 from ._run import run_turn
+from ._shared import Archived
 from .follow import follow_session
-from .render import event_lines, notification_line, search_line, session_header, session_rows, table
+from .render import event_lines, notification_line, session_header, session_rows
 from .render_status import follow_line, ingest_lines, status_lines
 
 __all__ = ["COMMANDS"]
@@ -38,12 +41,14 @@ def status(run: Invocation) -> int:
     return 0
 
 
-def _all_sessions(run: Invocation, worktree: str | None) -> list[SessionView]:
-    """Every session of the store (with `worktree`, that worktree's), latest activity first."""
+def _all_sessions(run: Invocation, worktree: str | None, archived: Archived = "exclude") -> list[SessionView]:
+    """Every session of the store (with `worktree`, that worktree's), latest activity first, with usage."""
     views: dict[int, SessionView] = {}
     offset = 0
     while True:
-        page = run.client.list_sessions(run.root, worktree, limit=_PAGE, offset=offset)
+        page = run.client.list_sessions(
+            run.root, worktree, limit=_PAGE, offset=offset, archived=archived, with_usage=True
+        )
         for view in page.sessions:
             views.setdefault(view.id, view)
         offset += len(page.sessions)
@@ -52,13 +57,14 @@ def _all_sessions(run: Invocation, worktree: str | None) -> list[SessionView]:
 
 
 def ls(run: Invocation) -> int:
-    """By default: the sessions labelled with the current branch, and the unlabelled ones."""
+    """By default: the sessions labelled with the current branch, and the unlabelled ones, not archived."""
     args = run.args
+    archived: Archived = "only" if args.archived else "include" if args.all else "exclude"
     if args.all_worktrees or args.worktree is not None:
-        views = _all_sessions(run, None if args.all_worktrees else args.worktree)
+        views = _all_sessions(run, None if args.all_worktrees else args.worktree, archived)
         hidden = 0
     else:
-        everything = _all_sessions(run, None)
+        everything = _all_sessions(run, None, archived)
         views = [v for v in everything if v.worktree in (run.branch, "")]
         hidden = len(everything) - len(views)
     if run.json:
@@ -67,7 +73,8 @@ def ls(run: Invocation) -> int:
         return 0
     run.say(session_rows(views, run.style, worktree=args.all_worktrees))
     if run.tty and not views:
-        run.say([run.style.dim("no sessions yet: `azs new NAME` creates one")])
+        empty = "no archived sessions" if args.archived else "no sessions yet: `azs new NAME` creates one"
+        run.say([run.style.dim(empty)])
     if run.tty and hidden:
         run.say([run.style.dim(f"{hidden} more in other worktrees: `azs ls --all-worktrees`")])
     return 0
@@ -112,19 +119,32 @@ def _confirm(question: str) -> bool:
     return sys.stdin.readline().strip().lower() in ("y", "yes")
 
 
+def _forks(ids: list[int]) -> str:
+    return f"fork{'s' if len(ids) > 1 else ''} " + ", ".join(f"S{sid}" for sid in ids)
+
+
 def rm(run: Invocation) -> int:
+    """Delete a session; its forks stay (as sessions of their own) unless `--with-forks`."""
     sid: int = run.args.session
+    with_forks: bool = run.args.with_forks
+    forks: list[int] = []
     if not run.args.yes:
         if not sys.stdin.isatty():
             raise UsageError(f"not deleting S{sid} without confirmation: stdin is not a terminal (add -y)")
         view = run.client.get_session(run.root, sid).session
-        if not _confirm(f"delete S{sid} “{view.display_name}” and its {view.event_count} events?"):
+        forks = view.forks
+        question = f"delete S{sid} “{view.display_name}” and its {view.event_count} events?"
+        if forks:
+            question += f" (with its {_forks(forks)})" if with_forks else f" (its {_forks(forks)} stay)"
+        if not _confirm(question):
             raise AzsdError(f"S{sid} was not deleted")
-    reply = run.client.delete_session(run.root, sid)
+    elif with_forks:
+        forks = run.client.get_session(run.root, sid).session.forks
+    reply = run.client.delete_session(run.root, sid, with_forks=with_forks)
     if run.json:
         run.emit(reply)
     else:
-        run.say([f"deleted S{sid}"])
+        run.say([f"deleted S{sid}" + (f" and its {_forks(forks)}" if with_forks and forks else "")])
     return 0
 
 
@@ -172,18 +192,6 @@ def unfollow(run: Invocation) -> int:
         run.emit(reply)
     else:
         run.say([f"stopped following {path}"])
-    return 0
-
-
-def search(run: Invocation) -> int:
-    reply = run.client.search(run.root, run.args.query, worktree=run.args.worktree, limit=run.args.limit)
-    if run.json:
-        for hit in reply.hits:
-            run.emit(hit)
-        return 0
-    run.say(table([search_line(hit, run.args.query, run.style) for hit in reply.hits]))
-    if run.tty and not reply.hits:
-        run.say([run.style.dim("no matches")])
     return 0
 
 
@@ -268,6 +276,14 @@ COMMANDS: Final = {
     "unfollow": unfollow,
     "run": run_turn,
     "search": search,
+    "doctor": doctor,
+    "fork": fork,
+    "archive": archive,
+    "unarchive": unarchive,
+    "export": export,
+    "backup": backup,
+    "import": import_sessions,
+    "usage": usage,
     "tail": tail,
     "watch": watch,
     "protocol": protocol,

@@ -13,7 +13,7 @@ import zmq
 from azsd.config import ResolvedConfig, resolve_config
 from azsd.errors import DaemonUnavailable, ProtocolError, RemoteError
 from azsd.events import Event, encode_event
-from azsd.ipc.protocol import PROTOCOL_VERSION, ErrorReply, Reply, StatusReply
+from azsd.ipc.protocol import PROTOCOL_VERSION, ErrorReply, Reply, Search, StatusReply
 
 #: A worktree root as callers give it; the client sends its canonical absolute path.
 RootLike: TypeAlias = "str | os.PathLike[str]"
@@ -21,14 +21,22 @@ RootLike: TypeAlias = "str | os.PathLike[str]"
 #: The agents a context can be built for.
 Backend: TypeAlias = Literal["claude", "codex"]
 
-#: `ingest_file` reads a whole file in the daemon: it gets this long unless told otherwise.
+#: Which sessions a listing shows: the live ones (`exclude` archived), all (`include`), or archived `only`.
+Archived: TypeAlias = Literal["exclude", "include", "only"]
+
+#: What `export` renders a session as.
+ExportFormat: TypeAlias = Literal["md", "jsonl", "html"]
+
+#: A long request (`ingest_file`, `export`, `backup`, …) gets this long unless told otherwise.
 INGEST_TIMEOUT_S: Final = 300.0
 
 _R = TypeVar("_R")
 
 
 def long_timeout(given: float | None, client_timeout: float) -> float:
-    """The wait of `ingest_file`, `follow`, `unfollow`: `given`, else at least :data:`INGEST_TIMEOUT_S`.
+    """The wait of long requests (ingest, follow, export, backup, import, reindex).
+
+    `given`, else at least :data:`INGEST_TIMEOUT_S`.
 
     >>> long_timeout(None, 10.0), long_timeout(None, 600.0), long_timeout(2.0, 600.0)
     (300.0, 600.0, 2.0)
@@ -63,6 +71,30 @@ def request_ids() -> Iterator[bytes]:
 def encode_events(events: Sequence[Event]) -> list[str]:
     """Each event's exact serde JSON, as `AppendEvents` carries it."""
     return [encode_event(event).decode() for event in events]
+
+
+def search_request(
+    root: RootLike,
+    query: str,
+    *,
+    worktree: str | None,
+    limit: int,
+    worktrees: Sequence[str] | None,
+    sessions: Sequence[int] | None,
+    kinds: Sequence[str] | None,
+    words: bool,
+) -> Search:
+    """The `Search` request of `Client.search` and `AsyncClient.search` (sequences sent as lists)."""
+    return Search(
+        root=canonical_root(root),
+        query=query,
+        worktree=worktree,
+        limit=limit,
+        worktrees=None if worktrees is None else list(worktrees),
+        sessions=None if sessions is None else list(sessions),
+        kinds=None if kinds is None else list(kinds),
+        words=words,
+    )
 
 
 def raise_for_error(reply: Reply) -> Reply:

@@ -17,7 +17,7 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Sequence
 from types import TracebackType
-from typing import TypeVar
+from typing import TypeVar, cast
 
 import zmq
 import zmq.asyncio
@@ -28,6 +28,9 @@ from azsd.events import Event
 from azsd.ipc.protocol import (
     AppendEvents,
     AppendReply,
+    ArchiveSession,
+    Backup,
+    BackupReply,
     BoundaryReply,
     BuildContext,
     CompactionBoundary,
@@ -36,10 +39,16 @@ from azsd.ipc.protocol import (
     CreateSession,
     DeleteSession,
     EventsPage,
+    Export,
+    ExportReply,
     Follow,
     FollowReply,
+    ForkSession,
     GetEvents,
     GetSession,
+    ImportReply,
+    ImportSession,
+    ImportSources,
     IngestFile,
     IngestReply,
     ListSessions,
@@ -47,19 +56,23 @@ from azsd.ipc.protocol import (
     MeterReply,
     Notification,
     OkReply,
+    Reindex,
+    ReindexReply,
     RenameSession,
     Reply,
     Request,
-    Search,
     SearchReply,
     SessionReply,
     SessionsReply,
     Shutdown,
     ShutdownReply,
+    SourcesReply,
     Status,
     StatusReply,
     StoreCompaction,
     Unfollow,
+    Usage,
+    UsageReply,
     WireEvent,
     decode_notification,
     decode_reply,
@@ -69,7 +82,9 @@ from azsd.ipc.protocol import (
 from azsd.ipc.transport import connect_dealer, connect_sub
 
 from ._shared import (
+    Archived,
     Backend,
+    ExportFormat,
     RootLike,
     absolute_path,
     canonical_root,
@@ -81,6 +96,7 @@ from ._shared import (
     long_timeout,
     raise_for_error,
     request_ids,
+    search_request,
     unavailable,
 )
 
@@ -89,12 +105,23 @@ __all__ = ["AsyncClient", "AsyncSubscription"]
 _R = TypeVar("_R")
 
 
+def _asyncio_context(context: zmq.Context[zmq.Socket[bytes]]) -> zmq.Context[zmq.Socket[bytes]]:
+    """`context` making asyncio sockets. (Not `Socket.from_socket`: that leaves a second Python object
+    on the same handle, which at garbage collection may close whatever socket reuses the handle.)"""
+    return cast("zmq.Context[zmq.Socket[bytes]]", zmq.asyncio.Context.shadow(context))
+
+
+def _asyncio_socket(sock: zmq.Socket[bytes]) -> zmq.asyncio.Socket:
+    """A socket made in an :func:`_asyncio_context`, typed as what it is."""
+    return cast(zmq.asyncio.Socket, sock)
+
+
 class AsyncSubscription:
     """Live notifications of one store (or one session of it); see :class:`~azsd_client.Subscription`."""
 
     def __init__(self, context: zmq.Context[zmq.Socket[bytes]], endpoint: str, prefix: bytes) -> None:
         with connecting(endpoint):
-            self._sock = zmq.asyncio.Socket.from_socket(connect_sub(context, endpoint, [prefix]))
+            self._sock = _asyncio_socket(connect_sub(_asyncio_context(context), endpoint, [prefix]))
 
     async def recv(self, timeout: float | None = None) -> Notification | None:
         """The next notification, or None when none arrives within `timeout` seconds (None: wait)."""
@@ -195,10 +222,9 @@ class AsyncClient:
 
     def _socket(self) -> zmq.asyncio.Socket:
         if self._sock is None:
-            with connecting(self.config.rpc_endpoint):
-                self._sock = zmq.asyncio.Socket.from_socket(
-                    connect_dealer(self._context, self.config.rpc_endpoint)
-                )
+            endpoint = self.config.rpc_endpoint
+            with connecting(endpoint):
+                self._sock = _asyncio_socket(connect_dealer(_asyncio_context(self._context), endpoint))
             self._reader = asyncio.get_running_loop().create_task(self._read(self._sock))
         return self._sock
 
@@ -271,10 +297,24 @@ class AsyncClient:
         )
 
     async def list_sessions(
-        self, root: RootLike, worktree: str | None = None, *, limit: int = 100, offset: int = 0
+        self,
+        root: RootLike,
+        worktree: str | None = None,
+        *,
+        limit: int = 100,
+        offset: int = 0,
+        archived: Archived = "exclude",
+        with_usage: bool = False,
     ) -> SessionsReply:
-        """One page of sessions, latest activity first; `worktree=None` lists every worktree's."""
-        message = ListSessions(root=canonical_root(root), worktree=worktree, limit=limit, offset=offset)
+        """One page of sessions (see :meth:`azsd_client.Client.list_sessions`)."""
+        message = ListSessions(
+            root=canonical_root(root),
+            worktree=worktree,
+            limit=limit,
+            offset=offset,
+            archived=archived,
+            with_usage=with_usage,
+        )
         return await self.call(message, SessionsReply)
 
     async def get_session(self, root: RootLike, session: int) -> SessionReply:
@@ -287,9 +327,22 @@ class AsyncClient:
             RenameSession(root=canonical_root(root), session=session, name=name), SessionReply
         )
 
-    async def delete_session(self, root: RootLike, session: int) -> OkReply:
-        """Delete a session and everything stored for it."""
-        return await self.call(DeleteSession(root=canonical_root(root), session=session), OkReply)
+    async def delete_session(self, root: RootLike, session: int, *, with_forks: bool = False) -> OkReply:
+        """Delete a session and everything stored for it; its forks too `with_forks`."""
+        message = DeleteSession(root=canonical_root(root), session=session, with_forks=with_forks)
+        return await self.call(message, OkReply)
+
+    async def fork_session(
+        self, root: RootLike, session: int, at_seq: int, name: str | None = None
+    ) -> SessionReply:
+        """A new session holding copies of `session`'s events 1..`at_seq`; the original is not changed."""
+        message = ForkSession(root=canonical_root(root), session=session, at_seq=at_seq, name=name)
+        return await self.call(message, SessionReply)
+
+    async def archive_session(self, root: RootLike, session: int, archived: bool = True) -> SessionReply:
+        """Hide a session from listings (`archived=False` brings it back); nothing is deleted."""
+        message = ArchiveSession(root=canonical_root(root), session=session, archived=archived)
+        return await self.call(message, SessionReply)
 
     async def append_events(self, root: RootLike, session: int, events: Sequence[Event]) -> AppendReply:
         """Store events (compacted on the way in); the reply has them as stored, with their seqs."""
@@ -353,11 +406,106 @@ class AsyncClient:
         return await self.call(ContextMeter(root=canonical_root(root), session=session), MeterReply)
 
     async def search(
-        self, root: RootLike, query: str, *, worktree: str | None = None, limit: int = 50
+        self,
+        root: RootLike,
+        query: str,
+        *,
+        worktree: str | None = None,
+        limit: int = 50,
+        worktrees: Sequence[str] | None = None,
+        sessions: Sequence[int] | None = None,
+        kinds: Sequence[str] | None = None,
+        words: bool = False,
     ) -> SearchReply:
-        """Prompts and assistant texts containing `query` (case-insensitive)."""
-        message = Search(root=canonical_root(root), query=query, worktree=worktree, limit=limit)
+        """Full-text search, best match first (see :meth:`azsd_client.Client.search`)."""
+        message = search_request(
+            root, query, worktree=worktree, limit=limit, worktrees=worktrees, sessions=sessions,
+            kinds=kinds, words=words,
+        )  # fmt: skip
         return await self.call(message, SearchReply)
+
+    async def reindex(self, root: RootLike, *, timeout: float | None = None) -> ReindexReply:
+        """Rebuild the store's search index from its events (a long request, like `ingest_file`)."""
+        wait = long_timeout(timeout, self.timeout)
+        return await self.call(Reindex(root=canonical_root(root)), ReindexReply, timeout=wait)
+
+    async def export_page(
+        self,
+        root: RootLike,
+        session: int,
+        *,
+        format: ExportFormat = "md",
+        redact: bool = False,
+        from_seq: int = 1,
+        limit: int = 1000,
+        timeout: float | None = None,
+    ) -> ExportReply:
+        """One page of a session rendered as Markdown, JSONL or HTML (`next_seq`: where the next starts)."""
+        message = Export(
+            root=canonical_root(root), session=session, format=format, redact=redact, from_seq=from_seq,
+            limit=limit,
+        )  # fmt: skip
+        return await self.call(message, ExportReply, timeout=long_timeout(timeout, self.timeout))
+
+    async def export(
+        self,
+        root: RootLike,
+        session: int,
+        *,
+        format: ExportFormat = "md",
+        redact: bool = False,
+        page_size: int = 1000,
+        timeout: float | None = None,
+    ) -> AsyncIterator[ExportReply]:
+        """Every page of an export, fetched as the iteration goes (see :meth:`azsd_client.Client.export`)."""
+        next_seq: int | None = 1
+        while next_seq is not None:
+            page = await self.export_page(
+                root, session, format=format, redact=redact, from_seq=next_seq, limit=page_size,
+                timeout=timeout,
+            )  # fmt: skip
+            yield page
+            next_seq = page.next_seq
+
+    async def backup(
+        self, root: RootLike, dest: RootLike | None = None, *, timeout: float | None = None
+    ) -> BackupReply:
+        """Copy the store and verify the copy (see :meth:`azsd_client.Client.backup`)."""
+        message = Backup(root=canonical_root(root), dest=None if dest is None else absolute_path(dest))
+        return await self.call(message, BackupReply, timeout=long_timeout(timeout, self.timeout))
+
+    async def import_sources(
+        self, root: RootLike, agent: Backend, source_dir: RootLike, project: RootLike
+    ) -> SourcesReply:
+        """The agent history files of `project` under `source_dir` (``~/.claude`` or ``~/.codex``)."""
+        message = ImportSources(
+            root=canonical_root(root), agent=agent, source_dir=absolute_path(source_dir),
+            project=canonical_root(project),
+        )  # fmt: skip
+        return await self.call(message, SourcesReply)
+
+    async def import_session(
+        self,
+        root: RootLike,
+        agent: Backend,
+        path: RootLike,
+        *,
+        worktree: str = "",
+        timeout: float | None = None,
+    ) -> ImportReply:
+        """Import one agent history file as a session of its own (again: only what it gained since)."""
+        message = ImportSession(
+            root=canonical_root(root), agent=agent, path=absolute_path(path), worktree=worktree
+        )
+        return await self.call(message, ImportReply, timeout=long_timeout(timeout, self.timeout))
+
+    async def usage(
+        self, root: RootLike, session: int | None = None, *, worktrees: Sequence[str] | None = None
+    ) -> UsageReply:
+        """Token usage and cost per session, per worktree, and in total (`session`, `worktrees` narrow it)."""
+        wanted = None if worktrees is None else list(worktrees)
+        message = Usage(root=canonical_root(root), session=session, worktrees=wanted)
+        return await self.call(message, UsageReply)
 
     async def ingest_file(
         self,

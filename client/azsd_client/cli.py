@@ -23,6 +23,12 @@ command lines come from the config's ``claude-command`` / ``codex-command``): th
 stored first, the agent's JSONL is followed live by the daemon and shown as it is stored (``--json``:
 each stored event, ``{"seq", "kind", "data"}``). Exit status 0 when the turn succeeded, 1 when it
 failed, 130 after Ctrl-C. ``azs follow FILE -s S3`` / ``azs unfollow FILE`` follow any agent file.
+
+``azs search`` and ``azs usage`` cover the same sessions as ``ls`` by default (``--worktree W``,
+``--all-worktrees``). ``azs fork S3 --at 12`` copies a session's first events into a new one;
+``archive``/``unarchive`` hide and show a session; ``rm`` keeps its forks unless ``--with-forks``.
+``azs export S3 [-o FILE]`` writes a document (stdout holds it, so reports go to stderr). ``azs backup``,
+``azs import claude|codex`` and ``azs doctor [--reindex]`` look after the store.
 """
 
 from __future__ import annotations
@@ -120,9 +126,10 @@ def _session_commands(add: _Add) -> None:
     rename = add("rename", "rename a session")
     rename.add_argument("session", type=session_id, metavar="SESSION")
     rename.add_argument("name")
-    rm = add("rm", "delete a session (asks first)")
+    rm = add("rm", "delete a session (asks first); its forks stay unless --with-forks")
     rm.add_argument("session", type=session_id, metavar="SESSION")
     rm.add_argument("-y", "--yes", action="store_true", help="do not ask")
+    rm.add_argument("--with-forks", action="store_true", help="delete the sessions forked from it too")
     context = add("context", "print the exact context-injected prompt for a next turn")
     context.add_argument("session", type=session_id, metavar="SESSION")
     context.add_argument("prompt")
@@ -149,6 +156,9 @@ def _store_commands(add: _Add) -> None:
     which = ls.add_mutually_exclusive_group()
     which.add_argument("--worktree", metavar="W", help="sessions labelled W only")
     which.add_argument("--all-worktrees", action="store_true", help="every session in the store")
+    archived = ls.add_mutually_exclusive_group()
+    archived.add_argument("--archived", action="store_true", help="archived sessions only")
+    archived.add_argument("--all", action="store_true", help="archived sessions too (marked)")
     new = add("new", "create a session")
     new.add_argument("name", nargs="?", default=None)
     new.add_argument("--worktree", metavar="W", help="label (default: the current branch)")
@@ -173,14 +183,82 @@ def _run_command(add: _Add) -> None:
     run.add_argument("--worktree", metavar="W", help="label of a new session (default: the current branch)")
 
 
+def _scope(parser: argparse.ArgumentParser, default: str) -> None:
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument("--worktree", metavar="W", help="sessions labelled W only")
+    which.add_argument("--all-worktrees", action="store_true", help=f"every session in the store ({default})")
+
+
+_SEARCH_DESCRIPTION: Final = (
+    "Full-text search of prompts, answers, tool calls and results and plans, best match first. QUERY is "
+    'SQLite FTS5 syntax (panic AND unwrap, "exact phrase", pars*); --words takes it as plain words that '
+    "must all appear. By default it searches the sessions `azs ls` shows: the current branch's and the "
+    "unlabelled ones."
+)
+_KINDS: Final = ("user", "assistant", "tool", "call", "result", "plan")
+
+
 def _other_commands(add: _Add) -> None:
-    search = add("search", "prompts and answers containing a text")
+    search = add("search", "full-text search, best match first", _SEARCH_DESCRIPTION)
     search.add_argument("query")
-    search.add_argument("--worktree", metavar="W", help="sessions labelled W only (default: all)")
+    _scope(search, "default: this branch's and the unlabelled ones")
+    search.add_argument(
+        "-s", "--session", dest="sessions", type=session_id, action="append", metavar="SESSION",
+        help="in this session only (repeatable)",
+    )  # fmt: skip
+    search.add_argument(
+        "--kind", dest="kinds", choices=_KINDS, action="append", help="events of this kind only (repeatable)"
+    )
+    search.add_argument("--words", action="store_true", help="QUERY is plain words, not FTS5 syntax")
     search.add_argument("--limit", type=_count, default=50)
     add("watch", "follow every change to the store")
     proto = add("protocol", "the wire protocol version; --schema its JSON Schema")
     proto.add_argument("--schema", action="store_true", help="print the JSON Schema of every message")
+
+
+_EXPORT_DESCRIPTION: Final = (
+    "Write a session as Markdown, JSONL (one event a line) or a self-contained HTML page: to stdout, or "
+    "with -o to FILE (written to a temporary file and renamed, so FILE is whole or untouched). --redact "
+    "masks secrets and reports on stderr how many. --json changes nothing without -o (the document is "
+    'the output); with -o it prints {"session", "format", "bytes", "masked", "path"}.'
+)
+_IMPORT_DESCRIPTION: Final = (
+    "Import the histories an agent keeps of this project ($CLAUDE_CONFIG_DIR or ~/.claude, $CODEX_HOME "
+    "or ~/.codex), one session per file, labelled with the current branch. Running it again imports only "
+    "what the files gained; the files are only read. --json: one importreply per file, then a summary."
+)
+
+
+def _session_life_commands(add: _Add) -> None:
+    fork = add("fork", "a new session continuing a session from one of its events")
+    fork.add_argument("session", type=session_id, metavar="SESSION")
+    fork.add_argument("--at", type=_count, metavar="SEQ", required=True, help="the last event to copy")
+    fork.add_argument("--name", help="the new session's name")
+    for name, what in (("archive", "hide a session from `azs ls` (kept)"), ("unarchive", "list it again")):
+        add(name, what).add_argument("session", type=session_id, metavar="SESSION")
+    export = add("export", "a session as Markdown, JSONL or HTML", _EXPORT_DESCRIPTION)
+    export.add_argument("session", type=session_id, metavar="SESSION")
+    export.add_argument("--format", choices=("md", "jsonl", "html"), default="md")
+    export.add_argument("--redact", action="store_true", help="mask secrets (keys, tokens, passwords)")
+    export.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
+
+
+def _maintenance_commands(add: _Add) -> None:
+    doctor = add("doctor", "check the daemon, the store and its search index")
+    doctor.add_argument("--reindex", action="store_true", help="rebuild the search index")
+    backup = add("backup", "a verified copy of the store")
+    backup.add_argument(
+        "dest",
+        nargs="?",
+        metavar="DEST",
+        help="a directory or a FILE.azs (default: <root>/.azureal/backups/)",
+    )
+    imports = add("import", "import an agent's own histories of this project", _IMPORT_DESCRIPTION)
+    imports.add_argument("agent", choices=("claude", "codex"))
+    imports.add_argument("--project", metavar="DIR", help="the project the agent ran in (default: the root)")
+    usage = add("usage", "tokens and cost per session, per worktree, in total")
+    usage.add_argument("session", type=session_id, metavar="SESSION", nargs="?")
+    _scope(usage, "default: this branch's and the unlabelled ones; a SESSION alone: any")
 
 
 class _Version(argparse.Action):
@@ -218,7 +296,9 @@ def parser() -> argparse.ArgumentParser:
     _store_commands(add)
     _session_commands(add)
     _run_command(add)
+    _session_life_commands(add)
     _other_commands(add)
+    _maintenance_commands(add)
     return top
 
 

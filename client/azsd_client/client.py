@@ -29,6 +29,9 @@ from azsd.events import Event
 from azsd.ipc.protocol import (
     AppendEvents,
     AppendReply,
+    ArchiveSession,
+    Backup,
+    BackupReply,
     BoundaryReply,
     BuildContext,
     CompactionBoundary,
@@ -37,10 +40,16 @@ from azsd.ipc.protocol import (
     CreateSession,
     DeleteSession,
     EventsPage,
+    Export,
+    ExportReply,
     Follow,
     FollowReply,
+    ForkSession,
     GetEvents,
     GetSession,
+    ImportReply,
+    ImportSession,
+    ImportSources,
     IngestFile,
     IngestReply,
     ListSessions,
@@ -48,19 +57,23 @@ from azsd.ipc.protocol import (
     MeterReply,
     Notification,
     OkReply,
+    Reindex,
+    ReindexReply,
     RenameSession,
     Reply,
     Request,
-    Search,
     SearchReply,
     SessionReply,
     SessionsReply,
     Shutdown,
     ShutdownReply,
+    SourcesReply,
     Status,
     StatusReply,
     StoreCompaction,
     Unfollow,
+    Usage,
+    UsageReply,
     WireEvent,
     decode_notification,
     decode_reply,
@@ -70,7 +83,9 @@ from azsd.ipc.protocol import (
 from azsd.ipc.transport import connect_dealer, connect_sub, recv_notification, recv_reply, send_request
 
 from ._shared import (
+    Archived,
     Backend,
+    ExportFormat,
     RootLike,
     absolute_path,
     canonical_root,
@@ -82,6 +97,7 @@ from ._shared import (
     long_timeout,
     raise_for_error,
     request_ids,
+    search_request,
     unavailable,
 )
 
@@ -229,10 +245,28 @@ class Client:
         return self.call(CreateSession(root=canonical_root(root), name=name, worktree=worktree), SessionReply)
 
     def list_sessions(
-        self, root: RootLike, worktree: str | None = None, *, limit: int = 100, offset: int = 0
+        self,
+        root: RootLike,
+        worktree: str | None = None,
+        *,
+        limit: int = 100,
+        offset: int = 0,
+        archived: Archived = "exclude",
+        with_usage: bool = False,
     ) -> SessionsReply:
-        """One page of sessions, latest activity first; `worktree=None` lists every worktree's."""
-        message = ListSessions(root=canonical_root(root), worktree=worktree, limit=limit, offset=offset)
+        """One page of sessions, latest activity first; `worktree=None` lists every worktree's.
+
+        Archived sessions are left out unless `archived` is `include` or `only`; `with_usage` fills
+        each view's token usage.
+        """
+        message = ListSessions(
+            root=canonical_root(root),
+            worktree=worktree,
+            limit=limit,
+            offset=offset,
+            archived=archived,
+            with_usage=with_usage,
+        )
         return self.call(message, SessionsReply)
 
     def get_session(self, root: RootLike, session: int) -> SessionReply:
@@ -243,9 +277,23 @@ class Client:
         """Rename a session (an empty name shows as `S<id>`)."""
         return self.call(RenameSession(root=canonical_root(root), session=session, name=name), SessionReply)
 
-    def delete_session(self, root: RootLike, session: int) -> OkReply:
-        """Delete a session and everything stored for it."""
-        return self.call(DeleteSession(root=canonical_root(root), session=session), OkReply)
+    def delete_session(self, root: RootLike, session: int, *, with_forks: bool = False) -> OkReply:
+        """Delete a session and everything stored for it; its forks too `with_forks` (else they stay,
+        their lineage cleared)."""
+        message = DeleteSession(root=canonical_root(root), session=session, with_forks=with_forks)
+        return self.call(message, OkReply)
+
+    def fork_session(
+        self, root: RootLike, session: int, at_seq: int, name: str | None = None
+    ) -> SessionReply:
+        """A new session holding copies of `session`'s events 1..`at_seq`; the original is not changed."""
+        message = ForkSession(root=canonical_root(root), session=session, at_seq=at_seq, name=name)
+        return self.call(message, SessionReply)
+
+    def archive_session(self, root: RootLike, session: int, archived: bool = True) -> SessionReply:
+        """Hide a session from listings (`archived=False` brings it back); nothing is deleted."""
+        message = ArchiveSession(root=canonical_root(root), session=session, archived=archived)
+        return self.call(message, SessionReply)
 
     def append_events(self, root: RootLike, session: int, events: Sequence[Event]) -> AppendReply:
         """Store events (compacted on the way in); the reply has them as stored, with their seqs."""
@@ -308,11 +356,116 @@ class Client:
         return self.call(ContextMeter(root=canonical_root(root), session=session), MeterReply)
 
     def search(
-        self, root: RootLike, query: str, *, worktree: str | None = None, limit: int = 50
+        self,
+        root: RootLike,
+        query: str,
+        *,
+        worktree: str | None = None,
+        limit: int = 50,
+        worktrees: Sequence[str] | None = None,
+        sessions: Sequence[int] | None = None,
+        kinds: Sequence[str] | None = None,
+        words: bool = False,
     ) -> SearchReply:
-        """Prompts and assistant texts containing `query` (case-insensitive)."""
-        message = Search(root=canonical_root(root), query=query, worktree=worktree, limit=limit)
+        """Full-text search, best match first, each hit with a highlighted snippet.
+
+        `query` is FTS5 syntax (``a AND b``, ``"a phrase"``, ``pre*``), or with `words` plain words that
+        must all match. `worktrees`, `sessions` and `kinds` (variant names, or user, assistant, tool,
+        call, result, plan) narrow it; None matches everything.
+        """
+        message = search_request(
+            root, query, worktree=worktree, limit=limit, worktrees=worktrees, sessions=sessions,
+            kinds=kinds, words=words,
+        )  # fmt: skip
         return self.call(message, SearchReply)
+
+    def reindex(self, root: RootLike, *, timeout: float | None = None) -> ReindexReply:
+        """Rebuild the store's search index from its events (a long request, like `ingest_file`)."""
+        wait = long_timeout(timeout, self.timeout)
+        return self.call(Reindex(root=canonical_root(root)), ReindexReply, timeout=wait)
+
+    def export_page(
+        self,
+        root: RootLike,
+        session: int,
+        *,
+        format: ExportFormat = "md",
+        redact: bool = False,
+        from_seq: int = 1,
+        limit: int = 1000,
+        timeout: float | None = None,
+    ) -> ExportReply:
+        """One page of a session rendered as Markdown, JSONL or HTML (`next_seq`: where the next starts)."""
+        message = Export(
+            root=canonical_root(root), session=session, format=format, redact=redact, from_seq=from_seq,
+            limit=limit,
+        )  # fmt: skip
+        return self.call(message, ExportReply, timeout=long_timeout(timeout, self.timeout))
+
+    def export(
+        self,
+        root: RootLike,
+        session: int,
+        *,
+        format: ExportFormat = "md",
+        redact: bool = False,
+        page_size: int = 1000,
+        timeout: float | None = None,
+    ) -> Iterator[ExportReply]:
+        """Every page of an export, fetched as the iteration goes: their `text`s joined are the document,
+        and their `masked` counts summed are the secrets `redact` masked."""
+        next_seq: int | None = 1
+        while next_seq is not None:
+            page = self.export_page(
+                root, session, format=format, redact=redact, from_seq=next_seq, limit=page_size,
+                timeout=timeout,
+            )  # fmt: skip
+            yield page
+            next_seq = page.next_seq
+
+    def backup(
+        self, root: RootLike, dest: RootLike | None = None, *, timeout: float | None = None
+    ) -> BackupReply:
+        """Copy the store with SQLite's backup API and verify the copy.
+
+        `dest` is a directory or a path ending in ``.azs`` (made absolute here); None: the daemon's
+        default, ``<root>/.azureal/backups/``. An existing file is never overwritten.
+        """
+        message = Backup(root=canonical_root(root), dest=None if dest is None else absolute_path(dest))
+        return self.call(message, BackupReply, timeout=long_timeout(timeout, self.timeout))
+
+    def import_sources(
+        self, root: RootLike, agent: Backend, source_dir: RootLike, project: RootLike
+    ) -> SourcesReply:
+        """The agent history files of `project` under `source_dir` (``~/.claude`` or ``~/.codex``)."""
+        message = ImportSources(
+            root=canonical_root(root), agent=agent, source_dir=absolute_path(source_dir),
+            project=canonical_root(project),
+        )  # fmt: skip
+        return self.call(message, SourcesReply)
+
+    def import_session(
+        self,
+        root: RootLike,
+        agent: Backend,
+        path: RootLike,
+        *,
+        worktree: str = "",
+        timeout: float | None = None,
+    ) -> ImportReply:
+        """Import one agent history file as a session of its own (again: only what it gained since)."""
+        message = ImportSession(
+            root=canonical_root(root), agent=agent, path=absolute_path(path), worktree=worktree
+        )
+        return self.call(message, ImportReply, timeout=long_timeout(timeout, self.timeout))
+
+    def usage(
+        self, root: RootLike, session: int | None = None, *, worktrees: Sequence[str] | None = None
+    ) -> UsageReply:
+        """Token usage and cost per session, per worktree, and in total (`session`, `worktrees` narrow it)."""
+        wanted = None if worktrees is None else list(worktrees)
+        message = Usage(root=canonical_root(root), session=session, worktrees=wanted)
+        return self.call(message, UsageReply)
 
     def ingest_file(
         self,

@@ -33,10 +33,10 @@ from azsd.events import (
 from azsd.ipc.protocol import (
     EventsAppended,
     Notification,
-    SearchHit,
     SessionChanged,
     SessionCreated,
     SessionView,
+    UsageView,
     WireEvent,
 )
 
@@ -46,13 +46,17 @@ __all__ = [
     "badge",
     "display_width",
     "event_lines",
+    "format_cost",
     "format_duration",
+    "format_tokens",
     "key_param",
+    "lineage",
     "notification_line",
-    "search_line",
+    "one_line",
     "session_header",
     "session_rows",
     "table",
+    "usage_summary",
 ]
 
 _LINE_MAX: Final = 160
@@ -171,13 +175,45 @@ def format_duration(ms: int | None) -> str:
     return f"{hours}h{minutes:02d}m"
 
 
-def _cost(cost: float | None) -> str:
+def format_cost(cost: float | None) -> str:
+    """`$0.1234`, or "" for no cost."""
     return f"${cost:.4f}" if cost else ""
 
 
-def _one_line(text: str, limit: int = _LINE_MAX) -> str:
+def one_line(text: str, limit: int = _LINE_MAX) -> str:
+    """`text` on one line (line breaks shown as ⏎), cut to `limit` characters."""
     flat = " ⏎ ".join(part.strip() for part in text.strip().splitlines()) if "\n" in text else text.strip()
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def format_tokens(n: int) -> str:
+    """A token count in a few characters.
+
+    >>> format_tokens(950), format_tokens(12_345), format_tokens(4_100_000)
+    ('950', '12.3k', '4.1M')
+    """
+    for limit, unit in ((1_000_000_000, "G"), (1_000_000, "M"), (1_000, "k")):
+        if n >= limit:
+            return f"{n / limit:.1f}{unit}"
+    return str(n)
+
+
+def usage_summary(usage: UsageView | None) -> str:
+    """`12.3k in · 4.1k out`, and `· 1.2M cache` for cache reads and writes; "" without any tokens.
+
+    >>> usage_summary(UsageView(input=12_345, output=4_100, cache_read=1_000_000, cache_write=200_000))
+    '12.3k in · 4.1k out · 1.2M cache'
+    """
+    if usage is None or not (usage.input or usage.output or usage.cache_read or usage.cache_write):
+        return ""
+    text = f"{format_tokens(usage.input)} in · {format_tokens(usage.output)} out"
+    cache = usage.cache_read + usage.cache_write
+    return text + (f" · {format_tokens(cache)} cache" if cache else "")
+
+
+def lineage(view: SessionView) -> str:
+    """`⑂S3@12` for a fork of S3 made at its seq 12, else ""."""
+    return f"⑂S{view.parent}@{view.fork_seq}" if view.parent is not None else ""
 
 
 def session_rows(views: Sequence[SessionView], style: Style, *, worktree: bool = False) -> list[str]:
@@ -188,11 +224,14 @@ def session_rows(views: Sequence[SessionView], style: Style, *, worktree: bool =
         row = [
             badge(v.state, style),
             Cell(f"S{v.id}", style.bold),
-            Cell(_one_line(v.name, 60)),
+            Cell(one_line(v.name, 60)),
             Cell(count, style.dim),
             Cell(format_duration(v.duration_ms)),
-            Cell(_cost(v.cost_usd)),
+            Cell(format_cost(v.cost_usd if v.cost_usd else v.usage.cost_usd if v.usage else None)),
+            Cell(usage_summary(v.usage), style.dim),
             Cell(v.created, style.dim),
+            Cell(lineage(v), style.cyan),
+            Cell("archived" if v.archived else "", style.yellow),
         ]
         if worktree:
             row.append(Cell(v.worktree or "-", style.cyan))
@@ -201,22 +240,34 @@ def session_rows(views: Sequence[SessionView], style: Style, *, worktree: bool =
 
 
 def session_header(view: SessionView, style: Style) -> list[str]:
-    """`azs show`: who the session is, where it stands, what it cost."""
+    """`azs show`: who the session is, where it comes from, where it stands, what it cost."""
     mark = badge(view.state, style)
     title = f"{mark.paint(mark.text)} {style.bold(f'S{view.id}')}"
     if view.name:
-        title += f"  {style.bold(_one_line(view.name, 100))}"
+        title += f"  {style.bold(one_line(view.name, 100))}"
+    if view.archived:
+        title += f"  {style.yellow('(archived)')}"
     facts = [f"{view.state}", f"worktree {view.worktree or '-'}", f"created {view.created}"]
     facts.append(f"{view.event_count} events, {view.message_count} messages")
     if view.duration_ms is not None:
         facts.append(format_duration(view.duration_ms))
     if view.cost_usd:
-        facts.append(_cost(view.cost_usd))
+        facts.append(format_cost(view.cost_usd))
     lines = [title, style.dim(" · ".join(facts))]
+    family = []
+    if view.parent is not None:
+        family.append(f"forked from S{view.parent} at seq {view.fork_seq}")
+    if view.forks:
+        family.append("forks: " + ", ".join(f"S{sid}" for sid in view.forks))
+    if family:
+        lines.append(style.cyan(" · ".join(family)))
     u = view.usage
-    if u is not None and (u.input or u.output or u.cache_read or u.cache_write):
-        tokens = f"{u.input} in, {u.output} out, {u.cache_read} cache read, {u.cache_write} cache write"
-        lines.append(style.dim(f"tokens: {tokens}"))
+    if u is not None and (u.input or u.output or u.cache_read or u.cache_write or u.reasoning):
+        tokens = (
+            f"{u.input} in, {u.output} out, {u.cache_read} cache read, {u.cache_write} cache write, "
+            f"{u.reasoning} reasoning"
+        )
+        lines.append(style.dim(f"tokens: {tokens}" + (f" · {format_cost(u.cost_usd)}" if u.cost_usd else "")))
     return lines
 
 
@@ -260,7 +311,7 @@ def _indented(text: str, prefix: str, rest: str) -> list[str]:
 
 def _shorten(content: str) -> list[str]:
     cut = content.split("<system-reminder>", 1)[0].rstrip()
-    lines = [_one_line(line) if len(line) > _LINE_MAX else line for line in cut.splitlines()]
+    lines = [one_line(line) if len(line) > _LINE_MAX else line for line in cut.splitlines()]
     if len(lines) > _RESULT_LINES:
         return [*lines[:_RESULT_LINES], f"… (+{len(lines) - _RESULT_LINES} more lines)"]
     return lines or ["(no output)"]
@@ -275,7 +326,7 @@ def _assistant(e: AssistantText, s: Style) -> list[str]:
 
 
 def _tool_call(e: ToolCall, s: Style) -> list[str]:
-    param = _one_line(key_param(e), 120)
+    param = one_line(key_param(e), 120)
     return [f"  ⚙ {s.cyan(e.tool_name)}" + (f" {s.dim(param)}" if param else "")]
 
 
@@ -286,7 +337,7 @@ def _tool_result(e: ToolResult, s: Style) -> list[str]:
 
 
 def _complete(e: Complete, s: Style) -> list[str]:
-    cost = f" · {_cost(e.cost_usd)}" if e.cost_usd else ""
+    cost = f" · {format_cost(e.cost_usd)}" if e.cost_usd else ""
     if e.success:
         return [s.green(f"✓ completed in {format_duration(e.duration_ms)}{cost}")]
     return [s.red(f"✗ failed after {format_duration(e.duration_ms)}{cost}")]
@@ -330,43 +381,17 @@ def event_lines(event: WireEvent, style: Style) -> list[str]:
 # -- other commands ---------------------------------------------------------------------------------
 
 
-def _hit_text(hit: SearchHit) -> tuple[str, str]:
-    try:
-        event = decode_event(hit.data)
-    except EventDecodeError:
-        return "?", hit.data
-    if isinstance(event, UserMessage):
-        return "»", event.content
-    if isinstance(event, AssistantText):
-        return " ", event.text
-    return "?", hit.data
-
-
-def search_line(hit: SearchHit, query: str, style: Style, width: int = 100) -> list[Cell]:
-    """`azs search`: the session, who spoke, and the text around the first match."""
-    who, text = _hit_text(hit)
-    flat = " ".join(text.split())
-    at = flat.casefold().find(query.casefold())
-    start = max(0, at - width // 3) if at >= 0 else 0
-    snippet = ("…" if start else "") + flat[start : start + width]
-    if start + width < len(flat):
-        snippet += "…"
-    return [Cell(f"S{hit.session}", style.bold), Cell(who), Cell(snippet)]
-
-
 def notification_line(note: Notification, style: Style) -> str:
     """`azs watch`: one line per notification."""
     match note:
         case SessionCreated(session=v):
             where = f" (worktree {v.worktree})" if v.worktree else ""
-            return (
-                f"{style.green('+')} S{v.id} created{': ' + _one_line(v.name, 80) if v.name else ''}{where}"
-            )
+            return f"{style.green('+')} S{v.id} created{': ' + one_line(v.name, 80) if v.name else ''}{where}"
         case SessionChanged(session_id=sid, change="deleted"):
             return f"{style.red('-')} S{sid} deleted"
         case SessionChanged(session_id=sid, change="renamed", session=v):
             return (
-                f"{style.cyan('~')} S{sid} renamed to {_one_line(v.name, 80) if v and v.name else f'S{sid}'}"
+                f"{style.cyan('~')} S{sid} renamed to {one_line(v.name, 80) if v and v.name else f'S{sid}'}"
             )
         case SessionChanged(session_id=sid, change=change, session=v):
             mark = badge(v.state, style) if v else Cell("?")

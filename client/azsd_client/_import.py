@@ -1,0 +1,119 @@
+"""`azs import claude|codex`: bring the agent histories of a project on this machine into its store.
+
+The client finds where the agent keeps them (``$CLAUDE_CONFIG_DIR`` or ``~/.claude``, ``$CODEX_HOME``
+or ``~/.codex``); the daemon lists the project's files there and imports each one that changed, as a
+session of its own. A source that fails is reported and skipped; the exit status is then 1.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+from azsd.errors import RemoteError
+from azsd.ipc.protocol import ImportReply
+
+from ._invocation import Invocation
+from .render_reports import import_summary, progress_line
+
+__all__ = ["import_sessions", "source_dir"]
+
+
+def source_dir(agent: str, environ: Mapping[str, str]) -> Path:
+    """Where `agent` keeps its histories: its own variable, else the default under ``$HOME``.
+
+    >>> str(source_dir("claude", {"HOME": "/h"})), str(source_dir("codex", {"CODEX_HOME": "/c"}))
+    ('/h/.claude', '/c')
+    """
+    variable, default = ("CLAUDE_CONFIG_DIR", ".claude") if agent == "claude" else ("CODEX_HOME", ".codex")
+    given = environ.get(variable)
+    if given:
+        return Path(given).absolute()
+    return Path(environ.get("HOME") or os.path.expanduser("~")) / default
+
+
+class _Progress:
+    """A one-line bar on a terminal's stderr, redrawn with ``\\r``; nothing at all on a pipe."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        isatty = getattr(stream, "isatty", None)
+        self.enabled = bool(isatty and isatty())
+        self._width = 0
+
+    def show(self, done: int, total: int, name: str) -> None:
+        if self.enabled:
+            line = progress_line(done, total, name)
+            self.stream.write("\r" + line.ljust(self._width))
+            self.stream.flush()
+            self._width = max(self._width, len(line))
+
+    def clear(self) -> None:
+        if self.enabled and self._width:
+            self.stream.write("\r" + " " * self._width + "\r")
+            self.stream.flush()
+            self._width = 0
+
+
+@dataclass
+class _Tally:
+    created: int = 0
+    updated: int = 0
+    current: int = 0
+    events: int = 0
+    failed: list[tuple[str, str]] = field(default_factory=list)
+
+    def add(self, reply: ImportReply) -> None:
+        if reply.created:
+            self.created += 1
+        elif reply.appended:
+            self.updated += 1
+        else:
+            self.current += 1
+        self.events += reply.appended
+
+    def summary(self, agent: str, project: str, sources: int) -> dict[str, Any]:
+        return {
+            "agent": agent, "project": project, "sources": sources, "created": self.created,
+            "updated": self.updated, "current": self.current, "events": self.events,
+            "failed": [{"path": path, "error": error} for path, error in self.failed],
+        }  # fmt: skip
+
+
+def import_sessions(run: Invocation) -> int:
+    """Import every source of the project that is not current, labelled with the current branch."""
+    agent: str = run.args.agent
+    project = os.path.realpath(run.args.project) if run.args.project else run.root
+    where = source_dir(agent, run.environ)
+    sources = run.client.import_sources(run.root, run.args.agent, where, project).sources
+    todo = [source for source in sources if not source.current]
+    tally = _Tally(current=len(sources) - len(todo))
+    progress = _Progress(sys.stderr)
+    for i, source in enumerate(todo):
+        progress.show(i, len(todo), Path(source.path).name)
+        try:
+            reply = run.client.import_session(run.root, run.args.agent, source.path, worktree=run.branch)
+        except RemoteError as exc:
+            progress.clear()
+            sys.stderr.write(f"azs: {source.path}: {exc}\n")
+            tally.failed.append((source.path, str(exc)))
+            continue
+        tally.add(reply)
+        if run.json:
+            run.emit(reply, flush=True)
+    progress.clear()
+    if run.json:
+        run.emit(tally.summary(agent, project, len(sources)))
+    elif not sources:
+        run.say([f"no {agent} sessions of {project} under {where}"])
+    else:
+        run.say([import_summary(tally.created, tally.updated, tally.current, tally.events)])
+    if tally.failed:
+        n = len(tally.failed)
+        sys.stderr.write(f"azs: {n} of {len(sources)} sources failed to import\n")
+        return 1
+    return 0

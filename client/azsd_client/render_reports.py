@@ -1,0 +1,179 @@
+"""Human output of the store-wide commands: search hits, usage tables, backups, imports.
+
+Pure functions from protocol values to lines of text, like :mod:`azsd_client.render`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Final
+
+from azsd.ipc.protocol import BackupReply, SearchHit, SessionUsageView, UsageView, WorktreeUsageView
+
+from .render import Cell, Style, format_cost, one_line, table
+
+__all__ = [
+    "backup_line",
+    "format_size",
+    "highlighted",
+    "import_summary",
+    "progress_line",
+    "search_row",
+    "usage_lines",
+]
+
+_KIND_NAMES: Final = {
+    "UserMessage": "user",
+    "AssistantText": "assistant",
+    "ToolCall": "call",
+    "ToolResult": "result",
+    "Plan": "plan",
+}
+
+
+def highlighted(text: str, ranges: Sequence[tuple[int, int]], paint: Callable[[str], str]) -> str:
+    """`text` on one line with each `[start, end)` range painted (whitespace runs become one space).
+
+    >>> highlighted("a  panic\\nhere", [(3, 8)], lambda t: f"[{t}]")
+    'a [panic] here'
+    """
+    pieces: list[str] = []
+    at = 0
+    for start, end in sorted(ranges):
+        start, end = max(start, at), min(end, len(text))
+        if start < end:
+            pieces += [text[at:start], paint(text[start:end])]
+            at = end
+    pieces.append(text[at:])
+    return " ".join("".join(pieces).split())  # ANSI codes hold no whitespace
+
+
+def _same(text: str) -> str:
+    return text
+
+
+def search_row(hit: SearchHit, style: Style) -> list[Cell]:
+    """`azs search`: the session, the event's seq and kind, the snippet with its hits painted, the name.
+
+    >>> hit = SearchHit(session=3, data="", seq=12, kind="AssistantText", snippet="a panic",
+    ...     highlights=[(2, 7)], session_name="fix parser")
+    >>> [cell.text for cell in search_row(hit, Style())]
+    ['S3', '#12', 'assistant', 'a panic', 'fix parser']
+    """
+    plain = highlighted(hit.snippet, hit.highlights, _same)
+    painted = highlighted(hit.snippet, hit.highlights, lambda t: style.bold(style.yellow(t)))
+    name = hit.session_name if hit.session_name != f"S{hit.session}" else ""
+    return [
+        Cell(f"S{hit.session}", style.bold),
+        Cell(f"#{hit.seq}", style.dim),
+        Cell(_KIND_NAMES.get(hit.kind, hit.kind), style.cyan),
+        Cell(plain, lambda _text: painted),
+        Cell(one_line(name, 40), style.dim),
+    ]
+
+
+# -- usage ------------------------------------------------------------------------------------------
+
+_TOKEN_HEADERS: Final = ("in", "out", "cache read", "cache write", "reasoning", "cost")
+
+
+def _token_cells(u: UsageView) -> list[Cell]:
+    counts = (u.input, u.output, u.cache_read, u.cache_write, u.reasoning)
+    return [*(Cell(f"{n:,}") for n in counts), Cell(format_cost(u.cost_usd) or "-")]
+
+
+def _headers(names: Sequence[str], style: Style) -> list[Cell]:
+    return [Cell(name, style.dim) for name in names]
+
+
+def usage_lines(
+    sessions: Sequence[SessionUsageView],
+    worktrees: Sequence[WorktreeUsageView],
+    total: UsageView,
+    style: Style,
+) -> list[str]:
+    """`azs usage`: a table of sessions, one of worktrees, and the total (token counts in full)."""
+    lines: list[str] = []
+    numbers = frozenset(range(2, 9))
+    if sessions:
+        rows = [_headers(("session", "worktree", "turns", *_TOKEN_HEADERS, "name"), style)]
+        rows += [
+            [
+                Cell(f"S{s.session}", style.bold),
+                Cell(s.worktree or "-", style.cyan),
+                Cell(str(s.turns)),
+                *_token_cells(s.usage),
+                Cell(one_line(s.name, 50)),
+            ]
+            for s in sessions
+        ]
+        lines += table(rows, right=numbers)
+    if worktrees:
+        rows = [_headers(("worktree", "sessions", *_TOKEN_HEADERS), style)]
+        rows += [
+            [Cell(w.worktree or "-", style.cyan), Cell(str(w.sessions)), *_token_cells(w.usage)]
+            for w in worktrees
+        ]
+        lines += ["", *table(rows, right=frozenset(range(1, 8)))]
+    t = total
+    lines += [
+        "",
+        style.bold(
+            f"total: {t.input:,} in, {t.output:,} out, {t.cache_read:,} cache read, "
+            f"{t.cache_write:,} cache write, {t.reasoning:,} reasoning · {format_cost(t.cost_usd) or '$0'}"
+        ),
+    ]
+    return lines
+
+
+# -- backup and import ------------------------------------------------------------------------------
+
+
+def format_size(n: int) -> str:
+    """A byte count for people.
+
+    >>> format_size(512), format_size(12_300), format_size(4_500_000)
+    ('512 B', '12.3 kB', '4.5 MB')
+    """
+    for limit, unit in ((10**9, "GB"), (10**6, "MB"), (10**3, "kB")):
+        if n >= limit:
+            return f"{n / limit:.1f} {unit}"
+    return f"{n} B"
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n:,} {word}" + ("" if n == 1 else "s")
+
+
+def backup_line(reply: BackupReply, style: Style) -> str:
+    """`azs backup`: what was copied where, and whether the copy checked out."""
+    check = (
+        style.green("integrity ok") if reply.integrity == "ok" else style.red(f"integrity {reply.integrity}")
+    )
+    return (
+        f"backed up {_plural(reply.sessions, 'session')}, {_plural(reply.events, 'event')} "
+        f"({format_size(reply.bytes)}) to {reply.path} · {check}"
+    )
+
+
+def progress_line(done: int, total: int, name: str, width: int = 20) -> str:
+    """One frame of `azs import`'s progress bar.
+
+    >>> progress_line(3, 10, "abc.jsonl", width=10)
+    'importing [###-------] 3/10 abc.jsonl…'
+    """
+    filled = width * done // total if total else width
+    return f"importing [{'#' * filled}{'-' * (width - filled)}] {done}/{total} {one_line(name, 50)}…"
+
+
+def import_summary(created: int, updated: int, current: int, events: int) -> str:
+    """`azs import`: how many sessions, what became of them, and how many events arrived.
+
+    >>> import_summary(3, 2, 3, 1234)
+    'imported 8 sessions (3 new, 2 updated, 3 already current), 1,234 events'
+    """
+    sessions = _plural(created + updated + current, "session")
+    return (
+        f"imported {sessions} ({created} new, {updated} updated, {current} already current), "
+        f"{_plural(events, 'event')}"
+    )

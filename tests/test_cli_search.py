@@ -1,0 +1,124 @@
+"""`azs search` and `azs doctor`, end to end against the real daemon (the harness of tests/test_cli.py)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from azsd.events import AssistantText, Event, ToolCall, ToolResult, UserMessage
+from azsd.ipc import protocol as p
+from azsd_client import Client
+from azsd_client.render import Style
+from azsd_client.render_reports import highlighted, search_row
+from tests.daemon_fixture import short_tmpdir
+from tests.test_cli import Azs, azs, run_main
+from tests.test_client import client, daemon, worktree
+
+__all__ = ["azs", "client", "daemon", "worktree"]  # the fixtures, re-exported for pytest
+
+HERE: list[Event] = [
+    UserMessage(content="why does the parser panic on unwrap()"),
+    AssistantText(text="The parser hits a panic: a None is unwrapped when the line is empty."),
+    ToolCall(tool_use_id="t1", tool_name="Bash", input={"command": "cargo test parser"}),
+    ToolResult(tool_use_id="t1", tool_name="Bash", content="parser_empty FAILED (panic)", is_error=True),
+    AssistantText(text="Fixed: an empty line is skipped now."),
+]
+
+
+def _sessions(client: Client, root: Path) -> tuple[int, int]:
+    """A session here (unlabelled) with a parser panic, and one on branch `other` with a panic too."""
+    here = client.create_session(root, "parser panic").session.id
+    client.append_events(root, here, HERE)
+    other = client.create_session(root, "elsewhere", worktree="other").session.id
+    client.append_events(root, other, [UserMessage(content="a panic on another branch")])
+    return here, other
+
+
+def test_hits_are_ranked_with_snippets_and_highlights(azs: Azs, client: Client, worktree: Path) -> None:
+    here, _ = _sessions(client, worktree)
+    hits = azs.json("search", "panic")
+    assert {h["session"] for h in hits} == {here}  # default scope: this branch ("" outside git) + unlabelled
+    assert [h["rank"] for h in hits] == sorted(h["rank"] for h in hits)  # best first, order kept
+    assert {h["kind"] for h in hits} == {"UserMessage", "AssistantText", "ToolResult"}
+    for hit in hits:
+        assert hit["session_name"] == "parser panic" and hit["seq"] in (1, 2, 4)
+        assert hit["highlights"], hit
+        for start, end in hit["highlights"]:
+            assert hit["snippet"][start:end].lower().startswith("panic")
+    reply = client.search(worktree, "panic", worktrees=[""])
+    assert json.loads(msgspec.json.encode(reply.hits)) == hits
+    lines = azs.ok("search", "panic").splitlines()
+    assert len(lines) == len(hits)
+    for line, hit in zip(lines, hits, strict=True):
+        kind = {"UserMessage": "user", "AssistantText": "assistant", "ToolResult": "result"}[hit["kind"]]
+        assert line.split()[:3] == [f"S{here}", f"#{hit['seq']}", kind]
+        assert " ".join(hit["snippet"].split()) in line and line.endswith("parser panic")
+
+
+def test_highlights_are_painted_on_a_terminal() -> None:
+    hit = p.SearchHit(
+        session=3, data="", seq=2, kind="AssistantText", snippet="the parser\npanics here",
+        highlights=[(11, 17)], session_name="S3",
+    )  # fmt: skip
+    cells = search_row(hit, Style(color=True))
+    assert [c.text for c in cells] == ["S3", "#2", "assistant", "the parser panics here", ""]
+    assert cells[3].paint(cells[3].text) == "the parser \x1b[1m\x1b[33mpanics\x1b[0m\x1b[0m here"
+    assert search_row(hit, Style())[3].paint("x") == "the parser panics here"
+    assert highlighted("ab", [(5, 9), (0, 1)], str.upper) == "Ab"  # out-of-range ranges are ignored
+
+
+def test_kind_session_and_worktree_filters(azs: Azs, client: Client, worktree: Path) -> None:
+    here, other = _sessions(client, worktree)
+    assert {h["kind"] for h in azs.json("search", "panic", "--kind", "user")} == {"UserMessage"}
+    tools = azs.json("search", "parser", "--kind", "call", "--kind", "result")
+    assert {h["kind"] for h in tools} == {"ToolCall", "ToolResult"}
+    everywhere = azs.json("search", "panic", "--all-worktrees")
+    assert {h["session"] for h in everywhere} == {here, other}
+    assert {h["session"] for h in azs.json("search", "panic", "--worktree", "other")} == {other}
+    only = azs.json("search", "panic", "--all-worktrees", "--session", f"S{other}")
+    assert [h["session"] for h in only] == [other]
+    both = azs.json("search", "panic", "--all-worktrees", "-s", str(here), "-s", f"S{other}")
+    assert {h["session"] for h in both} == {here, other}
+    assert azs.json("search", "panic", "--session", f"S{other}") == []  # other is out of the default scope
+    assert len(azs.json("search", "panic", "--all-worktrees", "--limit", "1")) == 1
+
+
+def test_fts_syntax_errors_and_plain_words(azs: Azs, client: Client, worktree: Path) -> None:
+    here, _ = _sessions(client, worktree)
+    for bad in ("panic AND", '"unbalanced', "unwrap()"):
+        code, out, err = azs("search", bad)
+        assert (code, out) == (1, ""), bad
+        assert err.startswith("azs: bad_request: ") and err.count("\n") == 1, err
+    hits = azs.json("search", "--words", "unwrap()")
+    assert [(h["session"], h["seq"]) for h in hits] == [(here, 1)]
+    assert azs.json("search", "--words", "parser unwrap() nowhere-else") == []  # every word must match
+    assert [h["seq"] for h in azs.json("search", '"empty line"')] == [5]  # a phrase
+    assert azs("search", "x", "--kind", "thought")[0] == 2  # an unknown kind is a usage error
+
+
+def test_doctor_checks_and_reindexes(azs: Azs, client: Client, worktree: Path) -> None:
+    out = azs.ok("doctor")
+    assert out.splitlines()[0].startswith("✓ daemon: azsd ")
+    assert f"✓ store: no store at {worktree}/.azureal/sessions.azs yet" in out
+    _sessions(client, worktree)
+    lines = azs.ok("doctor", "--reindex").splitlines()
+    assert lines[1] == f"✓ store: {worktree}/.azureal/sessions.azs: 2 sessions"
+    assert lines[2] == "✓ search: the index answers"
+    assert lines[3] == "✓ search index rebuilt: 6 events"  # 5 indexed here (all searchable), 1 there
+    found = azs.json("doctor", "--reindex")
+    assert [f.get("check") for f in found] == ["daemon", "store", "search", None]
+    assert all(f["ok"] for f in found[:3]) and found[3] == {"op": "reindexreply", "indexed": 6, "protocol": 1}
+    assert len(azs.json("search", "panic")) == 3  # the rebuilt index answers as before
+
+
+def test_doctor_without_a_daemon(capsys: pytest.CaptureFixture[str]) -> None:
+    runtime_dir = short_tmpdir()
+    try:
+        code, out, _ = run_main(capsys, "--runtime-dir", str(runtime_dir), "--timeout", "0.3", "doctor")
+    finally:
+        shutil.rmtree(runtime_dir)
+    assert code == 1 and out.startswith("✗ daemon: azsd is not running")
