@@ -113,9 +113,12 @@ class SessionIndex:
         self.data_version = data_version
         self._infos: dict[int, SessionInfo] = {}
         self._last_ids: dict[int, int] = {}
+        self._archived: set[int] = set()
         for info, last_id in rows:
             self._infos[info.id] = info
             self._last_ids[info.id] = last_id
+            if info.archived:
+                self._archived.add(info.id)
         self._order: list[int] | None = None
 
     def get(self, session_id: int) -> SessionInfo | None:
@@ -128,6 +131,10 @@ class SessionIndex:
     def upsert(self, info: SessionInfo, last_id: int) -> None:
         """A session as it now is (its row re-read, or just created)."""
         self._infos[info.id] = info
+        if info.archived:
+            self._archived.add(info.id)
+        else:
+            self._archived.discard(info.id)
         if self._last_ids.get(info.id) != last_id:
             self._last_ids[info.id] = last_id
             self._order = None
@@ -146,6 +153,7 @@ class SessionIndex:
     def drop(self, session_id: int) -> None:
         if self._infos.pop(session_id, None) is not None:
             del self._last_ids[session_id]
+            self._archived.discard(session_id)
             self._order = None
 
     def _ordered(self) -> list[int]:
@@ -161,23 +169,17 @@ class SessionIndex:
         """As `SELECT … WHERE worktree … ORDER BY … LIMIT limit OFFSET offset` (limit < 0: all)."""
         infos = self._infos
         ids = self._ordered()
-        if worktree is None and (archived == "include" or not self._archived):
-            if archived == "only":
-                return []
+        if worktree is None and (archived == "include" or (archived == "exclude" and not self._archived)):
             chosen = ids[offset:] if limit < 0 else ids[offset : offset + limit]
             return [infos[sid] for sid in chosen]
         matching = [info for info in map(infos.__getitem__, ids) if _wanted(info, worktree, archived)]
         return matching[offset:] if limit < 0 else matching[offset : offset + limit]
 
     def count(self, worktree: str | None, archived: Archived = "include") -> int:
-        if worktree is None and archived == "include":
-            return len(self._infos)
+        if worktree is None:
+            everything, hidden = len(self._infos), len(self._archived)
+            return {"include": everything, "exclude": everything - hidden, "only": hidden}[archived]
         return sum(1 for info in self._infos.values() if _wanted(info, worktree, archived))
-
-    @property
-    def _archived(self) -> bool:
-        """Whether any session is archived."""
-        return any(info.archived for info in self._infos.values())
 
 
 def _wanted(info: SessionInfo, worktree: str | None, archived: Archived) -> bool:

@@ -106,7 +106,7 @@ def session_view(
     *,
     with_usage: bool = False,
     usage: SessionUsage | None = None,
-    forks: list[int] | None = None,
+    forks: Sequence[int] = (),
 ) -> p.SessionView:
     """The wire view of a session; `with_usage` reads its usage (or takes the `usage` given)."""
     if with_usage and usage is None:
@@ -127,7 +127,7 @@ def session_view(
         archived=info.archived,
         parent=info.parent,
         fork_seq=info.fork_seq,
-        forks=forks or [],
+        forks=tuple(forks),
     )
 
 

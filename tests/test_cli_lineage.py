@@ -69,7 +69,7 @@ def test_fork_copies_the_first_events_and_leaves_the_parent_alone(
     assert [(seq, kind, data) for seq, kind, data, _ in copied] == [(s, k, d) for s, k, d, _ in before[:4]]
     view = client.get_session(worktree, fork).session
     assert (view.parent, view.fork_seq, view.name, view.event_count) == (parent, 4, "try another fix", 4)
-    assert client.get_session(worktree, parent).session.forks == [fork]
+    assert client.get_session(worktree, parent).session.forks == (fork,)
 
     (made,) = azs.json("fork", str(parent), "--at", "2")
     assert (made["parent"], made["fork_seq"], made["event_count"]) == (parent, 2, 2)

@@ -157,8 +157,9 @@ class SessionView(_Data, frozen=True):
     #: or the parent was deleted).
     parent: int | None = None
     fork_seq: int | None = None
-    #: Sessions forked from this one (filled by `GetSession`; empty in listings).
-    forks: list[int] = []
+    #: Sessions forked from this one (filled by `GetSession`; empty in listings). A tuple, so that a
+    #: view without forks holds no container and a listing of thousands stays clear of the GC.
+    forks: tuple[int, ...] = ()
 
 
 class SessionUsageView(_Data, frozen=True):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Final
 
@@ -119,7 +120,7 @@ def _confirm(question: str) -> bool:
     return sys.stdin.readline().strip().lower() in ("y", "yes")
 
 
-def _forks(ids: list[int]) -> str:
+def _forks(ids: Sequence[int]) -> str:
     return f"fork{'s' if len(ids) > 1 else ''} " + ", ".join(f"S{sid}" for sid in ids)
 
 
@@ -127,7 +128,7 @@ def rm(run: Invocation) -> int:
     """Delete a session; its forks stay (as sessions of their own) unless `--with-forks`."""
     sid: int = run.args.session
     with_forks: bool = run.args.with_forks
-    forks: list[int] = []
+    forks: Sequence[int] = ()
     if not run.args.yes:
         if not sys.stdin.isatty():
             raise UsageError(f"not deleting S{sid} without confirmation: stdin is not a terminal (add -y)")
