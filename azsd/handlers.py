@@ -16,15 +16,17 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
 
+import msgspec
+
 from azsd.context import COMPACTION_THRESHOLD, build_context_prompt
-from azsd.errors import SessionNotFoundError
+from azsd.errors import SessionNotFoundError, StoreError
 from azsd.events import Complete, EventDecodeError, decode_event, encode_event, event_kind
 from azsd.export import render_page
 from azsd.importer import Source, discover, import_source
 from azsd.ingest import IngestError, ingest_file
 from azsd.ipc import protocol as p
 from azsd.model import SessionInfo, SessionUsage, StoredEvent, Usage
-from azsd.redact import redact_event
+from azsd.redact import redact_event, redact_text
 from azsd.search import event_kinds, words_query
 from azsd.store import Store, store_path
 
@@ -161,7 +163,7 @@ def list_sessions(store: Store, req: p.ListSessions) -> Outcome:
     if req.limit < 0 or req.offset < 0:
         raise ValueError("limit and offset must not be negative")
     infos = store.list_sessions(req.worktree, limit=req.limit, offset=req.offset, archived=req.archived)
-    usage = store.usage_by_session() if req.with_usage else {}
+    usage = store.usage_by_session([i.id for i in infos]) if req.with_usage else {}
     views = [session_view(store, i, with_usage=req.with_usage, usage=usage.get(i.id)) for i in infos]
     total = store.count_sessions(req.worktree, archived=req.archived)
     return Outcome(p.SessionsReply(sessions=views, total=total))
@@ -299,6 +301,10 @@ def export(store: Store, req: p.Export) -> Outcome:
     loaded = store.load_events(req.session, req.from_seq, last).events
     masked: Counter[str] = Counter()
     if req.redact:
+        name, in_name = redact_text(info.name)
+        info = msgspec.structs.replace(info, name=name)
+        if req.from_seq == 1:  # the name heads the first page
+            masked.update(in_name)
         redacted = []
         for stored in loaded:
             event, counts = redact_event(stored.event)
@@ -312,9 +318,9 @@ def export(store: Store, req: p.Export) -> Outcome:
 
 def backup(store: Store, req: p.Backup) -> Outcome:
     started = time.monotonic()
-    dest = backup_path(store.root, req.dest, datetime.now(UTC))
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    info = store.backup(dest)
+    if not store.exists:
+        raise StoreError(f"{store.path} does not exist yet: there is nothing to back up")
+    info = store.backup(backup_path(store.root, req.dest, datetime.now(UTC)))
     return Outcome(
         p.BackupReply(
             path=info.path, bytes=info.bytes, sessions=info.sessions, events=info.events,

@@ -138,7 +138,9 @@ PATTERNS: Final[tuple[Pattern, ...]] = (
         "private-key",
         re.compile(
             r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----(?:\\[nr]|\s)*"
-            r"(?P<secret>[A-Za-z0-9+/=:,\\-](?:[A-Za-z0-9+/=:,\s\\-]*?[A-Za-z0-9+/=])?)"
+            # the body never runs into another "-----" line, so a text of many BEGIN lines with no END
+            # costs linear time, not quadratic
+            r"(?P<secret>[A-Za-z0-9+/=:,\\-](?:(?:(?!-----)[A-Za-z0-9+/=:,\s\\-])*?[A-Za-z0-9+/=])?)"
             rf"(?=(?:\\[nr]|\s)*(?:{_PEM_END}|\Z))"
         ),
         "the body of a PEM private key block (BEGIN/END lines kept), or up to the end of a cut-off text",

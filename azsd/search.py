@@ -141,17 +141,22 @@ def make_snippet(text: str, query: str, width: int = SNIPPET_TOKENS) -> tuple[st
     `(start, end)` character range of each hit in it."""
     terms = query_terms(query)
     tokens = list(_TOKEN.finditer(text))
+    exact = {t for t, prefix in terms if not prefix}
+    prefixes = tuple(t for t, prefix in terms if prefix)
     hits = [
         i
         for i, token in enumerate(tokens)
-        if any(
-            _fold(token.group()) == t or (prefix and _fold(token.group()).startswith(t))
-            for t, prefix in terms
-        )
+        if (folded := _fold(token.group())) in exact or (prefixes and folded.startswith(prefixes))
     ]
     first = 0
     if hits:  # the window holding the most hits, starting a little before its first
-        best = max(range(len(hits)), key=lambda k: sum(1 for h in hits[k:] if h < hits[k] + width))
+        best, most, end = 0, 0, 0
+        for k, start in enumerate(hits):  # two pointers: hits[k:end] are within `width` of hits[k]
+            end = max(end, k)
+            while end < len(hits) and hits[end] < start + width:
+                end += 1
+            if end - k > most:
+                best, most = k, end - k
         first = max(0, hits[best] - width // 4)
     last = min(len(tokens), first + width)
     start = tokens[first].start() if first else 0

@@ -16,7 +16,9 @@ of them into one commit (nested calls become savepoints).
 from __future__ import annotations
 
 import logging
+import os
 import sqlite3
+import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -97,9 +99,9 @@ _SESSIONS_BARE: Final = (
     "sessions AS s LEFT JOIN (SELECT NULL AS session_id) AS a ON 0 "
     "LEFT JOIN (SELECT NULL AS parent_id, NULL AS fork_seq) AS l ON 0"
 )
+#: Ids a query names in one `IN (…)` list (SQLite allows 32 766 parameters); more read everything.
+_IN_LIST_MAX: Final = 1000
 _SEARCHABLE: Final = ", ".join(f"'{kind}'" for kind in SEARCHABLE_KINDS)
-#: Words of the sqlite3 errors that are about the store, not about a search query.
-_STORE_TROUBLE: Final = ("locked", "busy", "disk", "I/O", "malformed", "no such table", "full", "readonly")
 #: `append_prepared` puts the rows of an append up to this size in the row cache (a live turn's
 #: events, read again soon); a bulk ingest does not flood it.
 _CACHE_APPENDS_UP_TO: Final = 2000
@@ -205,8 +207,11 @@ class Store:
             return
         conn.execute("BEGIN IMMEDIATE")
         try:
+            had_index = conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'azsd_search'").fetchone()
             for statement in _statements(AZUREAL_DDL + AZSD_DDL):
                 conn.execute(statement)
+            if not had_index:  # a new, empty index: whatever mark a meta row holds is not about it
+                conn.execute("DELETE FROM meta WHERE key = ?", (SEARCH_HWM_KEY,))
             columns = {row[1] for row in conn.execute("PRAGMA table_info(sessions)")}
             if "last_claude_uuid" not in columns:
                 conn.execute("ALTER TABLE sessions ADD COLUMN last_claude_uuid TEXT NOT NULL DEFAULT ''")
@@ -400,6 +405,8 @@ class Store:
 
     def forks_of(self, session_id: int) -> list[int]:
         """The sessions forked from `session_id` (directly), in order."""
+        if self.read_only and not self._has_table("azsd_lineage"):
+            return []
         return [
             row[0]
             for row in self._query(
@@ -445,7 +452,7 @@ class Store:
             )
             conn.execute(
                 "INSERT INTO compactions (session_id, after_seq, summary, created) SELECT ?, after_seq, "
-                "summary, created FROM compactions WHERE session_id = ? AND after_seq < ? ORDER BY id",
+                "summary, created FROM compactions WHERE session_id = ? AND after_seq <= ? ORDER BY id",
                 (new_id, session_id, at_seq),
             )
             conn.execute(
@@ -777,10 +784,15 @@ class Store:
             f"SELECT id, data FROM events WHERE session_id = ? AND id <= ? AND kind IN ({_SEARCHABLE})",
             (session_id, hwm),
         ).fetchall()
-        conn.executemany(
-            "INSERT INTO azsd_search (azsd_search, rowid, text) VALUES ('delete', ?, ?)",
-            self._indexed_texts(rows),
-        )
+        try:
+            conn.executemany(
+                "INSERT INTO azsd_search (azsd_search, rowid, text) VALUES ('delete', ?, ?)",
+                self._indexed_texts(rows),
+            )
+        except sqlite3.DatabaseError as exc:  # the index does not hold what it should: start it afresh
+            log.warning("%s: search index out of step (%s), rebuilt at the next search", self.path, exc)
+            conn.execute("INSERT INTO azsd_search (azsd_search) VALUES ('delete-all')")
+            conn.execute("DELETE FROM meta WHERE key = ?", (SEARCH_HWM_KEY,))
 
     def reindex_search(self) -> int:
         """Rebuild the search index from the event rows; returns how many events it holds."""
@@ -826,7 +838,7 @@ class Store:
         try:
             rows = self._conn.execute(sql, (*params, limit)).fetchall()
         except sqlite3.OperationalError as exc:
-            if not any(word in str(exc) for word in _STORE_TROUBLE):  # then it is the query
+            if exc.sqlite_errorcode == sqlite3.SQLITE_ERROR and "no such table" not in str(exc):  # the query
                 raise ValueError(
                     f"cannot search for {query!r}: {exc} (FTS5 query syntax: quote a phrase with "
                     '"…"; AND, OR, NOT and NEAR are operators; or search the words literally with --words)'
@@ -877,21 +889,20 @@ class Store:
 
     def session_usage(self, session_id: int) -> SessionUsage:
         """The session's usage and cost, summed over its turns."""
-        rows = self._query(
-            "SELECT COALESCE(SUM(input), 0), COALESCE(SUM(output), 0), COALESCE(SUM(cache_read), 0), "
-            "COALESCE(SUM(cache_write), 0), COALESCE(SUM(reasoning), 0), COALESCE(SUM(cost_usd), 0.0), "
-            "COUNT(*) FROM azsd_usage WHERE session_id = ?",
-            (session_id,),
-        )
-        i, o, cr, cw, r, cost, turns = rows[0] if rows else (0, 0, 0, 0, 0, 0.0, 0)
-        usage = Usage(input=i, output=o, cache_read=cr, cache_write=cw, reasoning=r)
-        return SessionUsage(usage, float(cost), int(turns))
+        return self.usage_by_session([session_id]).get(session_id, SessionUsage(Usage(), 0.0, 0))
 
-    def usage_by_session(self) -> dict[int, SessionUsage]:
-        """The usage of every session that has any, in one query."""
+    def usage_by_session(self, sessions: Sequence[int] | None = None) -> dict[int, SessionUsage]:
+        """The usage of every session that has any (of `sessions`, when given), in one query."""
+        if self.read_only and not self._has_table("azsd_usage"):  # a newer schema may lack it
+            return {}
+        where, params = "", []
+        if sessions is not None and len(sessions) <= _IN_LIST_MAX:
+            params = list(sessions)
+            where = f"WHERE session_id IN ({', '.join('?' * len(params))})"
         rows = self._query(
             "SELECT session_id, SUM(input), SUM(output), SUM(cache_read), SUM(cache_write), SUM(reasoning), "
-            "COALESCE(SUM(cost_usd), 0.0), COUNT(*) FROM azsd_usage GROUP BY session_id"
+            f"COALESCE(SUM(cost_usd), 0.0), COUNT(*) FROM azsd_usage {where} GROUP BY session_id",
+            params,
         )
         return {
             sid: SessionUsage(
@@ -938,9 +949,16 @@ class Store:
         dest = Path(dest)
         if dest.exists():
             raise StoreError(f"{dest} already exists (a backup never overwrites a file)")
-        part = dest.with_name(f".{dest.name}.part")
         try:
-            target = sqlite3.connect(part, isolation_level=None)
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            handle, name = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".part", dir=dest.parent)
+        except OSError as exc:
+            raise StoreError(f"cannot write a backup to {dest.parent}: {exc.strerror or exc}") from None
+        os.close(handle)
+        part = Path(name)
+        try:
+            with _translate(dest):
+                target = sqlite3.connect(part, isolation_level=None)
             try:
                 with _translate(self.path):
                     conn.backup(target)
@@ -952,10 +970,9 @@ class Store:
                 target.close()
             if check != ["ok"]:
                 raise StoreError(f"the copy of {self.path} failed its integrity check: {'; '.join(check)}")
-            part.replace(dest)
-        except BaseException:
+            _place(part, dest)
+        finally:
             part.unlink(missing_ok=True)
-            raise
         return BackupInfo(
             path=str(dest), bytes=dest.stat().st_size, sessions=sessions, events=events, integrity="ok"
         )
@@ -1090,6 +1107,18 @@ def completion_of(events: Iterable[Event]) -> tuple[Complete | None, bool]:
         elif isinstance(event, _RUNNING_KINDS):
             running = True
     return last_complete, running
+
+
+def _place(part: Path, dest: Path) -> None:
+    """Give the finished copy `part` its name `dest`, never replacing a file that took it meanwhile."""
+    try:
+        os.link(part, dest)  # fails when dest exists, unlike a rename
+    except FileExistsError:
+        raise StoreError(f"{dest} already exists (a backup never overwrites a file)") from None
+    except OSError:  # a file system without hard links
+        if dest.exists():
+            raise StoreError(f"{dest} already exists (a backup never overwrites a file)") from None
+        part.replace(dest)
 
 
 def _badge_after(events: Iterable[Event]) -> tuple[Complete | None, bool]:

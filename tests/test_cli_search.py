@@ -83,7 +83,9 @@ def test_kind_session_and_worktree_filters(azs: Azs, client: Client, worktree: P
     assert [h["session"] for h in only] == [other]
     both = azs.json("search", "panic", "--all-worktrees", "-s", str(here), "-s", f"S{other}")
     assert {h["session"] for h in both} == {here, other}
-    assert azs.json("search", "panic", "--session", f"S{other}") == []  # other is out of the default scope
+    named = azs.json("search", "panic", "--session", f"S{other}")  # a named session, wherever it is
+    assert {h["session"] for h in named} == {other}
+    assert azs.json("search", "panic", "--session", f"S{other}", "--worktree", "main") == []
     assert len(azs.json("search", "panic", "--all-worktrees", "--limit", "1")) == 1
 
 

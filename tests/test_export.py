@@ -35,8 +35,11 @@ from azsd.events import (
     event_kind,
 )
 from azsd.export import FORMATS, render, render_page
+from azsd.handlers import HANDLERS
 from azsd.ingest import parse_file
+from azsd.ipc import protocol as p
 from azsd.model import SessionInfo, StoredEvent
+from azsd.store import Store
 from tests.conftest import corpus_files, requires_corpus
 
 
@@ -482,3 +485,17 @@ def test_corpus_file_exports(path: Path):
     assert checker.ids == [f"seq-{s.seq}" for s in stored]
     for fmt in FORMATS:
         assert paged(fmt, info, stored, 3) == render(fmt, info, stored)
+
+
+def test_redaction_covers_the_session_name_too(tmp_path: Path) -> None:
+    """An imported session is named from its first prompt, which may hold a secret."""
+    token = "ghp_" + "A1b2C3d4" * 5
+    with Store.open(tmp_path) as store:
+        s = store.create_session(f"use {token} to push")
+        store.append_events(s.id, [UserMessage(content=f"push with {token}")])
+        for fmt in ("md", "html"):
+            req = p.Export(root=str(tmp_path), session=s.id, format=fmt, redact=True)
+            reply = HANDLERS[p.Export](store, req).reply
+            assert isinstance(reply, p.ExportReply)
+            assert token not in reply.text and "[REDACTED:github-token]" in reply.text
+            assert reply.masked == {"github-token": 2}

@@ -10,6 +10,7 @@ import pytest
 from azsd.errors import SessionNotFoundError
 from azsd.events import AssistantText, Complete, Event, Init, ToolCall, ToolResult, UserMessage
 from azsd.store import Store
+from tests.test_search import index_contents
 
 
 def rows(store: Store, session: int) -> dict[str, list[Any]]:
@@ -68,6 +69,16 @@ def test_fork_copies_events_up_to_the_seq_and_leaves_the_parent_byte_identical(
     assert (fork.worktree, fork.parent, fork.fork_seq, fork.event_count) == ("main", parent, 6, 6)
     assert store.get_session(parent).parent is None
     assert store.forks_of(parent) == [fork.id]
+
+
+def test_a_compaction_at_the_fork_point_comes_along(store: Store, parent: int) -> None:
+    fork = store.fork_session(parent, 4)
+    latest = store.latest_compaction(fork.id)
+    assert latest is not None and (latest.after_seq, latest.summary) == (4, "summary of the first turn")
+    assert store.total_chars_since_compaction(fork.id) == 0
+    payload = store.build_context(fork.id)
+    assert payload is not None and payload.compaction_summary == "summary of the first turn"
+    assert list(payload.events) == []
 
 
 def test_fork_recomputes_the_badge(store: Store, parent: int) -> None:
@@ -130,6 +141,7 @@ def test_deleting_with_forks_removes_the_whole_family(store: Store, parent: int)
     assert store.delete_session(parent, with_forks=True) == [parent, fork.id, grandchild.id, sibling.id]
     assert [s.id for s in store.list_sessions()] == [other.id]
     assert store.search("first") == []
+    assert index_contents(store) == (0, [])  # the index holds nothing of them, not only hides it
     assert store.create_session().id == sibling.id + 1  # numbers are never reused
 
 

@@ -31,6 +31,16 @@ def fts_integrity(store: Store) -> None:
         conn.execute("INSERT INTO azsd_search (azsd_search, rank) VALUES ('integrity-check', 1)")
 
 
+def index_contents(store: Store) -> tuple[int, list[tuple[str, int, int]]]:
+    """What the contentless index really holds: its documents, and each term's doc and hit counts
+    (a join with `events` would hide stale entries; this does not)."""
+    with sqlite3.connect(store.path) as conn:
+        conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.vocab USING fts5vocab(main, azsd_search, row)")
+        docs = conn.execute("SELECT COUNT(*) FROM azsd_search_docsize").fetchone()[0]
+        terms = conn.execute("SELECT term, doc, cnt FROM temp.vocab ORDER BY term").fetchall()
+    return docs, terms
+
+
 # -- what is indexed ---------------------------------------------------------------------------------
 
 
@@ -117,7 +127,7 @@ def test_search_finds_ranks_and_filters(store: Store) -> None:
     fts_integrity(store)
 
 
-@pytest.mark.parametrize("query", ['"unbalanced', "panic AND", "(", "unwrap()", "a:b"])
+@pytest.mark.parametrize("query", ['"unbalanced', "panic AND", "(", "unwrap()", "a:b", "disk:x", "locked:y"])
 def test_a_query_fts_cannot_parse_is_a_clear_error(store: Store, query: str) -> None:
     populate(store)
     with pytest.raises(ValueError, match=re.escape(f"cannot search for {query!r}")):
@@ -129,7 +139,26 @@ def test_deleting_a_session_takes_its_text_out_of_the_index(store: Store) -> Non
     a, b = populate(store)
     store.delete_session(b)
     assert [h.session_id for h in store.search("panic")] == [a]
+    left = index_contents(store)
+    assert ("crash", 1, 1) not in left[1] and left[0] == 10
+    store.reindex_search()
+    assert index_contents(store) == left  # exactly what an index built from the rest holds
     fts_integrity(store)
+
+
+def test_a_delete_with_the_index_out_of_step_still_deletes_and_the_index_recovers(root: Path) -> None:
+    with Store.open(root) as store:
+        a, b = populate(store)
+    with sqlite3.connect(store_path(root)) as conn:  # a restore that lost the index but kept its mark
+        conn.execute("DROP TABLE azsd_search")
+    with Store.open(root) as store:  # the table is made again, empty: its old mark must not count
+        store.delete_session(b)
+        assert [h.session_id for h in store.search("panic")] == [a]
+        with sqlite3.connect(store_path(root)) as conn:  # now the mark stays, the entries go
+            conn.execute("INSERT INTO azsd_search (azsd_search) VALUES ('delete-all')")
+        store.delete_session(a)  # 'delete' of entries it does not hold: start afresh, do not fail
+        assert not store.has_session(a)
+        assert store.search("panic") == [] and len(store.search("step")) == 8
 
 
 def test_rows_written_by_another_program_are_indexed_before_a_search(store: Store) -> None:

@@ -423,6 +423,21 @@ def test_a_newer_schema_is_read_only(root: Path) -> None:
     assert store_path(root).read_bytes() == before
 
 
+def test_a_newer_schema_without_azsd_tables_still_lists_and_shows(root: Path) -> None:
+    """A store AZUREAL rewrote in a newer schema may lack azsd's side tables: reads still work."""
+    with Store.open(root) as store:
+        s = store.create_session("kept")
+        store.append_events(s.id, [UserMessage(content="kept")])
+    with sqlite3.connect(store_path(root)) as conn:
+        conn.execute("UPDATE meta SET value = '4' WHERE key = 'schema_version'")
+        for table in ("azsd_usage", "azsd_lineage", "azsd_archive", "azsd_follows"):
+            conn.execute(f"DROP TABLE {table}")
+    with Store.open(root) as store:
+        assert [i.name for i in store.list_sessions(archived="exclude")] == ["kept"]
+        assert store.usage_by_session() == {} and store.session_usage(s.id).turns == 0
+        assert store.forks_of(s.id) == [] and store.get_session(s.id).parent is None
+
+
 def test_a_v2_store_is_migrated(root: Path) -> None:
     path = store_path(root)
     path.parent.mkdir()

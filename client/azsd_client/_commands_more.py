@@ -47,9 +47,10 @@ def worktree_scope(run: Invocation) -> list[str] | None:
 def search(run: Invocation) -> int:
     """Ranked full-text search; a query the index cannot parse is the daemon's `bad_request` (exit 1)."""
     a = run.args
+    named = a.sessions and a.worktree is None  # sessions named outright are searched wherever they are
     reply = run.client.search(
-        run.root, a.query, limit=a.limit, worktrees=worktree_scope(run), sessions=a.sessions, kinds=a.kinds,
-        words=a.words,
+        run.root, a.query, limit=a.limit, worktrees=None if named else worktree_scope(run),
+        sessions=a.sessions, kinds=a.kinds, words=a.words,
     )  # fmt: skip
     if run.json:
         for hit in reply.hits:

@@ -204,7 +204,7 @@ def _other_commands(add: _Add) -> None:
     _scope(search, "default: this branch's and the unlabelled ones")
     search.add_argument(
         "-s", "--session", dest="sessions", type=session_id, action="append", metavar="SESSION",
-        help="in this session only (repeatable)",
+        help="in this session only (repeatable; in any worktree unless --worktree)",
     )  # fmt: skip
     search.add_argument(
         "--kind", dest="kinds", choices=_KINDS, action="append", help="events of this kind only (repeatable)"
