@@ -297,9 +297,15 @@ def import_source(store: Store, source: Source, worktree: str = "") -> ImportOut
     if record is not None and store.has_session(record.session_id):
         if record.size == size:
             return ImportOutcome(record.session_id, False, 0, 0, 0, current=True)
+        if record.last_seq and store.max_seq(record.session_id) != record.last_seq:
+            raise IngestError(
+                f"{path}: S{record.session_id}, where it was imported, has changed since (it was continued "
+                "or compacted elsewhere), so what the file gained cannot be told from what the session "
+                f"holds: delete S{record.session_id} and import again, or ingest the file into a new session"
+            )
         with store.atomic():
             report = ingest_file(store, record.session_id, path, fmt)
-            store.record_import(_record(source, record.session_id, size))
+            store.record_import(_record(store, source, record.session_id, size))
         return _outcome(record.session_id, report, created=False)
     _check_format(path, fmt, size)
     with store.atomic(create=True):
@@ -308,7 +314,7 @@ def import_source(store: Store, source: Source, worktree: str = "") -> ImportOut
         name = first_prompt_name([stored.event for stored in report.events])
         if name is not None and name != session.name:
             store.rename_session(session.id, name)
-        store.record_import(_record(source, session.id, size))
+        store.record_import(_record(store, source, session.id, size))
     log.info("imported %s into S%d (%d events)", path, session.id, report.appended)
     return _outcome(session.id, report, created=True)
 
@@ -335,8 +341,11 @@ def _check_format(path: Path, fmt: Format, size: int) -> None:
         raise IngestError(f"{path}: a {found} file, expected {fmt}")
 
 
-def _record(source: Source, session_id: int, size: int) -> ImportRecord:
-    return ImportRecord(source=str(source.path), session_id=session_id, agent=source.agent, size=size)
+def _record(store: Store, source: Source, session_id: int, size: int) -> ImportRecord:
+    return ImportRecord(
+        source=str(source.path), session_id=session_id, agent=source.agent, size=size,
+        last_seq=store.max_seq(session_id),
+    )  # fmt: skip
 
 
 def _outcome(session_id: int, report: IngestReport, *, created: bool) -> ImportOutcome:

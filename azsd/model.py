@@ -184,3 +184,5 @@ class ImportRecord(msgspec.Struct, frozen=True, kw_only=True):
     session_id: int
     agent: str
     size: int
+    #: The session's last seq once the import stored its events (0: not known).
+    last_seq: int = 0

@@ -109,6 +109,7 @@ CREATE TABLE IF NOT EXISTS azsd_imports (
     session_id INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
     agent      TEXT NOT NULL,
     size       INTEGER NOT NULL DEFAULT 0,
+    last_seq   INTEGER NOT NULL DEFAULT 0,
     imported   TEXT NOT NULL DEFAULT (datetime('now'))
 );
 CREATE INDEX IF NOT EXISTS azsd_imports_session ON azsd_imports(session_id);

@@ -916,22 +916,23 @@ class Store:
     def get_import(self, source: str) -> ImportRecord | None:
         """The session `source` (an agent history file) was imported into, if it was."""
         rows = self._query(
-            "SELECT source, session_id, agent, size FROM azsd_imports WHERE source = ?", (source,)
+            "SELECT source, session_id, agent, size, last_seq FROM azsd_imports WHERE source = ?", (source,)
         )
         if not rows:
             return None
-        src, sid, agent, size = rows[0]
-        return ImportRecord(source=src, session_id=sid, agent=agent, size=size)
+        src, sid, agent, size, last_seq = rows[0]
+        return ImportRecord(source=src, session_id=sid, agent=agent, size=size, last_seq=last_seq)
 
     def record_import(self, record: ImportRecord) -> None:
         """Remember that `record.source`, `record.size` bytes of it, is in `record.session_id`."""
         with self.atomic() as conn:
             _require_session(conn, record.session_id)
             conn.execute(
-                "INSERT INTO azsd_imports (source, session_id, agent, size) VALUES (?, ?, ?, ?) "
+                "INSERT INTO azsd_imports (source, session_id, agent, size, last_seq) VALUES (?, ?, ?, ?, ?) "
                 "ON CONFLICT (source) DO UPDATE SET session_id = excluded.session_id, "
-                "agent = excluded.agent, size = excluded.size, imported = datetime('now')",
-                (record.source, record.session_id, record.agent, record.size),
+                "agent = excluded.agent, size = excluded.size, last_seq = excluded.last_seq, "
+                "imported = datetime('now')",
+                (record.source, record.session_id, record.agent, record.size, record.last_seq),
             )
 
     # -- backup --------------------------------------------------------------------------------

@@ -396,6 +396,27 @@ def test_a_size_change_without_new_events_appends_nothing(store: Store, tmp_path
 
 
 @requires_corpus
+def test_a_session_continued_elsewhere_is_not_imported_into_again(store: Store, tmp_path: Path) -> None:
+    """The file grew and the session gained events of its own: re-importing would duplicate, so it stops."""
+    src = max(corpus_files("claude-session"), key=lambda p: p.stat().st_size)
+    data = src.read_bytes()
+    path = tmp_path / "s.jsonl"
+    cut = _split_point(data, torn=False)
+    path.write_bytes(data[:cut])
+    source = Source(path, "claude", cut)
+    first = import_source(store, source)
+    store.append_events(first.session_id, [UserMessage(content="continued in azsd")])
+    with path.open("ab") as stream:
+        stream.write(data[cut:])
+    rows = _stored(store, first.session_id)
+    with pytest.raises(IngestError, match=f"S{first.session_id}, where it was imported, has changed since"):
+        import_source(store, source)
+    assert _stored(store, first.session_id) == rows  # nothing stored, nothing duplicated
+    record = store.get_import(str(path))
+    assert record is not None and record.size == cut
+
+
+@requires_corpus
 def test_deleted_session_is_imported_again(store: Store, tmp_path: Path) -> None:
     path = tmp_path / "s.jsonl"
     shutil.copyfile(corpus_files("codex-rollout")[0], path)
