@@ -19,7 +19,7 @@ from typing import Any, Final
 import msgspec
 
 from azsd.context import COMPACTION_THRESHOLD, build_context_prompt
-from azsd.errors import SessionNotFoundError, StoreError
+from azsd.errors import SessionNotFoundError
 from azsd.events import Complete, EventDecodeError, decode_event, encode_event, event_kind
 from azsd.export import render_page
 from azsd.importer import Source, discover, import_source
@@ -318,8 +318,6 @@ def export(store: Store, req: p.Export) -> Outcome:
 
 def backup(store: Store, req: p.Backup) -> Outcome:
     started = time.monotonic()
-    if not store.exists:
-        raise StoreError(f"{store.path} does not exist yet: there is nothing to back up")
     info = store.backup(backup_path(store.root, req.dest, datetime.now(UTC)))
     return Outcome(
         p.BackupReply(
@@ -356,12 +354,13 @@ def import_sources(store: Store, req: p.ImportSources) -> Outcome:
     views = []
     for source in discover(req.agent, Path(req.source_dir), Path(req.project)):
         record = store.get_import(str(source.path))
-        known = record is not None and store.has_session(record.session_id)
+        if record is not None and not store.has_session(record.session_id):
+            record = None  # its session was deleted by a connection without foreign keys
         views.append(
             p.SourceView(
                 path=str(source.path), agent=source.agent, size=source.size,
-                session=record.session_id if record is not None and known else None,
-                current=known and record is not None and record.size == source.size,
+                session=record.session_id if record else None,
+                current=record is not None and record.size == source.size,
             )
         )  # fmt: skip
     return Outcome(p.SourcesReply(sources=views))

@@ -23,13 +23,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Literal
 
-import msgspec
-
 from azsd.context import sanitize
 from azsd.events import Event, UserMessage
 from azsd.ingest import IngestError, IngestReport, ingest_file
 from azsd.model import ImportRecord
-from azsd.parsers import TOO_LONG, Format, detect_format, iter_lines
+from azsd.parsers import Format, detect_format, head_value, iter_lines
 from azsd.rusttext import RUST_WHITESPACE, is_blank, rust_lines, trim, trim_end
 from azsd.store import Store
 
@@ -59,7 +57,6 @@ HEAD_LINES: Final = 20
 
 _NOT_SLUG: Final = re.compile(r"[^A-Za-z0-9]")
 _WHITESPACE: Final = re.compile(f"[{re.escape(RUST_WHITESPACE)}]+")
-_DECODER: Final = msgspec.json.Decoder()
 
 
 @dataclass(frozen=True)
@@ -212,21 +209,9 @@ def _head_value(path: Path, pick: Callable[[dict[str, Any]], str | None]) -> str
     """The first non-None `pick(line)` among the first `HEAD_LINES` JSON-object lines of `path`."""
     try:
         with open(path, "rb") as stream:
-            for n, line in enumerate(iter_lines(stream)):
-                if n >= HEAD_LINES:
-                    break
-                if line is TOO_LONG or not line.strip():
-                    continue
-                try:
-                    obj = _DECODER.decode(line)
-                except (msgspec.DecodeError, UnicodeDecodeError):
-                    continue
-                value = pick(obj) if isinstance(obj, dict) else None
-                if value is not None:
-                    return value
+            return head_value(iter_lines(stream), HEAD_LINES, pick)
     except OSError:
         return None
-    return None
 
 
 def _within(cwd: str | None, bases: Sequence[Path]) -> bool:

@@ -459,15 +459,20 @@ class Store:
                 "INSERT INTO azsd_lineage (session_id, parent_id, fork_seq) VALUES (?, ?, ?)",
                 (new_id, session_id, at_seq),
             )
+            seqs, events, _, _ = self._load(new_id, 1, None, -1)  # decoded once, for the index and the badge
             if indexed:
-                copies = conn.execute(
-                    f"SELECT id, data FROM events WHERE session_id = ? AND kind IN ({_SEARCHABLE})", (new_id,)
-                ).fetchall()
+                ids = dict(
+                    conn.execute("SELECT seq, id FROM events WHERE session_id = ?", (new_id,)).fetchall()
+                )
                 conn.executemany(
-                    "INSERT INTO azsd_search (rowid, text) VALUES (?, ?)", self._indexed_texts(copies)
+                    "INSERT INTO azsd_search (rowid, text) VALUES (?, ?)",
+                    [
+                        (ids[seq], text)
+                        for seq, event in zip(seqs, events, strict=True)
+                        if (text := search_text(event))
+                    ],
                 )
                 self._set_search_hwm(conn, conn.execute("SELECT MAX(id) FROM events").fetchone()[0])
-            _, events, _, _ = self._load(new_id, 1, None, -1)
             self._set_completion(conn, new_id, *_badge_after(events))
             self._index = None
         return self.get_session(new_id)
@@ -720,9 +725,10 @@ class Store:
 
     # -- full-text search (side tables azsd_search + azsd_search_fts; see azsd.search) ---------
 
-    def _search_hwm(self, conn: sqlite3.Connection) -> int:
+    def _search_hwm(self, conn: sqlite3.Connection) -> int | None:
+        """The highest event id the index has seen; None when this version of it never indexed any."""
         row = conn.execute("SELECT value FROM meta WHERE key = ?", (SEARCH_HWM_KEY,)).fetchone()
-        return int(row[0]) if row else 0
+        return int(row[0]) if row else None
 
     def _set_search_hwm(self, conn: sqlite3.Connection, value: int) -> None:
         conn.execute(
@@ -734,7 +740,7 @@ class Store:
     def _search_current(self, conn: sqlite3.Connection) -> bool:
         """Whether the index holds every event row (else new rows wait for :meth:`_catch_up`)."""
         top = conn.execute("SELECT COALESCE(MAX(id), 0) FROM events").fetchone()[0]
-        return bool(self._search_hwm(conn) == top)
+        return bool((self._search_hwm(conn) or 0) == top)
 
     def _index_new(
         self, conn: sqlite3.Connection, first_id: int, events: Sequence[Event], last_id: int
@@ -763,12 +769,12 @@ class Store:
         if self._conn is None or self.read_only:
             return
         with self.atomic() as conn:
-            row = conn.execute("SELECT value FROM meta WHERE key = ?", (SEARCH_HWM_KEY,)).fetchone()
-            hwm = int(row[0]) if row else 0
+            mark = self._search_hwm(conn)
+            hwm = mark or 0
             top = conn.execute("SELECT COALESCE(MAX(id), 0) FROM events").fetchone()[0]
             if hwm >= top:
                 return
-            if row is None:  # never indexed, or by another version of search_text: start afresh
+            if mark is None:  # never indexed, or by another version of search_text: start afresh
                 conn.execute("INSERT INTO azsd_search (azsd_search) VALUES ('delete-all')")
             log.info("%s: indexing events %d to %d for search", self.path, hwm + 1, top)
             rows = conn.execute(
@@ -779,7 +785,7 @@ class Store:
 
     def _unindex(self, conn: sqlite3.Connection, session_id: int) -> None:
         """Take a session's indexed events out of the index (a contentless index needs their text)."""
-        hwm = self._search_hwm(conn)
+        hwm = self._search_hwm(conn) or 0
         rows = conn.execute(
             f"SELECT id, data FROM events WHERE session_id = ? AND id <= ? AND kind IN ({_SEARCHABLE})",
             (session_id, hwm),

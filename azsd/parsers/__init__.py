@@ -9,8 +9,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any, Final, Literal, get_args
+from collections.abc import Callable, Iterable
+from typing import Any, Final, Literal, TypeVar, get_args
 
 import msgspec
 
@@ -25,6 +25,7 @@ __all__ = [
     "ParseReport",
     "UnknownFormatError",
     "detect_format",
+    "head_value",
     "iter_lines",
     "make_parser",
     "split_lines",
@@ -35,6 +36,8 @@ FORMATS: Final[tuple[Format, ...]] = get_args(Format)
 
 #: How many lines detection looks at before giving up.
 DETECT_LINES: Final = 50
+
+_T = TypeVar("_T")
 
 _ROLLOUT_TYPES: Final = frozenset({"session_meta", "response_item", "event_msg", "turn_context", "compacted"})
 _SESSION_TYPES: Final = frozenset(
@@ -85,8 +88,14 @@ def _vote(obj: dict[str, Any]) -> Format | None:
 
 def detect_format(lines: Iterable[bytes]) -> Format | None:
     """The format of a file from its first lines, or None when none of them tells."""
+    return head_value(lines, DETECT_LINES, _vote)
+
+
+def head_value(lines: Iterable[bytes], limit: int, pick: Callable[[dict[str, Any]], _T | None]) -> _T | None:
+    """The first `pick(object)` that is not None among the JSON-object lines of the first `limit`
+    `lines` (blank, undecodable and too-long lines are passed over)."""
     for n, line in enumerate(lines):
-        if n >= DETECT_LINES:
+        if n >= limit:
             break
         if line is TOO_LONG or not line.strip():
             continue
@@ -95,7 +104,7 @@ def detect_format(lines: Iterable[bytes]) -> Format | None:
         except (msgspec.DecodeError, UnicodeDecodeError):
             continue
         if isinstance(obj, dict):
-            fmt = _vote(obj)
-            if fmt is not None:
-                return fmt
+            value = pick(obj)
+            if value is not None:
+                return value
     return None
