@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Final
 
 from azsd.events import (
     AssistantText,
@@ -34,6 +34,7 @@ from azsd.events import (
     UserMessage,
 )
 from azsd.rusttext import is_blank, rust_lines, trim, trim_end, trim_start
+from azsd.tools import context_param
 
 __all__ = [
     "AUTO_CONTINUE_CLOSE",
@@ -212,44 +213,6 @@ def strip_injected_context_from_events(events: Sequence[Event]) -> list[Event]:
 
 # -- rendering (§5.2) -----------------------------------------------------------------------------
 
-_PARAM_KEY: Final[dict[str, str]] = {
-    "bash": "command",
-    "read": "file_path",
-    "edit": "file_path",
-    "write": "file_path",
-    "glob": "pattern",
-    "grep": "pattern",
-    "webfetch": "url",
-    "websearch": "query",
-    "agent": "description",
-    "task": "description",
-    "lsp": "operation",
-}
-_PARAM_NAMES: Final = {
-    "Bash",
-    "Read",
-    "Edit",
-    "Write",
-    "Glob",
-    "Grep",
-    "WebFetch",
-    "WebSearch",
-    "Agent",
-    "Task",
-    "LSP",
-}
-
-
-def _tool_param(tool_name: str, tool_input: Any) -> str:
-    if tool_name in _PARAM_NAMES or tool_name in _PARAM_KEY:
-        key = _PARAM_KEY[tool_name.lower()]
-    else:
-        key = "file_path"
-    if not isinstance(tool_input, dict):
-        return ""
-    value = tool_input[key] if key in tool_input else tool_input.get("path")
-    return value if isinstance(value, str) else ""
-
 
 def _shorten_result(content: str) -> str:
     text = cut_reminder(content)
@@ -267,7 +230,7 @@ def render_event(event: Event) -> str | None:
         case AssistantText(text=text):
             return f"## Assistant\n{text}\n"
         case ToolCall(tool_name=name, input=tool_input):
-            param = _tool_param(name, tool_input)
+            param = context_param(name, tool_input)
             return f"## Tool: {name} ({param})\n" if param else f"## Tool: {name}\n"
         case ToolResult(tool_name=name, content=content, is_error=is_error):
             label = "Error" if is_error else "Result"

@@ -56,6 +56,7 @@ from azsd.events import (
     event_kind,
 )
 from azsd.model import SessionInfo, StoredEvent
+from azsd.tools import display_key
 
 __all__ = ["FORMATS", "render", "render_page"]
 
@@ -89,24 +90,6 @@ class _View:
     flags: tuple[str, ...] = ()
 
 
-_MAIN_KEY: Final[dict[str, str]] = {
-    "bash": "command",
-    "shell": "command",
-    "read": "file_path",
-    "edit": "file_path",
-    "multiedit": "file_path",
-    "write": "file_path",
-    "notebookedit": "notebook_path",
-    "glob": "pattern",
-    "grep": "pattern",
-    "webfetch": "url",
-    "websearch": "query",
-    "task": "description",
-    "agent": "description",
-    "lsp": "operation",
-    "exitplanmode": "plan",
-}
-_FALLBACK_KEYS: Final = ("file_path", "path", "command", "cmd", "pattern", "url", "query", "description")
 _BLOCK_LANG: Final[dict[str, str]] = {"command": "sh", "cmd": "sh", "plan": "markdown"}
 
 
@@ -150,9 +133,7 @@ def _main_param(view: _View, value: str, lang: str) -> None:
 
 def _input_view(view: _View, tool_name: str, rest: dict[str, Any]) -> None:
     """A tool call's JSON object input (`rest` is a copy that is consumed)."""
-    key = _MAIN_KEY.get(tool_name.lower())
-    if key is None or not isinstance(rest.get(key), str):
-        key = next((k for k in _FALLBACK_KEYS if isinstance(rest.get(k), str)), None)
+    key = display_key(tool_name, rest)
     if key is not None:
         _main_param(view, rest.pop(key), _BLOCK_LANG.get(key, ""))
     note = rest.get("description")

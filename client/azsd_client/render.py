@@ -39,6 +39,7 @@ from azsd.ipc.protocol import (
     UsageView,
     WireEvent,
 )
+from azsd.tools import display_key
 
 __all__ = [
     "Cell",
@@ -273,21 +274,6 @@ def session_header(view: SessionView, style: Style) -> list[str]:
 
 # -- events -----------------------------------------------------------------------------------------
 
-_PARAM_KEYS: Final = {
-    "bash": "command",
-    "read": "file_path",
-    "edit": "file_path",
-    "write": "file_path",
-    "glob": "pattern",
-    "grep": "pattern",
-    "webfetch": "url",
-    "websearch": "query",
-    "agent": "description",
-    "task": "description",
-    "lsp": "operation",
-}
-_FALLBACK_KEYS: Final = ("path", "file_path", "command", "query", "pattern", "url", "description")
-
 
 def key_param(call: ToolCall) -> str:
     """The one parameter that says what a tool call does (AZUREAL's choice, then sensible fallbacks).
@@ -296,12 +282,8 @@ def key_param(call: ToolCall) -> str:
     'ls -la'
     """
     data: dict[str, Any] = call.input if isinstance(call.input, dict) else {}
-    keys = (_PARAM_KEYS.get(call.tool_name.lower(), "file_path"), *_FALLBACK_KEYS)
-    for key in keys:
-        value = data.get(key)
-        if isinstance(value, str) and value:
-            return value
-    return call.file_path or ""
+    key = display_key(call.tool_name, data)
+    return (data[key] if key is not None else "") or call.file_path or ""
 
 
 def _indented(text: str, prefix: str, rest: str) -> list[str]:
