@@ -20,6 +20,8 @@ import pytest
 
 from azsd.ipc import protocol as p
 
+ENCODER = msgspec.msgpack.Encoder()
+
 RECORDED = Path(__file__).parent / "data" / "wire.txt"
 UNIONS = {"request": p.Request, "reply": p.Reply, "notification": p.Notification}
 DECODERS = {"request": p.decode_request, "reply": p.decode_reply, "notification": p.decode_notification}
@@ -73,7 +75,7 @@ def test_every_message_is_recorded_and_encodes_to_its_recorded_bytes() -> None:
     recorded = _recorded()
     if os.environ.get("AZSD_RECORD_WIRE") == "1":
         added = {
-            f"{kind}.{name}.{variant}": p.encode(sample(cls, variant == "full"))
+            f"{kind}.{name}.{variant}": ENCODER.encode(sample(cls, variant == "full"))
             for kind, name, cls in messages()
             for variant in ("full", "min")
             if f"{kind}.{name}.{variant}" not in recorded
@@ -89,7 +91,7 @@ def test_every_message_is_recorded_and_encodes_to_its_recorded_bytes() -> None:
                 missing.append(key)
                 continue
             message = sample(cls, variant == "full")
-            assert p.encode(message) == recorded[key], f"{key}: the bytes on the wire changed"
+            assert ENCODER.encode(message) == recorded[key], f"{key}: the bytes on the wire changed"
             assert DECODERS[kind](recorded[key]) == message, f"{key}: the recorded bytes decode differently"
     assert not missing, f"not recorded (run with AZSD_RECORD_WIRE=1): {missing}"
 
