@@ -64,7 +64,7 @@ def _resolve(config: Path | None, runtime_dir: str | None = None) -> ResolvedCon
 
 
 def _run(args: argparse.Namespace) -> None:
-    from azsd.daemon import Daemon
+    from azsd.server.daemon import Daemon
 
     config = _resolve(args.config, args.runtime_dir)
     level = (args.log_level or config.log_level).upper()

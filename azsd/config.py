@@ -2,7 +2,7 @@
 
 Precedence, highest first: command-line flags, the environment (``AZSD_RUNTIME_DIR``,
 ``AZSD_CONFIG``), the config file (``$XDG_CONFIG_HOME/azsd/config.toml``), built-in defaults.
-Nothing below :mod:`azsd.daemon` and the CLIs reads ``os.environ``.
+Nothing below :mod:`azsd.server.daemon` and the CLIs reads ``os.environ``.
 
 The file is TOML; unknown keys are rejected::
 

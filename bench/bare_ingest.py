@@ -14,7 +14,7 @@ from pathlib import Path
 import msgspec
 import zstandard
 
-from azsd.schema import AZUREAL_DDL  # a module of strings only
+from azsd.store.schema import AZUREAL_DDL  # a module of strings only
 
 BATCH = 1000
 

@@ -28,10 +28,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from azsd.cache import ROWS
 from azsd.context import build_context_prompt
 from azsd.events import AssistantText, Complete, Event, UserMessage
 from azsd.store import Store
+from azsd.store.cache import ROWS
 from azsd_client import Client
 from bench.common import corpus_like_events, daemon_config, median_of, report, running_daemon
 

@@ -15,7 +15,7 @@ import sqlite3
 import tempfile
 from pathlib import Path
 
-from azsd.ingest import IngestError, ingest_file
+from azsd.ingest.file import IngestError, ingest_file
 from azsd.store import Store, store_path
 from bench.common import report, write_stream_json
 

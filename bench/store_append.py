@@ -17,8 +17,8 @@ import zstandard
 
 from azsd.compact import prepare_for_store
 from azsd.events import encode_event, event_kind
-from azsd.schema import AZUREAL_DDL
 from azsd.store import Store
+from azsd.store.schema import AZUREAL_DDL
 from bench.common import best_of, corpus_like_events, report
 
 BATCH = 100

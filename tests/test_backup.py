@@ -14,8 +14,8 @@ import pytest
 
 from azsd.errors import StoreError
 from azsd.events import AssistantText, UserMessage
-from azsd.handlers import backup_path
 from azsd.ipc import protocol as p
+from azsd.server.handlers import backup_path
 from azsd.store import Store
 from tests.conftest import corpus_files, requires_corpus
 from tests.daemon_fixture import DaemonProc, daemon_in_tmpdir, short_tmpdir

@@ -10,18 +10,18 @@ import msgspec
 import pytest
 import zstandard
 
-from azsd import ingest
-from azsd.cache import ROWS, CachedRow, RowCache
-from azsd.codec import PARALLEL_ROWS, RowCodec
+from azsd.ingest import file as ingest
 from azsd.context import CONTEXT_CLOSE, CONTEXT_OPEN, build_context_prompt, render_transcript
 from azsd.errors import SessionNotFoundError
 from azsd.events import AssistantText, Complete, Event, ToolCall, ToolResult, UserMessage, encode_event
-from azsd.handlers import wire_events
-from azsd.ingest import ingest_file
+from azsd.ingest.file import ingest_file
+from azsd.ingest.parsers import make_parser
+from azsd.ingest.parsers.claude import MESSAGES_KEPT, TOOL_CALLS_KEPT
 from azsd.model import SessionInfo
-from azsd.parsers import make_parser
-from azsd.parsers.claude import MESSAGES_KEPT, TOOL_CALLS_KEPT
+from azsd.server.handlers import wire_events
 from azsd.store import Store, store_path
+from azsd.store.cache import ROWS, CachedRow, RowCache
+from azsd.store.codec import PARALLEL_ROWS, RowCodec
 
 
 def turn(i: int, *, done: bool = True) -> list[Event]:

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from azsd.importer import claude_slug
+from azsd.ingest.importer import claude_slug
 from azsd_client import Client
 from azsd_client._import import source_dir
 from azsd_client.render import format_tokens, usage_summary

@@ -179,7 +179,14 @@ def test_public_surface_is_pinned() -> None:
 
 
 def test_client_imports_only_the_protocol_side_of_azsd() -> None:
-    allowed = {"azsd.ipc.protocol", "azsd.ipc.transport", "azsd.config", "azsd.errors", "azsd.events"}
+    allowed = {
+        "azsd.ipc.protocol",
+        "azsd.ipc.transport",
+        "azsd.config",
+        "azsd.errors",
+        "azsd.events",
+        "azsd.tools",
+    }
     package = CLIENT_DIR / "azsd_client"
     seen: set[str] = set()
     for source in package.glob("*.py"):

@@ -14,8 +14,8 @@ import pytest
 
 from azsd.context import CONTEXT_CLOSE, CONTEXT_OPEN
 from azsd.events import AssistantText, Complete, ToolCall, ToolResult, UserMessage
-from azsd.ingest import ingest_file, parse_file
-from azsd.parsers import detect_format, iter_lines
+from azsd.ingest.file import ingest_file, parse_file
+from azsd.ingest.parsers import detect_format, iter_lines
 from azsd.store import Store
 from tests.conftest import corpus_files, requires_corpus
 

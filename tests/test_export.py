@@ -35,10 +35,10 @@ from azsd.events import (
     event_kind,
 )
 from azsd.export import FORMATS, render, render_page
-from azsd.handlers import HANDLERS
-from azsd.ingest import parse_file
+from azsd.ingest.file import parse_file
 from azsd.ipc import protocol as p
 from azsd.model import SessionInfo, StoredEvent
+from azsd.server.handlers import HANDLERS
 from azsd.store import Store
 from tests.conftest import corpus_files, requires_corpus
 

@@ -18,7 +18,7 @@ import pytest
 
 from azsd.compact import prepare_for_store
 from azsd.events import Complete, decode_event, encode_event
-from azsd.ingest import parse_file
+from azsd.ingest.file import parse_file
 from azsd.ipc import protocol as p
 from tests.conftest import corpus_files, requires_corpus
 from tests.daemon_fixture import DaemonProc, short_tmpdir, start_daemon

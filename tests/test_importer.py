@@ -1,4 +1,4 @@
-"""azsd.importer: discovering Claude and Codex histories on disk and importing them idempotently."""
+"""azsd.ingest.importer: discovering Claude and Codex histories on disk and importing them idempotently."""
 
 from __future__ import annotations
 
@@ -15,9 +15,10 @@ from pathlib import Path
 import msgspec
 import pytest
 
-import azsd.importer
+import azsd.ingest.importer
 from azsd.events import AssistantText, Event, UserMessage
-from azsd.importer import (
+from azsd.ingest.file import IngestError, ingest_file, parse_file
+from azsd.ingest.importer import (
     FORMAT_OF,
     SLUG_MAX,
     Source,
@@ -27,7 +28,6 @@ from azsd.importer import (
     first_prompt_name,
     import_source,
 )
-from azsd.ingest import IngestError, ingest_file, parse_file
 from azsd.store import Store
 from tests.conftest import corpus_files, requires_corpus
 
@@ -97,7 +97,7 @@ def test_first_prompt_name_uses_rust_whitespace_and_drops_control_characters() -
 
 
 def test_docstring_examples_run() -> None:
-    result = doctest.testmod(azsd.importer)
+    result = doctest.testmod(azsd.ingest.importer)
     assert result.failed == 0
     assert result.attempted >= 5
 

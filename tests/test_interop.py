@@ -21,8 +21,8 @@ from azsd.events import (
     UserMessage,
     encode_event,
 )
-from azsd.schema import AZUREAL_DDL
 from azsd.store import Store, store_path
+from azsd.store.schema import AZUREAL_DDL
 
 pytestmark = pytest.mark.interop
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 from azsd.compact import prepare_for_store
 from azsd.events import UserMessage, encode_event
-from azsd.ingest import parse_file
+from azsd.ingest.file import parse_file
+from azsd.ingest.orphans import find_agent_file, recover_orphans
 from azsd.ipc import protocol as p
-from azsd.orphans import find_agent_file, recover_orphans
 from azsd.store import Store
 from tests.conftest import corpus_files, requires_corpus
 from tests.daemon_fixture import short_tmpdir, start_daemon

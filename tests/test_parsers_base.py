@@ -10,8 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from azsd.events import AssistantText, Init, UserMessage
-from azsd.ingest import IngestError, ingest_file, overlap_prefix_len, parse_file
-from azsd.parsers import (
+from azsd.ingest.file import IngestError, ingest_file, overlap_prefix_len, parse_file
+from azsd.ingest.parsers import (
     FORMATS,
     TOO_LONG,
     UnknownFormatError,

@@ -19,8 +19,8 @@ from azsd.events import (
     ToolResult,
     UserMessage,
 )
+from azsd.ingest.parsers.claude import ClaudeSessionParser, ClaudeStreamParser
 from azsd.model import Usage
-from azsd.parsers.claude import ClaudeSessionParser, ClaudeStreamParser
 
 
 def line(obj: dict[str, Any]) -> bytes:

@@ -25,9 +25,9 @@ from azsd.events import (
     ToolResult,
     UserMessage,
 )
-from azsd.parsers.base import LineParser, Usage
-from azsd.parsers.codex_exec import CodexExecParser
-from azsd.parsers.codex_rollout import CodexRolloutParser
+from azsd.ingest.parsers.base import LineParser, Usage
+from azsd.ingest.parsers.codex_exec import CodexExecParser
+from azsd.ingest.parsers.codex_rollout import CodexRolloutParser
 from tests.conftest import corpus_files, requires_corpus
 
 WRAPPED = f"{CONTEXT_OPEN}\n## User\nold prompt\n{CONTEXT_CLOSE}\n\nthe real prompt"

@@ -24,7 +24,7 @@ from azsd.events import (
     decode_event,
     encode_event,
 )
-from azsd.ingest import parse_file
+from azsd.ingest.file import parse_file
 from azsd.redact import PATTERNS, mask, redact_event, redact_text
 from tests.conftest import corpus_files, requires_corpus
 

@@ -26,7 +26,7 @@ import pytest
 
 from azsd.compact import prepare_for_store
 from azsd.events import AssistantText, Complete, Event, UserMessage, decode_event, encode_event
-from azsd.ingest import parse_file
+from azsd.ingest.file import parse_file
 from azsd.ipc import protocol as p
 from azsd_client import AsyncClient
 from azsd_client._run import session_name

@@ -18,7 +18,7 @@ from azsd.events import (
     ToolResult,
     UserMessage,
 )
-from azsd.ingest import ingest_file
+from azsd.ingest.file import ingest_file
 from azsd.search import event_kinds, make_snippet, query_terms, search_text, words_query
 from azsd.store import Store, store_path
 

@@ -11,8 +11,8 @@ import time
 
 from azsd.compact import prepare_for_store
 from azsd.events import encode_event
+from azsd.ingest.parsers import make_parser
 from azsd.ipc import protocol as p
-from azsd.parsers import make_parser
 from tests.daemon_fixture import short_tmpdir, start_daemon
 from tests.reliability.common import scaled, stored_data, stream_lines, wait_until
 

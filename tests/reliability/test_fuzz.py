@@ -42,14 +42,14 @@ from hypothesis import HealthCheck, Phase, given, note, settings
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
-import azsd.parsers as parsers_package
+import azsd.ingest.parsers as parsers_package
 from azsd.compact import prepare_for_store
 from azsd.events import AssistantText, Complete, Event, ToolCall, UserMessage, decode_event, encode_event
-from azsd.ingest import parse_file
+from azsd.ingest.file import parse_file
+from azsd.ingest.parsers import FORMATS, TOO_LONG, make_parser
+from azsd.ingest.parsers.base import read_lines
 from azsd.ipc import protocol as p
 from azsd.ipc.transport import connect_dealer
-from azsd.parsers import FORMATS, TOO_LONG, make_parser
-from azsd.parsers.base import read_lines
 from azsd.store import store_path
 from tests.conftest import corpus_files
 from tests.daemon_fixture import DaemonProc, daemon_in_tmpdir, short_tmpdir, start_daemon

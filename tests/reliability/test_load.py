@@ -13,8 +13,8 @@ import zstandard
 
 from azsd.compact import prepare_for_store
 from azsd.events import AssistantText, UserMessage, decode_event, encode_event
+from azsd.ingest.parsers import make_parser
 from azsd.ipc import protocol as p
-from azsd.parsers import make_parser
 from bench.common import percentile
 from tests.daemon_fixture import DaemonProc, short_tmpdir, start_daemon
 from tests.reliability.common import scaled, stored_data, stream_lines, wait_until

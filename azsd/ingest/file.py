@@ -26,9 +26,9 @@ from typing import Final
 from azsd.compact import prepare_for_store
 from azsd.errors import AzsdError
 from azsd.events import Complete, Event, Init
+from azsd.ingest.parsers import UnknownFormatError, detect_format, iter_lines, make_parser
+from azsd.ingest.parsers.base import LineParser, ParseReport
 from azsd.model import StoredEvent
-from azsd.parsers import UnknownFormatError, detect_format, iter_lines, make_parser
-from azsd.parsers.base import LineParser, ParseReport
 from azsd.store import Store, completion_of
 
 __all__ = ["IngestError", "IngestReport", "ingest_file", "overlap_prefix_len", "parse_file"]

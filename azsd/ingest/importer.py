@@ -25,9 +25,9 @@ from typing import Any, Final, Literal
 
 from azsd.context import sanitize
 from azsd.events import Event, UserMessage
-from azsd.ingest import IngestError, IngestReport, ingest_file
+from azsd.ingest.file import IngestError, IngestReport, ingest_file
+from azsd.ingest.parsers import Format, detect_format, head_value, iter_lines
 from azsd.model import ImportRecord
-from azsd.parsers import Format, detect_format, head_value, iter_lines
 from azsd.rusttext import RUST_WHITESPACE, is_blank, rust_lines, trim, trim_end
 from azsd.store import Store
 
@@ -42,7 +42,7 @@ __all__ = [
     "import_source",
 ]
 
-log = logging.getLogger("azsd.importer")
+log = logging.getLogger("azsd.ingest.importer")
 
 Agent = Literal["claude", "codex"]
 

@@ -1,7 +1,7 @@
 """What each store request does: a function of the Store and the request, giving a reply and the
 notifications to publish once the work is committed.
 
-Handlers run in the store's worker thread (see :mod:`azsd.stores`), never touch sockets, and
+Handlers run in the store's worker thread (see :mod:`azsd.server.workers`), never touch sockets, and
 raise :class:`azsd.errors.AzsdError` (or ValueError for a bad argument) on failure; the worker
 turns that into an error reply.
 """
@@ -22,8 +22,8 @@ from azsd.context import COMPACTION_THRESHOLD, build_context_prompt
 from azsd.errors import SessionNotFoundError
 from azsd.events import Complete, EventDecodeError, decode_event, encode_event, event_kind
 from azsd.export import render_page
-from azsd.importer import Source, discover, import_source
-from azsd.ingest import IngestError, ingest_file
+from azsd.ingest.file import IngestError, ingest_file
+from azsd.ingest.importer import Source, discover, import_source
 from azsd.ipc import protocol as p
 from azsd.model import SessionInfo, SessionUsage, StoredEvent, Usage
 from azsd.redact import redact_event, redact_text

@@ -28,15 +28,15 @@ from azsd.errors import (
     StoreError,
     StoreFullError,
 )
-from azsd.handlers import Outcome
-from azsd.ingest import IngestError
+from azsd.ingest.file import IngestError
 from azsd.ipc import protocol as p
 from azsd.ipc.transport import Envelope, Outbox, OutboxSender
+from azsd.server.handlers import Outcome
 from azsd.store import Store
 
 __all__ = ["MAX_BATCH", "StoreRegistry", "Task", "error_reply"]
 
-log = logging.getLogger("azsd.stores")
+log = logging.getLogger("azsd.server.workers")
 
 #: The most requests one transaction groups.
 MAX_BATCH: Final = 256

@@ -12,7 +12,7 @@ from typing import Any, Final
 import msgspec
 
 from azsd.events import AssistantText, Event, ToolCall, ToolResult
-from azsd.parsers.base import MAX_INT, Usage, message_text
+from azsd.ingest.parsers.base import MAX_INT, Usage, message_text
 from azsd.rusttext import is_blank, rust_lines, trim
 
 __all__ = [

@@ -14,7 +14,14 @@ from typing import Any, Final, Literal, TypeVar, get_args
 
 import msgspec
 
-from azsd.parsers.base import MAX_LINE_BYTES, TOO_LONG, LineParser, ParseReport, iter_lines, split_lines
+from azsd.ingest.parsers.base import (
+    MAX_LINE_BYTES,
+    TOO_LONG,
+    LineParser,
+    ParseReport,
+    iter_lines,
+    split_lines,
+)
 
 __all__ = [
     "FORMATS",
@@ -55,11 +62,11 @@ def make_parser(fmt: str) -> LineParser:
     if fmt not in FORMATS:
         raise UnknownFormatError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
     if fmt.startswith("claude"):
-        from azsd.parsers.claude import ClaudeSessionParser, ClaudeStreamParser
+        from azsd.ingest.parsers.claude import ClaudeSessionParser, ClaudeStreamParser
 
         return ClaudeStreamParser() if fmt == "claude-stream-json" else ClaudeSessionParser()
-    from azsd.parsers.codex_exec import CodexExecParser
-    from azsd.parsers.codex_rollout import CodexRolloutParser
+    from azsd.ingest.parsers.codex_exec import CodexExecParser
+    from azsd.ingest.parsers.codex_rollout import CodexRolloutParser
 
     return CodexExecParser() if fmt == "codex-exec-json" else CodexRolloutParser()
 

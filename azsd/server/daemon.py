@@ -26,19 +26,19 @@ import zmq
 from azsd import __version__
 from azsd.config import ResolvedConfig
 from azsd.errors import AzsdError, ConfigError
-from azsd.follow import Follower
-from azsd.handlers import HANDLERS, Outcome, appended_notes
+from azsd.ingest.follow import Follower
+from azsd.ingest.orphans import recover_orphans
 from azsd.ipc import protocol as p
 from azsd.ipc.server import Server
 from azsd.ipc.transport import Envelope, ipc_path, probe
-from azsd.orphans import recover_orphans
 from azsd.sdnotify import notify, watchdog_interval
+from azsd.server.handlers import HANDLERS, Outcome, appended_notes
+from azsd.server.workers import StoreRegistry, Task
 from azsd.store import Store
-from azsd.stores import StoreRegistry, Task
 
 __all__ = ["AlreadyRunning", "Daemon", "Discovery"]
 
-log = logging.getLogger("azsd.daemon")
+log = logging.getLogger("azsd.server.daemon")
 
 #: How long a stale socket gets to answer before it is declared dead.
 _PROBE_MS: Final = 300

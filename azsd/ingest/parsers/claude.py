@@ -40,7 +40,7 @@ from azsd.events import (
     ToolResult,
     UserMessage,
 )
-from azsd.parsers.base import MAX_INT, LineParser, Usage, message_text
+from azsd.ingest.parsers.base import MAX_INT, LineParser, Usage, message_text
 
 __all__ = ["ClaudeSessionParser", "ClaudeStreamParser"]
 

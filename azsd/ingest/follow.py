@@ -35,18 +35,18 @@ import watchfiles
 
 from azsd.compact import prepare_for_store
 from azsd.events import Complete, Event, encode_event
-from azsd.handlers import Outcome, appended_notes, changed_note
+from azsd.ingest.parsers import FORMATS, MAX_LINE_BYTES, LineParser, detect_format, iter_lines, make_parser
+from azsd.ingest.parsers.base import read_lines
 from azsd.ipc import protocol as p
 from azsd.ipc.transport import Envelope
 from azsd.model import FollowRecord
-from azsd.parsers import FORMATS, MAX_LINE_BYTES, LineParser, detect_format, iter_lines, make_parser
-from azsd.parsers.base import read_lines
+from azsd.server.handlers import Outcome, appended_notes, changed_note
+from azsd.server.workers import StoreRegistry, Task
 from azsd.store import Store
-from azsd.stores import StoreRegistry, Task
 
 __all__ = ["POLL_S", "Follower", "read_lines"]
 
-log = logging.getLogger("azsd.follow")
+log = logging.getLogger("azsd.ingest.follow")
 
 #: Every followed file is stat-ed this often, watcher or not.
 POLL_S: Final = 0.25

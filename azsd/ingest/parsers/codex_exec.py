@@ -23,8 +23,8 @@ from typing import Any, ClassVar
 
 from azsd.context import sanitize
 from azsd.events import AssistantText, Complete, Event, Init, ToolCall, UserMessage
-from azsd.parsers.base import LineParser
-from azsd.parsers.codex_tools import (
+from azsd.ingest.parsers.base import LineParser
+from azsd.ingest.parsers.codex_tools import (
     _COLLAB_INPUT_KEYS,
     _EXEC_CONFIG_KEYS,
     _EXEC_IGNORED,

@@ -14,13 +14,13 @@ import logging
 from pathlib import Path
 
 from azsd.errors import AzsdError
-from azsd.ingest import ingest_file
+from azsd.ingest.file import ingest_file
 from azsd.model import StoredEvent
 from azsd.store import Store
 
 __all__ = ["find_agent_file", "recover_orphans"]
 
-log = logging.getLogger("azsd.orphans")
+log = logging.getLogger("azsd.ingest.orphans")
 
 
 def find_agent_file(agent_id: str, home: Path) -> Path | None:

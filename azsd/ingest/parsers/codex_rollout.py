@@ -19,8 +19,8 @@ from typing import Any, ClassVar
 
 from azsd.context import sanitize
 from azsd.events import AssistantText, Compacted, Complete, Event, Init, ToolCall, UserMessage
-from azsd.parsers.base import LineParser, message_text
-from azsd.parsers.codex_tools import (
+from azsd.ingest.parsers.base import LineParser, message_text
+from azsd.ingest.parsers.codex_tools import (
     _ROLLOUT_ITEMS_IGNORED,
     _ROLLOUT_MESSAGES_IGNORED,
     ASSISTANT_DEDUP_WINDOW,

@@ -24,8 +24,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Final, Self
 
-from azsd.cache import ROWS, CachedRow, SessionIndex
-from azsd.codec import CodecError, RowCodec
 from azsd.compact import char_len, prepare_for_store
 from azsd.context import ContextPayload, render_event, strip_injected_context_indexed
 from azsd.errors import (
@@ -64,7 +62,10 @@ from azsd.model import (
     StoredEvent,
     Usage,
 )
-from azsd.schema import (
+from azsd.search import SEARCHABLE_KINDS, make_snippet, search_text
+from azsd.store.cache import ROWS, CachedRow, SessionIndex
+from azsd.store.codec import CodecError, RowCodec
+from azsd.store.schema import (
     AZSD_DDL,
     AZUREAL_DDL,
     DROPPED_COLUMNS,
@@ -73,7 +74,6 @@ from azsd.schema import (
     SCHEMA_VERSION,
     SEARCH_HWM_KEY,
 )
-from azsd.search import SEARCHABLE_KINDS, make_snippet, search_text
 
 __all__ = ["BUSY_TIMEOUT_S", "STORE_DIR", "STORE_FILE", "Store", "completion_of", "store_path"]
 
@@ -528,7 +528,7 @@ class Store:
             )
         ]
 
-    # -- the session index (see azsd.cache.SessionIndex) ---------------------------------------
+    # -- the session index (see azsd.store.cache.SessionIndex) ---------------------------------------
 
     def _fresh_index(self, *, build: bool) -> SessionIndex | None:
         """The session index if it is current (built now when `build`), else None."""
