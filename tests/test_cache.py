@@ -10,10 +10,10 @@ import msgspec
 import pytest
 import zstandard
 
-from azsd.ingest import file as ingest
 from azsd.context import CONTEXT_CLOSE, CONTEXT_OPEN, build_context_prompt, render_transcript
 from azsd.errors import SessionNotFoundError
 from azsd.events import AssistantText, Complete, Event, ToolCall, ToolResult, UserMessage, encode_event
+from azsd.ingest import file as ingest
 from azsd.ingest.file import ingest_file
 from azsd.ingest.parsers import make_parser
 from azsd.ingest.parsers.claude import MESSAGES_KEPT, TOOL_CALLS_KEPT
