@@ -6,11 +6,15 @@ family::
 
     AzsdError
      ├── ConfigError            a configuration file or value is wrong
+     ├── UsageError             a command line asks for what it cannot have as given (exit 2)
+     ├── BadRequestError        a request's values are wrong (also a ValueError); `bad_request`
+     ├── AlreadyRunning         another daemon holds the lock
      ├── StoreError             anything about a `.azs` store
      │    ├── NotAStoreError        the file exists but is not an SQLite database
      │    ├── ReadOnlyStoreError    the store was opened read-only (newer schema) and a write was tried
      │    ├── SessionNotFoundError  no session with that id in the store
      │    └── StoreFullError        the disk (or the file's page limit) is full
+     ├── IngestError            an agent file cannot be ingested (unreadable, unknown format)
      ├── ProtocolError          a message on the wire could not be decoded or is invalid
      ├── DaemonUnavailable      no daemon answers on the endpoint
      └── RemoteError            the daemon answered with an error reply
@@ -21,9 +25,12 @@ from __future__ import annotations
 from pathlib import Path
 
 __all__ = [
+    "AlreadyRunning",
     "AzsdError",
+    "BadRequestError",
     "ConfigError",
     "DaemonUnavailable",
+    "IngestError",
     "NotAStoreError",
     "ProtocolError",
     "ReadOnlyStoreError",
@@ -31,6 +38,7 @@ __all__ = [
     "SessionNotFoundError",
     "StoreError",
     "StoreFullError",
+    "UsageError",
 ]
 
 
@@ -40,6 +48,23 @@ class AzsdError(Exception):
 
 class ConfigError(AzsdError):
     """A configuration file or value is invalid."""
+
+
+class UsageError(AzsdError):
+    """The command line asks for something it cannot have as given (exit status 2)."""
+
+
+class BadRequestError(AzsdError, ValueError):
+    """A request (or a library call) names values that cannot work: a seq out of range, a negative
+    limit, a query FTS5 cannot parse. Answered as `bad_request`; nothing was changed."""
+
+
+class AlreadyRunning(AzsdError):
+    """Another azsd holds the lock of this runtime directory."""
+
+
+class IngestError(AzsdError):
+    """A file could not be ingested (unreadable, or of no known format)."""
 
 
 class StoreError(AzsdError):

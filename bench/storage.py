@@ -15,7 +15,8 @@ import sqlite3
 import tempfile
 from pathlib import Path
 
-from azsd.ingest.file import IngestError, ingest_file
+from azsd.errors import IngestError
+from azsd.ingest.file import ingest_file
 from azsd.store import Store, store_path
 from bench.common import report, write_stream_json
 

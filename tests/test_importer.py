@@ -16,8 +16,9 @@ import msgspec
 import pytest
 
 import azsd.ingest.importer
+from azsd.errors import IngestError
 from azsd.events import AssistantText, Event, UserMessage
-from azsd.ingest.file import IngestError, ingest_file, parse_file
+from azsd.ingest.file import ingest_file, parse_file
 from azsd.ingest.importer import (
     FORMAT_OF,
     SLUG_MAX,

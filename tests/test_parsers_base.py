@@ -9,8 +9,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from azsd.errors import IngestError
 from azsd.events import AssistantText, Init, UserMessage
-from azsd.ingest.file import IngestError, ingest_file, overlap_prefix_len, parse_file
+from azsd.ingest.file import ingest_file, overlap_prefix_len, parse_file
 from azsd.ingest.parsers import (
     FORMATS,
     TOO_LONG,

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Final
 
 from azsd.compact import prepare_for_store
-from azsd.errors import AzsdError
+from azsd.errors import IngestError
 from azsd.events import Complete, Event, Init
 from azsd.ingest.parsers import UnknownFormatError, detect_format, iter_lines, make_parser
 from azsd.ingest.parsers.base import LineParser, ParseReport
@@ -37,10 +37,6 @@ log = logging.getLogger("azsd.ingest")
 
 #: Lines parsed, compacted and stored at a time.
 CHUNK_LINES: Final = 8192
-
-
-class IngestError(AzsdError):
-    """A file could not be ingested (unreadable, or of no known format)."""
 
 
 @dataclass

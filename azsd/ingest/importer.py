@@ -24,8 +24,9 @@ from pathlib import Path
 from typing import Any, Final, Literal
 
 from azsd.context import sanitize
+from azsd.errors import IngestError
 from azsd.events import Event, UserMessage
-from azsd.ingest.file import IngestError, IngestReport, ingest_file
+from azsd.ingest.file import IngestReport, ingest_file
 from azsd.ingest.parsers import Format, detect_format, head_value, iter_lines
 from azsd.model import ImportRecord
 from azsd.rusttext import RUST_WHITESPACE, is_blank, rust_lines, trim, trim_end

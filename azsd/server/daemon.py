@@ -25,7 +25,7 @@ import zmq
 
 from azsd import __version__
 from azsd.config import ResolvedConfig
-from azsd.errors import AzsdError, ConfigError
+from azsd.errors import AlreadyRunning, ConfigError
 from azsd.ingest.follow import Follower
 from azsd.ingest.orphans import recover_orphans
 from azsd.ipc import protocol as p
@@ -42,10 +42,6 @@ log = logging.getLogger("azsd.server.daemon")
 
 #: How long a stale socket gets to answer before it is declared dead.
 _PROBE_MS: Final = 300
-
-
-class AlreadyRunning(AzsdError):
-    """Another azsd holds the lock of this runtime directory."""
 
 
 class Discovery(msgspec.Struct, frozen=True):

@@ -19,10 +19,10 @@ from typing import Any, Final
 import msgspec
 
 from azsd.context import COMPACTION_THRESHOLD, build_context_prompt
-from azsd.errors import SessionNotFoundError
+from azsd.errors import IngestError, SessionNotFoundError
 from azsd.events import Complete, EventDecodeError, decode_event, encode_event, event_kind
 from azsd.export import render_page
-from azsd.ingest.file import IngestError, ingest_file
+from azsd.ingest.file import ingest_file
 from azsd.ingest.importer import Source, discover, import_source
 from azsd.ipc import protocol as p
 from azsd.model import SessionInfo, SessionUsage, StoredEvent, Usage

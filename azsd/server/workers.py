@@ -22,13 +22,13 @@ import msgspec
 
 from azsd.errors import (
     AzsdError,
+    IngestError,
     NotAStoreError,
     ReadOnlyStoreError,
     SessionNotFoundError,
     StoreError,
     StoreFullError,
 )
-from azsd.ingest.file import IngestError
 from azsd.ipc import protocol as p
 from azsd.ipc.transport import Envelope, Outbox, OutboxSender
 from azsd.server.handlers import Outcome

@@ -13,7 +13,7 @@ from typing import Any
 import msgspec
 
 from azsd.config import ResolvedConfig, resolve_config
-from azsd.errors import AzsdError
+from azsd.errors import UsageError
 
 from .client import Client
 from .render import Style
@@ -21,10 +21,6 @@ from .render import Style
 __all__ = ["Invocation", "UsageError", "git", "git_branch", "git_root"]
 
 _GIT_TIMEOUT_S = 10.0
-
-
-class UsageError(AzsdError):
-    """The command line asks for something it cannot have as given (exit status 2)."""
 
 
 def git(args: list[str], cwd: str) -> str | None:
