@@ -9,6 +9,7 @@ family::
      ├── UsageError             a command line asks for what it cannot have as given (exit 2)
      ├── BadRequestError        a request's values are wrong (also a ValueError); `bad_request`
      ├── AlreadyRunning         another daemon holds the lock
+     ├── ShuttingDownError      the daemon is stopping and takes no more work
      ├── StoreError             anything about a `.azs` store
      │    ├── NotAStoreError        the file exists but is not an SQLite database
      │    ├── ReadOnlyStoreError    the store was opened read-only (newer schema) and a write was tried
@@ -36,6 +37,7 @@ __all__ = [
     "ReadOnlyStoreError",
     "RemoteError",
     "SessionNotFoundError",
+    "ShuttingDownError",
     "StoreError",
     "StoreFullError",
     "UsageError",
@@ -61,6 +63,10 @@ class BadRequestError(AzsdError, ValueError):
 
 class AlreadyRunning(AzsdError):
     """Another azsd holds the lock of this runtime directory."""
+
+
+class ShuttingDownError(AzsdError):
+    """The daemon is stopping: work that arrives now is refused (`shutting_down`)."""
 
 
 class IngestError(AzsdError):

@@ -15,12 +15,12 @@ import os
 import pwd
 import shutil
 import sys
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Final
 
 from azsd.errors import ConfigError
+from azsd.files import write_atomic
 
 __all__ = [
     "ENABLE_HINT",
@@ -156,7 +156,8 @@ def install_service(
             f"(ExecStart={_quote_exec_path(exe)} run); keep it, or replace it with --force"
         )
     try:
-        _write_atomically(target, text)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(target, text.encode(), mode=0o644)
     except OSError as exc:
         raise ConfigError(f"cannot write {target}: {exc}") from exc
     return target
@@ -210,23 +211,3 @@ def _read_existing(target: Path) -> str | None:
         return None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read the existing unit {target}: {exc}") from exc
-
-
-def _write_atomically(target: Path, text: str) -> None:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{UNIT_NAME}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as tmp:
-            tmp.write(text)
-            tmp.flush()
-            os.fchmod(tmp.fileno(), 0o644)
-            os.fsync(tmp.fileno())
-        os.replace(tmp_name, target)
-    except BaseException:
-        Path(tmp_name).unlink(missing_ok=True)
-        raise
-    dir_fd = os.open(target.parent, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)

@@ -18,7 +18,7 @@ from azsd.ingest.file import ingest_file
 from azsd.ingest.parsers import make_parser
 from azsd.ingest.parsers.claude import MESSAGES_KEPT, TOOL_CALLS_KEPT
 from azsd.model import SessionInfo
-from azsd.server.handlers import wire_events
+from azsd.server.views import wire_events
 from azsd.store import Store, store_path
 from azsd.store.cache import ROWS, CachedRow, RowCache
 from azsd.store.codec import PARALLEL_ROWS, RowCodec

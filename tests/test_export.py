@@ -38,7 +38,7 @@ from azsd.export import FORMATS, render, render_page
 from azsd.ingest.file import parse_file
 from azsd.ipc import protocol as p
 from azsd.model import SessionInfo, StoredEvent
-from azsd.server.handlers import HANDLERS
+from azsd.server.handlers import handle
 from azsd.store import Store
 from tests.conftest import corpus_files, requires_corpus
 
@@ -495,7 +495,7 @@ def test_redaction_covers_the_session_name_too(tmp_path: Path) -> None:
         store.append_events(s.id, [UserMessage(content=f"push with {token}")])
         for fmt in ("md", "html"):
             req = p.Export(root=str(tmp_path), session=s.id, format=fmt, redact=True)
-            reply = HANDLERS[p.Export](store, req).reply
+            reply = handle(store, req).reply
             assert isinstance(reply, p.ExportReply)
             assert token not in reply.text and "[REDACTED:github-token]" in reply.text
             assert reply.masked == {"github-token": 2}

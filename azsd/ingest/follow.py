@@ -26,9 +26,10 @@ import time
 from array import array
 from collections import deque
 from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 import msgspec
 import watchfiles
@@ -40,8 +41,8 @@ from azsd.ingest.parsers.base import read_lines
 from azsd.ipc import protocol as p
 from azsd.ipc.transport import Envelope
 from azsd.model import FollowRecord
-from azsd.server.handlers import Outcome, appended_notes, changed_note
-from azsd.server.workers import StoreRegistry, Task
+from azsd.server.views import appended_notes, changed_note
+from azsd.server.workers import Outcome, StoreRegistry, error_reply
 from azsd.store import Store
 
 __all__ = ["POLL_S", "Follower", "read_lines"]
@@ -52,8 +53,63 @@ log = logging.getLogger("azsd.ingest.follow")
 POLL_S: Final = 0.25
 #: How many ended follows `Status` still shows.
 ENDED_KEPT: Final = 20
+#: How long a follow waits for its store to give back its saved position.
+_FETCH_TIMEOUT_S: Final = 10.0
 #: At most this many bytes are read from one file per turn, so no file starves the others.
 READ_BUDGET: Final = 8 * 1024 * 1024
+
+
+# -- the follower's inbox: what other threads ask of it ---------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Start:
+    """A `Follow` request (no envelope: the daemon's own)."""
+
+    envelope: Envelope | None
+    root: str
+    request: p.Follow
+
+
+@dataclass(frozen=True)
+class _Resume:
+    """A follow a previous daemon left running."""
+
+    root: str
+    record: FollowRecord
+
+
+@dataclass(frozen=True)
+class _End:
+    """An `Unfollow` request."""
+
+    envelope: Envelope
+    root: str
+    path: str
+
+
+@dataclass(frozen=True)
+class _Hint:
+    """The watcher saw these paths change (or go)."""
+
+    changed: set[str]
+    deleted: set[str]
+
+
+@dataclass(frozen=True)
+class _Service:
+    """Read a followed file now (after `resync`: from its stored offset, its parser rebuilt)."""
+
+    path: str
+    resync: bool = False
+
+
+@dataclass(frozen=True)
+class _Wake:
+    """Look at the stop flag."""
+
+
+_Message = _Start | _Resume | _End | _Hint | _Service | _Wake
 
 
 @dataclass
@@ -85,7 +141,7 @@ class Follower:
         self._follows: dict[str, _Follow] = {}
         self._ended: deque[p.FollowView] = deque(maxlen=ENDED_KEPT)
         self._lock = threading.Lock()
-        self._inbox: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
+        self._inbox: queue.SimpleQueue[_Message] = queue.SimpleQueue()
         self._stop = threading.Event()
         self._rewatch = threading.Event()
         self._thread = threading.Thread(target=self._run, name="azsd-follow", daemon=True)
@@ -100,21 +156,21 @@ class Follower:
     def stop(self) -> None:
         self._stop.set()
         self._rewatch.set()
-        self._inbox.put(("wake", None))
+        self._inbox.put(_Wake())
         for thread in (self._thread, self._watcher):
             if thread.is_alive():
                 thread.join(2)
 
     def follow(self, envelope: Envelope | None, root: str, request: p.Follow) -> None:
-        self._inbox.put(("follow", (envelope, root, request)))
+        self._inbox.put(_Start(envelope, root, request))
 
     def unfollow(self, envelope: Envelope, root: str, path: str) -> None:
-        self._inbox.put(("unfollow", (envelope, root, path)))
+        self._inbox.put(_End(envelope, root, path))
 
     def resume(self, root: str, records: list[FollowRecord]) -> None:
         """Pick up follows a previous daemon left running."""
         for record in records:
-            self._inbox.put(("resume", (root, record)))
+            self._inbox.put(_Resume(root, record))
 
     def views(self) -> list[p.FollowView]:
         """Live follows, then the most recently ended ones."""
@@ -126,39 +182,41 @@ class Follower:
     def _run(self) -> None:
         next_poll = time.monotonic()
         while not self._stop.is_set():
+            message: _Message | None
             try:
-                kind, arg = self._inbox.get(timeout=max(0.0, next_poll - time.monotonic()))
+                message = self._inbox.get(timeout=max(0.0, next_poll - time.monotonic()))
             except queue.Empty:
-                kind, arg = "poll", None
+                message = None  # time to poll
             try:
-                self._dispatch(kind, arg)
+                self._dispatch(message)
             except Exception:
-                log.exception("follow: %s failed", kind)
-            if kind == "poll" or time.monotonic() >= next_poll:
+                log.exception("follow: %s failed", type(message).__name__)
+            if message is None or time.monotonic() >= next_poll:
                 for follow in list(self._follows.values()):
                     self._service_safely(follow)
                 next_poll = time.monotonic() + POLL_S
 
-    def _dispatch(self, kind: str, arg: Any) -> None:
-        match kind:
-            case "follow":
-                self._add(*arg)
-            case "resume":
-                self._resume(*arg)
-            case "unfollow":
-                self._end_request(*arg)
-            case "hint":
-                changed, deleted = arg
+    def _dispatch(self, message: _Message | None) -> None:
+        match message:
+            case _Start(envelope, root, request):
+                self._add(envelope, root, request)
+            case _Resume(root, record):
+                self._resume(root, record)
+            case _End(envelope, root, path):
+                self._end_request(envelope, root, path)
+            case _Hint(changed, deleted):
                 for follow in list(self._follows.values()):
                     if follow.record.path in deleted:
                         follow.gone = True
                     if follow.record.path in changed:
                         self._service_safely(follow)
-            case "resynced" | "service":
-                target = self._follows.get(arg)
+            case _Service(path, resync):
+                target = self._follows.get(path)
                 if target is not None:
-                    target.resync = target.resync or kind == "resynced"
+                    target.resync = target.resync or resync
                     self._service_safely(target)
+            case _Wake() | None:
+                pass
 
     def _add(self, envelope: Envelope | None, root: str, request: p.Follow) -> None:
         path = os.path.realpath(request.path)
@@ -195,14 +253,16 @@ class Follower:
             store.save_follow(saved)
             return Outcome(p.FollowReply(follow=_view(_Follow(root, saved))))
 
-        self._registry.submit(root, Task(envelope, start, lambda ok: self._started(path, ok)))
+        self._registry.call(root, start, then=lambda done: self._started(root, envelope, path, done))
 
-    def _started(self, path: str, ok: bool) -> None:
-        if not ok:  # e.g. no such session: the client got the error reply
+    def _started(self, root: str, envelope: Envelope | None, path: str, done: Future[Outcome]) -> None:
+        """Answer the `Follow` (in the worker thread), and have the file read at once if it began."""
+        self._registry.deliver(root, envelope, done)
+        if done.exception() is not None:  # e.g. no such session: the client got the error reply
             with self._lock:
                 self._follows.pop(path, None)
             return
-        self._inbox.put(("service", path))  # read it now rather than at the next poll
+        self._inbox.put(_Service(path))  # read it now rather than at the next poll
 
     def _resume(self, root: str, record: FollowRecord) -> None:
         if record.path in self._follows:
@@ -296,22 +356,17 @@ class Follower:
     def _rebuild(self, follow: _Follow) -> bool:
         """Reload the stored offset and rebuild the parser's state by replaying up to it."""
         follow.resync = False
-        done = threading.Event()
-        box: dict[str, FollowRecord] = {}
-
-        def fetch(store: Store) -> Outcome:
-            stored = store.get_follow(follow.record.session_id, follow.record.path)
-            if stored is not None:
-                box["record"] = stored
-            return Outcome(p.OkReply())
-
-        self._registry.submit(follow.root, Task(None, fetch, lambda ok: done.set()))
-        if not done.wait(10) or "record" not in box:
+        session_id, path = follow.record.session_id, follow.record.path
+        fetched = self._registry.call(follow.root, lambda store: store.get_follow(session_id, path))
+        try:
+            stored = fetched.result(timeout=_FETCH_TIMEOUT_S)
+        except Exception:  # the store cannot be read, or it is busy for longer than the wait
+            stored = None
+        if stored is None:
             log.warning("cannot load the follow of %s; dropping it", follow.path)
             with self._lock:
                 self._follows.pop(follow.record.path, None)
             return False
-        stored = box["record"]
         stored.writer_pid = follow.record.writer_pid or stored.writer_pid
         follow.record = stored
         follow.parser = None
@@ -377,7 +432,7 @@ class Follower:
         root = follow.root
         started = follow.last_growth
 
-        def write(store: Store) -> Outcome:
+        def write(store: Store) -> list[p.Notification]:
             result = store.append_prepared(record.session_id, events)
             store.save_follow(record)
             notes = appended_notes(root, record.session_id, result.events)
@@ -387,17 +442,22 @@ class Follower:
                 completed = True
             if completed:
                 notes.append(changed_note(store, root, record.session_id, "completed"))
-            return Outcome(p.OkReply(), notes)
+            return notes
 
-        def done(ok: bool) -> None:
-            if not ok:
+        def committed(done: Future[list[p.Notification]]) -> None:
+            exc = done.exception()
+            if exc is None:
+                self._registry.publish(root, done.result())
+            else:
                 log.warning("storing from %s failed; it will be re-read from the stored offset", record.path)
                 if not end_follow:
-                    self._inbox.put(("resynced", record.path))
+                    self._inbox.put(_Service(record.path, resync=True))
+            if envelope is not None:  # an Unfollow, answered once its last read is stored
+                self._reply(envelope, p.OkReply() if exc is None else error_reply(exc))
 
         if not events and not end_follow and not moved:
             return
-        self._registry.submit(root, Task(envelope, write, done))
+        self._registry.call(root, write, then=committed)
 
     # -- the watcher thread -----------------------------------------------------------------------
 
@@ -420,7 +480,7 @@ class Follower:
                     deleted = {
                         os.path.realpath(path) for kind, path in changes if kind == watchfiles.Change.deleted
                     }
-                    self._inbox.put(("hint", (changed, deleted)))
+                    self._inbox.put(_Hint(changed, deleted))
             except Exception as exc:  # e.g. inotify watches exhausted: the stat poll carries on
                 log.warning("file watching failed (%s); polling every %.2f s instead", exc, POLL_S)
                 self._rewatch.wait(5)

@@ -82,6 +82,7 @@ __all__ = [
     "Status",
     "StatusReply",
     "StoreCompaction",
+    "StoreRequest",
     "Unfollow",
     "Usage",
     "UsageReply",
@@ -109,6 +110,25 @@ class _Msg(msgspec.Struct, frozen=True, tag_field="op", tag=str.lower, kw_only=T
 
 class _Req(_Msg, frozen=True, forbid_unknown_fields=True):
     """Base of requests: an unknown field is an error (this daemon does not support it)."""
+
+
+class _StoreReq(_Req, frozen=True):
+    """Base of requests about one store: `root` is its worktree directory (an absolute path)."""
+
+    root: str
+
+
+class _Versioned(_Msg, frozen=True, kw_only=True):
+    """Base of replies and notifications: each carries the protocol version (encoded last)."""
+
+    protocol: int = PROTOCOL_VERSION
+
+
+class _Note(_Versioned, frozen=True):
+    """Base of notifications: the store they are about, and its notification number."""
+
+    root: str
+    seq: int
 
 
 class _Data(msgspec.Struct, frozen=True, kw_only=True):
@@ -232,17 +252,15 @@ class Shutdown(_Req, frozen=True):
     """Ask the daemon to stop. Frozen forever."""
 
 
-class CreateSession(_Req, frozen=True):
-    root: str
+class CreateSession(_StoreReq, frozen=True):
     name: str | None = None
     worktree: str = ""
 
 
-class ListSessions(_Req, frozen=True):
+class ListSessions(_StoreReq, frozen=True):
     """Sessions, latest activity first. Archived ones are left out unless `archived` is `include`
     (all) or `only`; `with_usage` fills each view's `usage`."""
 
-    root: str
     worktree: str | None = None
     limit: int = 100
     offset: int = 0
@@ -250,104 +268,91 @@ class ListSessions(_Req, frozen=True):
     with_usage: bool = False
 
 
-class GetSession(_Req, frozen=True):
-    root: str
+class GetSession(_StoreReq, frozen=True):
     session: int
 
 
-class RenameSession(_Req, frozen=True):
-    root: str
+class RenameSession(_StoreReq, frozen=True):
     session: int
     name: str
 
 
-class DeleteSession(_Req, frozen=True):
+class DeleteSession(_StoreReq, frozen=True):
     """Delete a session. Its forks are kept (their lineage cleared) unless `with_forks`."""
 
-    root: str
     session: int
     with_forks: bool = False
 
 
-class ForkSession(_Req, frozen=True):
+class ForkSession(_StoreReq, frozen=True):
     """A new session holding copies of events 1..`at_seq` (seqs kept); the original is not changed."""
 
-    root: str
     session: int
     at_seq: int
     name: str | None = None
 
 
-class ArchiveSession(_Req, frozen=True):
+class ArchiveSession(_StoreReq, frozen=True):
     """Archive (`archived=False`: unarchive) a session: hidden from listings, never deleted."""
 
-    root: str
     session: int
     archived: bool = True
 
 
-class AppendEvents(_Req, frozen=True):
+class AppendEvents(_StoreReq, frozen=True):
     """Append events, each given as its serde JSON (as stored); they are compacted on the way in."""
 
-    root: str
     session: int
     events: list[str]
 
 
-class GetEvents(_Req, frozen=True):
+class GetEvents(_StoreReq, frozen=True):
     """A page of events with seq >= `from_seq`, injected context stripped."""
 
-    root: str
     session: int
     from_seq: int = 1
     limit: int = 500
 
 
-class BuildContext(_Req, frozen=True):
+class BuildContext(_StoreReq, frozen=True):
     """The exact context-injected prompt for the next turn."""
 
-    root: str
     session: int
     prompt: str
     backend: Literal["claude", "codex"] = "claude"
 
 
-class MarkCompleted(_Req, frozen=True):
-    root: str
+class MarkCompleted(_StoreReq, frozen=True):
     session: int
     success: bool
     duration_ms: int = 0
     cost_usd: float = 0.0
 
 
-class StoreCompaction(_Req, frozen=True):
-    root: str
+class StoreCompaction(_StoreReq, frozen=True):
     session: int
     after_seq: int
     summary: str
 
 
-class CompactionBoundary(_Req, frozen=True):
+class CompactionBoundary(_StoreReq, frozen=True):
     """Where to compact so the newest `keep` prompts stay raw (`from_seq` defaults to after the latest)."""
 
-    root: str
     session: int
     keep: int = 3
     from_seq: int | None = None
 
 
-class ContextMeter(_Req, frozen=True):
-    root: str
+class ContextMeter(_StoreReq, frozen=True):
     session: int
 
 
-class Search(_Req, frozen=True):
+class Search(_StoreReq, frozen=True):
     """Full-text search, best match first. `query` is FTS5 syntax (``a AND b``, ``"a phrase"``,
     ``pre*``), or plain words all of which must match with `words`. Each filter left None matches
     everything; `worktree` is the older single-worktree form of `worktrees`. `kinds` takes variant
     names or the aliases user, assistant, tool, call, result, plan."""
 
-    root: str
     query: str
     worktree: str | None = None
     limit: int = 50
@@ -357,20 +362,17 @@ class Search(_Req, frozen=True):
     words: bool = False
 
 
-class Reindex(_Req, frozen=True):
+class Reindex(_StoreReq, frozen=True):
     """Rebuild a store's search index from its events."""
 
-    root: str
 
-
-class Export(_Req, frozen=True):
+class Export(_StoreReq, frozen=True):
     """A page of a session rendered as Markdown, JSONL or a self-contained HTML page.
 
     Concatenating the `text` of every page (from `from_seq=1`, following `next_seq`) gives the whole
     document. `redact` masks secrets (see azsd.redact) and the reply counts them.
     """
 
-    root: str
     session: int
     format: Literal["md", "jsonl", "html"] = "md"
     redact: bool = False
@@ -378,78 +380,69 @@ class Export(_Req, frozen=True):
     limit: int = 1000
 
 
-class Backup(_Req, frozen=True):
+class Backup(_StoreReq, frozen=True):
     """Copy the store with SQLite's online backup API and verify the copy.
 
     `dest` is a directory (the copy is named ``sessions-<UTC time>.azs`` in it) or a path ending in
     ``.azs``; None means ``<root>/.azureal/backups/``. An existing file is never overwritten.
     """
 
-    root: str
     dest: str | None = None
 
 
-class ImportSources(_Req, frozen=True):
+class ImportSources(_StoreReq, frozen=True):
     """The agent history files of `project` under `source_dir` (``~/.claude`` or ``~/.codex``), and
     whether each is imported already."""
 
-    root: str
     agent: Literal["claude", "codex"]
     source_dir: str
     project: str
 
 
-class ImportSession(_Req, frozen=True):
+class ImportSession(_StoreReq, frozen=True):
     """Import one agent history file as a session of its own (again: only what it gained since)."""
 
-    root: str
     agent: Literal["claude", "codex"]
     path: str
     worktree: str = ""
 
 
-class Usage(_Req, frozen=True):
+class Usage(_StoreReq, frozen=True):
     """Token usage and cost per session and per worktree (`session` or `worktrees` narrow it)."""
 
-    root: str
     session: int | None = None
     worktrees: list[str] | None = None
 
 
-class IngestFile(_Req, frozen=True):
+class IngestFile(_StoreReq, frozen=True):
     """Ingest a finished agent JSONL file (read by the daemon) into a session."""
 
-    root: str
     session: int
     path: str
     format: str | None = None
 
 
-class Follow(_Req, frozen=True):
+class Follow(_StoreReq, frozen=True):
     """Follow an agent JSONL file into a session, live, from where it was left (or its start).
 
     `format` is detected when None. `writer_pid` is the agent writing the file: once it is gone
     and the file stops growing, the follow ends. A follow also ends on the turn's final event.
     """
 
-    root: str
     session: int
     path: str
     format: str | None = None
     writer_pid: int | None = None
 
 
-class Unfollow(_Req, frozen=True):
+class Unfollow(_StoreReq, frozen=True):
     """Stop following `path` after reading what it holds now."""
 
-    root: str
     path: str
 
 
-Request = (
-    Status
-    | Shutdown
-    | CreateSession
+StoreRequest = (
+    CreateSession
     | ListSessions
     | GetSession
     | RenameSession
@@ -463,8 +456,6 @@ Request = (
     | ContextMeter
     | Search
     | IngestFile
-    | Follow
-    | Unfollow
     | ForkSession
     | ArchiveSession
     | Reindex
@@ -474,6 +465,9 @@ Request = (
     | ImportSession
     | Usage
 )
+"""The requests a store's worker answers (see azsd.server.handlers); the daemon answers the rest."""
+
+Request = Status | Shutdown | Follow | Unfollow | StoreRequest
 
 
 # -- replies ----------------------------------------------------------------------------------------
@@ -493,7 +487,7 @@ ErrorCode = Literal[
 ]
 
 
-class StatusReply(_Msg, frozen=True):
+class StatusReply(_Versioned, frozen=True):
     """Frozen forever."""
 
     version: str
@@ -501,107 +495,90 @@ class StatusReply(_Msg, frozen=True):
     uptime_s: float
     stores: list[str]
     follows: list[FollowView] = []
-    protocol: int = PROTOCOL_VERSION
 
 
-class ShutdownReply(_Msg, frozen=True):
+class ShutdownReply(_Versioned, frozen=True):
     """Frozen forever."""
 
-    protocol: int = PROTOCOL_VERSION
+
+class OkReply(_Versioned, frozen=True):
+    """The request was carried out; there is nothing more to say."""
 
 
-class OkReply(_Msg, frozen=True):
-    protocol: int = PROTOCOL_VERSION
-
-
-class ErrorReply(_Msg, frozen=True):
+class ErrorReply(_Versioned, frozen=True):
     code: ErrorCode
     message: str
-    protocol: int = PROTOCOL_VERSION
 
 
-class SessionReply(_Msg, frozen=True):
+class SessionReply(_Versioned, frozen=True):
     session: SessionView
-    protocol: int = PROTOCOL_VERSION
 
 
-class SessionsReply(_Msg, frozen=True):
+class SessionsReply(_Versioned, frozen=True):
     sessions: list[SessionView]
     total: int
-    protocol: int = PROTOCOL_VERSION
 
 
-class AppendReply(_Msg, frozen=True):
+class AppendReply(_Versioned, frozen=True):
     events: list[WireEvent]
-    protocol: int = PROTOCOL_VERSION
 
 
-class EventsPage(_Msg, frozen=True):
+class EventsPage(_Versioned, frozen=True):
     """`next_seq` is where the next page starts, or None when this page reached the end."""
 
     events: list[WireEvent]
     next_seq: int | None
     skipped: int = 0
-    protocol: int = PROTOCOL_VERSION
 
 
-class ContextReply(_Msg, frozen=True):
+class ContextReply(_Versioned, frozen=True):
     prompt: str
-    protocol: int = PROTOCOL_VERSION
 
 
-class BoundaryReply(_Msg, frozen=True):
+class BoundaryReply(_Versioned, frozen=True):
     after_seq: int | None
-    protocol: int = PROTOCOL_VERSION
 
 
-class MeterReply(_Msg, frozen=True):
+class MeterReply(_Versioned, frozen=True):
     chars: int
     threshold: int
     percent: float
-    protocol: int = PROTOCOL_VERSION
 
 
-class SearchReply(_Msg, frozen=True):
+class SearchReply(_Versioned, frozen=True):
     hits: list[SearchHit]
-    protocol: int = PROTOCOL_VERSION
 
 
-class FollowReply(_Msg, frozen=True):
+class FollowReply(_Versioned, frozen=True):
     follow: FollowView
-    protocol: int = PROTOCOL_VERSION
 
 
-class ReindexReply(_Msg, frozen=True):
+class ReindexReply(_Versioned, frozen=True):
     indexed: int
-    protocol: int = PROTOCOL_VERSION
 
 
-class ExportReply(_Msg, frozen=True):
+class ExportReply(_Versioned, frozen=True):
     """A page of an export; `next_seq` is where the next starts, None after the last."""
 
     text: str
     next_seq: int | None
     masked: dict[str, int] = {}
-    protocol: int = PROTOCOL_VERSION
 
 
-class BackupReply(_Msg, frozen=True):
+class BackupReply(_Versioned, frozen=True):
     path: str
     bytes: int
     sessions: int
     events: int
     integrity: str
     seconds: float
-    protocol: int = PROTOCOL_VERSION
 
 
-class SourcesReply(_Msg, frozen=True):
+class SourcesReply(_Versioned, frozen=True):
     sources: list[SourceView]
-    protocol: int = PROTOCOL_VERSION
 
 
-class ImportReply(_Msg, frozen=True):
+class ImportReply(_Versioned, frozen=True):
     """What `ImportSession` did: `created` a session, or found it and added `appended` events."""
 
     path: str
@@ -610,17 +587,15 @@ class ImportReply(_Msg, frozen=True):
     appended: int
     lines: int
     skipped: int
-    protocol: int = PROTOCOL_VERSION
 
 
-class UsageReply(_Msg, frozen=True):
+class UsageReply(_Versioned, frozen=True):
     sessions: list[SessionUsageView]
     worktrees: list[WorktreeUsageView]
     total: UsageView
-    protocol: int = PROTOCOL_VERSION
 
 
-class IngestReply(_Msg, frozen=True):
+class IngestReply(_Versioned, frozen=True):
     format: str
     lines: int
     parsed: int
@@ -628,7 +603,6 @@ class IngestReply(_Msg, frozen=True):
     duplicates: int
     skipped: dict[str, int]
     events: dict[str, int]
-    protocol: int = PROTOCOL_VERSION
 
 
 Reply = (
@@ -658,31 +632,22 @@ Reply = (
 # -- notifications ----------------------------------------------------------------------------------
 
 
-class SessionCreated(_Msg, frozen=True):
-    root: str
-    seq: int
+class SessionCreated(_Note, frozen=True):
     session: SessionView
-    protocol: int = PROTOCOL_VERSION
 
 
-class SessionChanged(_Msg, frozen=True):
+class SessionChanged(_Note, frozen=True):
     """`change` is `renamed`, `completed`, `archived`, `unarchived`, `unlinked` (its fork parent was
     deleted) or `deleted`; `session` is None after a delete."""
 
-    root: str
-    seq: int
     session_id: int
     change: str
     session: SessionView | None = None
-    protocol: int = PROTOCOL_VERSION
 
 
-class EventsAppended(_Msg, frozen=True):
-    root: str
-    seq: int
+class EventsAppended(_Note, frozen=True):
     session_id: int
     events: list[WireEvent]
-    protocol: int = PROTOCOL_VERSION
 
 
 Notification = SessionCreated | SessionChanged | EventsAppended

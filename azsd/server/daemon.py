@@ -17,6 +17,7 @@ import stat
 import threading
 import time
 from collections.abc import Mapping
+from concurrent.futures import Future
 from pathlib import Path
 from typing import IO, Final
 
@@ -26,14 +27,17 @@ import zmq
 from azsd import __version__
 from azsd.config import ResolvedConfig
 from azsd.errors import AlreadyRunning, ConfigError
+from azsd.files import write_atomic
 from azsd.ingest.follow import Follower
 from azsd.ingest.orphans import recover_orphans
 from azsd.ipc import protocol as p
 from azsd.ipc.server import Server
 from azsd.ipc.transport import Envelope, ipc_path, probe
+from azsd.model import FollowRecord
 from azsd.sdnotify import notify, watchdog_interval
-from azsd.server.handlers import HANDLERS, Outcome, appended_notes
-from azsd.server.workers import StoreRegistry, Task
+from azsd.server.handlers import handle
+from azsd.server.views import appended_notes
+from azsd.server.workers import StoreRegistry
 from azsd.store import Store
 
 __all__ = ["AlreadyRunning", "Daemon", "Discovery"]
@@ -82,7 +86,7 @@ class Daemon:
         self._server = Server(self.config)
         home = Path(self._environ.get("HOME", str(Path.home())))
         self._registry = StoreRegistry(
-            self._server.outbox, self.config.idle_close_s, lambda root, store: _recover(root, store, home)
+            self._server.outbox, self.config.idle_close_s, lambda store, root: _recover(store, root, home)
         )
         outbox = self._server.outbox
         self._follower = Follower(
@@ -100,7 +104,7 @@ class Daemon:
             pub=self.config.pub_endpoint,
             started=time.time(),
         )
-        _write_atomic(self.config.discovery_path, msgspec.json.encode(discovery))
+        write_atomic(self.config.discovery_path, msgspec.json.encode(discovery), mode=0o600)
         notify(f"READY=1\nSTATUS=serving on {self.config.rpc_endpoint}\nMAINPID={os.getpid()}", self._environ)
         log.info("azsd %s serving on %s (pid %d)", __version__, self.config.rpc_endpoint, os.getpid())
 
@@ -136,7 +140,7 @@ class Daemon:
     # -- requests ---------------------------------------------------------------------------------
 
     def _handle(self, envelope: Envelope, request: p.Request) -> None:
-        assert self._server is not None and self._registry is not None
+        assert self._server is not None
         match request:
             case p.Status():
                 self._server.reply(envelope, self._status())
@@ -145,7 +149,37 @@ class Daemon:
                 log.info("shutdown requested by a client")
                 self._stop.set()
             case _:
-                self._route(envelope, request)
+                root = _worktree_root(request.root)
+                if root is None:
+                    message = (
+                        f"no such worktree directory: {request.root!r} "
+                        "(give an absolute path to an existing directory)"
+                    )
+                    self._server.reply(envelope, p.ErrorReply(code="no_such_root", message=message))
+                    return
+                self._route(envelope, msgspec.structs.replace(request, root=root))
+
+    def _route(self, envelope: Envelope, request: p.Follow | p.Unfollow | p.StoreRequest) -> None:
+        """Hand a request about one store (its root made canonical) to whoever answers it."""
+        assert self._server is not None and self._registry is not None and self._follower is not None
+        match request:
+            case p.Follow() | p.Unfollow() if "\0" in request.path:
+                self._server.reply(
+                    envelope, p.ErrorReply(code="bad_request", message="a path cannot hold a NUL byte")
+                )
+            case p.Follow():
+                self._remember_root(request.root)
+                self._follower.follow(envelope, request.root, request)
+            case p.Unfollow():
+                self._follower.unfollow(envelope, request.root, request.path)
+            case _:
+                store_request = request
+                self._registry.answer(
+                    request.root,
+                    envelope,
+                    lambda store: handle(store, store_request),
+                    alone=isinstance(request, p.Backup),
+                )
 
     def _status(self) -> p.StatusReply:
         assert self._registry is not None
@@ -156,38 +190,6 @@ class Daemon:
             stores=self._registry.open_stores(),
             follows=self._follower.views() if self._follower else [],
         )
-
-    def _route(self, envelope: Envelope, request: p.Request) -> None:
-        assert self._server is not None and self._registry is not None
-        root = getattr(request, "root", "")
-        try:
-            canonical = os.path.realpath(root) if root else ""
-            usable = bool(root) and os.path.isabs(root) and os.path.isdir(canonical)
-        except ValueError:  # e.g. a NUL byte in the path
-            usable = False
-        if not usable:
-            message = f"no such worktree directory: {root!r} (give an absolute path to an existing directory)"
-            self._server.reply(envelope, p.ErrorReply(code="no_such_root", message=message))
-            return
-        request = msgspec.structs.replace(request, root=canonical)
-        assert self._follower is not None
-        match request:
-            case p.Follow() | p.Unfollow() if "\0" in request.path:
-                self._server.reply(
-                    envelope, p.ErrorReply(code="bad_request", message="a path cannot hold a NUL byte")
-                )
-                return
-            case p.Follow():
-                self._remember_root(canonical)
-                self._follower.follow(envelope, canonical, request)
-                return
-            case p.Unfollow():
-                self._follower.unfollow(envelope, canonical, request.path)
-                return
-        handler = HANDLERS[type(request)]
-        task = Task(envelope, lambda store: handler(store, request), alone=isinstance(request, p.Backup))
-        if not self._registry.submit(canonical, task):
-            self._server.reply(envelope, p.ErrorReply(code="shutting_down", message="azsd is stopping"))
 
     def _remember_root(self, root: str) -> None:
         """Note a root with live follows, so that a restarted daemon resumes them."""
@@ -206,7 +208,9 @@ class Daemon:
 
     def _save_roots(self) -> None:
         self.config.roots_path.parent.mkdir(parents=True, exist_ok=True)
-        _write_atomic(self.config.roots_path, "".join(f"{r}\n" for r in sorted(self._roots)).encode())
+        write_atomic(
+            self.config.roots_path, "".join(f"{r}\n" for r in sorted(self._roots)).encode(), mode=0o600
+        )
 
     def _resume_follows(self) -> None:
         """Pick up, in each known root, the follows a previous daemon left running."""
@@ -221,15 +225,14 @@ class Daemon:
                 self._forget_root(root)
                 continue
 
-            def load(store: Store, root: str = root) -> Outcome:
-                records = store.follows(active_only=True)
+            def resume(done: Future[list[FollowRecord]], root: str = root) -> None:
+                records = done.result() if done.exception() is None else []
                 if records:
                     follower.resume(root, records)
                 else:
                     self._forget_root(root)
-                return Outcome(p.OkReply())
 
-            self._registry.submit(root, Task(None, load))
+            self._registry.call(root, lambda store: store.follows(active_only=True), then=resume)
 
     def _tick(self) -> None:
         if self._watchdog_s is None:
@@ -259,7 +262,17 @@ class Daemon:
             ctx.term()
 
 
-def _recover(root: str, store: Store, home: Path) -> list[p.Notification]:
+def _worktree_root(root: str) -> str | None:
+    """`root` made canonical, if it is an absolute path to an existing directory; else None."""
+    try:
+        canonical = os.path.realpath(root) if root else ""
+        usable = bool(root) and os.path.isabs(root) and os.path.isdir(canonical)
+    except ValueError:  # e.g. a NUL byte in the path
+        usable = False
+    return canonical if usable else None
+
+
+def _recover(store: Store, root: str, home: Path) -> list[p.Notification]:
     """Orphan recovery when a store opens, announced like any other append."""
     notes: list[p.Notification] = []
     for sid, events in recover_orphans(store, home).items():
@@ -295,10 +308,3 @@ def _take_lock(path: Path) -> IO[str]:
     handle.write(f"{os.getpid()}\n")
     handle.flush()
     return handle
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(data)
-    os.chmod(tmp, 0o600)
-    tmp.replace(path)

@@ -1,156 +1,44 @@
-"""What each store request does: a function of the Store and the request, giving a reply and the
-notifications to publish once the work is committed.
+"""What each store request does: :func:`handle`, one typed ``match`` over every
+:data:`~azsd.ipc.protocol.StoreRequest`, each case a function of the store and the request giving
+an :class:`~azsd.server.workers.Outcome` (a reply and the notifications to publish once the work is
+committed).
 
 Handlers run in the store's worker thread (see :mod:`azsd.server.workers`), never touch sockets, and
-raise :class:`azsd.errors.AzsdError` (or ValueError for a bad argument) on failure; the worker
-turns that into an error reply.
+raise :class:`azsd.errors.AzsdError` (:class:`~azsd.errors.BadRequestError` for a bad argument) on
+failure; the worker turns that into an error reply.
 """
 
 from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 import msgspec
 
 from azsd.context import COMPACTION_THRESHOLD, build_context_prompt
-from azsd.errors import IngestError, SessionNotFoundError
-from azsd.events import Complete, EventDecodeError, decode_event, encode_event, event_kind
+from azsd.errors import BadRequestError, IngestError, SessionNotFoundError
+from azsd.events import Complete, EventDecodeError, decode_event
 from azsd.export import render_page
 from azsd.ingest.file import ingest_file
 from azsd.ingest.importer import Source, discover, import_source
 from azsd.ipc import protocol as p
-from azsd.model import SessionInfo, SessionUsage, StoredEvent, Usage
+from azsd.model import SessionUsage, StoredEvent, Usage
 from azsd.redact import redact_event, redact_text
 from azsd.search import event_kinds, words_query
+from azsd.server.views import appended_notes, changed_note, session_view, usage_view, wire_events
+from azsd.server.workers import Outcome
 from azsd.store import Store, store_path
 
-__all__ = [
-    "HANDLERS",
-    "NOTE_CHUNK",
-    "Outcome",
-    "StoreRequest",
-    "appended_notes",
-    "backup_path",
-    "changed_note",
-    "session_view",
-    "usage_view",
-    "wire_events",
-]
-
-#: A big ingest is announced in `EventsAppended` notifications of at most this many events.
-NOTE_CHUNK = 500
-
-StoreRequest = (
-    p.CreateSession
-    | p.ListSessions
-    | p.GetSession
-    | p.RenameSession
-    | p.DeleteSession
-    | p.AppendEvents
-    | p.GetEvents
-    | p.BuildContext
-    | p.MarkCompleted
-    | p.StoreCompaction
-    | p.CompactionBoundary
-    | p.ContextMeter
-    | p.Search
-    | p.IngestFile
-    | p.ForkSession
-    | p.ArchiveSession
-    | p.Reindex
-    | p.Export
-    | p.Backup
-    | p.ImportSources
-    | p.ImportSession
-    | p.Usage
-)
-
-
-@dataclass
-class Outcome:
-    """A reply, and the notifications (with `seq=0`, numbered at delivery) that go with it."""
-
-    reply: p.Reply
-    notes: list[p.Notification] = field(default_factory=list)
-
-
-def wire_events(events: Sequence[StoredEvent]) -> list[p.WireEvent]:
-    """Stored events as the wire carries them (reusing the JSON an append already encoded)."""
-    return [
-        p.WireEvent(seq=e.seq, kind=event_kind(e.event), data=(e.json or encode_event(e.event)).decode())
-        for e in events
-    ]
-
-
-def usage_view(total: SessionUsage | None) -> p.UsageView:
-    if total is None:
-        return p.UsageView()
-    u = total.usage
-    return p.UsageView(
-        input=u.input,
-        output=u.output,
-        cache_read=u.cache_read,
-        cache_write=u.cache_write,
-        reasoning=u.reasoning,
-        cost_usd=total.cost_usd,
-    )
-
-
-def session_view(
-    store: Store,
-    info: SessionInfo,
-    *,
-    with_usage: bool = False,
-    usage: SessionUsage | None = None,
-    forks: Sequence[int] = (),
-) -> p.SessionView:
-    """The wire view of a session; `with_usage` reads its usage (or takes the `usage` given)."""
-    if with_usage and usage is None:
-        usage = store.session_usage(info.id)
-    return p.SessionView(
-        id=info.id,
-        name=info.name,
-        display_name=info.display_name,
-        worktree=info.worktree,
-        created=info.created,
-        event_count=info.event_count,
-        message_count=info.message_count,
-        state=info.state,
-        completed=info.completed,
-        duration_ms=info.duration_ms,
-        cost_usd=info.cost_usd,
-        usage=usage_view(usage) if with_usage else None,
-        archived=info.archived,
-        parent=info.parent,
-        fork_seq=info.fork_seq,
-        forks=tuple(forks),
-    )
+__all__ = ["backup_path", "handle"]
 
 
 def _require(store: Store, session: int) -> None:
     if not store.has_session(session):
         raise SessionNotFoundError(session)
-
-
-def changed_note(store: Store, root: str, session: int, change: str) -> p.SessionChanged:
-    """The `SessionChanged` notification of `session` (with its view, unless it was deleted)."""
-    view = session_view(store, store.get_session(session)) if change != "deleted" else None
-    return p.SessionChanged(root=root, seq=0, session_id=session, change=change, session=view)
-
-
-def appended_notes(root: str, session: int, events: Sequence[StoredEvent]) -> list[p.Notification]:
-    """`EventsAppended` notifications of stored events, at most :data:`NOTE_CHUNK` events each."""
-    wire = wire_events(events)
-    return [
-        p.EventsAppended(root=root, seq=0, session_id=session, events=wire[i : i + NOTE_CHUNK])
-        for i in range(0, len(wire), NOTE_CHUNK)
-    ]
 
 
 def create_session(store: Store, req: p.CreateSession) -> Outcome:
@@ -161,7 +49,7 @@ def create_session(store: Store, req: p.CreateSession) -> Outcome:
 
 def list_sessions(store: Store, req: p.ListSessions) -> Outcome:
     if req.limit < 0 or req.offset < 0:
-        raise ValueError("limit and offset must not be negative")
+        raise BadRequestError("limit and offset must not be negative")
     infos = store.list_sessions(req.worktree, limit=req.limit, offset=req.offset, archived=req.archived)
     usage = store.usage_by_session([i.id for i in infos]) if req.with_usage else {}
     views = [session_view(store, i, with_usage=req.with_usage, usage=usage.get(i.id)) for i in infos]
@@ -209,7 +97,7 @@ def append_events(store: Store, req: p.AppendEvents) -> Outcome:
         try:
             events.append(decode_event(text))
         except EventDecodeError as exc:
-            raise ValueError(f"event {i}: {exc}") from None
+            raise BadRequestError(f"event {i}: {exc}") from None
     result = store.append_events(req.session, events)
     wire = wire_events(result.events)
     notes = appended_notes(req.root, req.session, result.events)
@@ -220,7 +108,7 @@ def append_events(store: Store, req: p.AppendEvents) -> Outcome:
 
 def get_events(store: Store, req: p.GetEvents) -> Outcome:
     if req.limit < 1 or req.from_seq < 1:
-        raise ValueError("from_seq and limit must be at least 1")
+        raise BadRequestError("from_seq and limit must be at least 1")
     _require(store, req.session)
     last = req.from_seq + req.limit - 1
     page, skipped = store.load_json(req.session, req.from_seq, last)
@@ -239,7 +127,7 @@ def build_context(store: Store, req: p.BuildContext) -> Outcome:
 
 def mark_completed(store: Store, req: p.MarkCompleted) -> Outcome:
     if req.duration_ms < 0:
-        raise ValueError("duration_ms must not be negative")
+        raise BadRequestError("duration_ms must not be negative")
     store.mark_completed(req.session, req.success, req.duration_ms, req.cost_usd)
     return Outcome(p.OkReply(), [changed_note(store, req.root, req.session, "completed")])
 
@@ -264,10 +152,10 @@ def context_meter(store: Store, req: p.ContextMeter) -> Outcome:
 
 def search(store: Store, req: p.Search) -> Outcome:
     if req.limit < 1:
-        raise ValueError("limit must be at least 1")
+        raise BadRequestError("limit must be at least 1")
     query = words_query(req.query) if req.words else req.query
     if not query.strip():
-        raise ValueError("an empty search query matches nothing: give a word to search for")
+        raise BadRequestError("an empty search query matches nothing: give a word to search for")
     worktrees = (
         req.worktrees if req.worktrees is not None else None if req.worktree is None else [req.worktree]
     )
@@ -289,13 +177,9 @@ def search(store: Store, req: p.Search) -> Outcome:
     return Outcome(p.SearchReply(hits=hits))
 
 
-def reindex(store: Store, req: p.Reindex) -> Outcome:
-    return Outcome(p.ReindexReply(indexed=store.reindex_search()))
-
-
 def export(store: Store, req: p.Export) -> Outcome:
     if req.limit < 1 or req.from_seq < 1:
-        raise ValueError("from_seq and limit must be at least 1")
+        raise BadRequestError("from_seq and limit must be at least 1")
     info = store.get_session(req.session)
     last = req.from_seq + req.limit - 1
     loaded = store.load_events(req.session, req.from_seq, last).events
@@ -319,12 +203,8 @@ def export(store: Store, req: p.Export) -> Outcome:
 def backup(store: Store, req: p.Backup) -> Outcome:
     started = time.monotonic()
     info = store.backup(backup_path(store.root, req.dest, datetime.now(UTC)))
-    return Outcome(
-        p.BackupReply(
-            path=info.path, bytes=info.bytes, sessions=info.sessions, events=info.events,
-            integrity=info.integrity, seconds=round(time.monotonic() - started, 3),
-        )
-    )  # fmt: skip
+    seconds = round(time.monotonic() - started, 3)
+    return Outcome(p.BackupReply(**msgspec.structs.asdict(info), seconds=seconds))
 
 
 def backup_path(root: Path, dest: str | None, now: datetime) -> Path:
@@ -335,7 +215,7 @@ def backup_path(root: Path, dest: str | None, now: datetime) -> Path:
     PosixPath('/w/.azureal/backups/sessions-20261121T090507Z.azs')
     """
     if dest is not None and not Path(dest).is_absolute():
-        raise ValueError(
+        raise BadRequestError(
             f"a backup needs an absolute destination (the daemon has its own working directory): {dest}"
         )
     if dest is not None and dest.endswith(".azs"):
@@ -369,7 +249,9 @@ def import_sources(store: Store, req: p.ImportSources) -> Outcome:
 def import_session(store: Store, req: p.ImportSession) -> Outcome:
     path = Path(req.path)
     if not path.is_absolute():
-        raise ValueError(f"import needs an absolute path (the daemon has its own working directory): {path}")
+        raise BadRequestError(
+            f"import needs an absolute path (the daemon has its own working directory): {path}"
+        )
     try:
         size = path.stat().st_size
     except OSError as exc:
@@ -433,7 +315,9 @@ def ingest(store: Store, req: p.IngestFile) -> Outcome:
     _require(store, req.session)
     path = Path(req.path)
     if not path.is_absolute():
-        raise ValueError(f"ingest needs an absolute path (the daemon has its own working directory): {path}")
+        raise BadRequestError(
+            f"ingest needs an absolute path (the daemon has its own working directory): {path}"
+        )
     report = ingest_file(store, req.session, path, req.format)
     reply = p.IngestReply(
         format=report.parse.format,
@@ -448,27 +332,53 @@ def ingest(store: Store, req: p.IngestFile) -> Outcome:
     return Outcome(reply, notes)
 
 
-HANDLERS: dict[type[Any], Callable[[Store, Any], Outcome]] = {
-    p.CreateSession: create_session,
-    p.ListSessions: list_sessions,
-    p.GetSession: get_session,
-    p.RenameSession: rename_session,
-    p.DeleteSession: delete_session,
-    p.AppendEvents: append_events,
-    p.GetEvents: get_events,
-    p.BuildContext: build_context,
-    p.MarkCompleted: mark_completed,
-    p.StoreCompaction: store_compaction,
-    p.CompactionBoundary: compaction_boundary,
-    p.ContextMeter: context_meter,
-    p.Search: search,
-    p.IngestFile: ingest,
-    p.ForkSession: fork_session,
-    p.ArchiveSession: archive_session,
-    p.Reindex: reindex,
-    p.Export: export,
-    p.Backup: backup,
-    p.ImportSources: import_sources,
-    p.ImportSession: import_session,
-    p.Usage: usage,
-}
+def handle(store: Store, req: p.StoreRequest) -> Outcome:  # noqa: C901 (one flat case per request)
+    """Carry out one store request (in the store's worker thread, inside its transaction).
+
+    mypy checks that every request has its case: one without would leave a path with no return.
+    """
+    match req:
+        case p.CreateSession():
+            return create_session(store, req)
+        case p.ListSessions():
+            return list_sessions(store, req)
+        case p.GetSession():
+            return get_session(store, req)
+        case p.RenameSession():
+            return rename_session(store, req)
+        case p.DeleteSession():
+            return delete_session(store, req)
+        case p.ForkSession():
+            return fork_session(store, req)
+        case p.ArchiveSession():
+            return archive_session(store, req)
+        case p.AppendEvents():
+            return append_events(store, req)
+        case p.GetEvents():
+            return get_events(store, req)
+        case p.BuildContext():
+            return build_context(store, req)
+        case p.MarkCompleted():
+            return mark_completed(store, req)
+        case p.StoreCompaction():
+            return store_compaction(store, req)
+        case p.CompactionBoundary():
+            return compaction_boundary(store, req)
+        case p.ContextMeter():
+            return context_meter(store, req)
+        case p.Search():
+            return search(store, req)
+        case p.Reindex():
+            return Outcome(p.ReindexReply(indexed=store.reindex_search()))
+        case p.Export():
+            return export(store, req)
+        case p.Backup():
+            return backup(store, req)
+        case p.ImportSources():
+            return import_sources(store, req)
+        case p.ImportSession():
+            return import_session(store, req)
+        case p.Usage():
+            return usage(store, req)
+        case p.IngestFile():
+            return ingest(store, req)

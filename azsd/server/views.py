@@ -1,0 +1,82 @@
+"""Wire views of what the store holds: sessions, usage, stored events, and the notifications
+that announce changes. Pure functions of model values (and, for a session's usage, the store)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import msgspec
+
+from azsd.events import encode_event, event_kind
+from azsd.ipc import protocol as p
+from azsd.model import SessionInfo, SessionUsage, StoredEvent
+from azsd.store import Store
+
+__all__ = ["NOTE_CHUNK", "appended_notes", "changed_note", "session_view", "usage_view", "wire_events"]
+
+#: A big ingest is announced in `EventsAppended` notifications of at most this many events.
+NOTE_CHUNK = 500
+
+
+def wire_events(events: Sequence[StoredEvent]) -> list[p.WireEvent]:
+    """Stored events as the wire carries them (reusing the JSON an append already encoded)."""
+    return [
+        p.WireEvent(seq=e.seq, kind=event_kind(e.event), data=(e.json or encode_event(e.event)).decode())
+        for e in events
+    ]
+
+
+def usage_view(total: SessionUsage | None) -> p.UsageView:
+    if total is None:
+        return p.UsageView()
+    return p.UsageView(**msgspec.structs.asdict(total.usage), cost_usd=total.cost_usd)
+
+
+def session_view(
+    store: Store,
+    info: SessionInfo,
+    *,
+    with_usage: bool = False,
+    usage: SessionUsage | None = None,
+    forks: Sequence[int] = (),
+) -> p.SessionView:
+    """The wire view of a session; `with_usage` reads its usage (or takes the `usage` given).
+
+    Copied field by field: a listing makes thousands of these, and this is 4x faster than
+    ``msgspec.convert(info, SessionView, from_attributes=True)`` (0.4 µs against 1.7 µs).
+    """
+    if with_usage and usage is None:
+        usage = store.session_usage(info.id)
+    return p.SessionView(
+        id=info.id,
+        name=info.name,
+        display_name=info.display_name,
+        worktree=info.worktree,
+        created=info.created,
+        event_count=info.event_count,
+        message_count=info.message_count,
+        state=info.state,
+        completed=info.completed,
+        duration_ms=info.duration_ms,
+        cost_usd=info.cost_usd,
+        usage=usage_view(usage) if with_usage else None,
+        archived=info.archived,
+        parent=info.parent,
+        fork_seq=info.fork_seq,
+        forks=tuple(forks),
+    )
+
+
+def changed_note(store: Store, root: str, session: int, change: str) -> p.SessionChanged:
+    """The `SessionChanged` notification of `session` (with its view, unless it was deleted)."""
+    view = session_view(store, store.get_session(session)) if change != "deleted" else None
+    return p.SessionChanged(root=root, seq=0, session_id=session, change=change, session=view)
+
+
+def appended_notes(root: str, session: int, events: Sequence[StoredEvent]) -> list[p.Notification]:
+    """`EventsAppended` notifications of stored events, at most :data:`NOTE_CHUNK` events each."""
+    wire = wire_events(events)
+    return [
+        p.EventsAppended(root=root, seq=0, session_id=session, events=wire[i : i + NOTE_CHUNK])
+        for i in range(0, len(wire), NOTE_CHUNK)
+    ]
