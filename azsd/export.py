@@ -40,6 +40,7 @@ from typing import Any, Final, Literal
 
 import msgspec
 
+from azsd.errors import BadRequestError
 from azsd.events import (
     AssistantText,
     Command,
@@ -434,7 +435,7 @@ def render_page(
         return _jsonl_page(events)
     if fmt == "html":
         return _html_page(session, events, first, last)
-    raise ValueError(f"unknown export format {fmt!r} (known: {', '.join(FORMATS)})")
+    raise BadRequestError(f"unknown export format {fmt!r} (known: {', '.join(FORMATS)})")
 
 
 def render(fmt: str, session: SessionInfo, events: Sequence[StoredEvent]) -> str:

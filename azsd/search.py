@@ -22,6 +22,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any, Final
 
 from azsd.context import sanitize
+from azsd.errors import BadRequestError
 from azsd.events import AssistantText, Event, Plan, ToolCall, ToolResult, UserMessage
 
 __all__ = [
@@ -104,7 +105,7 @@ def event_kinds(names: Iterable[str]) -> list[str]:
         )
         if found is None:
             known = ", ".join([*KIND_ALIASES, *SEARCHABLE_KINDS])
-            raise ValueError(f"unknown event kind {name!r} (known: {known})")
+            raise BadRequestError(f"unknown event kind {name!r} (known: {known})")
         kinds.extend(k for k in found if k not in kinds)
     return kinds
 

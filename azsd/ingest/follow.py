@@ -17,27 +17,23 @@ replaying the file up to that offset. A follow ends on the turn's final event (a
 
 from __future__ import annotations
 
-import calendar
 import logging
 import os
 import queue
 import threading
 import time
-from array import array
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
 import msgspec
 import watchfiles
 
-from azsd.compact import prepare_for_store
-from azsd.events import Complete, Event, encode_event
-from azsd.ingest.parsers import FORMATS, MAX_LINE_BYTES, LineParser, detect_format, iter_lines, make_parser
-from azsd.ingest.parsers.base import read_lines
+from azsd.events import Event
+from azsd.ingest.tailing import Tail, check_follow, detect, is_final, pid_alive, started_epoch
 from azsd.ipc import protocol as p
 from azsd.ipc.transport import Envelope
 from azsd.model import FollowRecord
@@ -45,7 +41,7 @@ from azsd.server.views import appended_notes, changed_note
 from azsd.server.workers import Outcome, StoreRegistry, error_reply
 from azsd.store import Store
 
-__all__ = ["POLL_S", "Follower", "read_lines"]
+__all__ = ["POLL_S", "Follower"]
 
 log = logging.getLogger("azsd.ingest.follow")
 
@@ -55,8 +51,6 @@ POLL_S: Final = 0.25
 ENDED_KEPT: Final = 20
 #: How long a follow waits for its store to give back its saved position.
 _FETCH_TIMEOUT_S: Final = 10.0
-#: At most this many bytes are read from one file per turn, so no file starves the others.
-READ_BUDGET: Final = 8 * 1024 * 1024
 
 
 # -- the follower's inbox: what other threads ask of it ---------------------------------------------
@@ -112,24 +106,6 @@ class _Wake:
 _Message = _Start | _Resume | _End | _Hint | _Service | _Wake
 
 
-@dataclass
-class _Follow:
-    root: str
-    record: FollowRecord
-    parser: LineParser | None = None
-    skipping: bool = False
-    last_growth: float = field(default_factory=time.monotonic)
-    ending: Envelope | None = None  # an Unfollow waiting for the final read
-    resync: bool = False
-    started: float = field(default_factory=time.time)  # wall clock, for turns that report no duration
-    produced: array[int] = field(default_factory=lambda: array("q"))  # fingerprints of this file's events
-    gone: bool = False  # the file vanished since it was last read
-
-    @property
-    def path(self) -> Path:
-        return Path(self.record.path)
-
-
 class Follower:
     """Owns every live follow; runs one follower thread and one watcher thread."""
 
@@ -138,7 +114,7 @@ class Follower:
         self._registry = registry
         self._reply = reply  # thread-safe: goes through the outbox
         self._idle_end_s = idle_end_s
-        self._follows: dict[str, _Follow] = {}
+        self._follows: dict[str, Tail] = {}
         self._ended: deque[p.FollowView] = deque(maxlen=ENDED_KEPT)
         self._lock = threading.Lock()
         self._inbox: queue.SimpleQueue[_Message] = queue.SimpleQueue()
@@ -175,7 +151,7 @@ class Follower:
     def views(self) -> list[p.FollowView]:
         """Live follows, then the most recently ended ones."""
         with self._lock:
-            return [_view(f) for f in self._follows.values()] + list(self._ended)
+            return [f.view() for f in self._follows.values()] + list(self._ended)
 
     # -- the follower thread ----------------------------------------------------------------------
 
@@ -220,7 +196,7 @@ class Follower:
 
     def _add(self, envelope: Envelope | None, root: str, request: p.Follow) -> None:
         path = os.path.realpath(request.path)
-        error = _check_request(request, path)
+        error = check_follow(request, path)
         current = self._follows.get(path)
         if error is None and current is not None and current.record.session_id != request.session:
             error = f"{path} is already followed into S{current.record.session_id}"
@@ -230,13 +206,13 @@ class Follower:
             return
         if current is not None:  # following it again: just answer with where it is
             if envelope is not None:
-                self._reply(envelope, p.FollowReply(follow=_view(current)))
+                self._reply(envelope, p.FollowReply(follow=current.view()))
             return
-        fmt = request.format or _detect(Path(path)) or ""
+        fmt = request.format or detect(Path(path)) or ""
         record = FollowRecord(
             session_id=request.session, path=path, format=fmt, writer_pid=request.writer_pid
         )
-        follow = _Follow(root, record)
+        follow = Tail(root, record)
         follow.resync = True  # not read before `start` has saved where it begins: _rebuild loads that
         with self._lock:
             self._follows[path] = follow
@@ -251,7 +227,7 @@ class Follower:
                 saved.offset, saved.inode, saved.format = stored.offset, stored.inode, stored.format
                 saved.lines, saved.skipped = stored.lines, stored.skipped
             store.save_follow(saved)
-            return Outcome(p.FollowReply(follow=_view(_Follow(root, saved))))
+            return Outcome(p.FollowReply(follow=Tail(root, saved).view()))
 
         self._registry.call(root, start, then=lambda done: self._started(root, envelope, path, done))
 
@@ -267,7 +243,7 @@ class Follower:
     def _resume(self, root: str, record: FollowRecord) -> None:
         if record.path in self._follows:
             return
-        follow = _Follow(root, record, started=_started_epoch(record.started))
+        follow = Tail(root, record, started=started_epoch(record.started))
         follow.resync = True
         with self._lock:
             self._follows[record.path] = follow
@@ -286,14 +262,14 @@ class Follower:
 
     # -- reading ----------------------------------------------------------------------------------
 
-    def _service_safely(self, follow: _Follow) -> None:
+    def _service_safely(self, follow: Tail) -> None:
         try:
             self._service(follow)
         except Exception:
             log.exception("follow of %s failed; retrying from the stored offset", follow.path)
             follow.resync = True
 
-    def _service(self, follow: _Follow) -> None:
+    def _service(self, follow: Tail) -> None:
         if follow.resync and not self._rebuild(follow):
             return
         record = follow.record  # after a rebuild: the stored one
@@ -306,54 +282,21 @@ class Follower:
         changed = info.st_ino != record.inode or info.st_size < record.offset or follow.gone
         if follow.parser is not None and record.inode and changed:
             log.info("%s was replaced or truncated: re-reading it", follow.path)
-            self._reread(follow, info.st_ino)
+            events = follow.reread(info.st_ino)
+            self._commit(follow, events, end_follow=follow.ending is not None, moved=True)
             return
-        if follow.parser is None and self._prepare_parser(follow) is None:
+        if follow.parser is None and follow.prepare_parser() is None:
             self._maybe_idle_end(follow)
             return
         if info.st_size == record.offset and follow.ending is None:
             self._maybe_idle_end(follow)
             return
-        with open(follow.path, "rb") as stream:
-            result = read_lines(stream, record.offset, skipping=follow.skipping, budget=READ_BUDGET)
-            torn = b""
-            if follow.ending is not None:
-                stream.seek(result.end)
-                torn = stream.read(MAX_LINE_BYTES + 1)
-        assert follow.parser is not None
         start_offset = record.offset
-        before = follow.parser.report.skipped_total
-        events: list[Event] = []
-        for line in result.lines:
-            events.extend(follow.parser.feed(line))
-        end = result.end
-        if torn and not result.skipping:  # an Unfollow: a last line without its newline counts too
-            events.extend(follow.parser.feed(torn))
-            end += len(torn)
-        events.extend(follow.parser.finish() if follow.ending is not None else [])
-        record.lines += len(result.lines) + (1 if torn else 0)
-        record.skipped += follow.parser.report.skipped_total - before
-        record.offset, record.inode, follow.skipping = end, info.st_ino, result.skipping
-        if result.lines or torn:
-            follow.last_growth = time.monotonic()
-        events = [_with_wall_time(e, follow.started) for e in events]
-        final = any(isinstance(e, Complete) for e in events)
-        moved = end != start_offset
-        prepared = prepare_for_store(events)
-        follow.produced.extend(_fingerprints(prepared))
-        self._commit(follow, prepared, end_follow=final or follow.ending is not None, moved=moved)
+        events = follow.read_new(info.st_ino)
+        end_follow = is_final(events) or follow.ending is not None
+        self._commit(follow, events, end_follow=end_follow, moved=record.offset != start_offset)
 
-    def _prepare_parser(self, follow: _Follow) -> LineParser | None:
-        """A fresh parser for the follow's format (detected from the file if need be), or None."""
-        if not follow.record.format:
-            fmt = _detect(follow.path)
-            if fmt is None:
-                return None
-            follow.record.format = fmt
-        follow.parser = make_parser(follow.record.format)
-        return follow.parser
-
-    def _rebuild(self, follow: _Follow) -> bool:
+    def _rebuild(self, follow: Tail) -> bool:
         """Reload the stored offset and rebuild the parser's state by replaying up to it."""
         follow.resync = False
         session_id, path = follow.record.session_id, follow.record.path
@@ -367,59 +310,21 @@ class Follower:
             with self._lock:
                 self._follows.pop(follow.record.path, None)
             return False
-        stored.writer_pid = follow.record.writer_pid or stored.writer_pid
-        follow.record = stored
-        follow.parser = None
-        follow.skipping = False
-        parser = self._prepare_parser(follow) if stored.format else None
-        if parser is None:
-            return True
-        try:
-            info = os.stat(follow.path)
-        except FileNotFoundError:
-            return True
-        if stored.offset and (info.st_ino != stored.inode or info.st_size < stored.offset):
-            return True  # replaced or truncated while we were away: _service re-reads it
-        with open(follow.path, "rb") as stream:
-            replay = read_lines(stream, 0, budget=stored.offset + 1, stop=stored.offset)
-        replayed = [e for line in replay.lines for e in parser.feed(line)]
-        follow.produced = array("q", _fingerprints(prepare_for_store(replayed)))
-        follow.skipping = replay.skipping  # the offset sits inside a skipped huge line
+        follow.restore(stored)
         return True
 
-    def _reread(self, follow: _Follow, inode: int) -> None:
-        """The file was replaced or truncated: parse it whole, store what the session lacks."""
-        assert follow.record.format
-        parser = make_parser(follow.record.format)
-        with open(follow.path, "rb") as stream:
-            result = read_lines(stream, 0, budget=READ_BUDGET)
-        prepared = prepare_for_store([e for line in result.lines for e in parser.feed(line)])
-        fingerprints = array("q", _fingerprints(prepared))
-        same = 0  # the new content's events that this file already produced (and that are stored)
-        while (
-            same < min(len(fingerprints), len(follow.produced))
-            and fingerprints[same] == follow.produced[same]
-        ):
-            same += 1
-        follow.parser, follow.produced, follow.gone = parser, fingerprints, False
-        follow.record.offset, follow.record.inode, follow.skipping = result.end, inode, result.skipping
-        follow.record.lines = len(result.lines)
-        follow.record.skipped = parser.report.skipped_total
-        follow.last_growth = time.monotonic()
-        self._commit(follow, prepared[same:], end_follow=follow.ending is not None, moved=True)
-
-    def _maybe_idle_end(self, follow: _Follow) -> None:
+    def _maybe_idle_end(self, follow: Tail) -> None:
         pid = follow.record.writer_pid
         idle = time.monotonic() - follow.last_growth
         if follow.ending is not None:
             self._commit(follow, [], end_follow=True)
-        elif pid is not None and not _alive(pid) and idle >= self._idle_end_s:
+        elif pid is not None and not pid_alive(pid) and idle >= self._idle_end_s:
             log.info("the writer of %s (pid %d) is gone; ending the follow", follow.path, pid)
             self._commit(follow, [], end_follow=True, failed_if_open=True)
 
     # -- committing -------------------------------------------------------------------------------
 
-    def _commit(self, follow: _Follow, events: list[Event], *, end_follow: bool,
+    def _commit(self, follow: Tail, events: list[Event], *, end_follow: bool,
                 failed_if_open: bool = False, moved: bool = False) -> None:  # fmt: skip
         record = msgspec.structs.replace(follow.record)
         envelope = follow.ending if end_follow else None  # an Unfollow is answered by the ending commit
@@ -428,7 +333,7 @@ class Follower:
             record.ended = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime())
             with self._lock:
                 self._follows.pop(follow.record.path, None)
-                self._ended.appendleft(_view(_Follow(follow.root, record)))
+                self._ended.appendleft(Tail(follow.root, record).view())
         root = follow.root
         started = follow.last_growth
 
@@ -436,7 +341,7 @@ class Follower:
             result = store.append_prepared(record.session_id, events)
             store.save_follow(record)
             notes = appended_notes(root, record.session_id, result.events)
-            completed = any(isinstance(e.event, Complete) for e in result.events)
+            completed = is_final([e.event for e in result.events])
             if failed_if_open and store.get_session(record.session_id).completed is None:
                 store.mark_completed(record.session_id, False, int((time.monotonic() - started) * 1000), 0.0)
                 completed = True
@@ -484,62 +389,3 @@ class Follower:
             except Exception as exc:  # e.g. inotify watches exhausted: the stat poll carries on
                 log.warning("file watching failed (%s); polling every %.2f s instead", exc, POLL_S)
                 self._rewatch.wait(5)
-
-
-def _fingerprints(events: list[Event]) -> list[int]:
-    """A cheap identity for each event (stable within the process), to compare file incarnations."""
-    return [hash(encode_event(e)) for e in events]
-
-
-def _with_wall_time(event: Event, started: float) -> Event:
-    """Codex reports no duration (0): use the turn's wall time since the follow began, as AZUREAL does."""
-    if isinstance(event, Complete) and event.duration_ms == 0:
-        return msgspec.structs.replace(event, duration_ms=max(0, int((time.time() - started) * 1000)))
-    return event
-
-
-def _started_epoch(started: str) -> float:
-    """The epoch of a stored `datetime('now')` (UTC), or now when it cannot be read."""
-    try:
-        return calendar.timegm(time.strptime(started, "%Y-%m-%d %H:%M:%S"))
-    except ValueError:
-        return time.time()
-
-
-def _check_request(request: p.Follow, path: str) -> str | None:
-    if not os.path.isabs(request.path):
-        return f"follow needs an absolute path: {request.path}"
-    if request.format is not None and request.format not in FORMATS:
-        return f"unknown format {request.format!r}; expected one of {', '.join(FORMATS)}"
-    if os.path.exists(path) and not os.path.isfile(path):
-        return f"{path} is not a regular file"
-    if not os.path.isdir(os.path.dirname(path)):
-        return f"no such directory: {os.path.dirname(path)}"
-    return None
-
-
-def _detect(path: Path) -> str | None:
-    try:
-        with open(path, "rb") as stream:
-            return detect_format(iter_lines(stream, final=False))
-    except OSError:
-        return None
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def _view(follow: _Follow) -> p.FollowView:
-    r = follow.record
-    return p.FollowView(
-        root=follow.root, session=r.session_id, path=r.path, format=r.format, offset=r.offset, lines=r.lines,
-        skipped=r.skipped, active=r.active, last_activity=r.last_activity, writer_pid=r.writer_pid,
-        ended=r.ended,
-    )  # fmt: skip

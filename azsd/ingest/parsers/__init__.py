@@ -14,6 +14,7 @@ from typing import Any, Final, Literal, TypeVar, get_args
 
 import msgspec
 
+from azsd.errors import BadRequestError
 from azsd.ingest.parsers.base import (
     MAX_LINE_BYTES,
     TOO_LONG,
@@ -53,7 +54,7 @@ _SESSION_TYPES: Final = frozenset(
 _DECODER: Final = msgspec.json.Decoder()
 
 
-class UnknownFormatError(ValueError):
+class UnknownFormatError(BadRequestError):
     """The format name is not one of :data:`FORMATS`, or a file's format could not be detected."""
 
 

@@ -1,0 +1,197 @@
+"""One followed file: what the follower knows of it, and how its new bytes become events.
+
+A :class:`Tail` holds a follow's record (as the store keeps it), its parser, and the fingerprints
+of the events this file produced, which tell a replaced or truncated file's old content from its
+new. Its methods read the file and return prepared events; they never touch the store: the
+follower (:mod:`azsd.ingest.follow`) decides when to read and commits what they return together
+with the new offset.
+"""
+
+from __future__ import annotations
+
+import calendar
+import os
+import time
+from array import array
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Final
+
+import msgspec
+
+from azsd.compact import prepare_for_store
+from azsd.events import Complete, Event, encode_event
+from azsd.ingest.parsers import FORMATS, MAX_LINE_BYTES, LineParser, detect_format, iter_lines, make_parser
+from azsd.ingest.parsers.base import read_lines
+from azsd.ipc import protocol as p
+from azsd.ipc.transport import Envelope
+from azsd.model import FollowRecord
+
+__all__ = ["READ_BUDGET", "Tail", "check_follow", "detect", "is_final", "pid_alive", "started_epoch"]
+
+#: At most this many bytes are read from one file per turn, so no file starves the others.
+READ_BUDGET: Final = 8 * 1024 * 1024
+
+
+@dataclass
+class Tail:
+    """A followed file, as its follower sees it between reads."""
+
+    root: str
+    record: FollowRecord
+    parser: LineParser | None = None
+    skipping: bool = False
+    last_growth: float = field(default_factory=time.monotonic)
+    ending: Envelope | None = None  # an Unfollow waiting for the final read
+    resync: bool = False
+    started: float = field(default_factory=time.time)  # wall clock, for turns that report no duration
+    produced: array[int] = field(default_factory=lambda: array("q"))  # fingerprints of this file's events
+    gone: bool = False  # the file vanished since it was last read
+
+    @property
+    def path(self) -> Path:
+        return Path(self.record.path)
+
+    def view(self) -> p.FollowView:
+        r = self.record
+        return p.FollowView(
+            root=self.root, session=r.session_id, path=r.path, format=r.format, offset=r.offset,
+            lines=r.lines, skipped=r.skipped, active=r.active, last_activity=r.last_activity,
+            writer_pid=r.writer_pid, ended=r.ended,
+        )  # fmt: skip
+
+    def prepare_parser(self) -> LineParser | None:
+        """A fresh parser for the follow's format (detected from the file if need be), or None."""
+        if not self.record.format:
+            fmt = detect(self.path)
+            if fmt is None:
+                return None
+            self.record.format = fmt
+        self.parser = make_parser(self.record.format)
+        return self.parser
+
+    def restore(self, stored: FollowRecord) -> None:
+        """Take the record the store holds, and rebuild the parser's state by replaying the file up
+        to its offset (unless the file was replaced or truncated meanwhile: the next read re-reads it)."""
+        stored.writer_pid = self.record.writer_pid or stored.writer_pid
+        self.record = stored
+        self.parser = None
+        self.skipping = False
+        parser = self.prepare_parser() if stored.format else None
+        if parser is None:
+            return
+        try:
+            info = os.stat(self.path)
+        except FileNotFoundError:
+            return
+        if stored.offset and (info.st_ino != stored.inode or info.st_size < stored.offset):
+            return
+        with open(self.path, "rb") as stream:
+            replay = read_lines(stream, 0, budget=stored.offset + 1, stop=stored.offset)
+        replayed = [e for line in replay.lines for e in parser.feed(line)]
+        self.produced = array("q", _fingerprints(prepare_for_store(replayed)))
+        self.skipping = replay.skipping  # the offset sits inside a skipped huge line
+
+    def read_new(self, inode: int) -> list[Event]:
+        """The events of the lines added since the offset (all of it, ending, on an Unfollow), prepared
+        for the store; the record moves past them."""
+        assert self.parser is not None
+        record = self.record
+        with open(self.path, "rb") as stream:
+            result = read_lines(stream, record.offset, skipping=self.skipping, budget=READ_BUDGET)
+            torn = b""
+            if self.ending is not None:
+                stream.seek(result.end)
+                torn = stream.read(MAX_LINE_BYTES + 1)
+        before = self.parser.report.skipped_total
+        events: list[Event] = []
+        for line in result.lines:
+            events.extend(self.parser.feed(line))
+        end = result.end
+        if torn and not result.skipping:  # an Unfollow: a last line without its newline counts too
+            events.extend(self.parser.feed(torn))
+            end += len(torn)
+        events.extend(self.parser.finish() if self.ending is not None else [])
+        record.lines += len(result.lines) + (1 if torn else 0)
+        record.skipped += self.parser.report.skipped_total - before
+        record.offset, record.inode, self.skipping = end, inode, result.skipping
+        if result.lines or torn:
+            self.last_growth = time.monotonic()
+        prepared = prepare_for_store([_with_wall_time(e, self.started) for e in events])
+        self.produced.extend(_fingerprints(prepared))
+        return prepared
+
+    def reread(self, inode: int) -> list[Event]:
+        """The file was replaced or truncated: parse it whole; the events the session lacks."""
+        assert self.record.format
+        parser = make_parser(self.record.format)
+        with open(self.path, "rb") as stream:
+            result = read_lines(stream, 0, budget=READ_BUDGET)
+        prepared = prepare_for_store([e for line in result.lines for e in parser.feed(line)])
+        fingerprints = array("q", _fingerprints(prepared))
+        same = 0  # the new content's events that this file already produced (and that are stored)
+        while same < min(len(fingerprints), len(self.produced)) and fingerprints[same] == self.produced[same]:
+            same += 1
+        self.parser, self.produced, self.gone = parser, fingerprints, False
+        self.record.offset, self.record.inode, self.skipping = result.end, inode, result.skipping
+        self.record.lines = len(result.lines)
+        self.record.skipped = parser.report.skipped_total
+        self.last_growth = time.monotonic()
+        return prepared[same:]
+
+
+def is_final(events: list[Event]) -> bool:
+    """Whether `events` end the turn (a follow ends with it)."""
+    return any(isinstance(e, Complete) for e in events)
+
+
+def check_follow(request: p.Follow, path: str) -> str | None:
+    """What is wrong with a `Follow` of `path` (its real path), or None."""
+    if not os.path.isabs(request.path):
+        return f"follow needs an absolute path: {request.path}"
+    if request.format is not None and request.format not in FORMATS:
+        return f"unknown format {request.format!r}; expected one of {', '.join(FORMATS)}"
+    if os.path.exists(path) and not os.path.isfile(path):
+        return f"{path} is not a regular file"
+    if not os.path.isdir(os.path.dirname(path)):
+        return f"no such directory: {os.path.dirname(path)}"
+    return None
+
+
+def detect(path: Path) -> str | None:
+    """The format of the agent file at `path`, from its first lines; None while it cannot tell."""
+    try:
+        with open(path, "rb") as stream:
+            return detect_format(iter_lines(stream, final=False))
+    except OSError:
+        return None
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def started_epoch(started: str) -> float:
+    """The epoch of a stored `datetime('now')` (UTC), or now when it cannot be read."""
+    try:
+        return calendar.timegm(time.strptime(started, "%Y-%m-%d %H:%M:%S"))
+    except ValueError:
+        return time.time()
+
+
+def _fingerprints(events: list[Event]) -> list[int]:
+    """A cheap identity for each event (stable within the process), to compare file incarnations."""
+    return [hash(encode_event(e)) for e in events]
+
+
+def _with_wall_time(event: Event, started: float) -> Event:
+    """Codex reports no duration (0): use the turn's wall time since the follow began, as AZUREAL does."""
+    if isinstance(event, Complete) and event.duration_ms == 0:
+        return msgspec.structs.replace(event, duration_ms=max(0, int((time.time() - started) * 1000)))
+    return event

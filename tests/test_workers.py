@@ -1,0 +1,137 @@
+"""azsd.server.workers: the one primitive, ``StoreRegistry.call(root, fn) -> Future``, on real
+stores with real worker threads, and the error reply of each failure."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from concurrent.futures import Future
+from pathlib import Path
+
+import pytest
+import zmq
+
+from azsd.errors import (
+    BadRequestError,
+    IngestError,
+    NotAStoreError,
+    SessionNotFoundError,
+    ShuttingDownError,
+    StoreError,
+    StoreFullError,
+)
+from azsd.events import EventDecodeError
+from azsd.ipc import protocol as p
+from azsd.ipc.transport import Outbox
+from azsd.server.workers import StoreRegistry, error_reply
+from azsd.store import Store
+from azsd.store.codec import CodecError
+
+
+@pytest.fixture
+def registry() -> Iterator[StoreRegistry]:
+    ctx: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
+    outbox = Outbox(ctx)
+    reg = StoreRegistry(outbox, idle_close_s=30)
+    yield reg
+    reg.close()
+    outbox.close()
+    ctx.term()
+
+
+def test_call_returns_the_result_once_committed(registry: StoreRegistry, root: Path) -> None:
+    created = registry.call(str(root), lambda store: store.create_session("one").id)
+    sid = created.result(timeout=5)
+    # The commit is on disk: another connection sees it.
+    with Store.open(root) as other:
+        assert other.get_session(sid).name == "one"
+
+
+def test_a_failed_call_rolls_back_only_itself(registry: StoreRegistry, root: Path) -> None:
+    registry.call(str(root), lambda store: store.create_session("base")).result(timeout=5)
+
+    def half_then_fail(store: Store) -> None:
+        store.create_session("lost")
+        raise BadRequestError("no")
+
+    failed = registry.call(str(root), half_then_fail)
+    kept = registry.call(str(root), lambda store: store.create_session("kept").name)
+    assert kept.result(timeout=5) == "kept"
+    with pytest.raises(BadRequestError):
+        failed.result(timeout=5)
+    names = registry.call(str(root), lambda store: [s.name for s in store.list_sessions()]).result(5)
+    assert sorted(names) == ["base", "kept"]
+
+
+def test_then_runs_in_the_worker_thread_after_the_commit(registry: StoreRegistry, root: Path) -> None:
+    seen: list[tuple[str, int]] = []
+    ran = threading.Event()
+
+    def then(done: Future[int]) -> None:
+        seen.append((threading.current_thread().name, done.result()))
+        ran.set()
+
+    registry.call(str(root), lambda store: store.create_session().id, then=then)
+    assert ran.wait(5)
+    assert seen == [(f"azsd-store:{root}", 1)]
+
+
+def test_a_store_that_cannot_open_fails_every_call(registry: StoreRegistry, root: Path) -> None:
+    (root / ".azureal").mkdir()
+    (root / ".azureal" / "sessions.azs").write_bytes(b"not sqlite at all" * 100)
+    first = registry.call(str(root), lambda store: store.list_sessions())
+    second = registry.call(str(root), lambda store: store.list_sessions())
+    for future in (first, second):
+        with pytest.raises(NotAStoreError):
+            future.result(timeout=5)
+
+
+def test_a_closed_registry_refuses_work(registry: StoreRegistry, root: Path) -> None:
+    registry.close()
+    refused = registry.call(str(root), lambda store: store.create_session())
+    with pytest.raises(ShuttingDownError):
+        refused.result(timeout=1)
+    assert error_reply(refused.exception() or Exception()).code == "shutting_down"
+    assert not (root / ".azureal").exists()
+
+
+def test_on_open_runs_first_and_its_notes_are_published(root: Path) -> None:
+    ctx: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
+    outbox = Outbox(ctx)
+    order: list[str] = []
+
+    def on_open(store: Store, at: str) -> list[p.Notification]:
+        order.append("open")
+        return [p.SessionChanged(root=at, seq=0, session_id=1, change="renamed")]
+
+    registry = StoreRegistry(outbox, idle_close_s=30, on_open=on_open)
+    try:
+        registry.call(str(root), lambda store: order.append("call")).result(timeout=5)
+        assert order == ["open", "call"]
+        frames = outbox.socket.recv_multipart()  # what the worker published, as the server sees it
+        note = p.decode_notification(frames[-1])
+        assert isinstance(note, p.SessionChanged) and note.seq == 1 and note.root == str(root)
+    finally:
+        registry.close()
+        outbox.close()
+        ctx.term()
+
+
+@pytest.mark.parametrize(
+    ("exc", "code"),
+    [
+        (SessionNotFoundError(3), "not_found"),
+        (NotAStoreError(Path("/x")), "not_a_store"),
+        (StoreFullError("full"), "store_full"),
+        (StoreError("broken"), "store_error"),
+        (IngestError("unreadable"), "ingest_error"),
+        (BadRequestError("negative limit"), "bad_request"),
+        (OverflowError("too big"), "bad_request"),
+        (EventDecodeError("a stored row"), "internal"),
+        (CodecError("a stored frame"), "internal"),
+        (RuntimeError("a bug"), "internal"),
+    ],
+)
+def test_error_reply_codes(exc: BaseException, code: str) -> None:
+    reply = error_reply(exc)
+    assert reply.code == code and reply.message
