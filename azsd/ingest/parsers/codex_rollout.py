@@ -13,25 +13,27 @@ Pure: decoded lines in, events out, run totals in :attr:`LineParser.report`.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from itertools import chain, islice
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Final
 
 from azsd.context import sanitize
 from azsd.events import AssistantText, Compacted, Complete, Event, Init, ToolCall, UserMessage
 from azsd.ingest.parsers.base import LineParser, message_text
 from azsd.ingest.parsers.codex_tools import (
-    _ROLLOUT_ITEMS_IGNORED,
-    _ROLLOUT_MESSAGES_IGNORED,
+    _INVALID,
     ASSISTANT_DEDUP_WINDOW,
     BASH,
+    EDIT,
     ROLLOUT_INIT_MODEL,
     USER_DEDUP_WINDOW,
     Handler,
     Json,
+    _argv_command,
     _command_text,
     _count,
     _custom_output_is_error,
+    _decode,
     _function_output_is_error,
     _is_injected_codex_context,
     _list,
@@ -39,14 +41,152 @@ from azsd.ingest.parsers.codex_tools import (
     _opt_str,
     _result,
     _str,
-    _tool_output_text,
     _with_ignored,
     codex_usage,
-    map_tool_call,
+    describe_write_stdin,
     normalize_tool_output,
 )
+from azsd.rusttext import rust_lines, trim
 
 __all__ = ["CodexRolloutParser"]
+
+
+_PATCH_FILE_PREFIXES: Final = ("*** Update File: ", "*** Add File: ")
+
+_ROLLOUT_ITEMS_IGNORED: Final = frozenset(
+    {
+        "web_search_call",
+        "ghost_snapshot",
+        "compaction",
+        "compaction_summary",
+        "image_generation_call",
+        "other",
+    }
+)
+
+_ROLLOUT_MESSAGES_IGNORED: Final = frozenset(
+    {
+        "task_started",
+        "agent_reasoning_raw_content",
+        "agent_reasoning_section_break",
+        "context_compacted",
+        "entered_review_mode",
+        "exited_review_mode",
+        "undo_started",
+        "undo_completed",
+        "thread_rolled_back",
+        "turn_diff",
+        "plan_update",
+        "web_search_end",
+        "exec_command_end",
+        "patch_apply_end",
+        "mcp_tool_call_end",
+        "view_image_tool_call",
+        "error",
+        "warning",
+        "stream_error",
+    }
+)
+
+
+# -- rollout tool calls -------------------------------------------------------------------------
+
+
+def _tool_args(payload: Json) -> Any:
+    """The parsed `arguments` (a JSON string; an object is taken as is), else `input`, else `{}`."""
+    arguments = payload.get("arguments")
+    if isinstance(arguments, dict):
+        return arguments
+    text = arguments if isinstance(arguments, str) else _str(payload.get("input"), "{}")
+    parsed = _decode(text)
+    return {} if parsed is _INVALID else parsed
+
+
+def _with_command(args: Any, command: str) -> Json:
+    """`args` with `command` set (replaced in place when present), or `{"command"}` for a non-object."""
+    return {**args, "command": command} if isinstance(args, dict) else {"command": command}
+
+
+def _workdir(args: Any) -> str | None:
+    return _opt_str(_obj(args).get("workdir"))
+
+
+def _patch_text(payload: Json) -> str:
+    """The raw patch of an `apply_patch` call.
+
+    The freeform tool sends it as `input`; the function-style tool sends `arguments` as a JSON
+    object `{"input": patch}`, which is unwrapped here (AZUREAL keeps the JSON text, so it finds no
+    file path in it).
+    """
+    arguments = payload.get("arguments")
+    raw = arguments if isinstance(arguments, str) else _str(payload.get("input"))
+    if raw.lstrip().startswith("{"):
+        inner = _obj(_decode(raw)).get("input")
+        if isinstance(inner, str):
+            return inner
+    return raw
+
+
+def _patch_file_path(patch: str) -> str | None:
+    for line in rust_lines(patch):
+        for prefix in _PATCH_FILE_PREFIXES:
+            if line.startswith(prefix):
+                return trim(line[len(prefix) :])
+    return None
+
+
+ToolMapping = tuple[str, str | None, Any]
+
+
+def _map_shell_command(payload: Json) -> ToolMapping:
+    args = _tool_args(payload)
+    return BASH, _workdir(args), args
+
+
+def _map_shell(payload: Json) -> ToolMapping:
+    """0.40's `shell` tool: `{"command": [argv], "workdir"}`; the argv is joined into one command."""
+    args = _tool_args(payload)
+    command = _argv_command(_obj(args).get("command"))
+    if command is not None:
+        args = _with_command(args, command)
+    return BASH, _workdir(args), args
+
+
+def _map_exec_command(payload: Json) -> ToolMapping:
+    args = _tool_args(payload)
+    fields = _obj(args)
+    command = fields["command"] if "command" in fields else fields.get("cmd")
+    return BASH, None, _with_command(args, _str(command))
+
+
+def _map_write_stdin(payload: Json) -> ToolMapping:
+    args = _tool_args(payload)
+    return BASH, None, _with_command(args, describe_write_stdin(args))
+
+
+def _map_apply_patch(payload: Json) -> ToolMapping:
+    patch = _patch_text(payload)
+    return EDIT, _patch_file_path(patch), {"patch": patch}
+
+
+_TOOL_MAPPERS: Final[dict[str, Callable[[Json], ToolMapping]]] = {
+    "shell_command": _map_shell_command,
+    "shell": _map_shell,
+    "exec_command": _map_exec_command,
+    "write_stdin": _map_write_stdin,
+    "apply_patch": _map_apply_patch,
+}
+
+
+def map_tool_call(name: str, payload: Json) -> ToolMapping:
+    """A rollout call's (tool name, file path, input); unknown names keep their parsed arguments."""
+    mapper = _TOOL_MAPPERS.get(name)
+    return mapper(payload) if mapper is not None else (name, None, _tool_args(payload))
+
+
+def _tool_output_text(output: Any) -> str:
+    """A tool output: a string, or (newer builds) a list of content items whose texts are joined."""
+    return output if isinstance(output, str) else message_text(_list(output))
 
 
 class CodexRolloutParser(LineParser):
