@@ -114,20 +114,19 @@ class _Worker(threading.Thread):
 
     def run(self) -> None:
         store: Store | None = None
-        open_error: AzsdError | None = None
         try:
             try:
                 store = Store.open(Path(self.root))
-            except AzsdError as exc:
-                open_error = exc
-                log.warning("cannot open the store of %s: %s", self.root, exc)
+            except Exception as exc:  # whatever it is, this worker cannot serve: say so, and go
+                self._refuse(_open_error(self.root, exc))
+                return
             while True:
                 batch = self._next_batch()
                 if batch is None:
                     break
                 tasks = [t for t in batch if t is not None]
                 if tasks:
-                    self._complete(tasks, self._run_batch(store, tasks, open_error))
+                    self._complete(tasks, self._run_batch(store, tasks))
                 if len(tasks) < len(batch):
                     break  # a stop marker
         finally:
@@ -135,6 +134,13 @@ class _Worker(threading.Thread):
                 store.close()
             self._registry.outbox.release()
             log.debug("closed the store of %s", self.root)
+
+    def _refuse(self, error: AzsdError) -> None:
+        """Fail every call queued here with `error` and leave the registry: the next call for this
+        root starts a new worker, which tries to open the store again."""
+        log.warning("cannot open the store of %s: %s", self.root, error)
+        while tasks := self._registry.leave(self):
+            self._complete(tasks, [_Result(error=error)] * len(tasks))
 
     def _next_batch(self) -> list[Task[Any] | None] | None:
         """Wait for work; None when idle long enough to close (and the registry agreed)."""
@@ -155,12 +161,7 @@ class _Worker(threading.Thread):
                     break
             return batch
 
-    def _run_batch(
-        self, store: Store | None, tasks: list[Task[Any]], open_error: AzsdError | None
-    ) -> list[_Result]:
-        if store is None:
-            assert open_error is not None
-            return [_Result(error=open_error) for _ in tasks]
+    def _run_batch(self, store: Store, tasks: list[Task[Any]]) -> list[_Result]:
         results: list[_Result] = []
         start = 0
         for i, task in enumerate(tasks):
@@ -297,6 +298,19 @@ class StoreRegistry:
                 del self._workers[worker.root]
             return True
 
+    def leave(self, worker: _Worker) -> list[Task[Any]]:
+        """What is queued for a worker that is going away; once nothing is, it is unregistered (and
+        an empty list returned), so that no call is queued to it afterwards."""
+        with self._lock:
+            tasks: list[Task[Any]] = []
+            while not worker.queue.empty():
+                task = worker.queue.get_nowait()
+                if task is not None:
+                    tasks.append(task)
+            if not tasks and self._workers.get(worker.root) is worker:
+                del self._workers[worker.root]
+            return tasks
+
     def _next_note_seq(self, root: str) -> int:
         """The next notification number of a store: kept while the daemon runs, across reopens."""
         with self._lock:
@@ -319,6 +333,14 @@ class StoreRegistry:
             worker.join(timeout)
             if worker.is_alive():
                 log.warning("the store of %s did not stop in time", worker.root)
+
+
+def _open_error(root: str, exc: Exception) -> AzsdError:
+    """Why the store of `root` cannot be opened, as an error of the tree (with the OS's reason)."""
+    if isinstance(exc, AzsdError):
+        return exc
+    reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc) or type(exc).__name__
+    return StoreError(f"cannot open the store of {root}: {reason}")
 
 
 def _future(then: Callable[[Future[T]], None] | None) -> Future[T]:
