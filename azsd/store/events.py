@@ -187,22 +187,6 @@ class EventLog(SearchIndex, SessionListing):
         ROWS.put_many(row for row in fresh if row.event is not None)
         return seqs, events, used, skipped
 
-    def count_events(self, session_id: int, kinds: Iterable[str] | None = None) -> int:
-        if kinds is None:
-            return int(self._scalar("SELECT COUNT(*) FROM events WHERE session_id = ?", (session_id,), 0))
-        wanted = list(kinds)
-        marks = ", ".join("?" * len(wanted))
-        return int(
-            self._scalar(
-                f"SELECT COUNT(*) FROM events WHERE session_id = ? AND kind IN ({marks})",
-                (session_id, *wanted),
-                0,
-            )
-        )
-
-    def message_count(self, session_id: int) -> int:
-        return self.count_events(session_id, ("UserMessage", "AssistantText"))
-
     def max_seq(self, session_id: int) -> int:
         return int(self._scalar("SELECT MAX(seq) FROM events WHERE session_id = ?", (session_id,), 0))
 

@@ -14,7 +14,6 @@ import sqlite3
 
 from azsd.errors import SessionNotFoundError
 from azsd.model import SessionInfo
-from azsd.store.core import _translate
 from azsd.store.events import EventLog, _badge_after
 from azsd.store.listing import _require_session
 from azsd.store.schema import HWM_KEY
@@ -53,13 +52,6 @@ class Sessions(EventLog):
             "SET value = MAX(CAST(value AS INTEGER), CAST(excluded.value AS INTEGER))",
             (HWM_KEY, str(value)),
         )
-
-    def next_session_number(self) -> int:
-        """The number the next `create_session` will use."""
-        if self._conn is None:
-            return 1
-        with _translate(self.path):
-            return self._next_id(self._conn)
 
     def rename_session(self, session_id: int, name: str) -> None:
         with self.atomic() as conn:
@@ -182,11 +174,6 @@ class Sessions(EventLog):
             else:
                 conn.execute("DELETE FROM azsd_archive WHERE session_id = ?", (session_id,))
             self._index_reread(conn, session_id)
-
-    def vacuum(self) -> None:
-        """Give the space of deleted sessions back to the file system (AZUREAL does this after a delete)."""
-        with _translate(self.path):
-            self._writer().execute("VACUUM")
 
     def mark_completed(self, session_id: int, success: bool, duration_ms: int, cost_usd: float) -> None:
         """Set the completion badge of a session."""
