@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import doctest
 import sqlite3
 from pathlib import Path
 
 import pytest
 import zstandard
 
+import azsd.store
 from azsd.context import CONTEXT_CLOSE, CONTEXT_OPEN, ContextPayload
 from azsd.errors import NotAStoreError, ReadOnlyStoreError, SessionNotFoundError, StoreError
 from azsd.events import (
@@ -26,7 +28,7 @@ from azsd.events import (
     UserMessage,
     encode_event,
 )
-from azsd.store import Store, store_path
+from azsd.store import Store, cache, codec, store_path
 
 
 def raw_rows(path: Path, sql: str, params: tuple[object, ...] = ()) -> list[tuple[object, ...]]:
@@ -465,3 +467,26 @@ def test_store_errors_are_azsd_errors(store: Store) -> None:
     store.create_session()
     with pytest.raises(StoreError):
         store.append_events(7, [])
+
+
+# -- the package ------------------------------------------------------------------------------------
+
+
+def test_public_names() -> None:
+    assert azsd.store.__all__ == [
+        "BUSY_TIMEOUT_S",
+        "STORE_DIR",
+        "STORE_FILE",
+        "Store",
+        "completion_of",
+        "store_path",
+    ]
+
+
+def test_docstring_examples_run() -> None:
+    attempted = 0
+    for module in (azsd.store, cache, codec):
+        result = doctest.testmod(module)
+        assert result.failed == 0, module.__name__
+        attempted += result.attempted
+    assert attempted >= 9  # the package's example, the row cache's and the codec's
