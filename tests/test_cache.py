@@ -213,10 +213,10 @@ def test_ingest_overlap_longer_than_a_chunk(tmp_path: Path, monkeypatch: pytest.
     with Store.open(tmp_path) as store:
         sid = store.create_session().id
         assert ingest_file(store, sid, source).appended > 0
-        stored = store.count_events(sid)
+        stored = store.get_session(sid).event_count
         report = ingest_file(store, sid, longer)  # its first five turns are already stored
         assert report.duplicates == stored  # the leading Init is skipped, the five turns recognised
-        assert store.count_events(sid) == stored + report.appended
+        assert store.get_session(sid).event_count == stored + report.appended
         assert ingest_file(store, sid, longer).appended == 0
 
 

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import doctest
 import sqlite3
 from pathlib import Path
 
 import pytest
 import zstandard
 
+import azsd.store
 from azsd.context import CONTEXT_CLOSE, CONTEXT_OPEN, ContextPayload
 from azsd.errors import NotAStoreError, ReadOnlyStoreError, SessionNotFoundError, StoreError
 from azsd.events import (
@@ -26,7 +28,7 @@ from azsd.events import (
     UserMessage,
     encode_event,
 )
-from azsd.store import Store, store_path
+from azsd.store import Store, cache, codec, store_path
 
 
 def raw_rows(path: Path, sql: str, params: tuple[object, ...] = ()) -> list[tuple[object, ...]]:
@@ -122,7 +124,6 @@ def test_numbers_are_never_reused_even_across_reopen(root: Path) -> None:
         assert store.create_session().id == 6
         store.delete_session(6)
     with Store.open(root) as store:
-        assert store.next_session_number() == 7
         assert store.create_session().id == 7
 
 
@@ -279,9 +280,8 @@ def test_load_all_from_and_range(store: Store) -> None:
     assert [e.seq for e in store.load_events(s.id, 8).events] == [8, 9, 10]
     assert [e.seq for e in store.load_events(s.id, 3, 5).events] == [3, 4, 5]
     assert [e.seq for e in store.load_events(s.id, 2, limit=2).events] == [2, 3]
-    assert store.count_events(s.id) == 10
-    assert store.count_events(s.id, ["UserMessage"]) == 0
-    assert store.message_count(s.id) == 10
+    info = store.get_session(s.id)
+    assert (info.event_count, info.message_count) == (10, 10)
     assert store.max_seq(s.id) == 10
 
 
@@ -467,3 +467,26 @@ def test_store_errors_are_azsd_errors(store: Store) -> None:
     store.create_session()
     with pytest.raises(StoreError):
         store.append_events(7, [])
+
+
+# -- the package ------------------------------------------------------------------------------------
+
+
+def test_public_names() -> None:
+    assert azsd.store.__all__ == [
+        "BUSY_TIMEOUT_S",
+        "STORE_DIR",
+        "STORE_FILE",
+        "Store",
+        "completion_of",
+        "store_path",
+    ]
+
+
+def test_docstring_examples_run() -> None:
+    attempted = 0
+    for module in (azsd.store, cache, codec):
+        result = doctest.testmod(module)
+        assert result.failed == 0, module.__name__
+        attempted += result.attempted
+    assert attempted >= 9  # the package's example, the row cache's and the codec's

@@ -1,0 +1,259 @@
+"""The connection to one `.azs` file, and the rules every write follows.
+
+:class:`StoreCore` owns opening the file (lazily: opening a root never creates it), the pragmas
+(DELETE journal, never WAL; spec §1.2), the schema and AZUREAL's v3 migration (§1.3, §1.4), opening
+a newer schema read-only, :meth:`StoreCore.atomic` (``BEGIN IMMEDIATE``, a savepoint when nested),
+the translation of sqlite3 errors into the :mod:`azsd.errors` tree, the small query helpers and the
+row codec the layers above share. It knows nothing of sessions or events beyond the schema text.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Final, Self
+
+from azsd.errors import NotAStoreError, ReadOnlyStoreError, StoreError, StoreFullError
+from azsd.store.codec import RowCodec
+from azsd.store.schema import (
+    AZSD_DDL,
+    AZUREAL_DDL,
+    DROPPED_COLUMNS,
+    REQUIRED_OBJECTS,
+    SCHEMA_VERSION,
+    SEARCH_HWM_KEY,
+)
+
+__all__ = ["BUSY_TIMEOUT_S", "STORE_DIR", "STORE_FILE", "StoreCore", "store_path"]
+
+log = logging.getLogger("azsd.store")
+
+STORE_DIR: Final = ".azureal"
+STORE_FILE: Final = "sessions.azs"
+#: rusqlite's default, which AZUREAL runs with.
+BUSY_TIMEOUT_S: Final = 5.0
+
+
+def store_path(root: Path) -> Path:
+    """Where the store of the worktree `root` lives."""
+    return Path(root) / STORE_DIR / STORE_FILE
+
+
+class StoreCore:
+    """The connection to one `.azs` file, opened lazily: absent until the first session is created."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+        self.path = store_path(self.root)
+        self.read_only = False
+        self.schema_version: int | None = None
+        self._conn: sqlite3.Connection | None = None
+        self._codec = RowCodec()
+        self._depth = 0
+        if self.path.exists():
+            self._connect()
+
+    @classmethod
+    def open(cls, root: Path) -> Self:
+        """Open the store of `root`; the file is not created until a session is."""
+        return cls(root)
+
+    @property
+    def exists(self) -> bool:
+        return self._conn is not None
+
+    def close(self) -> None:
+        self._forget()
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _forget(self) -> None:
+        """Drop what this Store keeps in memory about the file (on close, a rollback, a failed commit).
+
+        A layer that keeps such state (the session index, :mod:`azsd.store.listing`) extends this.
+        """
+
+    # -- connection and schema ----------------------------------------------------------------
+
+    def _connect(self) -> None:
+        uri = f"{self.path.as_uri()}?mode=rwc"
+        conn = sqlite3.connect(
+            uri, uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
+        )
+        try:
+            version = _read_schema_version(conn)
+        except sqlite3.DatabaseError:
+            conn.close()
+            raise NotAStoreError(self.path) from None
+        if version is not None and version > SCHEMA_VERSION:
+            conn.close()
+            ro = f"{self.path.as_uri()}?mode=ro"
+            conn = sqlite3.connect(
+                ro, uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
+            )
+            self.read_only = True
+            log.warning(
+                "%s has schema_version %d (newer than %d): opened read-only",
+                self.path,
+                version,
+                SCHEMA_VERSION,
+            )
+        else:
+            with _translate(self.path):
+                mode = conn.execute("PRAGMA journal_mode = DELETE").fetchone()[0]
+                if str(mode).lower() != "delete":
+                    conn.close()
+                    raise StoreError(f"{self.path}: cannot switch journal mode to DELETE (it is {mode})")
+                conn.execute("PRAGMA synchronous = NORMAL")
+                conn.execute("PRAGMA foreign_keys = ON")
+        self._conn = conn
+        if not self.read_only:
+            with _translate(self.path):
+                self._migrate()
+        self.schema_version = version if self.read_only else SCHEMA_VERSION
+
+    def _migrate(self) -> None:
+        """Run AZUREAL's DDL and v3 migration (spec §1.4) when the file is not already v3."""
+        conn = self._require()
+        if _is_current(conn):
+            return
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            had_index = conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'azsd_search'").fetchone()
+            for statement in _statements(AZUREAL_DDL + AZSD_DDL):
+                conn.execute(statement)
+            if not had_index:  # a new, empty index: whatever mark a meta row holds is not about it
+                conn.execute("DELETE FROM meta WHERE key = ?", (SEARCH_HWM_KEY,))
+            columns = {row[1] for row in conn.execute("PRAGMA table_info(sessions)")}
+            if "last_claude_uuid" not in columns:
+                conn.execute("ALTER TABLE sessions ADD COLUMN last_claude_uuid TEXT NOT NULL DEFAULT ''")
+            for column in DROPPED_COLUMNS:
+                if column in columns:
+                    conn.execute(f"ALTER TABLE sessions DROP COLUMN {column}")
+            conn.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+
+    def _require(self) -> sqlite3.Connection:
+        assert self._conn is not None
+        return self._conn
+
+    def _writer(self, *, create: bool = False) -> sqlite3.Connection:
+        if self.read_only:
+            raise ReadOnlyStoreError(
+                f"{self.path} has schema_version {self.schema_version}, newer than the {SCHEMA_VERSION} "
+                "this azsd understands: it is open read-only (upgrade azsd to write to it)"
+            )
+        if self._conn is None:
+            if not create:
+                raise StoreError(f"{self.path} does not exist yet (create a session first)")
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._connect()
+        return self._require()
+
+    @contextmanager
+    def atomic(self, *, create: bool = False) -> Iterator[sqlite3.Connection]:
+        """A write transaction (`BEGIN IMMEDIATE`), or a savepoint inside an enclosing one."""
+        conn = self._writer(create=create)
+        depth = self._depth
+        with _translate(self.path):
+            conn.execute("BEGIN IMMEDIATE" if depth == 0 else f"SAVEPOINT azsd_{depth}")
+            self._depth += 1
+            try:
+                yield conn
+            except BaseException:
+                self._depth = depth
+                self._forget()  # it may hold what is being rolled back
+                if depth == 0:
+                    conn.execute("ROLLBACK")
+                else:
+                    conn.execute(f"ROLLBACK TO azsd_{depth}")
+                    conn.execute(f"RELEASE azsd_{depth}")
+                raise
+            self._depth = depth
+            try:
+                conn.execute("COMMIT" if depth == 0 else f"RELEASE azsd_{depth}")
+            except sqlite3.Error:
+                self._forget()
+                if depth == 0 and conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+
+    def _query(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        if self._conn is None:
+            return []
+        with _translate(self.path):
+            return self._conn.execute(sql, params).fetchall()
+
+    def _scalar(self, sql: str, params: Sequence[Any] = (), default: Any = None) -> Any:
+        rows = self._query(sql, params)
+        return rows[0][0] if rows and rows[0][0] is not None else default
+
+    def _has_table(self, name: str) -> bool:
+        return bool(self._query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)))
+
+
+def _read_schema_version(conn: sqlite3.Connection) -> int | None:
+    """The file's `schema_version`, or None for a file without AZUREAL's tables yet."""
+    has_meta = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'").fetchone()
+    if not has_meta:
+        return None
+    row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    if row is None:
+        return None
+    try:
+        return int(row[0])
+    except (TypeError, ValueError):
+        raise sqlite3.DatabaseError(f"schema_version {row[0]!r} is not a number") from None
+
+
+def _is_current(conn: sqlite3.Connection) -> bool:
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
+    if not REQUIRED_OBJECTS <= tables:
+        return False
+    columns = {row[1] for row in conn.execute("PRAGMA table_info(sessions)")}
+    if "last_claude_uuid" not in columns or columns & set(DROPPED_COLUMNS):
+        return False
+    return _read_schema_version(conn) == SCHEMA_VERSION
+
+
+def _statements(script: str) -> list[str]:
+    """The statements of an SQL script (a trigger's body keeps its own semicolons)."""
+    statements: list[str] = []
+    pending = ""
+    for piece in script.split(";"):
+        pending += piece + ";"
+        if sqlite3.complete_statement(pending):
+            if pending.strip(" \n;"):
+                statements.append(pending.strip())
+            pending = ""
+    return statements
+
+
+@contextmanager
+def _translate(path: Path) -> Iterator[None]:
+    """Turn sqlite3 errors into the azsd tree, naming the store."""
+    try:
+        yield
+    except sqlite3.OperationalError as exc:
+        if "full" in str(exc):
+            raise StoreFullError(f"{path}: {exc} (nothing was written)") from None
+        raise StoreError(f"{path}: {exc}") from None
+    except sqlite3.IntegrityError as exc:
+        raise StoreError(f"{path}: {exc}") from None
+    except sqlite3.DatabaseError as exc:
+        if "not a database" in str(exc):
+            raise NotAStoreError(path) from None
+        raise StoreError(f"{path}: {exc}") from None

@@ -1,0 +1,217 @@
+"""The event rows of a session: appending them, loading them, and the badge an append sets.
+
+:class:`EventLog` owns the ``events`` table: :meth:`~EventLog.append_prepared` stores events (seq
+computed inside the transaction, payloads compressed by the row codec, the search index and the
+session index kept in step, the completion badge set, spec §2.5), and :meth:`~EventLog._load` reads a
+seq range back through the process-wide row cache (:data:`azsd.store.cache.ROWS`), skipping rows
+that cannot be decoded, for :meth:`~EventLog.load_events`, :meth:`~EventLog.load_json` and the layers
+above. :func:`completion_of` and :func:`_badge_after` say what a batch of events means for the badge.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+from collections.abc import Iterable, Sequence
+from typing import Final
+
+from azsd.compact import char_len, prepare_for_store
+from azsd.context import strip_injected_context_indexed
+from azsd.events import (
+    AssistantText,
+    Command,
+    Complete,
+    Event,
+    EventDecodeError,
+    Init,
+    Plan,
+    ToolCall,
+    ToolResult,
+    UserMessage,
+    decode_event,
+    encode_event,
+    event_kind,
+)
+from azsd.model import AppendResult, LoadResult, StoredEvent
+from azsd.store.cache import ROWS, CachedRow
+from azsd.store.codec import CodecError
+from azsd.store.fts import SearchIndex
+from azsd.store.listing import SessionListing, _require_session
+
+__all__ = ["EventLog", "completion_of"]
+
+log = logging.getLogger("azsd.store")
+
+_RUNNING_KINDS: Final = (Init, UserMessage, Command, Plan, AssistantText, ToolCall, ToolResult)
+#: `append_prepared` puts the rows of an append up to this size in the row cache (a live turn's
+#: events, read again soon); a bulk ingest does not flood it.
+_CACHE_APPENDS_UP_TO: Final = 2000
+_MESSAGE_KINDS: Final = (UserMessage, AssistantText)
+
+
+class EventLog(SearchIndex, SessionListing):
+    """Appending and loading a session's events."""
+
+    def append_events(self, session_id: int, events: Iterable[Event]) -> AppendResult:
+        """Compact and store events after the session's last one (spec §2.5), in one transaction."""
+        return self.append_prepared(session_id, prepare_for_store(events))
+
+    def append_prepared(
+        self, session_id: int, events: Sequence[Event], *, completion: bool = True
+    ) -> AppendResult:
+        """Store events that already went through :func:`azsd.compact.prepare_for_store`.
+
+        `seq` is computed inside the transaction, so concurrent writers never collide. Completion:
+        the last `Complete` sets the badge; otherwise new turn content resets it to running
+        (`completion=False` leaves that to a later :meth:`set_completion`, for an append made in parts).
+        """
+        with self.atomic() as conn:
+            _require_session(conn, session_id)
+            seq = conn.execute(
+                "SELECT COALESCE(MAX(seq), 0) + 1 FROM events WHERE session_id = ?", (session_id,)
+            ).fetchone()[0]
+            jsons = [encode_event(event) for event in events]
+            payloads = self._codec.encode_many(jsons)
+            indexed = self._search_current(conn)
+            conn.executemany(
+                "INSERT INTO events (session_id, seq, kind, data, char_len) VALUES (?, ?, ?, ?, ?)",
+                [
+                    (session_id, seq + offset, event_kind(event), payload, char_len(event))
+                    for offset, (event, payload) in enumerate(zip(events, payloads, strict=True))
+                ],
+            )
+            if events:
+                last_id = conn.execute("SELECT last_insert_rowid()").fetchone()[0]
+                if indexed:
+                    self._index_new(conn, last_id - len(events) + 1, events, last_id)
+                if self._index is not None:
+                    messages = sum(1 for event in events if isinstance(event, _MESSAGE_KINDS))
+                    self._index.add_events(session_id, len(events), messages, last_id)
+            if completion:
+                self._set_completion(conn, session_id, *completion_of(events))
+        if len(events) <= _CACHE_APPENDS_UP_TO:
+            ROWS.put_many(map(CachedRow, payloads, jsons))
+        stored = [
+            StoredEvent(seq + i, event, json)
+            for i, (event, json) in enumerate(zip(events, jsons, strict=True))
+        ]
+        return AppendResult(session_id, stored)
+
+    def set_completion(self, session_id: int, last_complete: Complete | None, running: bool) -> None:
+        """The badge after appended events whose :func:`completion_of` is `(last_complete, running)`."""
+        if last_complete is not None or running:
+            with self.atomic() as conn:
+                self._set_completion(conn, session_id, last_complete, running)
+
+    def _set_completion(
+        self, conn: sqlite3.Connection, session_id: int, last_complete: Complete | None, running: bool
+    ) -> None:
+        if last_complete is not None:
+            conn.execute(
+                "UPDATE sessions SET completed = ?, duration_ms = ?, cost_usd = ? WHERE id = ?",
+                (
+                    1 if last_complete.success else 0,
+                    last_complete.duration_ms,
+                    last_complete.cost_usd,
+                    session_id,
+                ),
+            )
+        elif running:
+            conn.execute(
+                "UPDATE sessions SET completed = NULL, duration_ms = NULL, cost_usd = NULL WHERE id = ?",
+                (session_id,),
+            )
+        else:
+            return
+        self._index_reread(conn, session_id)
+
+    def load_events(
+        self, session_id: int, from_seq: int = 1, to_seq: int | None = None, *, limit: int = -1
+    ) -> LoadResult:
+        """Events with `from_seq <= seq <= to_seq`, in order, injected context stripped (§4.4).
+
+        Rows that cannot be decompressed or decoded are skipped and counted in `skipped`.
+        """
+        seqs, events, _, skipped = self._load(session_id, from_seq, to_seq, limit)
+        kept = [StoredEvent(seqs[i], e) for i, e in strip_injected_context_indexed(events)]
+        return LoadResult(kept, skipped)
+
+    def load_json(
+        self, session_id: int, from_seq: int = 1, to_seq: int | None = None, *, limit: int = -1
+    ) -> tuple[list[tuple[int, str, str]], int]:
+        """As :meth:`load_events`, each event as `(seq, kind, its serde JSON)`; and the rows skipped.
+
+        The JSON is `encode_event` of the event as loaded, as a page of `GetEvents` carries it.
+        """
+        seqs, events, rows, skipped = self._load(session_id, from_seq, to_seq, limit)
+        out = []
+        for i, event in strip_injected_context_indexed(events):
+            if event is events[i]:
+                row = rows[i]
+                if row.wire is None:
+                    row.wire = encode_event(event).decode()
+                out.append((seqs[i], event_kind(event), row.wire))
+            else:  # a prompt stripped of injected context: not what the row holds
+                out.append((seqs[i], event_kind(event), encode_event(event).decode()))
+        return out, skipped
+
+    def _load(
+        self, session_id: int, from_seq: int, to_seq: int | None, limit: int
+    ) -> tuple[list[int], list[Event], list[CachedRow], int]:
+        """The readable rows of a seq range, decoded (through the row cache), and how many were not."""
+        rows = self._query(
+            "SELECT seq, data FROM events WHERE session_id = ? AND seq >= ? AND seq <= ? "
+            "ORDER BY seq LIMIT ?",
+            (session_id, from_seq, to_seq if to_seq is not None else 2**63 - 1, limit),
+        )
+        seqs: list[int] = []
+        events: list[Event] = []
+        used: list[CachedRow] = []
+        fresh: list[CachedRow] = []
+        skipped = 0
+        for (seq, data), row in zip(rows, ROWS.get_many([data for _, data in rows]), strict=True):
+            try:
+                if row is None:
+                    row = CachedRow(data, self._codec.decode(data))
+                    fresh.append(row)
+                event = row.event
+                if event is None:
+                    event = row.event = decode_event(row.json)
+            except (CodecError, EventDecodeError) as exc:
+                skipped += 1
+                log.debug("%s: S%d seq %d unreadable: %s", self.path, session_id, seq, exc)
+                continue
+            seqs.append(seq)
+            events.append(event)
+            used.append(row)
+        ROWS.put_many(row for row in fresh if row.event is not None)
+        return seqs, events, used, skipped
+
+    def max_seq(self, session_id: int) -> int:
+        return int(self._scalar("SELECT MAX(seq) FROM events WHERE session_id = ?", (session_id,), 0))
+
+
+def completion_of(events: Iterable[Event]) -> tuple[Complete | None, bool]:
+    """What appending `events` means for the badge: their last `Complete`, and whether any of them
+    is new turn content (which, without a `Complete`, marks the session running)."""
+    last_complete = None
+    running = False
+    for event in events:
+        if isinstance(event, Complete):
+            last_complete = event
+        elif isinstance(event, _RUNNING_KINDS):
+            running = True
+    return last_complete, running
+
+
+def _badge_after(events: Iterable[Event]) -> tuple[Complete | None, bool]:
+    """The badge at the end of `events`, read in order: the last `Complete`, unless turn content
+    follows it (then running), as :func:`completion_of` gives it for an append."""
+    last_complete = None
+    running = False
+    for event in events:
+        if isinstance(event, Complete):
+            last_complete, running = event, False
+        elif isinstance(event, _RUNNING_KINDS):
+            last_complete, running = None, True
+    return last_complete, running

@@ -1,0 +1,193 @@
+"""The full-text search index over stored events (side table ``azsd_search``, FTS5), and searching it.
+
+:class:`SearchIndex` owns the index's upkeep, keyed by ``events.id`` and marked by a high-water mark
+in ``meta`` (:data:`azsd.store.schema.SEARCH_HWM_KEY`): rows an append has just inserted are indexed
+in the same transaction while the index is current (:meth:`~SearchIndex._index_new`); rows written
+by AZUREAL, or before an upgrade, are caught up before a search (:meth:`~SearchIndex._catch_up`); a
+deleted session's rows are taken out (:meth:`~SearchIndex._unindex`, the index is contentless);
+:meth:`~SearchIndex.reindex_search` rebuilds it. :meth:`~SearchIndex.search` runs an FTS5 query and
+returns snippets (the text of an event is :func:`azsd.search.search_text`).
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any, Final
+
+from azsd.errors import StoreError
+from azsd.events import Event, EventDecodeError, decode_event
+from azsd.model import SearchResult
+from azsd.search import SEARCHABLE_KINDS, make_snippet, search_text
+from azsd.store.codec import CodecError
+from azsd.store.core import StoreCore
+from azsd.store.schema import SEARCH_HWM_KEY
+
+__all__ = ["SearchIndex"]
+
+log = logging.getLogger("azsd.store")
+
+_SEARCHABLE: Final = ", ".join(f"'{kind}'" for kind in SEARCHABLE_KINDS)
+
+
+class SearchIndex(StoreCore):
+    """Full-text search over the store's events, with the upkeep of its index."""
+
+    def _search_hwm(self, conn: sqlite3.Connection) -> int | None:
+        """The highest event id the index has seen; None when this version of it never indexed any."""
+        row = conn.execute("SELECT value FROM meta WHERE key = ?", (SEARCH_HWM_KEY,)).fetchone()
+        return int(row[0]) if row else None
+
+    def _set_search_hwm(self, conn: sqlite3.Connection, value: int) -> None:
+        conn.execute(
+            "INSERT INTO meta (key, value) VALUES (?, ?) "
+            "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            (SEARCH_HWM_KEY, str(value)),
+        )
+
+    def _search_current(self, conn: sqlite3.Connection) -> bool:
+        """Whether the index holds every event row (else new rows wait for :meth:`_catch_up`)."""
+        top = conn.execute("SELECT COALESCE(MAX(id), 0) FROM events").fetchone()[0]
+        return bool((self._search_hwm(conn) or 0) == top)
+
+    def _index_new(
+        self, conn: sqlite3.Connection, first_id: int, events: Sequence[Event], last_id: int
+    ) -> None:
+        """Index events just inserted as rows `first_id`, `first_id + 1`, …"""
+        rows = [
+            (first_id + offset, text)
+            for offset, event in enumerate(events)
+            if (text := search_text(event)) is not None
+        ]
+        conn.executemany("INSERT INTO azsd_search (rowid, text) VALUES (?, ?)", rows)
+        self._set_search_hwm(conn, last_id)
+
+    def _index_copies(
+        self, conn: sqlite3.Connection, session_id: int, seqs: Sequence[int], events: Sequence[Event]
+    ) -> None:
+        """Index the rows just copied into `session_id` (a fork), `events` being them decoded, by seq."""
+        ids = dict(conn.execute("SELECT seq, id FROM events WHERE session_id = ?", (session_id,)).fetchall())
+        conn.executemany(
+            "INSERT INTO azsd_search (rowid, text) VALUES (?, ?)",
+            [
+                (ids[seq], text)
+                for seq, event in zip(seqs, events, strict=True)
+                if (text := search_text(event))
+            ],
+        )
+        self._set_search_hwm(conn, conn.execute("SELECT MAX(id) FROM events").fetchone()[0])
+
+    def _indexed_texts(self, rows: Iterable[tuple[int, bytes]]) -> Iterator[tuple[int, str]]:
+        """`(event id, text)` of stored rows the index holds text for (unreadable rows have none)."""
+        for event_id, data in rows:
+            try:
+                text = search_text(decode_event(self._codec.decode(data)))
+            except (CodecError, EventDecodeError):
+                continue
+            if text is not None:
+                yield event_id, text
+
+    def _catch_up(self) -> None:
+        """Index the event rows the index has not seen (written by AZUREAL, or before an upgrade)."""
+        if self._conn is None or self.read_only:
+            return
+        with self.atomic() as conn:
+            mark = self._search_hwm(conn)
+            hwm = mark or 0
+            top = conn.execute("SELECT COALESCE(MAX(id), 0) FROM events").fetchone()[0]
+            if hwm >= top:
+                return
+            if mark is None:  # never indexed, or by another version of search_text: start afresh
+                conn.execute("INSERT INTO azsd_search (azsd_search) VALUES ('delete-all')")
+            log.info("%s: indexing events %d to %d for search", self.path, hwm + 1, top)
+            rows = conn.execute(
+                f"SELECT id, data FROM events WHERE id > ? AND kind IN ({_SEARCHABLE}) ORDER BY id", (hwm,)
+            )
+            conn.executemany("INSERT INTO azsd_search (rowid, text) VALUES (?, ?)", self._indexed_texts(rows))
+            self._set_search_hwm(conn, top)
+
+    def _unindex(self, conn: sqlite3.Connection, session_id: int) -> None:
+        """Take a session's indexed events out of the index (a contentless index needs their text)."""
+        hwm = self._search_hwm(conn) or 0
+        rows = conn.execute(
+            f"SELECT id, data FROM events WHERE session_id = ? AND id <= ? AND kind IN ({_SEARCHABLE})",
+            (session_id, hwm),
+        ).fetchall()
+        try:
+            conn.executemany(
+                "INSERT INTO azsd_search (azsd_search, rowid, text) VALUES ('delete', ?, ?)",
+                self._indexed_texts(rows),
+            )
+        except sqlite3.DatabaseError as exc:  # the index does not hold what it should: start it afresh
+            log.warning("%s: search index out of step (%s), rebuilt at the next search", self.path, exc)
+            conn.execute("INSERT INTO azsd_search (azsd_search) VALUES ('delete-all')")
+            conn.execute("DELETE FROM meta WHERE key = ?", (SEARCH_HWM_KEY,))
+
+    def reindex_search(self) -> int:
+        """Rebuild the search index from the event rows; returns how many events it holds."""
+        if self._conn is None:
+            return 0
+        with self.atomic() as conn:
+            conn.execute("DELETE FROM meta WHERE key = ?", (SEARCH_HWM_KEY,))
+            self._catch_up()
+            count = conn.execute(
+                f"SELECT COUNT(*) FROM events WHERE kind IN ({_SEARCHABLE}) AND id IN "
+                "(SELECT rowid FROM azsd_search_docsize)"
+            ).fetchone()[0]
+        return int(count)
+
+    def search(
+        self,
+        query: str,
+        *,
+        worktrees: Sequence[str] | None = None,
+        sessions: Sequence[int] | None = None,
+        kinds: Sequence[str] | None = None,
+        limit: int = 50,
+    ) -> list[SearchResult]:
+        """Events matching the FTS5 `query`, best first, each with a snippet of where it matched.
+
+        A query FTS5 cannot parse raises ValueError saying so (nothing is searched).
+        """
+        if self._conn is None:
+            return []
+        self._catch_up()
+        where = ["azsd_search MATCH ?"]
+        params: list[Any] = [query]
+        for column, values in (("s.worktree", worktrees), ("e.session_id", sessions), ("e.kind", kinds)):
+            if values is not None:
+                where.append(f"{column} IN ({', '.join('?' * len(values))})")
+                params.extend(values)
+        sql = (
+            "SELECT e.session_id, e.seq, e.kind, bm25(azsd_search) AS rank, e.data "
+            "FROM azsd_search JOIN events AS e ON e.id = azsd_search.rowid "
+            "JOIN sessions AS s ON s.id = e.session_id "
+            f"WHERE {' AND '.join(where)} ORDER BY rank, e.session_id DESC, e.seq LIMIT ?"
+        )
+        try:
+            rows = self._conn.execute(sql, (*params, limit)).fetchall()
+        except sqlite3.OperationalError as exc:
+            if exc.sqlite_errorcode == sqlite3.SQLITE_ERROR and "no such table" not in str(exc):  # the query
+                raise ValueError(
+                    f"cannot search for {query!r}: {exc} (FTS5 query syntax: quote a phrase with "
+                    '"…"; AND, OR, NOT and NEAR are operators; or search the words literally with --words)'
+                ) from None
+            raise StoreError(f"{self.path}: {exc}") from None
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"{self.path}: {exc}") from None
+        results = []
+        for session_id, seq, kind, rank, data in rows:
+            try:
+                json = self._codec.decode(data)
+                text = search_text(decode_event(json)) or ""
+            except (CodecError, EventDecodeError):
+                continue
+            snippet, highlights = make_snippet(text, query)
+            results.append(
+                SearchResult(
+                    session_id=session_id, seq=seq, kind=kind, rank=float(rank), snippet=snippet,
+                    highlights=highlights, json=json.decode(),
+                )
+            )  # fmt: skip
+        return results

@@ -1,0 +1,164 @@
+"""Reading the sessions table, and the session-list index that keeps those reads cheap.
+
+:class:`SessionListing` owns how a session row becomes a :class:`azsd.model.SessionInfo` (with its
+archive mark and lineage from the side tables, or without them for a newer schema opened
+read-only), the lookups :meth:`~SessionListing.get_session`, :meth:`~SessionListing.list_sessions`,
+:meth:`~SessionListing.count_sessions` and :meth:`~SessionListing.session_names`, and the
+:class:`azsd.store.cache.SessionIndex` they are served from: built by one query the first time, kept
+by this Store's own writes (:meth:`~SessionListing._index_reread`, and the layers above that touch
+``self._index``), dropped on a rollback or when another connection has committed.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from typing import Any, Final
+
+from azsd.errors import SessionNotFoundError
+from azsd.model import Archived, SessionInfo
+from azsd.store.cache import SessionIndex
+from azsd.store.core import StoreCore, _translate
+
+__all__ = ["SessionListing"]
+
+_SESSION_COLUMNS: Final = (
+    "s.id, s.name, s.worktree, s.created, s.completed, s.duration_ms, s.cost_usd, "
+    "a.session_id IS NOT NULL, l.parent_id, l.fork_seq"
+)
+#: Sessions with their archive mark and lineage (side tables; a lineage whose parent is gone is none).
+_SESSIONS: Final = (
+    "sessions AS s LEFT JOIN azsd_archive AS a ON a.session_id = s.id "
+    "LEFT JOIN azsd_lineage AS l ON l.session_id = s.id AND l.parent_id IS NOT NULL"
+)
+#: The same for a store opened read-only whose (newer) schema may lack azsd's side tables.
+_SESSIONS_BARE: Final = (
+    "sessions AS s LEFT JOIN (SELECT NULL AS session_id) AS a ON 0 "
+    "LEFT JOIN (SELECT NULL AS parent_id, NULL AS fork_seq) AS l ON 0"
+)
+_SESSION_STATS: Final = """
+    LEFT JOIN (
+        SELECT session_id, COUNT(*) AS n, SUM(kind IN ('UserMessage', 'AssistantText')) AS msgs,
+               MAX(id) AS last_id
+        FROM events GROUP BY session_id
+    ) AS e ON e.session_id = s.id
+"""
+
+
+class SessionListing(StoreCore):
+    """Session lookups and listings, served from the session index when it is current."""
+
+    # The session list, kept by this Store's own writes; None until a listing needs it, and
+    # again whenever it may be wrong (a rollback, another connection's commit).
+    _index: SessionIndex | None = None
+    _sessions: str = _SESSIONS
+
+    def _connect(self) -> None:
+        super()._connect()
+        if self.read_only and not (self._has_table("azsd_archive") and self._has_table("azsd_lineage")):
+            self._sessions = _SESSIONS_BARE
+
+    def _forget(self) -> None:
+        super()._forget()
+        self._index = None
+
+    def get_session(self, session_id: int) -> SessionInfo:
+        index = self._fresh_index(build=False)
+        if index is not None:
+            info = index.get(session_id)
+            if info is None:
+                raise SessionNotFoundError(session_id)
+            return info
+        rows = self._query(
+            f"SELECT {_SESSION_COLUMNS}, COALESCE(e.n, 0), COALESCE(e.msgs, 0) FROM {self._sessions} "
+            "LEFT JOIN (SELECT session_id, COUNT(*) AS n, SUM(kind IN ('UserMessage', 'AssistantText')) "
+            "AS msgs FROM events WHERE session_id = ?) AS e ON e.session_id = s.id WHERE s.id = ?",
+            (session_id, session_id),
+        )
+        if not rows:
+            raise SessionNotFoundError(session_id)
+        return _session_info(rows[0])
+
+    def has_session(self, session_id: int) -> bool:
+        return bool(self._query("SELECT 1 FROM sessions WHERE id = ?", (session_id,)))
+
+    def list_sessions(
+        self, worktree: str | None = None, *, limit: int = -1, offset: int = 0, archived: Archived = "include"
+    ) -> list[SessionInfo]:
+        """Sessions, latest activity first, those with no events last (spec §7 `list_sessions`).
+
+        Served from the session index, which is built by one query the first time and then kept
+        by this Store's writes (rebuilt when another connection has committed).
+        """
+        index = self._fresh_index(build=True)
+        return [] if index is None else index.page(worktree, limit, max(0, offset), archived)
+
+    def count_sessions(self, worktree: str | None = None, *, archived: Archived = "include") -> int:
+        index = self._fresh_index(build=True)
+        return 0 if index is None else index.count(worktree, archived)
+
+    def session_names(self) -> dict[int, str]:
+        """Every session's display name (`name`, or `S{id}`)."""
+        return {sid: name or f"S{sid}" for sid, name in self._query("SELECT id, name FROM sessions")}
+
+    # -- the session index (see azsd.store.cache.SessionIndex) ---------------------------------------
+
+    def _fresh_index(self, *, build: bool) -> SessionIndex | None:
+        """The session index if it is current (built now when `build`), else None."""
+        conn = self._conn
+        if conn is None or (self._index is None and not build):
+            return None
+        with _translate(self.path):
+            version = conn.execute("PRAGMA data_version").fetchone()[0]
+            if self._index is not None and self._index.data_version == version:
+                return self._index
+            self._index = None
+            if not build:
+                return None
+            rows = conn.execute(
+                f"SELECT {_SESSION_COLUMNS}, COALESCE(e.n, 0), COALESCE(e.msgs, 0), "
+                f"COALESCE(e.last_id, 0) FROM {self._sessions} {_SESSION_STATS}"
+            ).fetchall()
+        self._index = SessionIndex(version, ((_session_info(row[:-1]), row[-1]) for row in rows))
+        return self._index
+
+    def _index_reread(self, conn: sqlite3.Connection, session_id: int) -> None:
+        """Bring one session's entry up to date after this Store changed its row."""
+        index = self._index
+        if index is None:
+            return
+        row = conn.execute(
+            f"SELECT {_SESSION_COLUMNS} FROM {self._sessions} WHERE s.id = ?", (session_id,)
+        ).fetchone()
+        if row is None:
+            index.drop(session_id)
+            return
+        known = index.get(session_id)
+        if known is None:  # new: no events yet
+            index.upsert(_session_info((*row, 0, 0)), 0)
+            return
+        info = _session_info((*row, known.event_count, known.message_count))
+        index.upsert(info, index.last_id(session_id))
+
+
+def _require_session(conn: sqlite3.Connection, session_id: int) -> None:
+    if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is None:
+        raise SessionNotFoundError(session_id)
+
+
+def _session_info(row: Sequence[Any]) -> SessionInfo:
+    sid, name, worktree, created, completed, duration_ms, cost_usd, archived, parent, fork_seq, n, msgs = row
+    return SessionInfo(
+        id=sid,
+        name=name,
+        worktree=worktree,
+        created=created,
+        event_count=n,
+        message_count=msgs,
+        completed=None if completed is None else bool(completed),
+        duration_ms=duration_ms,
+        cost_usd=cost_usd,
+        archived=bool(archived),
+        parent=parent,
+        fork_seq=fork_seq if parent is not None else None,
+    )

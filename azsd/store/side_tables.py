@@ -1,0 +1,216 @@
+"""What the store keeps beside the events: token usage, imports, followed files, compactions, context.
+
+:class:`SideTables` owns azsd's side tables ``azsd_usage`` (per-turn usage, replaced never added),
+``azsd_imports`` (which agent history went into which session) and ``azsd_follows`` (the position
+of each followed file), and AZUREAL's ``compactions`` table together with what is built from it:
+the compaction boundary and the context of a session (spec §5, §6). A store opened read-only with a
+newer schema may lack azsd's tables; the reads here then return nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Final
+
+from azsd.context import ContextPayload, render_event, strip_injected_context_indexed
+from azsd.events import Event
+from azsd.model import Compaction, FollowRecord, ImportRecord, SessionUsage, Usage
+from azsd.store.events import EventLog
+from azsd.store.listing import _require_session
+
+__all__ = ["SideTables"]
+
+#: Ids a query names in one `IN (…)` list (SQLite allows 32 766 parameters); more read everything.
+_IN_LIST_MAX: Final = 1000
+
+
+class SideTables(EventLog):
+    """Usage, imports, follows, compactions and context building."""
+
+    # -- token usage (side table azsd_usage) --------------------------------------------------
+
+    def record_usage(self, session_id: int, source: str, usage: Usage, cost_usd: float | None) -> None:
+        """Set the usage of one turn (`source`: the agent run's id or file): replaced, never added."""
+        with self.atomic() as conn:
+            _require_session(conn, session_id)
+            conn.execute(
+                "INSERT INTO azsd_usage (session_id, source, input, output, cache_read, cache_write, "
+                "reasoning, cost_usd) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (session_id, source) DO "
+                "UPDATE SET input = excluded.input, output = excluded.output, "
+                "cache_read = excluded.cache_read, cache_write = excluded.cache_write, "
+                "reasoning = excluded.reasoning, "
+                "cost_usd = excluded.cost_usd, updated = datetime('now')",
+                (
+                    session_id,
+                    source,
+                    usage.input,
+                    usage.output,
+                    usage.cache_read,
+                    usage.cache_write,
+                    usage.reasoning,
+                    cost_usd,
+                ),
+            )
+
+    def session_usage(self, session_id: int) -> SessionUsage:
+        """The session's usage and cost, summed over its turns."""
+        return self.usage_by_session([session_id]).get(session_id, SessionUsage(Usage(), 0.0, 0))
+
+    def usage_by_session(self, sessions: Sequence[int] | None = None) -> dict[int, SessionUsage]:
+        """The usage of every session that has any (of `sessions`, when given), in one query."""
+        if self.read_only and not self._has_table("azsd_usage"):  # a newer schema may lack it
+            return {}
+        where, params = "", []
+        if sessions is not None and len(sessions) <= _IN_LIST_MAX:
+            params = list(sessions)
+            where = f"WHERE session_id IN ({', '.join('?' * len(params))})"
+        rows = self._query(
+            "SELECT session_id, SUM(input), SUM(output), SUM(cache_read), SUM(cache_write), SUM(reasoning), "
+            f"COALESCE(SUM(cost_usd), 0.0), COUNT(*) FROM azsd_usage {where} GROUP BY session_id",
+            params,
+        )
+        return {
+            sid: SessionUsage(
+                Usage(input=i, output=o, cache_read=cr, cache_write=cw, reasoning=r), float(cost), turns
+            )
+            for sid, i, o, cr, cw, r, cost, turns in rows
+        }
+
+    # -- imported histories (side table azsd_imports) -------------------------------------------
+
+    def get_import(self, source: str) -> ImportRecord | None:
+        """The session `source` (an agent history file) was imported into, if it was."""
+        rows = self._query(
+            "SELECT source, session_id, agent, size, last_seq FROM azsd_imports WHERE source = ?", (source,)
+        )
+        if not rows:
+            return None
+        src, sid, agent, size, last_seq = rows[0]
+        return ImportRecord(source=src, session_id=sid, agent=agent, size=size, last_seq=last_seq)
+
+    def record_import(self, record: ImportRecord) -> None:
+        """Remember that `record.source`, `record.size` bytes of it, is in `record.session_id`."""
+        with self.atomic() as conn:
+            _require_session(conn, record.session_id)
+            conn.execute(
+                "INSERT INTO azsd_imports (source, session_id, agent, size, last_seq) VALUES (?, ?, ?, ?, ?) "
+                "ON CONFLICT (source) DO UPDATE SET session_id = excluded.session_id, "
+                "agent = excluded.agent, size = excluded.size, last_seq = excluded.last_seq, "
+                "imported = datetime('now')",
+                (record.source, record.session_id, record.agent, record.size, record.last_seq),
+            )
+
+    # -- followed files (side table azsd_follows) -----------------------------------------------
+
+    def save_follow(self, record: FollowRecord) -> None:
+        """Insert or update a follow's position (call inside the transaction that stored its events)."""
+        with self.atomic() as conn:
+            _require_session(conn, record.session_id)
+            conn.execute(
+                "INSERT INTO azsd_follows (session_id, path, format, offset, inode, lines, skipped, active, "
+                "writer_pid, ended) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                "ON CONFLICT (session_id, path) DO UPDATE SET format = excluded.format, "
+                "offset = excluded.offset, inode = excluded.inode, lines = excluded.lines, "
+                "skipped = excluded.skipped, active = excluded.active, writer_pid = excluded.writer_pid, "
+                "ended = excluded.ended, last_activity = datetime('now')",
+                (
+                    record.session_id,
+                    record.path,
+                    record.format,
+                    record.offset,
+                    record.inode,
+                    record.lines,
+                    record.skipped,
+                    int(record.active),
+                    record.writer_pid,
+                    record.ended,
+                ),
+            )
+
+    def follows(self, *, active_only: bool = False) -> list[FollowRecord]:
+        """The follows this store records (optionally only those still running)."""
+        return self._follow_rows("?1 = 0 OR active = 1", (int(active_only),))
+
+    def get_follow(self, session_id: int, path: str) -> FollowRecord | None:
+        rows = self._follow_rows("session_id = ?1 AND path = ?2", (session_id, path))
+        return rows[0] if rows else None
+
+    def _follow_rows(self, where: str, params: Sequence[Any]) -> list[FollowRecord]:
+        if self.read_only and not self._has_table("azsd_follows"):  # a newer schema may lack it
+            return []
+        rows = self._query(
+            "SELECT session_id, path, format, offset, inode, lines, skipped, active, writer_pid, "
+            f"started, last_activity, ended FROM azsd_follows WHERE {where} ORDER BY started, path",
+            params,
+        )
+        return [
+            FollowRecord(
+                session_id=r[0], path=r[1], format=r[2], offset=r[3], inode=r[4], lines=r[5], skipped=r[6],
+                active=bool(r[7]), writer_pid=r[8], started=r[9], last_activity=r[10], ended=r[11],
+            )
+            for r in rows
+        ]  # fmt: skip
+
+    # -- compaction and context (spec §5, §6) -------------------------------------------------
+
+    def store_compaction(self, session_id: int, after_seq: int, summary: str) -> None:
+        with self.atomic() as conn:
+            _require_session(conn, session_id)
+            conn.execute(
+                "INSERT INTO compactions (session_id, after_seq, summary) VALUES (?, ?, ?)",
+                (session_id, after_seq, summary),
+            )
+
+    def latest_compaction(self, session_id: int) -> Compaction | None:
+        rows = self._query(
+            "SELECT after_seq, summary FROM compactions WHERE session_id = ? "
+            "ORDER BY after_seq DESC, id DESC LIMIT 1",
+            (session_id,),
+        )
+        return Compaction(rows[0][0], rows[0][1]) if rows else None
+
+    def first_seq_since_compaction(self, session_id: int) -> int:
+        """The first seq the latest compaction does not cover (1 without one)."""
+        latest = self.latest_compaction(session_id)
+        return latest.after_seq + 1 if latest else 1
+
+    def total_chars_since_compaction(self, session_id: int) -> int:
+        first = self.first_seq_since_compaction(session_id)
+        return int(
+            self._scalar(
+                "SELECT SUM(char_len) FROM events WHERE session_id = ? AND seq >= ?", (session_id, first), 0
+            )
+        )
+
+    def compaction_boundary(self, session_id: int, from_seq: int, keep: int) -> int | None:
+        """The seq to compact through so that the newest `keep` prompts stay raw, or None."""
+        if keep < 1:
+            raise ValueError(f"keep must be at least 1, got {keep}")
+        seqs = [
+            r[0]
+            for r in self._query(
+                "SELECT seq FROM events WHERE session_id = ? AND kind = 'UserMessage' AND seq >= ? "
+                "ORDER BY seq DESC",
+                (session_id, from_seq),
+            )
+        ]
+        return None if len(seqs) <= keep else int(seqs[keep - 1]) - 1
+
+    def build_context(self, session_id: int) -> ContextPayload | None:
+        """The latest summary and the events after it, or None for a session with neither."""
+        latest = self.latest_compaction(session_id)
+        _, loaded, rows, _ = self._load(session_id, latest.after_seq + 1 if latest else 1, None, -1)
+        events: list[Event] = []
+        rendered: list[str | None] = []
+        for i, event in strip_injected_context_indexed(loaded):
+            events.append(event)
+            if event is not loaded[i]:  # a prompt stripped of injected context: not what the row holds
+                rendered.append(render_event(event))
+                continue
+            row = rows[i]
+            if not row.rendered_known:
+                row.rendered, row.rendered_known = render_event(event), True
+            rendered.append(row.rendered)
+        if not events and latest is None:
+            return None
+        return ContextPayload(latest.summary if latest else None, events, rendered)
