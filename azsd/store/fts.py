@@ -16,7 +16,7 @@ import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Final
 
-from azsd.errors import StoreError
+from azsd.errors import BadRequestError, StoreError
 from azsd.events import Event, EventDecodeError, decode_event
 from azsd.model import SearchResult
 from azsd.search import SEARCHABLE_KINDS, make_snippet, search_text
@@ -169,7 +169,7 @@ class SearchIndex(StoreCore):
             rows = self._conn.execute(sql, (*params, limit)).fetchall()
         except sqlite3.OperationalError as exc:
             if exc.sqlite_errorcode == sqlite3.SQLITE_ERROR and "no such table" not in str(exc):  # the query
-                raise ValueError(
+                raise BadRequestError(
                     f"cannot search for {query!r}: {exc} (FTS5 query syntax: quote a phrase with "
                     '"…"; AND, OR, NOT and NEAR are operators; or search the words literally with --words)'
                 ) from None

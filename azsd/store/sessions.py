@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from azsd.errors import SessionNotFoundError
+from azsd.errors import BadRequestError, SessionNotFoundError
 from azsd.model import SessionInfo
 from azsd.store.events import EventLog, _badge_after
 from azsd.store.listing import _require_session
@@ -129,7 +129,7 @@ class Sessions(EventLog):
                 "SELECT COALESCE(MAX(seq), 0) FROM events WHERE session_id = ?", (session_id,)
             ).fetchone()[0]
             if not 1 <= at_seq <= last:
-                raise ValueError(
+                raise BadRequestError(
                     f"S{session_id} has no event at seq {at_seq} (a fork point is 1 to {last})"
                     if last
                     else f"S{session_id} has no events to fork"

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any, Final
 
 from azsd.context import ContextPayload, render_event, strip_injected_context_indexed
+from azsd.errors import BadRequestError
 from azsd.events import Event
 from azsd.model import Compaction, FollowRecord, ImportRecord, SessionUsage, Usage
 from azsd.store.events import EventLog
@@ -185,7 +186,7 @@ class SideTables(EventLog):
     def compaction_boundary(self, session_id: int, from_seq: int, keep: int) -> int | None:
         """The seq to compact through so that the newest `keep` prompts stay raw, or None."""
         if keep < 1:
-            raise ValueError(f"keep must be at least 1, got {keep}")
+            raise BadRequestError(f"keep must be at least 1, got {keep}")
         seqs = [
             r[0]
             for r in self._query(
