@@ -264,8 +264,8 @@ class Client(Connection):
 
     def reindex(self, root: RootLike, *, timeout: float | None = None) -> ReindexReply:
         """Rebuild the store's search index from its events (a long request, like `ingest_file`)."""
-        wait = long_timeout(timeout, self.timeout)
-        return self.call(Reindex(root=canonical_root(root)), ReindexReply, timeout=wait)
+        message = Reindex(root=canonical_root(root))
+        return self.call(message, ReindexReply, timeout=long_timeout(timeout, self.timeout))
 
     def export_page(
         self,
@@ -367,8 +367,7 @@ class Client(Connection):
         message = IngestFile(
             root=canonical_root(root), session=session, path=absolute_path(path), format=format
         )
-        wait = long_timeout(timeout, self.timeout)
-        return self.call(message, IngestReply, timeout=wait)
+        return self.call(message, IngestReply, timeout=long_timeout(timeout, self.timeout))
 
     def follow(
         self,
@@ -393,11 +392,9 @@ class Client(Connection):
             format=format,
             writer_pid=writer_pid,
         )
-        wait = long_timeout(timeout, self.timeout)
-        return self.call(message, FollowReply, timeout=wait)
+        return self.call(message, FollowReply, timeout=long_timeout(timeout, self.timeout))
 
     def unfollow(self, root: RootLike, path: RootLike, *, timeout: float | None = None) -> OkReply:
         """Stop following `path`, after storing what the file holds now."""
         message = Unfollow(root=canonical_root(root), path=absolute_path(path))
-        wait = long_timeout(timeout, self.timeout)
-        return self.call(message, OkReply, timeout=wait)
+        return self.call(message, OkReply, timeout=long_timeout(timeout, self.timeout))
