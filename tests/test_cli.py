@@ -46,9 +46,11 @@ from azsd.events import (
 )
 from azsd.ipc import protocol as p
 from azsd_client import AsyncClient, Client
-from azsd_client._invocation import git_branch, git_root
 from azsd_client.cli import main, session_id
-from azsd_client.render import Cell, Style, badge, event_lines, key_param, notification_line, table
+from azsd_client.commands.invocation import git_branch, git_root
+from azsd_client.render.events import event_lines, key_param, notification_line
+from azsd_client.render.sessions import badge
+from azsd_client.render.text import Cell, Style, table
 from tests.conftest import corpus_files, requires_corpus
 from tests.daemon_fixture import DaemonProc, short_tmpdir
 from tests.test_client import REPO, client, daemon, worktree

@@ -15,8 +15,9 @@ import pytest
 
 from azsd.ingest.importer import claude_slug
 from azsd_client import Client
-from azsd_client._import import source_dir
-from azsd_client.render import format_tokens, usage_summary
+from azsd_client.commands.imports import source_dir
+from azsd_client.render.sessions import usage_summary
+from azsd_client.render.text import format_tokens
 from tests.conftest import CORPUS, corpus_files, requires_corpus
 from tests.test_cli import Azs, azs
 from tests.test_client import client, daemon, worktree

@@ -12,8 +12,8 @@ import pytest
 from azsd.events import AssistantText, Event, ToolCall, ToolResult, UserMessage
 from azsd.ipc import protocol as p
 from azsd_client import Client
-from azsd_client.render import Style
-from azsd_client.render_reports import highlighted, search_row
+from azsd_client.render.reports import highlighted, search_row
+from azsd_client.render.text import Style
 from tests.daemon_fixture import short_tmpdir
 from tests.test_cli import Azs, azs, run_main
 from tests.test_client import client, daemon, worktree

@@ -189,7 +189,7 @@ def test_client_imports_only_the_protocol_side_of_azsd() -> None:
     }
     package = CLIENT_DIR / "azsd_client"
     seen: set[str] = set()
-    for source in package.glob("*.py"):
+    for source in package.rglob("*.py"):
         for node in ast.walk(ast.parse(source.read_text(), str(source))):
             if isinstance(node, ast.Import):
                 seen.update(a.name for a in node.names if a.name.split(".")[0] == "azsd")
@@ -205,12 +205,11 @@ def test_client_imports_only_the_protocol_side_of_azsd() -> None:
 
 def test_docstring_examples_run() -> None:
     attempted = 0
-    for source in sorted((CLIENT_DIR / "azsd_client").glob("*.py")):
+    for source in sorted((CLIENT_DIR / "azsd_client").rglob("*.py")):
         if source.stem == "__main__":
             continue
-        module = importlib.import_module(
-            f"azsd_client.{source.stem}" if source.stem != "__init__" else "azsd_client"
-        )
+        parts = source.relative_to(CLIENT_DIR).with_suffix("").parts
+        module = importlib.import_module(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
         result = doctest.testmod(module)
         assert result.failed == 0, source.name
         attempted += result.attempted

@@ -29,7 +29,7 @@ from azsd.events import AssistantText, Complete, Event, UserMessage, decode_even
 from azsd.ingest.file import parse_file
 from azsd.ipc import protocol as p
 from azsd_client import AsyncClient
-from azsd_client._run import session_name
+from azsd_client.commands.turn import session_name
 from tests.conftest import corpus_files, requires_corpus
 from tests.daemon_fixture import DaemonProc, daemon_in_tmpdir
 

@@ -13,7 +13,7 @@ import zmq
 from azsd.config import ResolvedConfig, resolve_config
 from azsd.errors import DaemonUnavailable, ProtocolError, RemoteError
 from azsd.events import Event, encode_event
-from azsd.ipc.protocol import PROTOCOL_VERSION, ErrorReply, Reply, Search, StatusReply
+from azsd.ipc.protocol import PROTOCOL_VERSION, ErrorReply, Reply, StatusReply
 
 #: A worktree root as callers give it; the client sends its canonical absolute path.
 RootLike: TypeAlias = "str | os.PathLike[str]"
@@ -73,30 +73,6 @@ def encode_events(events: Sequence[Event]) -> list[str]:
     return [encode_event(event).decode() for event in events]
 
 
-def search_request(
-    root: RootLike,
-    query: str,
-    *,
-    worktree: str | None,
-    limit: int,
-    worktrees: Sequence[str] | None,
-    sessions: Sequence[int] | None,
-    kinds: Sequence[str] | None,
-    words: bool,
-) -> Search:
-    """The `Search` request of `Client.search` and `AsyncClient.search` (sequences sent as lists)."""
-    return Search(
-        root=canonical_root(root),
-        query=query,
-        worktree=worktree,
-        limit=limit,
-        worktrees=None if worktrees is None else list(worktrees),
-        sessions=None if sessions is None else list(sessions),
-        kinds=None if kinds is None else list(kinds),
-        words=words,
-    )
-
-
 def raise_for_error(reply: Reply) -> Reply:
     """The reply itself, or :class:`RemoteError` when the daemon answered with an error."""
     if isinstance(reply, ErrorReply):
@@ -143,3 +119,27 @@ def unavailable(endpoint: str, timeout: float, *, first_contact: bool, op: str) 
         f"azsd did not answer {op} on {endpoint} within {timeout:g} s "
         "(it may be busy or have stopped; `azs status` checks)"
     )
+
+
+class ConnectionBase:
+    """What both connections are made with: where the daemon listens, how long to wait, which context.
+
+    Args:
+        config: where the daemon listens; by default resolved from the environment and config file.
+        timeout: seconds to wait for each reply (long requests such as `ingest_file` wait longer).
+        context: the ZeroMQ context to open sockets in (default: the process-wide instance).
+    """
+
+    def __init__(
+        self,
+        config: ResolvedConfig | None = None,
+        *,
+        timeout: float = 5.0,
+        context: zmq.Context[zmq.Socket[bytes]] | None = None,
+    ) -> None:
+        self.config = config if config is not None else default_config()
+        self.timeout = timeout
+        self._context: zmq.Context[zmq.Socket[bytes]] = (
+            context if context is not None else zmq.Context.instance()
+        )
+        self._ids = request_ids()

@@ -1,10 +1,10 @@
-"""The asyncio azsd client: the same typed methods as :class:`~azsd_client.Client`, awaitable.
+"""The asyncio azsd client, and the source of the blocking one: every typed request, written once.
 
-Requests can be pipelined: each gets its own request id and future, one reader task matches
-replies to futures, so several `await`s may be in flight on the one DEALER socket at once. When a
-request times out, the socket is presumed dead (Lazy Pirate): it is closed with linger 0, every
-request still in flight fails with :class:`~azsd.errors.DaemonUnavailable`, and the next request
-opens a fresh socket and checks the daemon's protocol again.
+:class:`AsyncClient` is an :class:`~azsd_client._aio_connection.AsyncConnection` (requests pipelined on
+one DEALER, Lazy Pirate timeouts) with one typed method per request. ``client.py`` is generated from
+this file by ``client/unasync.py`` (``make unasync``): the same methods, without ``async`` and ``await``,
+over the blocking :class:`~azsd_client._connection.Connection`. Edit this file, then regenerate; a test
+fails while the two differ.
 
 >>> async def main() -> None:                    # doctest: +SKIP
 ...     async with AsyncClient() as client:
@@ -13,17 +13,9 @@ opens a fresh socket and checks the daemon's protocol again.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 from collections.abc import AsyncIterator, Sequence
-from types import TracebackType
-from typing import TypeVar, cast
+from typing import TypeVar
 
-import zmq
-import zmq.asyncio
-
-from azsd.config import ResolvedConfig
-from azsd.errors import AzsdError, ProtocolError
 from azsd.events import Event
 from azsd.ipc.protocol import (
     AppendEvents,
@@ -54,13 +46,12 @@ from azsd.ipc.protocol import (
     ListSessions,
     MarkCompleted,
     MeterReply,
-    Notification,
     OkReply,
     Reindex,
     ReindexReply,
     RenameSession,
-    Reply,
     Request,
+    Search,
     SearchReply,
     SessionReply,
     SessionsReply,
@@ -74,13 +65,9 @@ from azsd.ipc.protocol import (
     Usage,
     UsageReply,
     WireEvent,
-    decode_notification,
-    decode_reply,
-    encode,
-    topic,
 )
-from azsd.ipc.transport import connect_dealer, connect_sub
 
+from ._aio_connection import AsyncConnection, AsyncSubscription
 from ._shared import (
     Archived,
     Backend,
@@ -88,16 +75,9 @@ from ._shared import (
     RootLike,
     absolute_path,
     canonical_root,
-    check_protocol,
-    connecting,
-    default_config,
     encode_events,
     expect,
     long_timeout,
-    raise_for_error,
-    request_ids,
-    search_request,
-    unavailable,
 )
 
 __all__ = ["AsyncClient", "AsyncSubscription"]
@@ -105,180 +85,20 @@ __all__ = ["AsyncClient", "AsyncSubscription"]
 _R = TypeVar("_R")
 
 
-def _asyncio_context(context: zmq.Context[zmq.Socket[bytes]]) -> zmq.Context[zmq.Socket[bytes]]:
-    """`context` making asyncio sockets. (Not `Socket.from_socket`: that leaves a second Python object
-    on the same handle, which at garbage collection may close whatever socket reuses the handle.)"""
-    return cast("zmq.Context[zmq.Socket[bytes]]", zmq.asyncio.Context.shadow(context))
+class AsyncClient(AsyncConnection):
+    """A typed connection to azsd: one method per request, each returning its reply's own type.
 
-
-def _asyncio_socket(sock: zmq.Socket[bytes]) -> zmq.asyncio.Socket:
-    """A socket made in an :func:`_asyncio_context`, typed as what it is."""
-    return cast(zmq.asyncio.Socket, sock)
-
-
-class AsyncSubscription:
-    """Live notifications of one store (or one session of it); see :class:`~azsd_client.Subscription`."""
-
-    def __init__(self, context: zmq.Context[zmq.Socket[bytes]], endpoint: str, prefix: bytes) -> None:
-        with connecting(endpoint):
-            self._sock = _asyncio_socket(connect_sub(_asyncio_context(context), endpoint, [prefix]))
-
-    async def recv(self, timeout: float | None = None) -> Notification | None:
-        """The next notification, or None when none arrives within `timeout` seconds (None: wait)."""
-        ready = await self._sock.poll(None if timeout is None else int(timeout * 1000))
-        if not ready:
-            return None
-        frames = await self._sock.recv_multipart()
-        if len(frames) != 2:
-            raise ProtocolError(f"a notification arrived in {len(frames)} frames, not 2")
-        return decode_notification(frames[1])
-
-    def close(self) -> None:
-        """Stop receiving (idempotent)."""
-        self._sock.close(linger=0)
-
-    async def __aenter__(self) -> AsyncSubscription:
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
-
-
-class AsyncClient:
-    """A typed asyncio connection to azsd; use it from one event loop.
+    Use one client from one thread (or one event loop) at a time.
 
     Args:
         config: where the daemon listens; by default resolved from the environment and config file.
-        timeout: seconds to wait for each reply (`ingest_file` waits longer).
+        timeout: seconds to wait for each reply (`ingest_file` waits longer, see its docstring).
         context: the ZeroMQ context to open sockets in (default: the process-wide instance).
     """
-
-    def __init__(
-        self,
-        config: ResolvedConfig | None = None,
-        *,
-        timeout: float = 5.0,
-        context: zmq.Context[zmq.Socket[bytes]] | None = None,
-    ) -> None:
-        self.config = config if config is not None else default_config()
-        self.timeout = timeout
-        self._context: zmq.Context[zmq.Socket[bytes]] = (
-            context if context is not None else zmq.Context.instance()
-        )
-        self._sock: zmq.asyncio.Socket | None = None
-        self._reader: asyncio.Task[None] | None = None
-        self._pending: dict[bytes, asyncio.Future[Reply]] = {}
-        self._ids = request_ids()
-        self._checked: asyncio.Future[StatusReply] | None = None  # the first request's Status check
-
-    # -- plumbing ---------------------------------------------------------------------------------
-
-    async def request(self, message: Request, *, timeout: float | None = None) -> Reply:
-        """Send one request and await its reply (see :meth:`azsd_client.Client.request`)."""
-        first = self._checked is None
-        status = await self._check()
-        if first and isinstance(message, Status):
-            return status
-        return raise_for_error(await self._roundtrip(message, self.timeout if timeout is None else timeout))
 
     async def call(self, message: Request, kind: type[_R], *, timeout: float | None = None) -> _R:
         """`request`, with the reply checked to be of type `kind`."""
         return expect(await self.request(message, timeout=timeout), kind)
-
-    async def _check(self) -> StatusReply:
-        """The first request of a connection checks `Status`; concurrent first requests share one check."""
-        if self._checked is None:
-            self._checked = asyncio.ensure_future(self._first_contact())
-        check = self._checked
-        try:
-            return await asyncio.shield(check)
-        except AzsdError:
-            if self._checked is check:
-                self._checked = None
-            raise
-
-    async def _first_contact(self) -> StatusReply:
-        return check_protocol(await self._roundtrip(Status(), self.timeout, first_contact=True))
-
-    async def _roundtrip(self, message: Request, timeout: float, *, first_contact: bool = False) -> Reply:
-        sock = self._socket()
-        request_id = next(self._ids)
-        future: asyncio.Future[Reply] = asyncio.get_running_loop().create_future()
-        self._pending[request_id] = future
-        try:
-            async with asyncio.timeout(timeout):
-                await sock.send_multipart([request_id, encode(message)])
-                return await future
-        except TimeoutError:
-            error = unavailable(
-                self.config.rpc_endpoint, timeout, first_contact=first_contact, op=type(message).__name__
-            )
-            self._reset(error)
-            raise error from None
-        finally:
-            self._pending.pop(request_id, None)
-
-    def _socket(self) -> zmq.asyncio.Socket:
-        if self._sock is None:
-            endpoint = self.config.rpc_endpoint
-            with connecting(endpoint):
-                self._sock = _asyncio_socket(connect_dealer(_asyncio_context(self._context), endpoint))
-            self._reader = asyncio.get_running_loop().create_task(self._read(self._sock))
-        return self._sock
-
-    async def _read(self, sock: zmq.asyncio.Socket) -> None:
-        """Hand each reply to the future of the request it answers; drop the rest."""
-        while True:
-            frames = await sock.recv_multipart()
-            if len(frames) != 2:
-                continue
-            future = self._pending.get(frames[0])
-            if future is None or future.done():
-                continue
-            try:
-                future.set_result(decode_reply(frames[1]))
-            except ProtocolError as exc:
-                future.set_exception(exc)
-
-    def _reset(self, error: AzsdError | None = None) -> None:
-        if self._reader is not None:
-            self._reader.cancel()
-            self._reader = None
-        if self._sock is not None:
-            self._sock.close(linger=0)
-            self._sock = None
-        for future in self._pending.values():
-            if not future.done():
-                future.set_exception(error or AzsdError("the client was closed"))
-                future.exception()
-        self._pending.clear()
-        self._checked = None
-
-    async def aclose(self) -> None:
-        """Close the socket; requests still in flight fail. The client reconnects if used again."""
-        reader = self._reader
-        self._reset()
-        if reader is not None:
-            with contextlib.suppress(asyncio.CancelledError):
-                await reader
-
-    async def __aenter__(self) -> AsyncClient:
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.aclose()
-
-    def subscribe(self, root: RootLike, session: int | None = None) -> AsyncSubscription:
-        """Notifications of the store at `root`, or of one session in it."""
-        return AsyncSubscription(
-            self._context, self.config.pub_endpoint, topic(canonical_root(root), session)
-        )
-
-    # -- typed requests ---------------------------------------------------------------------------
 
     async def status(self) -> StatusReply:
         """Version, protocol, pid, uptime and open stores of the daemon."""
@@ -289,12 +109,15 @@ class AsyncClient:
         return await self.call(Shutdown(), ShutdownReply)
 
     async def create_session(
-        self, root: RootLike, name: str | None = None, *, worktree: str = ""
+        self,
+        root: RootLike,
+        name: str | None = None,
+        *,
+        worktree: str = "",
     ) -> SessionReply:
         """Create a session; the store file is created now if it did not exist."""
-        return await self.call(
-            CreateSession(root=canonical_root(root), name=name, worktree=worktree), SessionReply
-        )
+        message = CreateSession(root=canonical_root(root), name=name, worktree=worktree)
+        return await self.call(message, SessionReply)
 
     async def list_sessions(
         self,
@@ -306,7 +129,11 @@ class AsyncClient:
         archived: Archived = "exclude",
         with_usage: bool = False,
     ) -> SessionsReply:
-        """One page of sessions (see :meth:`azsd_client.Client.list_sessions`)."""
+        """One page of sessions, latest activity first; `worktree=None` lists every worktree's.
+
+        Archived sessions are left out unless `archived` is `include` or `only`; `with_usage` fills
+        each view's token usage.
+        """
         message = ListSessions(
             root=canonical_root(root),
             worktree=worktree,
@@ -323,12 +150,12 @@ class AsyncClient:
 
     async def rename_session(self, root: RootLike, session: int, name: str) -> SessionReply:
         """Rename a session (an empty name shows as `S<id>`)."""
-        return await self.call(
-            RenameSession(root=canonical_root(root), session=session, name=name), SessionReply
-        )
+        message = RenameSession(root=canonical_root(root), session=session, name=name)
+        return await self.call(message, SessionReply)
 
     async def delete_session(self, root: RootLike, session: int, *, with_forks: bool = False) -> OkReply:
-        """Delete a session and everything stored for it; its forks too `with_forks`."""
+        """Delete a session and everything stored for it; its forks too `with_forks` (else they stay,
+        their lineage cleared)."""
         message = DeleteSession(root=canonical_root(root), session=session, with_forks=with_forks)
         return await self.call(message, OkReply)
 
@@ -370,7 +197,7 @@ class AsyncClient:
     async def build_context(
         self, root: RootLike, session: int, prompt: str, *, backend: Backend = "claude"
     ) -> ContextReply:
-        """The exact context-injected prompt for the next turn."""
+        """The exact context-injected prompt for the next turn (`backend` is `claude` or `codex`)."""
         message = BuildContext(root=canonical_root(root), session=session, prompt=prompt, backend=backend)
         return await self.call(message, ContextReply)
 
@@ -417,17 +244,28 @@ class AsyncClient:
         kinds: Sequence[str] | None = None,
         words: bool = False,
     ) -> SearchReply:
-        """Full-text search, best match first (see :meth:`azsd_client.Client.search`)."""
-        message = search_request(
-            root, query, worktree=worktree, limit=limit, worktrees=worktrees, sessions=sessions,
-            kinds=kinds, words=words,
-        )  # fmt: skip
+        """Full-text search, best match first, each hit with a highlighted snippet.
+
+        `query` is FTS5 syntax (``a AND b``, ``"a phrase"``, ``pre*``), or with `words` plain words that
+        must all match. `worktrees`, `sessions` and `kinds` (variant names, or user, assistant, tool,
+        call, result, plan) narrow it; None matches everything.
+        """
+        message = Search(
+            root=canonical_root(root),
+            query=query,
+            worktree=worktree,
+            limit=limit,
+            worktrees=None if worktrees is None else list(worktrees),
+            sessions=None if sessions is None else list(sessions),
+            kinds=None if kinds is None else list(kinds),
+            words=words,
+        )
         return await self.call(message, SearchReply)
 
     async def reindex(self, root: RootLike, *, timeout: float | None = None) -> ReindexReply:
         """Rebuild the store's search index from its events (a long request, like `ingest_file`)."""
-        wait = long_timeout(timeout, self.timeout)
-        return await self.call(Reindex(root=canonical_root(root)), ReindexReply, timeout=wait)
+        message = Reindex(root=canonical_root(root))
+        return await self.call(message, ReindexReply, timeout=long_timeout(timeout, self.timeout))
 
     async def export_page(
         self,
@@ -457,7 +295,8 @@ class AsyncClient:
         page_size: int = 1000,
         timeout: float | None = None,
     ) -> AsyncIterator[ExportReply]:
-        """Every page of an export, fetched as the iteration goes (see :meth:`azsd_client.Client.export`)."""
+        """Every page of an export, fetched as the iteration goes: their `text`s joined are the document,
+        and their `masked` counts summed are the secrets `redact` masked."""
         next_seq: int | None = 1
         while next_seq is not None:
             page = await self.export_page(
@@ -470,7 +309,11 @@ class AsyncClient:
     async def backup(
         self, root: RootLike, dest: RootLike | None = None, *, timeout: float | None = None
     ) -> BackupReply:
-        """Copy the store and verify the copy (see :meth:`azsd_client.Client.backup`)."""
+        """Copy the store with SQLite's backup API and verify the copy.
+
+        `dest` is a directory or a path ending in ``.azs`` (made absolute here); None: the daemon's
+        default, ``<root>/.azureal/backups/``. An existing file is never overwritten.
+        """
         message = Backup(root=canonical_root(root), dest=None if dest is None else absolute_path(dest))
         return await self.call(message, BackupReply, timeout=long_timeout(timeout, self.timeout))
 
@@ -516,12 +359,15 @@ class AsyncClient:
         format: str | None = None,
         timeout: float | None = None,
     ) -> IngestReply:
-        """Have the daemon read a finished agent JSONL file into a session (waits up to 300 s by default)."""
+        """Have the daemon read a finished agent JSONL file into a session.
+
+        The path is made absolute here (the daemon has its own working directory). The reply may take
+        a while for a big file: the default timeout is the larger of the client's and 300 s.
+        """
         message = IngestFile(
             root=canonical_root(root), session=session, path=absolute_path(path), format=format
         )
-        wait = long_timeout(timeout, self.timeout)
-        return await self.call(message, IngestReply, timeout=wait)
+        return await self.call(message, IngestReply, timeout=long_timeout(timeout, self.timeout))
 
     async def follow(
         self,
@@ -533,7 +379,12 @@ class AsyncClient:
         *,
         timeout: float | None = None,
     ) -> FollowReply:
-        """Follow an agent JSONL file live into a session (see :meth:`azsd_client.Client.follow`)."""
+        """Follow an agent JSONL file live into a session, from its saved offset (or its start).
+
+        The daemon stores each line as it is written and ends the follow by itself on the turn's final
+        event, or once `writer_pid` is gone and the file has been idle a while. `format` is detected
+        when None. The first read may take a while: the default timeout is as for `ingest_file`.
+        """
         message = Follow(
             root=canonical_root(root),
             session=session,
@@ -541,11 +392,9 @@ class AsyncClient:
             format=format,
             writer_pid=writer_pid,
         )
-        wait = long_timeout(timeout, self.timeout)
-        return await self.call(message, FollowReply, timeout=wait)
+        return await self.call(message, FollowReply, timeout=long_timeout(timeout, self.timeout))
 
     async def unfollow(self, root: RootLike, path: RootLike, *, timeout: float | None = None) -> OkReply:
         """Stop following `path`, after storing what the file holds now."""
         message = Unfollow(root=canonical_root(root), path=absolute_path(path))
-        wait = long_timeout(timeout, self.timeout)
-        return await self.call(message, OkReply, timeout=wait)
+        return await self.call(message, OkReply, timeout=long_timeout(timeout, self.timeout))

@@ -1,13 +1,10 @@
-"""The synchronous azsd client: one DEALER socket, typed methods, Lazy Pirate timeouts.
+# GENERATED from aio.py by client/unasync.py (`make unasync`): edit aio.py, never this file.
+# ruff: noqa: UP028 (an async generator cannot `yield from`, so the source loops, and so does this copy)
+"""The blocking azsd client: :class:`Client`, every typed request of :class:`~azsd_client.AsyncClient`.
 
-Every request is ``[request_id, msgpack]`` on a DEALER; the reply carrying the same id is the answer,
-and anything else that arrives (a late answer to an earlier request) is dropped. When no answer comes
-within the timeout the socket is closed with linger 0 and reopened on the next request (the zguide's
-"Lazy Pirate"), and :class:`~azsd.errors.DaemonUnavailable` is raised. A request is never retried on
-its own: one that timed out may or may not have been carried out.
-
-The first request of a connection checks `Status` and refuses a daemon that speaks another
-protocol version.
+:class:`Client` is a :class:`~azsd_client._connection.Connection` (one DEALER, Lazy Pirate timeouts, the
+protocol checked on first contact, no event loop) with one typed method per request, generated from
+``aio.py``.
 
 >>> with Client() as client:                     # doctest: +SKIP
 ...     view = client.create_session("/src/project", "fix parser", worktree="main").session
@@ -16,15 +13,9 @@ protocol version.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator, Sequence
-from types import TracebackType
 from typing import TypeVar
 
-import zmq
-
-from azsd.config import ResolvedConfig
-from azsd.errors import ProtocolError
 from azsd.events import Event
 from azsd.ipc.protocol import (
     AppendEvents,
@@ -55,13 +46,12 @@ from azsd.ipc.protocol import (
     ListSessions,
     MarkCompleted,
     MeterReply,
-    Notification,
     OkReply,
     Reindex,
     ReindexReply,
     RenameSession,
-    Reply,
     Request,
+    Search,
     SearchReply,
     SessionReply,
     SessionsReply,
@@ -75,13 +65,9 @@ from azsd.ipc.protocol import (
     Usage,
     UsageReply,
     WireEvent,
-    decode_notification,
-    decode_reply,
-    encode,
-    topic,
 )
-from azsd.ipc.transport import connect_dealer, connect_sub, recv_notification, recv_reply, send_request
 
+from ._connection import Connection, Subscription
 from ._shared import (
     Archived,
     Backend,
@@ -89,16 +75,9 @@ from ._shared import (
     RootLike,
     absolute_path,
     canonical_root,
-    check_protocol,
-    connecting,
-    default_config,
     encode_events,
     expect,
     long_timeout,
-    raise_for_error,
-    request_ids,
-    search_request,
-    unavailable,
 )
 
 __all__ = ["Client", "Subscription"]
@@ -106,42 +85,10 @@ __all__ = ["Client", "Subscription"]
 _R = TypeVar("_R")
 
 
-class Subscription:
-    """Live notifications of one store (or one session of it) on the daemon's PUB socket.
+class Client(Connection):
+    """A typed connection to azsd: one method per request, each returning its reply's own type.
 
-    PUB/SUB drops messages for a subscriber that is slow or not connected yet: compare each
-    notification's `seq` with the previous one (for a whole store), or event seqs (for one session),
-    and re-read by request when there is a gap.
-    """
-
-    def __init__(self, context: zmq.Context[zmq.Socket[bytes]], endpoint: str, prefix: bytes) -> None:
-        with connecting(endpoint):
-            self._sock = connect_sub(context, endpoint, [prefix])
-
-    def recv(self, timeout: float | None = None) -> Notification | None:
-        """The next notification, or None when none arrives within `timeout` seconds (None: wait)."""
-        if not self._sock.poll(None if timeout is None else int(timeout * 1000), zmq.POLLIN):
-            return None
-        _topic, payload = recv_notification(self._sock)
-        if not payload:
-            raise ProtocolError("a notification arrived without a payload frame")
-        return decode_notification(payload)
-
-    def close(self) -> None:
-        """Stop receiving (idempotent)."""
-        self._sock.close(linger=0)
-
-    def __enter__(self) -> Subscription:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
-
-
-class Client:
-    """A typed, blocking connection to azsd. Not thread-safe: use one per thread.
+    Use one client from one thread (or one event loop) at a time.
 
     Args:
         config: where the daemon listens; by default resolved from the environment and config file.
@@ -149,88 +96,9 @@ class Client:
         context: the ZeroMQ context to open sockets in (default: the process-wide instance).
     """
 
-    def __init__(
-        self,
-        config: ResolvedConfig | None = None,
-        *,
-        timeout: float = 5.0,
-        context: zmq.Context[zmq.Socket[bytes]] | None = None,
-    ) -> None:
-        self.config = config if config is not None else default_config()
-        self.timeout = timeout
-        self._context: zmq.Context[zmq.Socket[bytes]] = (
-            context if context is not None else zmq.Context.instance()
-        )
-        self._sock: zmq.Socket[bytes] | None = None
-        self._ids = request_ids()
-        self._checked = False
-
-    # -- plumbing ---------------------------------------------------------------------------------
-
-    def request(self, message: Request, *, timeout: float | None = None) -> Reply:
-        """Send one request and return its reply.
-
-        Raises:
-            DaemonUnavailable: no answer within the timeout (the socket is reset for the next call).
-            RemoteError: the daemon answered with an error reply.
-            ProtocolError: the daemon speaks another protocol version, or sent something undecodable.
-        """
-        if not self._checked:
-            status = check_protocol(self._roundtrip(Status(), self.timeout, first_contact=True))
-            self._checked = True
-            if isinstance(message, Status):
-                return status
-        return raise_for_error(self._roundtrip(message, self.timeout if timeout is None else timeout))
-
     def call(self, message: Request, kind: type[_R], *, timeout: float | None = None) -> _R:
         """`request`, with the reply checked to be of type `kind`."""
         return expect(self.request(message, timeout=timeout), kind)
-
-    def _roundtrip(self, message: Request, timeout: float, *, first_contact: bool = False) -> Reply:
-        sock = self._socket()
-        request_id = next(self._ids)
-        send_request(sock, request_id, encode(message))
-        deadline = time.monotonic() + timeout
-        while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0 or not sock.poll(max(1, int(remaining * 1000)), zmq.POLLIN):
-                self._reset()
-                raise unavailable(
-                    self.config.rpc_endpoint, timeout, first_contact=first_contact, op=type(message).__name__
-                )
-            answered, payload = recv_reply(sock)
-            if answered == request_id:
-                return decode_reply(payload)
-
-    def _socket(self) -> zmq.Socket[bytes]:
-        if self._sock is None:
-            with connecting(self.config.rpc_endpoint):
-                self._sock = connect_dealer(self._context, self.config.rpc_endpoint)
-        return self._sock
-
-    def _reset(self) -> None:
-        if self._sock is not None:
-            self._sock.close(linger=0)
-            self._sock = None
-        self._checked = False  # whoever answers next may be another daemon
-
-    def close(self) -> None:
-        """Close the socket (idempotent; the client reconnects if used again)."""
-        self._reset()
-
-    def __enter__(self) -> Client:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
-
-    def subscribe(self, root: RootLike, session: int | None = None) -> Subscription:
-        """Notifications of the store at `root`, or of one session in it."""
-        return Subscription(self._context, self.config.pub_endpoint, topic(canonical_root(root), session))
-
-    # -- typed requests ---------------------------------------------------------------------------
 
     def status(self) -> StatusReply:
         """Version, protocol, pid, uptime and open stores of the daemon."""
@@ -240,9 +108,16 @@ class Client:
         """Ask the daemon to stop (queued writes finish first)."""
         return self.call(Shutdown(), ShutdownReply)
 
-    def create_session(self, root: RootLike, name: str | None = None, *, worktree: str = "") -> SessionReply:
+    def create_session(
+        self,
+        root: RootLike,
+        name: str | None = None,
+        *,
+        worktree: str = "",
+    ) -> SessionReply:
         """Create a session; the store file is created now if it did not exist."""
-        return self.call(CreateSession(root=canonical_root(root), name=name, worktree=worktree), SessionReply)
+        message = CreateSession(root=canonical_root(root), name=name, worktree=worktree)
+        return self.call(message, SessionReply)
 
     def list_sessions(
         self,
@@ -275,7 +150,8 @@ class Client:
 
     def rename_session(self, root: RootLike, session: int, name: str) -> SessionReply:
         """Rename a session (an empty name shows as `S<id>`)."""
-        return self.call(RenameSession(root=canonical_root(root), session=session, name=name), SessionReply)
+        message = RenameSession(root=canonical_root(root), session=session, name=name)
+        return self.call(message, SessionReply)
 
     def delete_session(self, root: RootLike, session: int, *, with_forks: bool = False) -> OkReply:
         """Delete a session and everything stored for it; its forks too `with_forks` (else they stay,
@@ -314,7 +190,8 @@ class Client:
         next_seq: int | None = from_seq
         while next_seq is not None:
             page = self.get_events_page(root, session, from_seq=next_seq, limit=page_size)
-            yield from page.events
+            for event in page.events:
+                yield event
             next_seq = page.next_seq
 
     def build_context(
@@ -373,16 +250,22 @@ class Client:
         must all match. `worktrees`, `sessions` and `kinds` (variant names, or user, assistant, tool,
         call, result, plan) narrow it; None matches everything.
         """
-        message = search_request(
-            root, query, worktree=worktree, limit=limit, worktrees=worktrees, sessions=sessions,
-            kinds=kinds, words=words,
-        )  # fmt: skip
+        message = Search(
+            root=canonical_root(root),
+            query=query,
+            worktree=worktree,
+            limit=limit,
+            worktrees=None if worktrees is None else list(worktrees),
+            sessions=None if sessions is None else list(sessions),
+            kinds=None if kinds is None else list(kinds),
+            words=words,
+        )
         return self.call(message, SearchReply)
 
     def reindex(self, root: RootLike, *, timeout: float | None = None) -> ReindexReply:
         """Rebuild the store's search index from its events (a long request, like `ingest_file`)."""
-        wait = long_timeout(timeout, self.timeout)
-        return self.call(Reindex(root=canonical_root(root)), ReindexReply, timeout=wait)
+        message = Reindex(root=canonical_root(root))
+        return self.call(message, ReindexReply, timeout=long_timeout(timeout, self.timeout))
 
     def export_page(
         self,
@@ -484,8 +367,7 @@ class Client:
         message = IngestFile(
             root=canonical_root(root), session=session, path=absolute_path(path), format=format
         )
-        wait = long_timeout(timeout, self.timeout)
-        return self.call(message, IngestReply, timeout=wait)
+        return self.call(message, IngestReply, timeout=long_timeout(timeout, self.timeout))
 
     def follow(
         self,
@@ -510,11 +392,9 @@ class Client:
             format=format,
             writer_pid=writer_pid,
         )
-        wait = long_timeout(timeout, self.timeout)
-        return self.call(message, FollowReply, timeout=wait)
+        return self.call(message, FollowReply, timeout=long_timeout(timeout, self.timeout))
 
     def unfollow(self, root: RootLike, path: RootLike, *, timeout: float | None = None) -> OkReply:
         """Stop following `path`, after storing what the file holds now."""
         message = Unfollow(root=canonical_root(root), path=absolute_path(path))
-        wait = long_timeout(timeout, self.timeout)
-        return self.call(message, OkReply, timeout=wait)
+        return self.call(message, OkReply, timeout=long_timeout(timeout, self.timeout))

@@ -1,6 +1,6 @@
 """Human output of the store-wide commands: search hits, usage tables, backups, imports.
 
-Pure functions from protocol values to lines of text, like :mod:`azsd_client.render`.
+Pure functions from protocol values to lines of text.
 """
 
 from __future__ import annotations
@@ -10,11 +10,10 @@ from typing import Final
 
 from azsd.ipc.protocol import BackupReply, SearchHit, SessionUsageView, UsageView, WorktreeUsageView
 
-from .render import Cell, Style, format_cost, one_line, table
+from .text import Cell, Style, format_cost, format_size, one_line, table
 
 __all__ = [
     "backup_line",
-    "format_size",
     "highlighted",
     "import_summary",
     "progress_line",
@@ -127,18 +126,6 @@ def usage_lines(
 
 
 # -- backup and import ------------------------------------------------------------------------------
-
-
-def format_size(n: int) -> str:
-    """A byte count for people.
-
-    >>> format_size(512), format_size(12_300), format_size(4_500_000)
-    ('512 B', '12.3 kB', '4.5 MB')
-    """
-    for limit, unit in ((10**9, "GB"), (10**6, "MB"), (10**3, "kB")):
-        if n >= limit:
-            return f"{n / limit:.1f} {unit}"
-    return f"{n} B"
 
 
 def _plural(n: int, word: str) -> str:

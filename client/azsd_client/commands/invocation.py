@@ -7,16 +7,15 @@ import functools
 import os
 import subprocess
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
-
-import msgspec
 
 from azsd.config import ResolvedConfig, resolve_config
 from azsd.errors import UsageError
+from azsd_client.client import Client
+from azsd_client.render.text import Style
 
-from .client import Client
-from .render import Style
+from .output import Output
 
 __all__ = ["Invocation", "UsageError", "git", "git_branch", "git_root"]
 
@@ -61,9 +60,12 @@ class Invocation:
     def __init__(self, args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> None:
         self.args = args
         self.environ: Mapping[str, str] = os.environ if environ is None else environ
-        self.json: bool = args.json
-        self.tty = bool(getattr(sys.stdout, "isatty", None) and sys.stdout.isatty())
-        self.style = Style(color=not self.json and _wants_color(sys.stdout, self.environ))
+        json: bool = args.json
+        self.out = Output(
+            json=json,
+            tty=bool(getattr(sys.stdout, "isatty", None) and sys.stdout.isatty()),
+            style=Style(color=not json and _wants_color(sys.stdout, self.environ)),
+        )
         self._client: Client | None = None
 
     @functools.cached_property
@@ -89,20 +91,8 @@ class Invocation:
         """The current branch of the root (sessions are labelled with it)."""
         return git_branch(self.root)
 
-    def say(self, lines: Iterable[str], *, flush: bool = False) -> None:
-        """Human output."""
-        for line in lines:
-            sys.stdout.write(line + "\n")
-        if flush:
-            sys.stdout.flush()
-
-    def emit(self, value: Any, *, flush: bool = False) -> None:
-        """Machine output: one compact JSON object a line."""
-        sys.stdout.write(msgspec.json.encode(value).decode() + "\n")
-        if flush:
-            sys.stdout.flush()
-
     def close(self) -> None:
+        """Close the connection, if one was opened."""
         if self._client is not None:
             self._client.close()
             self._client = None

@@ -1,6 +1,6 @@
 """Human output of what the daemon reports about its own work: status, follows, ingest reports.
 
-Pure functions from protocol values to lines of text, like :mod:`azsd_client.render`.
+Pure functions from protocol values to lines of text.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from azsd.ipc.protocol import FollowView, IngestReply, StatusReply
 
-from .render import Cell, Style, format_duration, table
+from .text import Cell, Style, format_duration, table
 
 __all__ = ["follow_line", "follow_rows", "ingest_lines", "status_lines"]
 

@@ -24,8 +24,7 @@ from typing import IO, Final
 
 from azsd.config import ResolvedConfig
 from azsd.errors import AzsdError
-
-from ._shared import Backend
+from azsd_client._shared import Backend
 
 __all__ = [
     "FORMATS",

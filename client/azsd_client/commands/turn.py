@@ -26,14 +26,15 @@ from types import FrameType
 from typing import Final
 
 from azsd.errors import AzsdError, RemoteError
-from azsd.events import Complete, EventDecodeError, UserMessage, decode_event, encode_event
+from azsd.events import Complete, Event, EventDecodeError, UserMessage, decode_event, encode_event
 from azsd.ipc.protocol import SessionChanged, WireEvent
+from azsd_client._shared import Backend
+from azsd_client.follow import FollowItem, SessionFollower
+from azsd_client.render.events import event_lines
+from azsd_client.render.text import Style
 
-from ._agent import FORMATS, Agent, agent_command, check_agent, check_argv, turn_path
-from ._invocation import Invocation, UsageError
-from ._shared import Backend
-from .follow import FollowItem, SessionFollower
-from .render import event_lines
+from .agent import FORMATS, Agent, agent_command, check_agent, check_argv, turn_path
+from .invocation import Invocation, UsageError
 
 __all__ = ["run_turn", "session_name"]
 
@@ -120,16 +121,22 @@ class _Turn:
             if isinstance(event, Complete):
                 self.complete, completed = event, True
             self.shown += 1
-            if self.run.json:
-                self.run.emit(item, flush=True)
-                continue
+            self._print(item, event)
+        return completed
+
+    def _print(self, item: WireEvent, event: Event | None) -> None:
+        """One stored event, as `show` prints it (a JSON line with `--json`); a turn's end with the turn's
+        wall time when the agent reports none."""
+
+        def human(item: WireEvent, style: Style) -> list[str]:
             if isinstance(event, Complete) and event.duration_ms == 0:  # Codex reports no duration
                 timed = Complete(
                     success=event.success, duration_ms=self.elapsed_ms(), cost_usd=event.cost_usd
                 )
                 item = WireEvent(seq=item.seq, kind=item.kind, data=encode_event(timed).decode())
-            self.run.say(event_lines(item, self.run.style), flush=True)
-        return completed
+            return event_lines(item, style)
+
+        self.run.out.result(item, human, flush=True)
 
     def note(self, message: str, details: Iterable[str] = ()) -> None:
         sys.stderr.write(f"azs: {message}\n" + "".join(f"  │ {line}\n" for line in details))
@@ -283,7 +290,7 @@ def _status(code: int | None) -> str:
 def _header(run: Invocation, session: int, name: str, created: bool, backend: Backend) -> None:
     model = f" · model {run.args.model}" if run.args.model else ""
     title = f"S{session}" + (f" “{name}”" if name else "")
-    run.say([run.style.dim(("created " if created else "") + f"{title} · {backend}{model}")], flush=True)
+    run.out.note(("created " if created else "") + f"{title} · {backend}{model}", flush=True)
 
 
 def run_turn(run: Invocation) -> int:
@@ -303,8 +310,7 @@ def run_turn(run: Invocation) -> int:
     injected = run.client.build_context(run.root, view.id, prompt, backend=backend).prompt
     argv, stdin = agent_command(run.config, backend, injected, args.model)
     check_argv(argv)
-    if not run.json:
-        _header(run, view.id, view.name, session is None, backend)
+    _header(run, view.id, view.name, session is None, backend)
     stored = run.client.append_events(run.root, view.id, [UserMessage(content=prompt)]).events
     first = stored[-1].seq + 1 if stored else view.event_count + 1
     with SessionFollower(run.client, run.root, view.id, from_seq=first, idle_check_s=_REREAD_S) as follower:

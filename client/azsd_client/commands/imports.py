@@ -16,9 +16,9 @@ from typing import Any, TextIO
 
 from azsd.errors import RemoteError
 from azsd.ipc.protocol import ImportReply
+from azsd_client.render.reports import import_summary, progress_line
 
-from ._invocation import Invocation
-from .render_reports import import_summary, progress_line
+from .invocation import Invocation
 
 __all__ = ["import_sessions", "source_dir"]
 
@@ -84,6 +84,11 @@ class _Tally:
         }  # fmt: skip
 
 
+def _progress_shows_it(reply: ImportReply, style: object) -> list[str]:
+    """People see each import as the progress bar moves on, not as a line of its own."""
+    return []
+
+
 def import_sessions(run: Invocation) -> int:
     """Import every source of the project that is not current, labelled with the current branch."""
     agent: str = run.args.agent
@@ -103,15 +108,14 @@ def import_sessions(run: Invocation) -> int:
             tally.failed.append((source.path, str(exc)))
             continue
         tally.add(reply)
-        if run.json:
-            run.emit(reply, flush=True)
+        run.out.result(reply, _progress_shows_it, flush=True)
     progress.clear()
-    if run.json:
-        run.emit(tally.summary(agent, project, len(sources)))
-    elif not sources:
-        run.say([f"no {agent} sessions of {project} under {where}"])
-    else:
-        run.say([import_summary(tally.created, tally.updated, tally.current, tally.events)])
+    said = (
+        import_summary(tally.created, tally.updated, tally.current, tally.events)
+        if sources
+        else f"no {agent} sessions of {project} under {where}"
+    )
+    run.out.result(tally.summary(agent, project, len(sources)), lambda _, __: [said])
     if tally.failed:
         n = len(tally.failed)
         sys.stderr.write(f"azs: {n} of {len(sources)} sources failed to import\n")

@@ -1,0 +1,147 @@
+"""The blocking sockets under :class:`~azsd_client.Client`: a DEALER with Lazy Pirate timeouts, and a SUB.
+
+Every request is ``[request_id, msgpack]`` on a DEALER; the reply carrying the same id is the answer,
+and anything else that arrives (a late answer to an earlier request) is dropped. When no answer comes
+within the timeout the socket is closed with linger 0 and reopened on the next request (the zguide's
+"Lazy Pirate"), and :class:`~azsd.errors.DaemonUnavailable` is raised. A request is never retried on
+its own: one that timed out may or may not have been carried out.
+
+The first request of a connection checks `Status` and refuses a daemon that speaks another
+protocol version. The typed methods are :class:`~azsd_client.Client`'s (generated from ``aio.py``).
+"""
+
+from __future__ import annotations
+
+import time
+from types import TracebackType
+from typing import Self
+
+import zmq
+
+from azsd.errors import ProtocolError
+from azsd.ipc.protocol import (
+    Notification,
+    Reply,
+    Request,
+    Status,
+    decode_notification,
+    decode_reply,
+    encode,
+    topic,
+)
+from azsd.ipc.transport import connect_dealer, connect_sub, recv_notification, recv_reply, send_request
+
+from ._shared import (
+    ConnectionBase,
+    RootLike,
+    canonical_root,
+    check_protocol,
+    connecting,
+    raise_for_error,
+    unavailable,
+)
+
+__all__ = ["Connection", "Subscription"]
+
+
+class Subscription:
+    """Live notifications of one store (or one session of it) on the daemon's PUB socket.
+
+    PUB/SUB drops messages for a subscriber that is slow or not connected yet: compare each
+    notification's `seq` with the previous one (for a whole store), or event seqs (for one session),
+    and re-read by request when there is a gap.
+    """
+
+    def __init__(self, context: zmq.Context[zmq.Socket[bytes]], endpoint: str, prefix: bytes) -> None:
+        with connecting(endpoint):
+            self._sock = connect_sub(context, endpoint, [prefix])
+
+    def recv(self, timeout: float | None = None) -> Notification | None:
+        """The next notification, or None when none arrives within `timeout` seconds (None: wait)."""
+        if not self._sock.poll(None if timeout is None else int(timeout * 1000), zmq.POLLIN):
+            return None
+        _topic, payload = recv_notification(self._sock)
+        if not payload:
+            raise ProtocolError("a notification arrived without a payload frame")
+        return decode_notification(payload)
+
+    def close(self) -> None:
+        """Stop receiving (idempotent)."""
+        self._sock.close(linger=0)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+
+class Connection(ConnectionBase):
+    """A blocking connection to azsd: untyped `request`s on one DEALER. Not thread-safe: use one per thread.
+
+    Made with the arguments of :class:`~azsd_client._shared.ConnectionBase`.
+    """
+
+    _sock: zmq.Socket[bytes] | None = None
+    _checked = False
+
+    def request(self, message: Request, *, timeout: float | None = None) -> Reply:
+        """Send one request and return its reply.
+
+        Raises:
+            DaemonUnavailable: no answer within the timeout (the socket is reset for the next call).
+            RemoteError: the daemon answered with an error reply.
+            ProtocolError: the daemon speaks another protocol version, or sent something undecodable.
+        """
+        if not self._checked:
+            status = check_protocol(self._roundtrip(Status(), self.timeout, first_contact=True))
+            self._checked = True
+            if isinstance(message, Status):
+                return status
+        return raise_for_error(self._roundtrip(message, self.timeout if timeout is None else timeout))
+
+    def _roundtrip(self, message: Request, timeout: float, *, first_contact: bool = False) -> Reply:
+        sock = self._socket()
+        request_id = next(self._ids)
+        send_request(sock, request_id, encode(message))
+        deadline = time.monotonic() + timeout
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not sock.poll(max(1, int(remaining * 1000)), zmq.POLLIN):
+                self._reset()
+                raise unavailable(
+                    self.config.rpc_endpoint, timeout, first_contact=first_contact, op=type(message).__name__
+                )
+            answered, payload = recv_reply(sock)
+            if answered == request_id:
+                return decode_reply(payload)
+
+    def _socket(self) -> zmq.Socket[bytes]:
+        if self._sock is None:
+            with connecting(self.config.rpc_endpoint):
+                self._sock = connect_dealer(self._context, self.config.rpc_endpoint)
+        return self._sock
+
+    def _reset(self) -> None:
+        if self._sock is not None:
+            self._sock.close(linger=0)
+            self._sock = None
+        self._checked = False  # whoever answers next may be another daemon
+
+    def close(self) -> None:
+        """Close the socket (idempotent; the client reconnects if used again)."""
+        self._reset()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def subscribe(self, root: RootLike, session: int | None = None) -> Subscription:
+        """Notifications of the store at `root`, or of one session in it."""
+        return Subscription(self._context, self.config.pub_endpoint, topic(canonical_root(root), session))

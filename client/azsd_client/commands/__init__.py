@@ -1,0 +1,261 @@
+"""The `azs` commands: the one table of them (:data:`COMMANDS`), and what each does, by subject.
+
+- :mod:`.sessions`: ls, new, show, rename, rm, fork, archive, unarchive, context.
+- :mod:`.live`: tail, watch, and the agent files the daemon reads (ingest, follow, unfollow).
+- :mod:`.turn`: `azs run`, one agent turn stored and shown live; :mod:`.agent`, the agent's process.
+- :mod:`.store`: search, usage, export, backup; :mod:`.imports`: `azs import`.
+- :mod:`.daemon`: status, protocol, doctor.
+- :mod:`.invocation`: what the commands of one run share; :mod:`.output`: ``--json`` or text;
+  :mod:`.arguments`: argument types and specs.
+
+A command is a function from its :class:`~.invocation.Invocation` to an exit status, and one row of
+:data:`COMMANDS`: its name, its one-line help, that function, its arguments and (for some) a longer
+description. `azs --help` lists them in the table's order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Final, NamedTuple
+
+from . import daemon, imports, live, sessions, store, turn
+from .arguments import (
+    BACKEND,
+    FORMAT,
+    SESSION,
+    SESSION_OPTION,
+    WORKTREE_OPTIONS,
+    OneOf,
+    Spec,
+    arg,
+    count,
+    session_id,
+    worktree_options,
+)
+from .invocation import Invocation
+
+__all__ = ["COMMANDS", "Command"]
+
+
+class Command(NamedTuple):
+    """One `azs` command: its name, its help, what it does, and its arguments."""
+
+    name: str
+    help: str
+    run: Callable[[Invocation], int]
+    arguments: tuple[Spec, ...] = ()
+    description: str | None = None
+
+
+_LS_DESCRIPTION: Final = (
+    "Sessions of this worktree's store, latest activity first. By default: those labelled with the "
+    "current branch, and the unlabelled ones (made outside git or by a tool that named no worktree)."
+)
+_RUN_DESCRIPTION: Final = (
+    "Run one agent turn: build the session's context into the prompt, store the clean prompt, start the "
+    "agent (claude-command / codex-command in the config), and store and show its output live. Without "
+    "-s, a new session named after the prompt. Exit status: 0 the turn succeeded, 1 it failed, 130 "
+    "interrupted (the agent is stopped; what it wrote stays stored, marked failed)."
+)
+_EXPORT_DESCRIPTION: Final = (
+    "Write a session as Markdown, JSONL (one event a line) or a self-contained HTML page: to stdout, or "
+    "with -o to FILE (written to a temporary file and renamed, so FILE is whole or untouched). --redact "
+    "masks secrets and reports on stderr how many. --json changes nothing without -o (the document is "
+    'the output); with -o it prints {"session", "format", "bytes", "masked", "path"}.'
+)
+_SEARCH_DESCRIPTION: Final = (
+    "Full-text search of prompts, answers, tool calls and results and plans, best match first. QUERY is "
+    'SQLite FTS5 syntax (panic AND unwrap, "exact phrase", pars*); --words takes it as plain words that '
+    "must all appear. By default it searches the sessions `azs ls` shows: the current branch's and the "
+    "unlabelled ones."
+)
+_IMPORT_DESCRIPTION: Final = (
+    "Import the histories an agent keeps of this project ($CLAUDE_CONFIG_DIR or ~/.claude, $CODEX_HOME "
+    "or ~/.codex), one session per file, labelled with the current branch. Running it again imports only "
+    "what the files gained; the files are only read. --json: one importreply per file, then a summary."
+)
+_KINDS: Final = ("user", "assistant", "tool", "call", "result", "plan")
+_FILE: Final = arg("file")
+
+#: Every `azs` command, in the order `azs --help` lists them.
+COMMANDS: Final = (
+    Command("status", "is azsd running, and what it has open", daemon.status),
+    Command(
+        "ls",
+        "sessions of this worktree, latest activity first",
+        sessions.ls,
+        (
+            WORKTREE_OPTIONS,
+            OneOf(
+                (
+                    arg("--archived", action="store_true", help="archived sessions only"),
+                    arg("--all", action="store_true", help="archived sessions too (marked)"),
+                )
+            ),
+        ),
+        _LS_DESCRIPTION,
+    ),
+    Command(
+        "new",
+        "create a session",
+        sessions.new,
+        (
+            arg("name", nargs="?", default=None),
+            arg("--worktree", metavar="W", help="label (default: the current branch)"),
+        ),
+    ),
+    Command("show", "a session and its events", sessions.show, (SESSION,)),
+    Command("rename", "rename a session", sessions.rename, (SESSION, arg("name"))),
+    Command(
+        "rm",
+        "delete a session (asks first); its forks stay unless --with-forks",
+        sessions.rm,
+        (
+            SESSION,
+            arg("-y", "--yes", action="store_true", help="do not ask"),
+            arg("--with-forks", action="store_true", help="delete the sessions forked from it too"),
+        ),
+    ),
+    Command(
+        "context",
+        "print the exact context-injected prompt for a next turn",
+        sessions.context,
+        (SESSION, arg("prompt"), BACKEND),
+    ),
+    Command(
+        "ingest",
+        "store a finished agent JSONL file in a session",
+        live.ingest,
+        (_FILE, SESSION_OPTION, FORMAT),
+    ),
+    Command(
+        "follow",
+        "have azsd follow an agent JSONL file live into a session",
+        live.follow,
+        (_FILE, SESSION_OPTION, FORMAT),
+    ),
+    Command("unfollow", "stop following a file, after storing what it holds now", live.unfollow, (_FILE,)),
+    Command(
+        "tail",
+        "print a session's events; -f keeps following",
+        live.tail,
+        (
+            SESSION,
+            arg("-f", "--follow", action="store_true", help="keep printing new events"),
+            arg("-n", "--lines", type=count, metavar="N", help="start with the last N events"),
+        ),
+    ),
+    Command(
+        "run",
+        "run an agent turn in a session, stored and shown live",
+        turn.run_turn,
+        (
+            arg("prompt", help="what to ask the agent (stored as given; the context is added for the agent)"),
+            arg("-s", "--session", type=session_id, metavar="SESSION", help="default: a new session"),
+            BACKEND,
+            arg("--model", metavar="M", help="the model to ask the agent for"),
+            arg("--worktree", metavar="W", help="label of a new session (default: the current branch)"),
+        ),
+        _RUN_DESCRIPTION,
+    ),
+    Command(
+        "fork",
+        "a new session continuing a session from one of its events",
+        sessions.fork,
+        (
+            SESSION,
+            arg("--at", type=count, metavar="SEQ", required=True, help="the last event to copy"),
+            arg("--name", help="the new session's name"),
+        ),
+    ),
+    Command("archive", "hide a session from `azs ls` (kept)", sessions.archive, (SESSION,)),
+    Command("unarchive", "list it again", sessions.unarchive, (SESSION,)),
+    Command(
+        "export",
+        "a session as Markdown, JSONL or HTML",
+        store.export,
+        (
+            SESSION,
+            arg("--format", choices=("md", "jsonl", "html"), default="md"),
+            arg("--redact", action="store_true", help="mask secrets (keys, tokens, passwords)"),
+            arg("-o", "--output", metavar="FILE", help="write to FILE instead of stdout"),
+        ),
+        _EXPORT_DESCRIPTION,
+    ),
+    Command(
+        "search",
+        "full-text search, best match first",
+        store.search,
+        (
+            arg("query"),
+            worktree_options("every session in the store (default: this branch's and the unlabelled ones)"),
+            arg(
+                "-s",
+                "--session",
+                dest="sessions",
+                type=session_id,
+                action="append",
+                metavar="SESSION",
+                help="in this session only (repeatable; in any worktree unless --worktree)",
+            ),
+            arg(
+                "--kind",
+                dest="kinds",
+                choices=_KINDS,
+                action="append",
+                help="events of this kind only (repeatable)",
+            ),
+            arg("--words", action="store_true", help="QUERY is plain words, not FTS5 syntax"),
+            arg("--limit", type=count, default=50),
+        ),
+        _SEARCH_DESCRIPTION,
+    ),
+    Command("watch", "follow every change to the store", live.watch),
+    Command(
+        "protocol",
+        "the wire protocol version; --schema its JSON Schema",
+        daemon.protocol,
+        (arg("--schema", action="store_true", help="print the JSON Schema of every message"),),
+    ),
+    Command(
+        "doctor",
+        "check the daemon, the store and its search index",
+        daemon.doctor,
+        (arg("--reindex", action="store_true", help="rebuild the search index"),),
+    ),
+    Command(
+        "backup",
+        "a verified copy of the store",
+        store.backup,
+        (
+            arg(
+                "dest",
+                nargs="?",
+                metavar="DEST",
+                help="a directory or a FILE.azs (default: <root>/.azureal/backups/)",
+            ),
+        ),
+    ),
+    Command(
+        "import",
+        "import an agent's own histories of this project",
+        imports.import_sessions,
+        (
+            arg("agent", choices=("claude", "codex")),
+            arg("--project", metavar="DIR", help="the project the agent ran in (default: the root)"),
+        ),
+        _IMPORT_DESCRIPTION,
+    ),
+    Command(
+        "usage",
+        "tokens and cost per session, per worktree, in total",
+        store.usage,
+        (
+            arg("session", type=session_id, metavar="SESSION", nargs="?"),
+            worktree_options(
+                "every session in the store (default: this branch's and the unlabelled ones; "
+                "a SESSION alone: any)"
+            ),
+        ),
+    ),
+)

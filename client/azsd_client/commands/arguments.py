@@ -1,0 +1,118 @@
+"""The arguments of `azs` commands: the types that parse them, and the specs the command table lists.
+
+A spec is data (an :class:`Arg`, or a :class:`OneOf` of them) so that each command's whole interface is
+one row of :data:`azsd_client.commands.COMMANDS`; :func:`add_arguments` turns the specs into argparse
+calls.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any, Final, NamedTuple, TypeAlias
+
+__all__ = [
+    "BACKEND",
+    "FORMAT",
+    "SESSION",
+    "SESSION_OPTION",
+    "WORKTREE_OPTIONS",
+    "Arg",
+    "OneOf",
+    "Spec",
+    "add_arguments",
+    "arg",
+    "count",
+    "seconds",
+    "session_id",
+    "worktree_options",
+]
+
+_SESSION: Final = re.compile(r"[Ss]?([0-9]+)")
+_ID_MAX: Final = 2**63 - 1
+
+
+def session_id(text: str) -> int:
+    """A session as the user names it: ``S3``, ``s3`` or ``3``.
+
+    >>> session_id("S3"), session_id("12")
+    (3, 12)
+    """
+    match = _SESSION.fullmatch(text.strip())
+    number = int(match.group(1)) if match else 0
+    if not 0 < number <= _ID_MAX:
+        raise argparse.ArgumentTypeError(f"not a session: {text!r} (expected S3 or 3)")
+    return number
+
+
+def seconds(text: str) -> float:
+    """A timeout: more than 0 seconds, less than a day."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 < value < 86_400:
+        raise argparse.ArgumentTypeError(f"not a timeout in seconds: {text!r}")
+    return value
+
+
+def count(text: str) -> int:
+    """A positive whole number."""
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"not a positive number: {text!r}")
+    return int(text)
+
+
+class Arg(NamedTuple):
+    """One ``add_argument`` call: the argument's names, and its options."""
+
+    names: tuple[str, ...]
+    options: Mapping[str, Any]
+
+
+class OneOf(NamedTuple):
+    """Arguments of which at most one may be given (an argparse mutually exclusive group)."""
+
+    args: tuple[Arg, ...]
+
+
+Spec: TypeAlias = Arg | OneOf
+
+
+def arg(*names: str, **options: Any) -> Arg:
+    """The spec of ``parser.add_argument(*names, **options)``."""
+    return Arg(names, options)
+
+
+def add_arguments(parser: argparse.ArgumentParser, specs: Iterable[Spec]) -> None:
+    """Add each spec's arguments to `parser`, in order."""
+    for spec in specs:
+        if isinstance(spec, OneOf):
+            group = parser.add_mutually_exclusive_group()
+            for one in spec.args:
+                group.add_argument(*one.names, **one.options)
+        else:
+            parser.add_argument(*spec.names, **spec.options)
+
+
+def worktree_options(every: str) -> OneOf:
+    """``--worktree W`` or ``--all-worktrees`` (whose help says `every`)."""
+    return OneOf(
+        (
+            arg("--worktree", metavar="W", help="sessions labelled W only"),
+            arg("--all-worktrees", action="store_true", help=every),
+        )
+    )
+
+
+#: A session named by position (``azs show S3``).
+SESSION: Final = arg("session", type=session_id, metavar="SESSION")
+#: The session an agent file goes into (``-s S3``).
+SESSION_OPTION: Final = arg("-s", "--session", type=session_id, metavar="SESSION", required=True)
+#: An agent file's format.
+FORMAT: Final = arg("--format", help="the file's format (default: detected)")
+#: The agent a context or a turn is for.
+BACKEND: Final = arg("--backend", choices=("claude", "codex"), default="claude")
+#: Which sessions `ls` lists.
+WORKTREE_OPTIONS: Final = worktree_options("every session in the store")

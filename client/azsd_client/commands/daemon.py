@@ -1,0 +1,91 @@
+"""The `azs` commands about the daemon itself: status, protocol, and doctor (does the daemon answer in
+this protocol, does the store open, does its search index answer).
+
+Each takes its :class:`~.invocation.Invocation` and returns its exit status.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Final
+
+import msgspec
+
+from azsd.errors import AzsdError, RemoteError
+from azsd.ipc.protocol import PROTOCOL_VERSION, json_schema
+from azsd_client.render.status import status_lines
+from azsd_client.render.text import Style
+
+from .invocation import Invocation
+
+__all__ = ["doctor", "protocol", "status"]
+
+#: Where AZUREAL keeps a worktree's store (spec/store-format.md); `doctor` only looks whether it exists.
+_STORE_FILE: Final = Path(".azureal") / "sessions.azs"
+
+
+def status(run: Invocation) -> int:
+    reply = run.client.status()
+    run.out.result(reply, lambda r, style: status_lines(r, run.config.rpc_endpoint, style))
+    return 0
+
+
+def _pretty_json(value: Any, _style: object) -> list[str]:
+    return [msgspec.json.format(msgspec.json.encode(value), indent=2).decode()]
+
+
+def protocol(run: Invocation) -> int:
+    """The protocol version; with `--schema` the JSON Schema of every message (indented for people)."""
+    if run.args.schema:
+        run.out.result(json_schema(), _pretty_json)
+    else:
+        run.out.result({"protocol": PROTOCOL_VERSION}, lambda _, __: [f"protocol {PROTOCOL_VERSION}"])
+    return 0
+
+
+def _finding(run: Invocation, check: str, ok: bool, detail: str) -> bool:
+    def human(_: object, style: Style) -> list[str]:
+        return [f"{style.green('✓') if ok else style.red('✗')} {check}: {detail}"]
+
+    run.out.result({"check": check, "ok": ok, "detail": detail}, human)
+    return ok
+
+
+def doctor(run: Invocation) -> int:
+    """Does the daemon answer in this protocol, does the store open, does its search index answer."""
+    try:
+        status = run.client.status()
+    except AzsdError as exc:
+        _finding(run, "daemon", False, str(exc))
+        return 1
+    detail = (
+        f"azsd {status.version} (protocol {status.protocol}), pid {status.pid}, {run.config.rpc_endpoint}"
+    )
+    healthy = _finding(run, "daemon", True, detail)
+    path = Path(run.root) / _STORE_FILE
+    try:
+        total = run.client.list_sessions(run.root, None, limit=1, archived="include").total
+    except RemoteError as exc:
+        healthy = _finding(run, "store", False, f"{path}: {exc}")
+    else:
+        exists = path.is_file()
+        said = (
+            f"{path}: {total} sessions" if exists else f"no store at {path} yet (the first session makes it)"
+        )
+        _finding(run, "store", True, said)
+        if exists:
+            healthy = _check_search(run) and healthy
+    if run.args.reindex:
+        reply = run.client.reindex(run.root)
+        run.out.result(
+            reply, lambda r, style: [f"{style.green('✓')} search index rebuilt: {r.indexed} events"]
+        )
+    return 0 if healthy else 1
+
+
+def _check_search(run: Invocation) -> bool:
+    try:
+        run.client.search(run.root, "azsd doctor probe", limit=1, words=True)
+    except RemoteError as exc:
+        return _finding(run, "search", False, f"{exc} (`azs doctor --reindex` rebuilds the index)")
+    return _finding(run, "search", True, "the index answers")

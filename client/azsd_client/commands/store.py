@@ -1,0 +1,122 @@
+"""The `azs` commands over a whole store: search, usage, export and backup.
+
+Each takes its :class:`~.invocation.Invocation` and returns its exit status.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from collections import Counter
+from collections.abc import Iterable
+from pathlib import Path
+
+from azsd.errors import AzsdError
+from azsd.ipc.protocol import ExportReply
+from azsd_client.render.reports import backup_line, search_row, usage_lines
+from azsd_client.render.text import format_size, table
+
+from .invocation import Invocation
+
+__all__ = ["backup", "export", "search", "usage", "worktree_scope"]
+
+
+def worktree_scope(run: Invocation) -> list[str] | None:
+    """The worktrees a command covers: `--worktree W`, all with `--all-worktrees` (None), else like
+    `ls`: the current branch's sessions and the unlabelled ones."""
+    if run.args.all_worktrees:
+        return None
+    if run.args.worktree is not None:
+        return [run.args.worktree]
+    return list(dict.fromkeys([run.branch, ""]))
+
+
+def search(run: Invocation) -> int:
+    """Ranked full-text search; a query the index cannot parse is the daemon's `bad_request` (exit 1)."""
+    a = run.args
+    named = a.sessions and a.worktree is None  # sessions named outright are searched wherever they are
+    reply = run.client.search(
+        run.root, a.query, limit=a.limit, worktrees=None if named else worktree_scope(run),
+        sessions=a.sessions, kinds=a.kinds, words=a.words,
+    )  # fmt: skip
+    run.out.results(reply.hits, lambda hits, style: table([search_row(hit, style) for hit in hits]))
+    if not reply.hits:
+        where = (
+            "" if a.all_worktrees else " in this worktree's sessions (`--all-worktrees` searches every one)"
+        )
+        run.out.hint("no matches" + where)
+    return 0
+
+
+def export(run: Invocation) -> int:
+    """The document on stdout, or in `-o FILE` (written whole or not at all); the masking report on
+    stderr; with `-o` and `--json`, a summary object on stdout."""
+    a = run.args
+    pages = run.client.export(run.root, a.session, format=a.format, redact=a.redact)
+    masked: Counter[str] = Counter()
+    path, size = None, 0
+    if a.output is None:
+        for page in pages:
+            sys.stdout.write(page.text)
+            masked.update(page.masked)
+        sys.stdout.flush()
+    else:
+        path = Path(a.output).absolute()
+        size = _write_atomically(path, pages, masked)
+    if a.redact:
+        counts = ", ".join(f"{name}: {n}" for name, n in sorted(masked.items()))
+        total = sum(masked.values())
+        sys.stderr.write(
+            f"masked {total} secret{'' if total == 1 else 's'}{f' ({counts})' if counts else ''}\n"
+        )
+    if path is not None:
+        summary = {"session": a.session, "format": a.format, "bytes": size, "path": str(path)}
+        said = f"exported S{a.session} as {a.format} to {path} ({format_size(size)})"
+        run.out.result({**summary, "masked": dict(masked)}, lambda _, __: [said])
+    return 0
+
+
+def _write_atomically(path: Path, pages: Iterable[ExportReply], masked: Counter[str]) -> int:
+    """Write the pages to a temporary file beside `path`, then rename it over `path`; the bytes written."""
+    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    size = 0
+    try:
+        with open(os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), "wb") as out:
+            for page in pages:
+                data = page.text.encode()
+                out.write(data)
+                size += len(data)
+                masked.update(page.masked)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(temp, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise AzsdError(f"cannot write {path}: {exc.strerror or exc}") from None
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
+    return size
+
+
+def backup(run: Invocation) -> int:
+    dest = None if run.args.dest is None else os.path.abspath(run.args.dest)
+    reply = run.client.backup(run.root, dest)
+    run.out.result(reply, lambda r, style: [backup_line(r, style)])
+    if reply.integrity != "ok":
+        raise AzsdError(f"the backup at {reply.path} failed its integrity check: {reply.integrity}")
+    return 0
+
+
+def usage(run: Invocation) -> int:
+    """Tokens and cost per session and per worktree; a session named alone is looked up in any worktree."""
+    a = run.args
+    scoped = a.session is None or a.worktree is not None
+    reply = run.client.usage(run.root, a.session, worktrees=worktree_scope(run) if scoped else None)
+    run.out.result(reply, lambda r, style: usage_lines(r.sessions, r.worktrees, r.total, style))
+    if not reply.sessions:
+        run.out.hint("no token usage recorded in these sessions")
+    return 0
