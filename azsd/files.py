@@ -24,16 +24,18 @@ __all__ = ["atomic_write", "write_atomic"]
 
 
 @contextmanager
-def atomic_write(path: Path, *, mode: int = 0o644) -> Iterator[BinaryIO]:
-    """A binary file to write that replaces `path` (with permissions `mode`) when the block ends.
+def atomic_write(path: Path, *, mode: int | None = None) -> Iterator[BinaryIO]:
+    """A binary file to write that replaces `path` when the block ends, with permissions `mode`
+    (whatever the umask), or by default those of any new file (0666 less the umask).
 
     Nothing changes at `path` when the block raises; the temporary file is removed.
     """
     path = Path(path)
     temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        with open(os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode), "wb") as out:
-            os.fchmod(out.fileno(), mode)  # whatever the umask
+        with open(os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666), "wb") as out:
+            if mode is not None:
+                os.fchmod(out.fileno(), mode)
             yield out
             out.flush()
             os.fsync(out.fileno())
@@ -45,7 +47,7 @@ def atomic_write(path: Path, *, mode: int = 0o644) -> Iterator[BinaryIO]:
     _fsync_dir(path.parent)
 
 
-def write_atomic(path: Path, data: bytes, *, mode: int = 0o644) -> None:
+def write_atomic(path: Path, data: bytes, *, mode: int | None = None) -> None:
     """Replace `path` with `data`, all or nothing (see :func:`atomic_write`)."""
     with atomic_write(path, mode=mode) as out:
         out.write(data)

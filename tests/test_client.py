@@ -185,6 +185,7 @@ def test_client_imports_only_the_protocol_side_of_azsd() -> None:
         "azsd.config",
         "azsd.errors",
         "azsd.events",
+        "azsd.files",
         "azsd.tools",
     }
     package = CLIENT_DIR / "azsd_client"

@@ -5,7 +5,6 @@ Each takes its :class:`~.invocation.Invocation` and returns its exit status.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sys
 from collections import Counter
@@ -13,6 +12,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from azsd.errors import AzsdError
+from azsd.files import atomic_write
 from azsd.ipc.protocol import ExportReply
 from azsd_client.render.reports import backup_line, search_row, usage_lines
 from azsd_client.render.text import format_size, table
@@ -78,27 +78,17 @@ def export(run: Invocation) -> int:
 
 
 def _write_atomically(path: Path, pages: Iterable[ExportReply], masked: Counter[str]) -> int:
-    """Write the pages to a temporary file beside `path`, then rename it over `path`; the bytes written."""
-    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    """Write the pages to `path`, all or nothing (:func:`azsd.files.atomic_write`); the bytes written."""
     size = 0
     try:
-        with open(os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), "wb") as out:
+        with atomic_write(path) as out:
             for page in pages:
                 data = page.text.encode()
                 out.write(data)
                 size += len(data)
                 masked.update(page.masked)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(temp, path)
     except OSError as exc:
-        with contextlib.suppress(OSError):
-            os.unlink(temp)
         raise AzsdError(f"cannot write {path}: {exc.strerror or exc}") from None
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temp)
-        raise
     return size
 
 

@@ -1,0 +1,46 @@
+"""azsd.files: the one atomic-write helper, on real files."""
+
+from __future__ import annotations
+
+import doctest
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+import azsd.files
+from azsd.files import atomic_write, write_atomic
+
+
+def test_replaces_the_file_whole(tmp_path: Path) -> None:
+    path = tmp_path / "f"
+    path.write_bytes(b"old")
+    write_atomic(path, b"new", mode=0o600)
+    assert path.read_bytes() == b"new"
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["f"]  # no temporary file left
+
+
+def test_a_failed_write_leaves_the_old_file_and_no_temporary(tmp_path: Path) -> None:
+    path = tmp_path / "f"
+    path.write_bytes(b"old")
+    with pytest.raises(RuntimeError), atomic_write(path) as out:
+        out.write(b"half")
+        raise RuntimeError("interrupted")
+    assert path.read_bytes() == b"old"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["f"]
+
+
+def test_default_permissions_follow_the_umask(tmp_path: Path) -> None:
+    old = os.umask(0o027)
+    try:
+        write_atomic(tmp_path / "f", b"x")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "f").stat().st_mode) == 0o640
+
+
+def test_docstring_examples_run() -> None:
+    result = doctest.testmod(azsd.files)
+    assert result.attempted and not result.failed
