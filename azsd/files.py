@@ -1,4 +1,9 @@
-"""Files written all or nothing: the one atomic-write helper of azsd and its client.
+"""Files written all or nothing, and agent files read without surprises.
+
+:func:`atomic_write` is the one atomic-write helper of azsd and its client. :func:`open_regular`
+opens a file azsd is asked to read (an agent's JSONL) so that nothing can hang or loop: it never
+blocks in ``open`` (a FIFO) and refuses anything but a regular file, naming what it is (a FIFO,
+``/dev/zero``, a directory).
 
 A reader sees either the old file or the whole new one, never a part, and after a power loss the
 new file is there with its bytes: the data goes to a temporary file beside the target, is fsynced,
@@ -14,13 +19,24 @@ b'hello'
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, Final
 
-__all__ = ["atomic_write", "write_atomic"]
+__all__ = ["atomic_write", "open_regular", "write_atomic"]
+
+_KINDS: Final = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISLNK, "a symbolic link"),
+)
 
 
 @contextmanager
@@ -64,3 +80,27 @@ def _fsync_dir(folder: Path) -> None:
             os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def open_regular(path: Path, *, nofollow: bool = False) -> BinaryIO:
+    """`path` opened for reading, if it is a regular file.
+
+    Raises OSError (its `strerror` says what the path is instead, e.g. ``a FIFO (named pipe), not a
+    regular file``). With `nofollow`, a symbolic link is refused too.
+    """
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (os.O_NOFOLLOW if nofollow else 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        if nofollow and exc.errno == errno.ELOOP:
+            raise OSError(errno.ELOOP, "a symbolic link, not a regular file", str(path)) from None
+        raise
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            kind = next((name for test, name in _KINDS if test(info.st_mode)), "not a regular file")
+            raise OSError(errno.EINVAL, f"{kind}, not a regular file", str(path))
+        return open(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise

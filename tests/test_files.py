@@ -6,11 +6,12 @@ import doctest
 import os
 import stat
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import azsd.files
-from azsd.files import atomic_write, write_atomic
+from azsd.files import atomic_write, open_regular, write_atomic
 
 
 def test_replaces_the_file_whole(tmp_path: Path) -> None:
@@ -44,3 +45,27 @@ def test_default_permissions_follow_the_umask(tmp_path: Path) -> None:
 def test_docstring_examples_run() -> None:
     result = doctest.testmod(azsd.files)
     assert result.attempted and not result.failed
+
+
+@pytest.mark.parametrize(
+    ("make", "kind"),
+    [
+        (lambda p: os.mkfifo(p), "FIFO"),
+        (lambda p: p.mkdir(), "directory"),
+    ],
+)
+def test_open_regular_refuses_what_is_not_a_regular_file(tmp_path: Path, make: Any, kind: str) -> None:
+    path = tmp_path / "x"
+    make(path)
+    with pytest.raises(OSError, match=kind):
+        open_regular(path)  # never blocks: a FIFO without a writer opens at once
+
+
+def test_open_regular_refuses_a_link_only_when_asked(tmp_path: Path) -> None:
+    target = tmp_path / "t"
+    target.write_bytes(b"x")
+    (tmp_path / "l").symlink_to(target)
+    with open_regular(tmp_path / "l") as stream:
+        assert stream.read() == b"x"
+    with pytest.raises(OSError, match="symbolic link"):
+        open_regular(tmp_path / "l", nofollow=True)

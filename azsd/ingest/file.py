@@ -26,6 +26,7 @@ from typing import Final
 from azsd.compact import prepare_for_store
 from azsd.errors import IngestError
 from azsd.events import Complete, Event, Init
+from azsd.files import open_regular
 from azsd.ingest.parsers import UnknownFormatError, detect_format, iter_lines, make_parser
 from azsd.ingest.parsers.base import LineParser, ParseReport
 from azsd.model import StoredEvent
@@ -68,7 +69,7 @@ def _parser_for(path: Path, fmt: str | None) -> LineParser:
     """A parser for the file's format (detected from its first lines unless `fmt` is given)."""
     try:
         if fmt is None:
-            with open(path, "rb") as stream:
+            with open_regular(path) as stream:
                 fmt = detect_format(iter_lines(stream))
             if fmt is None:
                 raise IngestError(f"{path}: not a JSONL file of any known agent format")
@@ -82,7 +83,7 @@ def _parser_for(path: Path, fmt: str | None) -> LineParser:
 def _parsed_chunks(path: Path, parser: LineParser) -> Iterator[list[Event]]:
     """The events of each `CHUNK_LINES` lines of the file, then those the parser held to the end."""
     try:
-        with open(path, "rb") as stream:
+        with open_regular(path) as stream:
             chunk: list[Event] = []
             for n, line in enumerate(iter_lines(stream), 1):
                 chunk.extend(parser.feed(line))

@@ -26,6 +26,7 @@ from typing import Any, Final, Literal
 from azsd.context import sanitize
 from azsd.errors import IngestError
 from azsd.events import Event, UserMessage
+from azsd.files import open_regular
 from azsd.ingest.file import IngestReport, ingest_file
 from azsd.ingest.parsers import Format, detect_format, head_value, iter_lines
 from azsd.model import ImportRecord
@@ -209,7 +210,7 @@ def _codex_cwd(obj: dict[str, Any]) -> str | None:
 def _head_value(path: Path, pick: Callable[[dict[str, Any]], str | None]) -> str | None:
     """The first non-None `pick(line)` among the first `HEAD_LINES` JSON-object lines of `path`."""
     try:
-        with open(path, "rb") as stream:
+        with open_regular(path) as stream:
             return head_value(iter_lines(stream), HEAD_LINES, pick)
     except OSError:
         return None
@@ -317,7 +318,7 @@ def _check_format(path: Path, fmt: Format, size: int) -> None:
     if size == 0:
         raise IngestError(f"{path}: the file is empty, there is nothing to import")
     try:
-        with open(path, "rb") as stream:
+        with open_regular(path) as stream:
             found = detect_format(iter_lines(stream))
     except OSError as exc:
         raise IngestError(f"{path}: {exc.strerror or exc}") from None

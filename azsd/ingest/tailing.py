@@ -21,6 +21,7 @@ import msgspec
 
 from azsd.compact import prepare_for_store
 from azsd.events import Complete, Event, encode_event
+from azsd.files import open_regular
 from azsd.ingest.parsers import FORMATS, MAX_LINE_BYTES, LineParser, detect_format, iter_lines, make_parser
 from azsd.ingest.parsers.base import read_lines
 from azsd.ipc import protocol as p
@@ -86,7 +87,7 @@ class Tail:
             return
         if stored.offset and (info.st_ino != stored.inode or info.st_size < stored.offset):
             return
-        with open(self.path, "rb") as stream:
+        with open_regular(self.path, nofollow=True) as stream:
             replay = read_lines(stream, 0, budget=stored.offset + 1, stop=stored.offset)
         replayed = [e for line in replay.lines for e in parser.feed(line)]
         self.produced = array("q", _fingerprints(prepare_for_store(replayed)))
@@ -97,7 +98,7 @@ class Tail:
         for the store; the record moves past them."""
         assert self.parser is not None
         record = self.record
-        with open(self.path, "rb") as stream:
+        with open_regular(self.path, nofollow=True) as stream:
             result = read_lines(stream, record.offset, skipping=self.skipping, budget=READ_BUDGET)
             torn = b""
             if self.ending is not None:
@@ -125,7 +126,7 @@ class Tail:
         """The file was replaced or truncated: parse it whole; the events the session lacks."""
         assert self.record.format
         parser = make_parser(self.record.format)
-        with open(self.path, "rb") as stream:
+        with open_regular(self.path, nofollow=True) as stream:
             result = read_lines(stream, 0, budget=READ_BUDGET)
         prepared = prepare_for_store([e for line in result.lines for e in parser.feed(line)])
         fingerprints = array("q", _fingerprints(prepared))
@@ -161,7 +162,7 @@ def check_follow(request: p.Follow, path: str) -> str | None:
 def detect(path: Path) -> str | None:
     """The format of the agent file at `path`, from its first lines; None while it cannot tell."""
     try:
-        with open(path, "rb") as stream:
+        with open_regular(path, nofollow=True) as stream:
             return detect_format(iter_lines(stream, final=False))
     except OSError:
         return None
