@@ -30,6 +30,8 @@ from azsd.model import FollowRecord
 
 __all__ = ["READ_BUDGET", "Tail", "check_follow", "detect", "is_final", "pid_alive", "started_epoch"]
 
+#: The largest process id Linux hands out (/proc/sys/kernel/pid_max can go no higher).
+_PID_MAX: Final = 4_194_304
 #: At most this many bytes are read from one file per turn, so no file starves the others.
 READ_BUDGET: Final = 8 * 1024 * 1024
 
@@ -150,6 +152,8 @@ def check_follow(request: p.Follow, path: str) -> str | None:
     """What is wrong with a `Follow` of `path` (its real path), or None."""
     if not os.path.isabs(request.path):
         return f"follow needs an absolute path: {request.path}"
+    if request.writer_pid is not None and not 0 < request.writer_pid <= _PID_MAX:
+        return f"writer_pid {request.writer_pid} is not a process id (1 to {_PID_MAX})"
     if request.format is not None and request.format not in FORMATS:
         return f"unknown format {request.format!r}; expected one of {', '.join(FORMATS)}"
     if os.path.exists(path) and not os.path.isfile(path):
@@ -171,7 +175,7 @@ def detect(path: Path) -> str | None:
 def pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
+    except (ProcessLookupError, OverflowError, ValueError):  # gone, or never a pid (a stored bad one)
         return False
     except PermissionError:
         return True

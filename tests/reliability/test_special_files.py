@@ -80,3 +80,17 @@ def test_a_followed_path_that_becomes_a_fifo_stops_no_other_follow(
         )
     wait_until(lambda: len(stored_data(d, root, other.session.id)) == 3, 10, "the good file's new line")
     assert d.proc.poll() is None
+
+
+def test_a_writer_pid_that_is_no_pid_is_refused_and_not_remembered(
+    daemon_and_session: tuple[DaemonProc, Path, int],
+) -> None:
+    d, root, sid = daemon_and_session
+    path = root / "run.jsonl"
+    path.write_bytes(TURN)
+    reply = d.request(p.Follow(root=str(root), session=sid, path=str(path), writer_pid=2**40))
+    assert isinstance(reply, p.ErrorReply) and reply.code == "follow_error", reply
+    assert "writer_pid" in reply.message
+    status = d.request(p.Status())
+    assert isinstance(status, p.StatusReply) and status.follows == []
+    assert "OverflowError" not in d.log_text()
