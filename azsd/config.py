@@ -22,6 +22,7 @@ The file is TOML; unknown keys are rejected::
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +40,7 @@ __all__ = [
     "default_runtime_dir",
     "default_state_dir",
     "load_config_file",
+    "private_dir_problem",
     "resolve_config",
 ]
 
@@ -109,6 +111,26 @@ def default_state_dir(environ: Mapping[str, str]) -> Path:
         Path(environ.get("HOME", "~")).expanduser() / ".local" / "state"
     )
     return Path(base).expanduser() / "azsd"
+
+
+def private_dir_problem(path: Path) -> str | None:
+    """Why `path` cannot be trusted as this user's private directory, or None when it can (or does
+    not exist yet). It must be a real directory (not a symbolic link), owned by this user, that no
+    one else can enter or list (mode 0700): anyone who could put a socket there could answer as azsd.
+    """
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    if stat.S_ISLNK(info.st_mode):
+        return f"{path} is a symbolic link, not a directory of your own"
+    if not stat.S_ISDIR(info.st_mode):
+        return f"{path} is not a directory"
+    if info.st_uid != os.getuid():
+        return f"{path} belongs to uid {info.st_uid}, not to you (uid {os.getuid()})"
+    if stat.S_IMODE(info.st_mode) & 0o077:
+        return f"{path} has mode {stat.S_IMODE(info.st_mode):04o}: others can enter it (it must be 0700)"
+    return None
 
 
 def default_runtime_dir(environ: Mapping[str, str]) -> Path:

@@ -283,11 +283,13 @@ def _recover(store: Store, root: str, home: Path) -> list[p.Notification]:
 def _prepare_runtime_dir(path: Path) -> None:
     """Create the runtime dir private to this user (0700), or refuse one others can enter."""
     path.mkdir(mode=0o700, parents=True, exist_ok=True)
-    info = path.stat()
+    info = os.lstat(path)  # never follow a link someone else may have put there
+    if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
+        raise ConfigError(f"runtime dir {path} is not a directory of its own (a link or a file): refusing it")
     if info.st_uid != os.getuid():
         raise ConfigError(f"runtime dir {path} belongs to uid {info.st_uid}, not to you")
     if stat.S_IMODE(info.st_mode) & 0o077:
-        os.chmod(path, 0o700)
+        os.chmod(path, 0o700, follow_symlinks=False)
         log.warning("tightened the permissions of %s to 0700", path)
 
 

@@ -10,10 +10,11 @@ from typing import Final, Literal, TypeAlias, TypeVar
 
 import zmq
 
-from azsd.config import ResolvedConfig, resolve_config
-from azsd.errors import DaemonUnavailable, ProtocolError, RemoteError
+from azsd.config import ResolvedConfig, private_dir_problem, resolve_config
+from azsd.errors import ConfigError, DaemonUnavailable, ProtocolError, RemoteError
 from azsd.events import Event, encode_event
 from azsd.ipc.protocol import PROTOCOL_VERSION, ErrorReply, Reply, StatusReply
+from azsd.ipc.transport import ipc_path
 
 #: A worktree root as callers give it; the client sends its canonical absolute path.
 RootLike: TypeAlias = "str | os.PathLike[str]"
@@ -101,7 +102,12 @@ def check_protocol(status: Reply) -> StatusReply:
 
 @contextlib.contextmanager
 def connecting(endpoint: str) -> Iterator[None]:
-    """Turn a ZeroMQ error while opening a socket into :class:`DaemonUnavailable`."""
+    """Turn a ZeroMQ error while opening a socket into :class:`DaemonUnavailable`; refuse an
+    endpoint in a directory that is not private to this user (:class:`ConfigError`)."""
+    path = ipc_path(endpoint)
+    problem = private_dir_problem(path.parent) if path is not None else None
+    if problem is not None:
+        raise ConfigError(f"refusing to talk to azsd through {endpoint}: {problem}")
     try:
         yield
     except zmq.ZMQError as exc:

@@ -81,3 +81,29 @@ def test_a_runtime_dir_owned_by_someone_else_is_refused() -> None:
     finally:
         d.close()
         shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.mark.parametrize("unsafe", ["mode 0755", "a symlink"])
+def test_the_client_refuses_a_runtime_dir_that_is_not_private(unsafe: str) -> None:
+    """Someone who pre-creates the runtime dir (e.g. /tmp/azsd-<uid>) could answer as azsd: the
+    client lstats it and refuses unless it is a real directory of the user's, mode 0700."""
+    from azsd.errors import ConfigError
+    from azsd_client import Client
+    from tests.daemon_fixture import config_for
+
+    base = short_tmpdir()
+    try:
+        real = base / "real"
+        real.mkdir(mode=0o700)
+        if unsafe == "mode 0755":
+            runtime = real
+            os.chmod(runtime, 0o755)
+        else:
+            runtime = base / "link"
+            runtime.symlink_to(real)
+        with Client(config_for(runtime), timeout=1.0) as client, pytest.raises(ConfigError) as info:
+            client.status()
+        message = str(info.value)
+        assert "refusing" in message and ("0755" in message or "symbolic link" in message), message
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
