@@ -86,6 +86,12 @@ class ResolvedConfig:
         return self.runtime_dir / "azsd.lock"
 
     @property
+    def state_lock_path(self) -> Path:
+        """Held beside the follow-roots: one daemon per state dir (per user) resumes the follows,
+        whatever runtime dir it serves on."""
+        return self.state_dir / "azsd.lock"
+
+    @property
     def discovery_path(self) -> Path:
         return self.runtime_dir / "azsd.json"
 

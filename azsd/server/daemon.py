@@ -67,6 +67,7 @@ class Daemon:
         self._environ = environ
         self._stop = threading.Event()
         self._lock_file: IO[str] | None = None
+        self._state_lock: IO[str] | None = None
         self._server: Server | None = None
         self._registry: StoreRegistry | None = None
         self._follower: Follower | None = None
@@ -82,6 +83,18 @@ class Daemon:
     def start(self) -> None:
         _prepare_runtime_dir(self.config.runtime_dir)
         self._lock_file = _take_lock(self.config.lock_path)
+        try:
+            try:
+                self.config.state_dir.mkdir(parents=True, exist_ok=True)
+                self._state_lock = _take_lock(self.config.state_lock_path)
+            except OSError as exc:
+                raise ConfigError(
+                    f"cannot lock {self.config.state_lock_path}: {exc.strerror or exc}"
+                ) from None
+        except BaseException:
+            self._lock_file.close()
+            self._lock_file = None
+            raise
         self._remove_stale_sockets()
         self._server = Server(self.config)
         home = Path(self._environ.get("HOME", str(Path.home())))
@@ -135,6 +148,9 @@ class Daemon:
         self.config.discovery_path.unlink(missing_ok=True)
         self._lock_file.close()
         self._lock_file = None
+        if self._state_lock is not None:
+            self._state_lock.close()
+            self._state_lock = None
         log.info("azsd stopped")
 
     # -- requests ---------------------------------------------------------------------------------
