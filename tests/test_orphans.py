@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import shutil
+import time
 from pathlib import Path
 
 from azsd.compact import prepare_for_store
@@ -22,7 +24,14 @@ def claude_home(tmp: Path, source: Path) -> Path:
     project = home / ".claude" / "projects" / "-tmp-wt"
     project.mkdir(parents=True)
     shutil.copy(source, project / f"{UUID}.jsonl")
+    settled(project / f"{UUID}.jsonl")
     return home
+
+
+def settled(path: Path) -> None:
+    """Date the file ten minutes back: the crash was a while ago, nothing writes it any more."""
+    old = time.time() - 600
+    os.utime(path, (old, old))
 
 
 def test_find_agent_file(tmp_path: Path) -> None:
@@ -55,6 +64,24 @@ def test_recover_orphans_stores_the_rest_of_the_turn_once(tmp_path: Path) -> Non
         assert store.sessions_with_uuid() == []
         assert recover_orphans(store, home) == {}
     assert (home / ".claude" / "projects" / "-tmp-wt" / f"{UUID}.jsonl").exists()  # never deleted
+
+
+@requires_corpus
+def test_a_file_still_being_written_is_left_for_later(tmp_path: Path) -> None:
+    """AZUREAL may still be running that turn: a file written to seconds ago is no orphan yet."""
+    source = next(f for f in corpus_files("claude-session") if f.name == "agentcmd__full-session-two.jsonl")
+    home = claude_home(tmp_path, source)
+    agent_file = home / ".claude" / "projects" / "-tmp-wt" / f"{UUID}.jsonl"
+    os.utime(agent_file)  # written to just now
+    with Store.open(tmp_path) as store:
+        sid = store.create_session().id
+        store.set_session_uuid(sid, UUID)
+        assert recover_orphans(store, home) == {}
+        assert store.sessions_with_uuid() == [(sid, "", UUID)]
+        assert store.load_events(sid).plain() == []
+        settled(agent_file)
+        assert sid in recover_orphans(store, home)
+        assert store.sessions_with_uuid() == []
 
 
 def test_a_vanished_agent_file_just_clears_the_id(tmp_path: Path) -> None:

@@ -5,13 +5,16 @@ it once the turn is stored. A non-empty id when a store opens means a turn that 
 stored: its agent session file is found (Claude: `~/.claude/projects/*/<id>.jsonl`; Codex:
 `~/.codex/sessions/YYYY/MM/DD/rollout-*<id>.jsonl`), ingested with the overlap cut against what
 the session already holds, and the id cleared. Unlike AZUREAL, azsd never deletes the agent's
-files: they are the user's history.
+files: they are the user's history. A file written to in the last :data:`SETTLE_S` seconds
+belongs to a turn that may still be running (AZUREAL beside azsd): it is left for a later open.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from pathlib import Path
+from typing import Final
 
 from azsd.errors import AzsdError
 from azsd.ingest.file import ingest_file
@@ -21,6 +24,9 @@ from azsd.store import Store
 __all__ = ["find_agent_file", "recover_orphans"]
 
 log = logging.getLogger("azsd.ingest.orphans")
+
+#: An agent file written to more recently than this may still be growing: not an orphan yet.
+SETTLE_S: Final = 60.0
 
 
 def find_agent_file(agent_id: str, home: Path) -> Path | None:
@@ -40,7 +46,7 @@ def find_agent_file(agent_id: str, home: Path) -> Path | None:
     return None
 
 
-def recover_orphans(store: Store, home: Path) -> dict[int, list[StoredEvent]]:
+def recover_orphans(store: Store, home: Path, *, settle_s: float = SETTLE_S) -> dict[int, list[StoredEvent]]:
     """Store the unstored turns of every session that still carries an agent id; clear the ids.
 
     Returns the events appended, by session. A file that cannot be read leaves its id in place
@@ -55,6 +61,9 @@ def recover_orphans(store: Store, home: Path) -> dict[int, list[StoredEvent]]:
             log.info("S%d: the agent file of %s is gone; clearing it", session_id, agent_id)
             store.clear_session_uuid(session_id)
             continue
+        if _still_growing(path, settle_s):
+            log.info("S%d: %s was written to in the last %g s; left for later", session_id, path, settle_s)
+            continue
         try:
             with store.atomic():
                 report = ingest_file(store, session_id, path)
@@ -66,3 +75,10 @@ def recover_orphans(store: Store, home: Path) -> dict[int, list[StoredEvent]]:
         if report.events:
             recovered[session_id] = report.events
     return recovered
+
+
+def _still_growing(path: Path, settle_s: float) -> bool:
+    try:
+        return time.time() - path.stat().st_mtime < settle_s
+    except OSError:
+        return False
