@@ -49,8 +49,6 @@ log = logging.getLogger("azsd.ingest.follow")
 POLL_S: Final = 0.25
 #: How many ended follows `Status` still shows.
 ENDED_KEPT: Final = 20
-#: How long a follow waits for its store to give back its saved position.
-_FETCH_TIMEOUT_S: Final = 10.0
 
 
 # -- the follower's inbox: what other threads ask of it ---------------------------------------------
@@ -99,11 +97,19 @@ class _Service:
 
 
 @dataclass(frozen=True)
+class _Fetched:
+    """The store gave back (or could not give back) a follow's saved position."""
+
+    path: str
+    done: Future[FollowRecord | None]
+
+
+@dataclass(frozen=True)
 class _Wake:
     """Look at the stop flag."""
 
 
-_Message = _Start | _Resume | _End | _Hint | _Service | _Wake
+_Message = _Start | _Resume | _End | _Hint | _Service | _Fetched | _Wake
 
 
 class Follower:
@@ -191,6 +197,10 @@ class Follower:
                 if target is not None:
                     target.resync = target.resync or resync
                     self._service_safely(target)
+            case _Fetched(path, done):
+                target = self._follows.get(path)
+                if target is not None:
+                    self._restored(target, done)
             case _Wake() | None:
                 pass
 
@@ -270,7 +280,10 @@ class Follower:
             follow.resync = True
 
     def _service(self, follow: Tail) -> None:
-        if follow.resync and not self._rebuild(follow):
+        if follow.fetching:
+            return  # waiting for the store to give back where the follow stands
+        if follow.resync:
+            self._fetch(follow)
             return
         record = follow.record  # after a rebuild: the stored one
         try:
@@ -296,22 +309,32 @@ class Follower:
         end_follow = is_final(events) or follow.ending is not None
         self._commit(follow, events, end_follow=end_follow, moved=record.offset != start_offset)
 
-    def _rebuild(self, follow: Tail) -> bool:
-        """Reload the stored offset and rebuild the parser's state by replaying up to it."""
-        follow.resync = False
+    def _fetch(self, follow: Tail) -> None:
+        """Ask the store for the follow's saved position; the file is read again once it is back
+        (a busy store only makes the follow wait its turn, it never drops it)."""
+        follow.resync, follow.fetching = False, True
         session_id, path = follow.record.session_id, follow.record.path
-        fetched = self._registry.call(follow.root, lambda store: store.get_follow(session_id, path))
-        try:
-            stored = fetched.result(timeout=_FETCH_TIMEOUT_S)
-        except Exception:  # the store cannot be read, or it is busy for longer than the wait
-            stored = None
-        if stored is None:
-            log.warning("cannot load the follow of %s; dropping it", follow.path)
+        self._registry.call(
+            follow.root,
+            lambda store: store.get_follow(session_id, path),
+            then=lambda done: self._inbox.put(_Fetched(path, done)),
+        )
+
+    def _restored(self, follow: Tail, done: Future[FollowRecord | None]) -> None:
+        follow.fetching = False
+        exc = done.exception()
+        if exc is not None:  # the store cannot be read now: ask again at the next poll
+            log.warning("cannot load the follow of %s (%s); trying again", follow.path, exc)
+            follow.resync = True
+            return
+        stored = done.result()
+        if stored is None:  # its row is gone (the session was deleted): nothing to follow into
+            log.warning("the follow of %s is no longer in its store; ending it", follow.path)
             with self._lock:
                 self._follows.pop(follow.record.path, None)
-            return False
+            return
         follow.restore(stored)
-        return True
+        self._service_safely(follow)
 
     def _maybe_idle_end(self, follow: Tail) -> None:
         pid = follow.record.writer_pid

@@ -46,7 +46,8 @@ class Tail:
     skipping: bool = False
     last_growth: float = field(default_factory=time.monotonic)
     ending: Envelope | None = None  # an Unfollow waiting for the final read
-    resync: bool = False
+    resync: bool = False  # read from the stored offset next, once the store has given it back
+    fetching: bool = False  # asked the store for it; waiting
     started: float = field(default_factory=time.time)  # wall clock, for turns that report no duration
     produced: array[int] = field(default_factory=lambda: array("q"))  # fingerprints of this file's events
     gone: bool = False  # the file vanished since it was last read
@@ -89,11 +90,18 @@ class Tail:
             return
         if stored.offset and (info.st_ino != stored.inode or info.st_size < stored.offset):
             return
+        produced: array[int] = array("q")
+        offset, skipping = 0, False
         with open_regular(self.path, nofollow=True) as stream:
-            replay = read_lines(stream, 0, budget=stored.offset + 1, stop=stored.offset)
-        replayed = [e for line in replay.lines for e in parser.feed(line)]
-        self.produced = array("q", _fingerprints(prepare_for_store(replayed)))
-        self.skipping = replay.skipping  # the offset sits inside a skipped huge line
+            while offset < stored.offset:  # a chunk at a time: never the whole file in memory
+                replay = read_lines(stream, offset, skipping=skipping, budget=READ_BUDGET, stop=stored.offset)
+                for line in replay.lines:
+                    produced.extend(_fingerprints(prepare_for_store(parser.feed(line))))
+                if replay.end == offset:
+                    break
+                offset, skipping = replay.end, replay.skipping
+        self.produced = produced
+        self.skipping = skipping  # the offset sits inside a skipped huge line
 
     def read_new(self, inode: int) -> list[Event]:
         """The events of the lines added since the offset (all of it, ending, on an Unfollow), prepared

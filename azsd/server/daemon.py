@@ -44,6 +44,8 @@ __all__ = ["AlreadyRunning", "Daemon", "Discovery"]
 
 log = logging.getLogger("azsd.server.daemon")
 
+#: How long a store whose follows could not be read waits before they are asked for again.
+_RESUME_RETRY_S: Final = 1.0
 #: How long a stale socket gets to answer before it is declared dead.
 _PROBE_MS: Final = 300
 
@@ -230,8 +232,6 @@ class Daemon:
 
     def _resume_follows(self) -> None:
         """Pick up, in each known root, the follows a previous daemon left running."""
-        assert self._registry is not None and self._follower is not None
-        follower = self._follower
         try:
             self._roots = {line for line in self.config.roots_path.read_text().splitlines() if line}
         except FileNotFoundError:
@@ -240,15 +240,30 @@ class Daemon:
             if not os.path.isdir(root):
                 self._forget_root(root)
                 continue
+            self._resume_root(root)
 
-            def resume(done: Future[list[FollowRecord]], root: str = root) -> None:
-                records = done.result() if done.exception() is None else []
-                if records:
-                    follower.resume(root, records)
-                else:
-                    self._forget_root(root)
+    def _resume_root(self, root: str) -> None:
+        """Read the live follows of one store and hand them to the follower; a store that cannot be
+        read now (another program holds its lock) is asked again later, never forgotten."""
+        assert self._registry is not None and self._follower is not None
+        follower = self._follower
 
-            self._registry.call(root, lambda store: store.follows(active_only=True), then=resume)
+        def resume(done: Future[list[FollowRecord]]) -> None:
+            exc = done.exception()
+            if exc is not None:
+                if not self._stop.is_set():
+                    log.warning("cannot read the follows of %s yet (%s); trying again", root, exc)
+                    retry = threading.Timer(_RESUME_RETRY_S, self._resume_root, (root,))
+                    retry.daemon = True
+                    retry.start()
+                return
+            records = done.result()
+            if records:
+                follower.resume(root, records)
+            else:
+                self._forget_root(root)
+
+        self._registry.call(root, lambda store: store.follows(active_only=True), then=resume)
 
     def _tick(self) -> None:
         if self._watchdog_s is None:
