@@ -191,7 +191,7 @@ class Daemon:
             case p.Unfollow():
                 self._follower.unfollow(envelope, request.root, request.path)
             case _:
-                store_request = request
+                store_request = request  # a lambda does not keep the narrowing of `request`
                 self._registry.answer(
                     request.root,
                     envelope,
