@@ -20,6 +20,7 @@ from typing import Annotated, Any, Final
 import msgspec
 
 __all__ = [
+    "MAX_NESTING",
     "SKIPPED_KINDS",
     "AssistantText",
     "Command",
@@ -38,11 +39,18 @@ __all__ = [
     "ToolResult",
     "UserMessage",
     "decode_event",
+    "decode_new_event",
     "encode_event",
     "event_kind",
+    "nests_deeper",
 ]
 
 _U64_MAX: Final = 2**64 - 1
+#: How deeply an event's JSON may nest when azsd takes it in (a parsed line, an appended event).
+#: msgspec recurses once per level under the thread's recursion limit (1000, shared with the frames
+#: above it), so an event nested 960 deep decodes in one place and fails in a deeper one (the search
+#: indexer): events are kept far below that, wherever they are read later.
+MAX_NESTING: Final = 200
 #: msgspec bounds stop at int64, so the u64 upper bound is checked in `decode_event`.
 U64 = Annotated[int, msgspec.Meta(ge=0)]
 
@@ -200,6 +208,8 @@ def decode_event(data: bytes | str) -> Event:
         envelope = _ENVELOPE.decode(raw)
     except msgspec.DecodeError as exc:
         raise EventDecodeError(f"not an externally tagged event: {exc}") from None
+    except RecursionError:
+        raise EventDecodeError("nested too deeply to decode") from None
     if len(envelope) != 1:
         raise EventDecodeError(f"an event has exactly one variant key, got {len(envelope)}")
     ((name, payload),) = envelope.items()
@@ -216,6 +226,39 @@ def decode_event(data: bytes | str) -> Event:
         raise EventDecodeError(f"{name}: {exc}") from None
     except msgspec.DecodeError as exc:
         raise EventDecodeError(f"{name}: {exc}") from None
+    except RecursionError:
+        raise EventDecodeError(f"{name}: nested too deeply to decode") from None
     if isinstance(event, Complete) and event.duration_ms > _U64_MAX:
         raise EventDecodeError(f"Complete: duration_ms {event.duration_ms} does not fit in a u64")
     return event
+
+
+def decode_new_event(data: bytes | str) -> Event:
+    """Read an event azsd is taking in (a client's append): :func:`decode_event`, refusing one that
+    nests deeper than :data:`MAX_NESTING` as well."""
+    event = decode_event(data)
+    raw = data.encode() if isinstance(data, str) else data
+    if raw.count(b"[") + raw.count(b"{") > MAX_NESTING and nests_deeper(msgspec.json.decode(raw)):
+        raise EventDecodeError(f"nested more than {MAX_NESTING} levels deep")
+    return event
+
+
+def nests_deeper(value: Any, limit: int = MAX_NESTING) -> bool:
+    """Whether the decoded JSON `value` (dicts, lists, scalars) nests more than `limit` levels.
+
+    Iterative, so it answers for any depth.
+
+    >>> nests_deeper([[["x"]]], limit=2), nests_deeper({"a": ["x"]}, limit=2)
+    (True, False)
+    """
+    pending: list[tuple[Any, int]] = [(value, 0)]
+    while pending:
+        item, depth = pending.pop()
+        if isinstance(item, dict):
+            item = item.values()
+        elif not isinstance(item, list):
+            continue
+        if depth >= limit:
+            return True
+        pending.extend((child, depth + 1) for child in item)
+    return False

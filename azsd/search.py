@@ -81,15 +81,16 @@ def search_text(event: Event) -> str | None:
 
 
 def _strings(value: Any) -> Iterator[str]:
-    """The string leaves of a tool input (its values, not its keys)."""
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for item in value.values():
-            yield from _strings(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _strings(item)
+    """The string leaves of a tool input (its values, not its keys), in order, at any depth."""
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, str):
+            yield item
+        elif isinstance(item, dict):
+            pending.extend(reversed(item.values()))
+        elif isinstance(item, list):
+            pending.extend(reversed(item))
 
 
 def event_kinds(names: Iterable[str]) -> list[str]:

@@ -21,7 +21,7 @@ import msgspec
 
 from azsd.context import COMPACTION_THRESHOLD, build_context_prompt
 from azsd.errors import BadRequestError, IngestError, SessionNotFoundError
-from azsd.events import Complete, EventDecodeError, decode_event
+from azsd.events import Complete, EventDecodeError, decode_new_event
 from azsd.export import render_page
 from azsd.ingest.file import ingest_file
 from azsd.ingest.importer import Source, discover, import_source
@@ -95,7 +95,7 @@ def append_events(store: Store, req: p.AppendEvents) -> Outcome:
     events = []
     for i, text in enumerate(req.events):
         try:
-            events.append(decode_event(text))
+            events.append(decode_new_event(text))
         except EventDecodeError as exc:
             raise BadRequestError(f"event {i}: {exc}") from None
     result = store.append_events(req.session, events)

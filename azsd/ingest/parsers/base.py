@@ -16,7 +16,7 @@ from typing import Any, BinaryIO, ClassVar, Final
 
 import msgspec
 
-from azsd.events import Event, event_kind
+from azsd.events import MAX_NESTING, Event, event_kind, nests_deeper
 from azsd.model import Usage
 
 __all__ = [
@@ -100,6 +100,8 @@ class LineParser(ABC):
             return self._skip("nested_too_deeply")
         if not isinstance(obj, dict):
             return self._skip("not_an_object")
+        if line.count(b"[") + line.count(b"{") > MAX_NESTING and nests_deeper(obj):
+            return self._skip("nested_too_deeply")
         try:
             events = self.handle(obj)
         except Exception:  # a line of a shape no parser expected: skipped, never raised
