@@ -673,3 +673,30 @@ async def _cli_changes_reach_the_others(
     await asyncio.to_thread(watch.json_for, lambda n: n.get("change") == "deleted")
     await asyncio.to_thread(tail.json_for, lambda n: n.get("change") == "deleted")
     assert await asyncio.to_thread(tail.process.wait, 10) == 0  # `tail -f` ends with its session
+
+
+@needs_git
+def test_a_store_is_made_outside_a_worktree_only_when_root_names_it(
+    daemon: DaemonProc,
+    repo: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    base = ["--runtime-dir", str(daemon.runtime_dir), "--timeout", "10"]
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    monkeypatch.chdir(plain)
+    for command in (["new"], ["run", "hello"], ["import", "claude"]):
+        code, out, err = run_main(capsys, *base, *command)
+        assert code == 2, (command, out, err)
+        assert "not inside a git worktree" in err and "--root" in err
+    assert not (plain / ".azureal").exists()
+    code, _, err = run_main(capsys, *base, "ls")  # reading is fine, and creates nothing
+    assert code == 0, err
+    assert not (plain / ".azureal").exists()
+    assert run_main(capsys, *base, "--root", str(plain), "new")[0] == 0
+    assert (plain / ".azureal" / "sessions.azs").is_file()
+    monkeypatch.chdir(repo / "sub" / "dir")
+    assert run_main(capsys, *base, "new")[0] == 0
+    assert (repo / ".azureal" / "sessions.azs").is_file()

@@ -92,16 +92,17 @@ def _progress_shows_it(reply: ImportReply, style: object) -> list[str]:
 def import_sessions(run: Invocation) -> int:
     """Import every source of the project that is not current, labelled with the current branch."""
     agent: str = run.args.agent
-    project = os.path.realpath(run.args.project) if run.args.project else run.root
+    root = run.new_root
+    project = os.path.realpath(run.args.project) if run.args.project else root
     where = source_dir(agent, run.environ)
-    sources = run.client.import_sources(run.root, run.args.agent, where, project).sources
+    sources = run.client.import_sources(root, run.args.agent, where, project).sources
     todo = [source for source in sources if not source.current]
     tally = _Tally(current=len(sources) - len(todo))
     progress = _Progress(sys.stderr)
     for i, source in enumerate(todo):
         progress.show(i, len(todo), Path(source.path).name)
         try:
-            reply = run.client.import_session(run.root, run.args.agent, source.path, worktree=run.branch)
+            reply = run.client.import_session(root, run.args.agent, source.path, worktree=run.branch)
         except RemoteError as exc:
             progress.clear()
             sys.stderr.write(f"azs: {source.path}: {exc}\n")

@@ -87,6 +87,22 @@ class Invocation:
         return os.path.realpath(given if given else git_root(os.getcwd()))
 
     @functools.cached_property
+    def new_root(self) -> str:
+        """The root for a command that may create the store (`new`, `run`, `import`): like `root`,
+        but a directory outside any git worktree only when `--root` names it, so that `.azureal/`
+        is never made in a stray directory by accident."""
+        given: str | None = self.args.root
+        if given:
+            return os.path.realpath(given)
+        found = git(["rev-parse", "--show-toplevel"], os.getcwd())
+        if found is None:
+            raise UsageError(
+                f"{os.getcwd()} is not inside a git worktree, and sessions are kept in a worktree's "
+                ".azureal/: run this inside one, or give --root DIR to keep them in DIR"
+            )
+        return os.path.realpath(found)
+
+    @functools.cached_property
     def branch(self) -> str:
         """The current branch of the root (sessions are labelled with it)."""
         return git_branch(self.root)

@@ -64,8 +64,9 @@ def _named(view: SessionView) -> str:
 
 def new(run: Invocation) -> int:
     worktree = run.args.worktree if run.args.worktree is not None else run.branch
-    view = run.client.create_session(run.root, run.args.name or None, worktree=worktree).session
-    run.out.result(view, lambda v, _: [f"created S{v.id}{_named(v)} in {run.root}"])
+    root = run.new_root
+    view = run.client.create_session(root, run.args.name or None, worktree=worktree).session
+    run.out.result(view, lambda v, _: [f"created S{v.id}{_named(v)} in {root}"])
     return 0
 
 

@@ -300,11 +300,12 @@ def run_turn(run: Invocation) -> int:
     backend: Backend = args.backend
     if not prompt.strip():
         raise UsageError("the prompt is empty")
-    check_agent(run.config, backend)
     session: int | None = args.session
+    root = run.root if session is not None else run.new_root  # a new session: never in a stray dir
+    check_agent(run.config, backend)
     if session is None:
         worktree = args.worktree if args.worktree is not None else run.branch
-        view = run.client.create_session(run.root, session_name(prompt), worktree=worktree).session
+        view = run.client.create_session(root, session_name(prompt), worktree=worktree).session
     else:
         view = run.client.get_session(run.root, session).session
     injected = run.client.build_context(run.root, view.id, prompt, backend=backend).prompt
