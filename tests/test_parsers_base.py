@@ -160,3 +160,11 @@ def test_ingest_appends_only_the_new_tail(tmp_path: Path) -> None:
             AssistantText(text="one"),
             AssistantText(text="two"),
         ]
+
+
+def test_iter_lines_never_reads_past_stop() -> None:
+    data = b"one\ntwo\nthree\nfour\n"
+    assert list(iter_lines(io.BytesIO(data), stop=8)) == [b"one", b"two"]
+    assert list(iter_lines(io.BytesIO(data), stop=10, chunk=3)) == [b"one", b"two", b"th"]
+    assert list(iter_lines(io.BytesIO(data), stop=10, final=False)) == [b"one", b"two"]
+    assert list(iter_lines(io.BytesIO(data), stop=len(data) + 5)) == [b"one", b"two", b"three", b"four"]

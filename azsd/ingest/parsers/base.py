@@ -209,17 +209,25 @@ def read_lines(
 
 
 def iter_lines(
-    stream: BinaryIO, *, max_line: int = MAX_LINE_BYTES, chunk: int = READ_CHUNK, final: bool = True
+    stream: BinaryIO,
+    *,
+    max_line: int = MAX_LINE_BYTES,
+    chunk: int = READ_CHUNK,
+    final: bool = True,
+    stop: int | None = None,
 ) -> Iterator[bytes]:
     """Complete lines of a seekable binary stream from where it stands, in bounded memory.
 
     A line longer than `max_line` is never held whole: it is read past and yielded as
     :data:`TOO_LONG`. With `final`, a last line without a newline is yielded too (a finished
-    file); without it, it is left unread (a file still being written).
+    file); without it, it is left unread (a file still being written). Nothing past byte `stop`
+    is read (the size the file had when it was opened: a file that keeps growing still ends).
     """
     offset, skipping = stream.tell(), False
     while True:
-        result = read_lines(stream, offset, skipping=skipping, max_line=max_line, budget=chunk, chunk=chunk)
+        result = read_lines(
+            stream, offset, skipping=skipping, max_line=max_line, budget=chunk, stop=stop, chunk=chunk
+        )
         yield from result.lines
         at_eof = result.end - offset < chunk  # read_lines stops short of its budget only at EOF
         offset, skipping = result.end, result.skipping
@@ -231,6 +239,6 @@ def iter_lines(
         yield TOO_LONG
         return
     stream.seek(offset)
-    rest = stream.read(max_line + 1)
+    rest = stream.read(max_line + 1 if stop is None else max(0, min(max_line + 1, stop - offset)))
     if rest:
         yield TOO_LONG if len(rest) > max_line else rest
