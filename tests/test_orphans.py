@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -120,3 +122,30 @@ def test_the_daemon_recovers_orphans_when_it_opens_a_store() -> None:
         d.close()
         shutil.rmtree(base, ignore_errors=True)
         shutil.rmtree(root, ignore_errors=True)
+
+
+@requires_corpus
+def test_a_file_its_agent_still_holds_open_is_left_for_later(tmp_path: Path) -> None:
+    """A turn whose agent still has the file open is running, however long ago it last wrote."""
+    source = next(f for f in corpus_files("claude-session") if f.name == "agentcmd__full-session-two.jsonl")
+    home = claude_home(tmp_path, source)
+    agent_file = home / ".claude" / "projects" / "-tmp-wt" / f"{UUID}.jsonl"
+    hold = "import sys, time; f = open(sys.argv[1], 'ab'); print(flush=True); time.sleep(60)"
+    holder = subprocess.Popen([sys.executable, "-c", hold, str(agent_file)], stdout=subprocess.PIPE)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == b"\n"  # it has the file open
+        settled(agent_file)
+        with Store.open(tmp_path) as store:
+            sid = store.create_session().id
+            store.set_session_uuid(sid, UUID)
+            assert recover_orphans(store, home) == {}
+            assert store.sessions_with_uuid() == [(sid, "", UUID)]
+            holder.kill()
+            holder.wait()
+            assert sid in recover_orphans(store, home)
+            assert store.sessions_with_uuid() == []
+    finally:
+        holder.kill()
+        holder.wait()
+        if holder.stdout is not None:
+            holder.stdout.close()

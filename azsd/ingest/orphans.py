@@ -5,13 +5,15 @@ it once the turn is stored. A non-empty id when a store opens means a turn that 
 stored: its agent session file is found (Claude: `~/.claude/projects/*/<id>.jsonl`; Codex:
 `~/.codex/sessions/YYYY/MM/DD/rollout-*<id>.jsonl`), ingested with the overlap cut against what
 the session already holds, and the id cleared. Unlike AZUREAL, azsd never deletes the agent's
-files: they are the user's history. A file written to in the last :data:`SETTLE_S` seconds
-belongs to a turn that may still be running (AZUREAL beside azsd): it is left for a later open.
+files: they are the user's history. A file written to in the last :data:`SETTLE_S` seconds, or
+that a process still holds open, belongs to a turn that may still be running (AZUREAL beside
+azsd): it is left for a later open.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import time
 from pathlib import Path
 from typing import Final
@@ -64,6 +66,10 @@ def recover_orphans(store: Store, home: Path, *, settle_s: float = SETTLE_S) -> 
         if _still_growing(path, settle_s):
             log.info("S%d: %s was written to in the last %g s; left for later", session_id, path, settle_s)
             continue
+        if _held_open(path):
+            log.info("S%d: a process still holds %s open (its agent may be running); left for later",
+                     session_id, path)  # fmt: skip
+            continue
         try:
             with store.atomic():
                 report = ingest_file(store, session_id, path)
@@ -82,3 +88,29 @@ def _still_growing(path: Path, settle_s: float) -> bool:
         return time.time() - path.stat().st_mtime < settle_s
     except OSError:
         return False
+
+
+def _held_open(path: Path, proc: Path = Path("/proc")) -> bool:
+    """Whether a process of this user holds `path` open (Linux: /proc/<pid>/fd; elsewhere False).
+
+    Only orphan candidates are checked, which are rare, so the scan of /proc costs nothing in
+    daily use.
+    """
+    try:
+        target = os.path.realpath(path)
+        pids = [entry for entry in os.scandir(proc) if entry.name.isdigit()]
+    except OSError:
+        return False
+    for pid in pids:
+        try:
+            fds = os.scandir(os.path.join(pid.path, "fd"))
+        except OSError:  # gone, or another user's
+            continue
+        with fds:
+            for fd in fds:
+                try:
+                    if os.readlink(fd.path) == target:
+                        return True
+                except OSError:
+                    continue
+    return False
