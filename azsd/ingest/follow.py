@@ -10,9 +10,16 @@ from its start and appends only what the session does not already end with.
 
 The events of each read are appended by the store's worker thread **in the same transaction** as
 the new offset (side table `azsd_follows`), so after a crash the follow resumes exactly after the
-last stored line: nothing lost, nothing stored twice. The parser's state is rebuilt on resume by
-replaying the file up to that offset. A follow ends on the turn's final event (a `Complete`), on
-`Unfollow`, or when its writer process is gone and the file has been idle for `follow_idle_s`.
+last stored line: nothing lost, nothing stored twice. The offset is saved with compare-and-swap:
+when another writer moved it since this follower read from it, nothing of that read is stored and
+the follow goes on from the stored offset. The parser's state is rebuilt on resume by replaying the
+file up to that offset. A follow ends on the turn's final event (a `Complete`), on `Unfollow`, or
+when its writer process is gone and the file has been idle for `follow_idle_s`.
+
+A follow never spins and never vanishes silently: a failed commit, a failed read of its position
+or a file it cannot read makes it wait before trying again (0.25 s doubling to 30 s, jittered;
+reset on success), and after :data:`MAX_FAILURES` failures in a row it is ended, with the reason
+kept in `status` (as is why a live follow waits).
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ from __future__ import annotations
 import logging
 import os
 import queue
+import stat
 import threading
 import time
 from collections import deque
@@ -33,22 +41,24 @@ import msgspec
 import watchfiles
 
 from azsd.events import Event
-from azsd.ingest.tailing import Tail, check_follow, detect, is_final, pid_alive, started_epoch
+from azsd.files import open_regular
+from azsd.ingest.tailing import MAX_FAILURES, Tail, check_follow, detect, is_final, pid_alive, started_epoch
 from azsd.ipc import protocol as p
 from azsd.ipc.transport import Envelope
 from azsd.model import FollowRecord
 from azsd.server.views import appended_notes, changed_note
 from azsd.server.workers import Outcome, StoreRegistry, error_reply
 from azsd.store import Store
+from azsd.store.side_tables import FollowMovedError
 
-__all__ = ["POLL_S", "Follower"]
+__all__ = ["MAX_FAILURES", "POLL_S", "Follower"]
 
 log = logging.getLogger("azsd.ingest.follow")
 
 #: Every followed file is stat-ed this often, watcher or not.
 POLL_S: Final = 0.25
-#: How many ended follows `Status` still shows.
-ENDED_KEPT: Final = 20
+#: How many ended follows `Status` still shows (the most recent ones).
+ENDED_KEPT: Final = 100
 
 
 # -- the follower's inbox: what other threads ask of it ---------------------------------------------
@@ -56,11 +66,12 @@ ENDED_KEPT: Final = 20
 
 @dataclass(frozen=True)
 class _Start:
-    """A `Follow` request (no envelope: the daemon's own)."""
+    """A `Follow` request (no envelope: the daemon's own); `accepted(root)` runs once it is."""
 
     envelope: Envelope | None
     root: str
     request: p.Follow
+    accepted: Callable[[str], None] | None = None
 
 
 @dataclass(frozen=True)
@@ -105,11 +116,21 @@ class _Fetched:
 
 
 @dataclass(frozen=True)
+class _Committed:
+    """The store took (or could not take) a read of `follow` made in its `generation`: `record`."""
+
+    follow: Tail
+    generation: int
+    error: BaseException | None
+    record: FollowRecord
+
+
+@dataclass(frozen=True)
 class _Wake:
     """Look at the stop flag."""
 
 
-_Message = _Start | _Resume | _End | _Hint | _Service | _Fetched | _Wake
+_Message = _Start | _Resume | _End | _Hint | _Service | _Fetched | _Committed | _Wake
 
 
 class Follower:
@@ -143,8 +164,11 @@ class Follower:
             if thread.is_alive():
                 thread.join(2)
 
-    def follow(self, envelope: Envelope | None, root: str, request: p.Follow) -> None:
-        self._inbox.put(_Start(envelope, root, request))
+    def follow(self, envelope: Envelope | None, root: str, request: p.Follow,
+               accepted: Callable[[str], None] | None = None) -> None:  # fmt: skip
+        """Start following a file; `accepted(root)` runs (in a worker thread) once the follow is
+        validated and saved, before the client is answered, and never for a refused one."""
+        self._inbox.put(_Start(envelope, root, request, accepted))
 
     def unfollow(self, envelope: Envelope, root: str, path: str) -> None:
         self._inbox.put(_End(envelope, root, path))
@@ -180,8 +204,8 @@ class Follower:
 
     def _dispatch(self, message: _Message | None) -> None:
         match message:
-            case _Start(envelope, root, request):
-                self._add(envelope, root, request)
+            case _Start(envelope, root, request, accepted):
+                self._add(envelope, root, request, accepted)
             case _Resume(root, record):
                 self._resume(root, record)
             case _End(envelope, root, path):
@@ -201,10 +225,13 @@ class Follower:
                 target = self._follows.get(path)
                 if target is not None:
                     self._restored(target, done)
+            case _Committed(follow, generation, error, record):
+                self._committed(follow, generation, error, record)
             case _Wake() | None:
                 pass
 
-    def _add(self, envelope: Envelope | None, root: str, request: p.Follow) -> None:
+    def _add(self, envelope: Envelope | None, root: str, request: p.Follow,
+             accepted: Callable[[str], None] | None) -> None:  # fmt: skip
         path = os.path.realpath(request.path)
         error = check_follow(request, path)
         current = self._follows.get(path)
@@ -239,10 +266,19 @@ class Follower:
             store.save_follow(saved)
             return Outcome(p.FollowReply(follow=Tail(root, saved).view()))
 
-        self._registry.call(root, start, then=lambda done: self._started(root, envelope, path, done))
+        self._registry.call(
+            root, start, then=lambda done: self._started(root, envelope, path, done, accepted)
+        )
 
-    def _started(self, root: str, envelope: Envelope | None, path: str, done: Future[Outcome]) -> None:
-        """Answer the `Follow` (in the worker thread), and have the file read at once if it began."""
+    def _started(self, root: str, envelope: Envelope | None, path: str, done: Future[Outcome],
+                 accepted: Callable[[str], None] | None) -> None:  # fmt: skip
+        """Answer the `Follow` (in the worker thread), and have the file read at once if it began;
+        its root is remembered for the next daemon only then, before the client hears of it."""
+        if done.exception() is None and accepted is not None:
+            try:
+                accepted(root)
+            except Exception:  # e.g. the state dir is full: the follow runs, a restart may not resume it
+                log.exception("cannot remember %s for the next daemon", root)
         self._registry.deliver(root, envelope, done)
         if done.exception() is not None:  # e.g. no such session: the client got the error reply
             with self._lock:
@@ -275,13 +311,17 @@ class Follower:
     def _service_safely(self, follow: Tail) -> None:
         try:
             self._service(follow)
-        except Exception:
+        except OSError as exc:  # a FIFO, a link, no permission, an I/O error: try again later
+            self._failed(follow, f"cannot read the file: {exc.strerror or exc}")
+        except Exception as exc:
             log.exception("follow of %s failed; retrying from the stored offset", follow.path)
-            follow.resync = True
+            self._failed(follow, f"reading the file failed: {exc or type(exc).__name__}")
 
     def _service(self, follow: Tail) -> None:
         if follow.fetching:
             return  # waiting for the store to give back where the follow stands
+        if not follow.backoff.ready(time.monotonic()) and follow.ending is None:
+            return  # it failed lately: wait before trying again (an Unfollow does not wait)
         if follow.resync:
             self._fetch(follow)
             return
@@ -289,30 +329,40 @@ class Follower:
         try:
             info = os.stat(follow.path)
         except FileNotFoundError:
-            follow.gone = True
+            follow.gone = follow.missing = True
+            self._settled(follow)
             self._maybe_idle_end(follow)
             return
+        follow.missing = False
+        if not stat.S_ISREG(info.st_mode):
+            with open_regular(follow.path, nofollow=True):  # raises an OSError naming what it is
+                return  # it became a regular file just now: read it at the next turn
         changed = info.st_ino != record.inode or info.st_size < record.offset or follow.gone
         if follow.parser is not None and record.inode and changed:
             log.info("%s was replaced or truncated: re-reading it", follow.path)
             events = follow.reread(info.st_ino)
-            self._commit(follow, events, end_follow=follow.ending is not None, moved=True)
+            ending = follow.ending is not None
+            self._commit(follow, events, end_follow=ending, moved=True, reason="unfollowed")
             return
         if follow.parser is None and follow.prepare_parser() is None:
+            self._settled(follow)
             self._maybe_idle_end(follow)
             return
         if info.st_size == record.offset and follow.ending is None:
+            self._settled(follow)
             self._maybe_idle_end(follow)
             return
         start_offset = record.offset
         events = follow.read_new(info.st_ino)
         end_follow = is_final(events) or follow.ending is not None
-        self._commit(follow, events, end_follow=end_follow, moved=record.offset != start_offset)
+        why = "unfollowed" if follow.ending is not None else "the turn ended (its final event is stored)"
+        self._commit(follow, events, end_follow=end_follow, moved=record.offset != start_offset, reason=why)
 
     def _fetch(self, follow: Tail) -> None:
         """Ask the store for the follow's saved position; the file is read again once it is back
         (a busy store only makes the follow wait its turn, it never drops it)."""
         follow.resync, follow.fetching = False, True
+        follow.store_since = time.monotonic()
         session_id, path = follow.record.session_id, follow.record.path
         self._registry.call(
             follow.root,
@@ -323,46 +373,116 @@ class Follower:
     def _restored(self, follow: Tail, done: Future[FollowRecord | None]) -> None:
         follow.fetching = False
         exc = done.exception()
-        if exc is not None:  # the store cannot be read now: ask again at the next poll
-            log.warning("cannot load the follow of %s (%s); trying again", follow.path, exc)
-            follow.resync = True
+        if exc is not None:  # the store cannot be read now (locked, gone): ask again, later and later
+            self._failed(follow, f"cannot read where it stands from its store: {exc}")
             return
         stored = done.result()
         if stored is None:  # its row is gone (the session was deleted): nothing to follow into
             log.warning("the follow of %s is no longer in its store; ending it", follow.path)
-            with self._lock:
-                self._follows.pop(follow.record.path, None)
+            self._ended_now(follow, "its row is no longer in its store (was the session deleted?)")
             return
-        follow.restore(stored)
+        follow.stored, follow.saved_offset = msgspec.structs.replace(stored), stored.offset
+        try:
+            follow.restore(stored)
+        except OSError as unreadable:  # replaying it up to the offset: the file cannot be read now
+            self._failed(follow, f"cannot read the file: {unreadable.strerror or unreadable}")
+            return
         self._service_safely(follow)
+
+    # -- failures ---------------------------------------------------------------------------------
+
+    def _failed(self, follow: Tail, reason: str) -> None:
+        """One more failure in a row: wait longer before the next try (from the stored offset), or
+        end the follow once there were :data:`MAX_FAILURES`."""
+        if self._follows.get(follow.record.path) is not follow:
+            return  # it ended meanwhile
+        follow.generation += 1  # what is still on its way to the store belongs to the failed try
+        follow.resync = not follow.fetching  # a fetch on its way brings the stored position anyway
+        delay = follow.backoff.fail(reason, time.monotonic())
+        failures = follow.backoff.failures
+        log.warning(
+            "%s: %s (failure %d of %d in a row)%s",
+            follow.path, reason, failures, MAX_FAILURES,
+            "" if failures >= MAX_FAILURES else f"; next try in {delay:.2f} s",
+        )  # fmt: skip
+        if failures >= MAX_FAILURES:
+            self._give_up(follow)
+
+    def _settled(self, follow: Tail) -> None:
+        """The follow read its file and has nothing on its way to the store: its failures are over."""
+        if follow.backoff.failures and not follow.in_flight:
+            log.info("the follow of %s goes on after %d failures", follow.path, follow.backoff.failures)
+            follow.backoff.reset()
+
+    def _give_up(self, follow: Tail) -> None:
+        """End a follow that failed too often, with its reason; its row is marked ended if the store
+        lets it be written (its offset stays where the last stored line left it)."""
+        reason = f"ended after {follow.backoff.failures} failures in a row: {follow.backoff.reason}"
+        log.error("the follow of %s %s", follow.path, reason)
+        ended = self._ended_now(follow, reason)
+        session_id, path = follow.record.session_id, follow.record.path
+
+        def marked(done: Future[bool]) -> None:
+            if done.exception() is not None:
+                log.warning("cannot mark the follow of %s ended in its store: %s", path, done.exception())
+
+        self._registry.call(follow.root, lambda store: store.end_follow(session_id, path, ended), then=marked)
+        if follow.ending is not None:
+            self._reply(follow.ending, p.ErrorReply(code="follow_error", message=f"{path}: {reason}"))
+
+    def _ended_now(self, follow: Tail, reason: str) -> str:
+        """Drop a follow from the live ones, keep its view (with `reason`) among the ended; when."""
+        ended = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime())
+        # What the store holds (what was read past it is not stored), or the follow as it started.
+        record = msgspec.structs.replace(follow.stored or follow.record, active=False, ended=ended)
+        with self._lock:
+            self._follows.pop(follow.record.path, None)
+            self._ended.appendleft(self._ended_view(follow, record, reason))
+        return ended
+
+    @staticmethod
+    def _ended_view(follow: Tail, record: FollowRecord, reason: str) -> p.FollowView:
+        ended = Tail(follow.root, record, end_reason=reason)
+        ended.backoff.failures = follow.backoff.failures
+        return ended.view()
 
     def _maybe_idle_end(self, follow: Tail) -> None:
         pid = follow.record.writer_pid
         idle = time.monotonic() - follow.last_growth
         if follow.ending is not None:
-            self._commit(follow, [], end_follow=True)
+            self._commit(follow, [], end_follow=True, reason="unfollowed")
         elif pid is not None and not pid_alive(pid) and idle >= self._idle_end_s:
             log.info("the writer of %s (pid %d) is gone; ending the follow", follow.path, pid)
-            self._commit(follow, [], end_follow=True, failed_if_open=True)
+            why = f"its writer (pid {pid}) exited and the file was idle for {idle:.0f} s"
+            self._commit(follow, [], end_follow=True, failed_if_open=True, reason=why)
 
     # -- committing -------------------------------------------------------------------------------
 
-    def _commit(self, follow: Tail, events: list[Event], *, end_follow: bool,
+    def _commit(self, follow: Tail, events: list[Event], *, end_follow: bool, reason: str = "",
                 failed_if_open: bool = False, moved: bool = False) -> None:  # fmt: skip
+        """Store `events` with the follow's new position, provided the stored position is still the
+        one this follower read from (compare-and-swap); with `end_follow` the follow ends (`reason`)."""
+        if not events and not end_follow and not moved:
+            return
         record = msgspec.structs.replace(follow.record)
+        expected, follow.saved_offset = follow.saved_offset, record.offset
         envelope = follow.ending if end_follow else None  # an Unfollow is answered by the ending commit
         if end_follow:
             record.active = False
             record.ended = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime())
             with self._lock:
                 self._follows.pop(follow.record.path, None)
-                self._ended.appendleft(Tail(follow.root, record).view())
+                self._ended.appendleft(self._ended_view(follow, record, reason))
         root = follow.root
         started = follow.last_growth
+        generation = follow.generation
+        if not follow.in_flight:
+            follow.store_since = time.monotonic()
+        follow.in_flight += 1
 
         def write(store: Store) -> list[p.Notification]:
+            store.save_follow(record, expect_offset=expected)  # first: a moved offset stores nothing
             result = store.append_prepared(record.session_id, events)
-            store.save_follow(record)
             notes = appended_notes(root, record.session_id, result.events)
             completed = is_final([e.event for e in result.events])
             if failed_if_open and store.get_session(record.session_id).completed is None:
@@ -376,16 +496,36 @@ class Follower:
             exc = done.exception()
             if exc is None:
                 self._registry.publish(root, done.result())
-            else:
-                log.warning("storing from %s failed; it will be re-read from the stored offset", record.path)
-                if not end_follow:
-                    self._inbox.put(_Service(record.path, resync=True))
+            elif end_follow:
+                log.warning("storing the end of the follow of %s failed: %s", record.path, exc)
             if envelope is not None:  # an Unfollow, answered once its last read is stored
                 self._reply(envelope, p.OkReply() if exc is None else error_reply(exc))
+            self._inbox.put(_Committed(follow, generation, exc, record))
 
-        if not events and not end_follow and not moved:
-            return
         self._registry.call(root, write, then=committed)
+
+    def _committed(self, follow: Tail, generation: int, error: BaseException | None,
+                   record: FollowRecord) -> None:  # fmt: skip
+        """The store answered a commit of `follow` (nothing more to do if the follow ended)."""
+        if self._follows.get(follow.record.path) is not follow:
+            return
+        follow.in_flight -= 1
+        follow.store_since = time.monotonic()
+        if error is None:
+            follow.stored = record
+        if generation != follow.generation:
+            return  # sent before a failure: it was counted once, and the follow re-reads anyway
+        if error is None:
+            if follow.backoff.failures:
+                log.info("the follow of %s goes on after %d failures", follow.path, follow.backoff.failures)
+                follow.backoff.reset()
+        elif isinstance(error, FollowMovedError):  # another writer stored those lines
+            log.warning("%s; going on from there", error)
+            follow.generation += 1
+            follow.resync = not follow.fetching
+            self._service_safely(follow)
+        else:
+            self._failed(follow, f"storing its new lines failed: {error}")
 
     # -- the watcher thread -----------------------------------------------------------------------
 

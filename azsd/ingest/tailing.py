@@ -4,13 +4,15 @@ A :class:`Tail` holds a follow's record (as the store keeps it), its parser, and
 of the events this file produced, which tell a replaced or truncated file's old content from its
 new. Its methods read the file and return prepared events; they never touch the store: the
 follower (:mod:`azsd.ingest.follow`) decides when to read and commits what they return together
-with the new offset.
+with the new offset. A Tail also keeps its failures in a row (:class:`Backoff`: when it may try
+again) and what it waits for, which :meth:`Tail.state` puts in words for `status`.
 """
 
 from __future__ import annotations
 
 import calendar
 import os
+import random
 import time
 from array import array
 from dataclasses import dataclass, field
@@ -28,12 +30,66 @@ from azsd.ipc import protocol as p
 from azsd.ipc.transport import Envelope
 from azsd.model import FollowRecord
 
-__all__ = ["READ_BUDGET", "Tail", "check_follow", "detect", "is_final", "pid_alive", "started_epoch"]
+__all__ = [
+    "BACKOFF_CAP_S",
+    "BACKOFF_FIRST_S",
+    "MAX_FAILURES",
+    "READ_BUDGET",
+    "Backoff",
+    "Tail",
+    "check_follow",
+    "detect",
+    "is_final",
+    "pid_alive",
+    "started_epoch",
+]
 
 #: The largest process id Linux hands out (/proc/sys/kernel/pid_max can go no higher).
 _PID_MAX: Final = 4_194_304
 #: At most this many bytes are read from one file per turn, so no file starves the others.
 READ_BUDGET: Final = 8 * 1024 * 1024
+#: The wait after a first failure; it doubles with each failure in a row, up to the cap.
+BACKOFF_FIRST_S: Final = 0.25
+BACKOFF_CAP_S: Final = 30.0
+#: A follow that fails this many times in a row (about 16 to 32 s of trying) is ended.
+MAX_FAILURES: Final = 8
+#: A store call out for longer than this makes the follow say that it waits for its store.
+_BUSY_SHOWN_S: Final = 0.5
+
+
+@dataclass
+class Backoff:
+    """Failures in a row, and when the next try may run: the wait doubles from
+    :data:`BACKOFF_FIRST_S` to :data:`BACKOFF_CAP_S`, each a random half to whole of its step (so
+    follows that failed together do not retry together); a success resets it.
+
+    >>> b = Backoff()
+    >>> 0.125 <= b.fail("disk full", now=100.0) <= 0.25, b.failures, b.ready(100.0)
+    (True, 1, False)
+    >>> [round(b.fail("disk full", now=100.0) / s, 1) >= 0.5 for s in (0.5, 1, 2)]
+    [True, True, True]
+    >>> b.reset(); b.ready(100.0), b.failures, b.reason
+    (True, 0, '')
+    """
+
+    failures: int = 0
+    retry_at: float = 0.0  # time.monotonic()
+    reason: str = ""  # what failed last
+
+    def fail(self, reason: str, now: float) -> float:
+        """Count a failure; the wait before the next try."""
+        self.failures += 1
+        self.reason = reason
+        step = min(BACKOFF_CAP_S, BACKOFF_FIRST_S * (1 << min(self.failures - 1, 16)))
+        delay = step * random.uniform(0.5, 1.0)
+        self.retry_at = now + delay
+        return delay
+
+    def reset(self) -> None:
+        self.failures, self.retry_at, self.reason = 0, 0.0, ""
+
+    def ready(self, now: float) -> bool:
+        return now >= self.retry_at
 
 
 @dataclass
@@ -51,6 +107,14 @@ class Tail:
     started: float = field(default_factory=time.time)  # wall clock, for turns that report no duration
     produced: array[int] = field(default_factory=lambda: array("q"))  # fingerprints of this file's events
     gone: bool = False  # the file vanished since it was last read
+    missing: bool = False  # the file is not there now
+    backoff: Backoff = field(default_factory=Backoff)
+    generation: int = 0  # bumped on each failure: commits still out from before it are stale
+    saved_offset: int = 0  # the offset the store holds once the commits out are done (compare-and-swap)
+    stored: FollowRecord | None = None  # the record as the store last confirmed it
+    in_flight: int = 0  # commits sent to the store and not yet answered
+    store_since: float = 0.0  # monotonic: since when the store has not answered (while a call is out)
+    end_reason: str = ""
 
     @property
     def path(self) -> Path:
@@ -58,11 +122,39 @@ class Tail:
 
     def view(self) -> p.FollowView:
         r = self.record
+        state, reason = self.state(time.monotonic())
         return p.FollowView(
             root=self.root, session=r.session_id, path=r.path, format=r.format, offset=r.offset,
             lines=r.lines, skipped=r.skipped, active=r.active, last_activity=r.last_activity,
-            writer_pid=r.writer_pid, ended=r.ended,
+            writer_pid=r.writer_pid, ended=r.ended, state=state, reason=reason,
+            failures=self.backoff.failures,
         )  # fmt: skip
+
+    def state(self, now: float) -> tuple[str, str]:
+        """What the follow does now (`following`, `waiting`, `retrying`, `ended`), and why, in words."""
+        if not self.record.active:
+            return "ended", self.end_reason
+        busy = now - self.store_since
+        if self.backoff.failures:
+            wait = self.backoff.retry_at - now
+            when = f"next try in {wait:.1f} s" if wait > 0 else "trying again"
+            times = "once" if self.backoff.failures == 1 else f"{self.backoff.failures} times in a row"
+            return "retrying", (
+                f"{self.backoff.reason} (failed {times}; {when}; it ends after {MAX_FAILURES} failures)"
+            )
+        if self.fetching:
+            if busy >= _BUSY_SHOWN_S:
+                return "waiting", f"its store is busy: reading where the follow stands ({busy:.1f} s so far)"
+            return "waiting", "reading where the follow stands from its store"
+        if self.resync:
+            return "waiting", "about to read where the follow stands from its store"
+        if self.in_flight and busy >= _BUSY_SHOWN_S:
+            return "waiting", f"its store is busy: new lines wait to be stored ({busy:.1f} s so far)"
+        if self.missing:
+            return "waiting", "the file does not exist (yet): waiting for it to appear"
+        if not self.record.format:
+            return "waiting", "waiting for a first line that tells the file's format"
+        return "following", ""
 
     def prepare_parser(self) -> LineParser | None:
         """A fresh parser for the follow's format (detected from the file if need be), or None."""

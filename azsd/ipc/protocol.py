@@ -212,7 +212,13 @@ class SourceView(_Data, frozen=True):
 
 
 class FollowView(_Data, frozen=True):
-    """A followed agent JSONL file: where the daemon is in it, and what it saw."""
+    """A followed agent JSONL file: where the daemon is in it, and what it saw.
+
+    `state` is what the follow does now: ``following``, ``waiting`` (for its store, or for the file:
+    `reason` says which), ``retrying`` (it failed `failures` times in a row; `reason` says why and
+    when it tries again) or ``ended`` (`reason` says why). A daemon older than these fields sends
+    neither: `state` is then empty, and `active` tells a live follow from an ended one.
+    """
 
     root: str
     session: int
@@ -225,6 +231,9 @@ class FollowView(_Data, frozen=True):
     last_activity: str
     writer_pid: int | None = None
     ended: str | None = None
+    state: str = ""
+    reason: str = ""
+    failures: int = 0
 
 
 class SearchHit(_Data, frozen=True):

@@ -185,9 +185,8 @@ class Daemon:
                 self._server.reply(
                     envelope, p.ErrorReply(code="bad_request", message="a path cannot hold a NUL byte")
                 )
-            case p.Follow():
-                self._remember_root(request.root)
-                self._follower.follow(envelope, request.root, request)
+            case p.Follow():  # its root is remembered once the follow is accepted, never before
+                self._follower.follow(envelope, request.root, request, accepted=self._remember_root)
             case p.Unfollow():
                 self._follower.unfollow(envelope, request.root, request.path)
             case _:
@@ -210,7 +209,8 @@ class Daemon:
         )
 
     def _remember_root(self, root: str) -> None:
-        """Note a root with live follows, so that a restarted daemon resumes them."""
+        """Note a root with live follows, so that a restarted daemon resumes them (called once a
+        follow is validated and saved: a refused one leaves no trace)."""
         with self._roots_lock:
             self._followed_now.add(root)
             if root not in self._roots:

@@ -13,16 +13,21 @@ from collections.abc import Sequence
 from typing import Any, Final
 
 from azsd.context import ContextPayload, render_event, strip_injected_context_indexed
-from azsd.errors import BadRequestError
+from azsd.errors import BadRequestError, StoreError
 from azsd.events import Event
 from azsd.model import Compaction, FollowRecord, ImportRecord, SessionUsage, Usage
 from azsd.store.events import EventLog
 from azsd.store.listing import _require_session
 
-__all__ = ["SideTables"]
+__all__ = ["FollowMovedError", "SideTables"]
 
 #: Ids a query names in one `IN (…)` list (SQLite allows 32 766 parameters); more read everything.
 _IN_LIST_MAX: Final = 1000
+
+
+class FollowMovedError(StoreError):
+    """A follow's stored offset is not the one its follower read from (a compare-and-swap of
+    :meth:`SideTables.save_follow` failed): another writer stored those lines. Nothing was written."""
 
 
 class SideTables(EventLog):
@@ -103,10 +108,43 @@ class SideTables(EventLog):
 
     # -- followed files (side table azsd_follows) -----------------------------------------------
 
-    def save_follow(self, record: FollowRecord) -> None:
-        """Insert or update a follow's position (call inside the transaction that stored its events)."""
+    def save_follow(self, record: FollowRecord, *, expect_offset: int | None = None) -> None:
+        """Insert or update a follow's position (call inside the transaction that stored its events).
+
+        With `expect_offset` (compare-and-swap), the row is updated only while its stored offset is
+        still that one; otherwise :class:`FollowMovedError` is raised, and the enclosing transaction
+        (with the events read from that offset) must roll back: another writer stored them.
+        """
+        values = (
+            record.format,
+            record.offset,
+            record.inode,
+            record.lines,
+            record.skipped,
+            int(record.active),
+            record.writer_pid,
+            record.ended,
+        )
         with self.atomic() as conn:
             _require_session(conn, record.session_id)
+            if expect_offset is not None:
+                cursor = conn.execute(
+                    "UPDATE azsd_follows SET format = ?, offset = ?, inode = ?, lines = ?, skipped = ?, "
+                    "active = ?, writer_pid = ?, ended = ?, last_activity = datetime('now') "
+                    "WHERE session_id = ? AND path = ? AND offset = ?",
+                    (*values, record.session_id, record.path, expect_offset),
+                )
+                if cursor.rowcount != 1:
+                    row = conn.execute(
+                        "SELECT offset FROM azsd_follows WHERE session_id = ? AND path = ?",
+                        (record.session_id, record.path),
+                    ).fetchone()
+                    where = "no longer recorded" if row is None else f"stored at byte {row[0]}"
+                    raise FollowMovedError(
+                        f"the follow of {record.path} is {where}, not at byte {expect_offset}: "
+                        "another writer moved it"
+                    )
+                return
             conn.execute(
                 "INSERT INTO azsd_follows (session_id, path, format, offset, inode, lines, skipped, active, "
                 "writer_pid, ended) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
@@ -114,19 +152,18 @@ class SideTables(EventLog):
                 "offset = excluded.offset, inode = excluded.inode, lines = excluded.lines, "
                 "skipped = excluded.skipped, active = excluded.active, writer_pid = excluded.writer_pid, "
                 "ended = excluded.ended, last_activity = datetime('now')",
-                (
-                    record.session_id,
-                    record.path,
-                    record.format,
-                    record.offset,
-                    record.inode,
-                    record.lines,
-                    record.skipped,
-                    int(record.active),
-                    record.writer_pid,
-                    record.ended,
-                ),
+                (record.session_id, record.path, *values),
             )
+
+    def end_follow(self, session_id: int, path: str, ended: str) -> bool:
+        """Mark a follow ended, its position left as stored; False when it has no row."""
+        with self.atomic() as conn:
+            cursor = conn.execute(
+                "UPDATE azsd_follows SET active = 0, ended = ?, last_activity = datetime('now') "
+                "WHERE session_id = ? AND path = ?",
+                (ended, session_id, path),
+            )
+            return cursor.rowcount == 1
 
     def follows(self, *, active_only: bool = False) -> list[FollowRecord]:
         """The follows this store records (optionally only those still running)."""

@@ -20,14 +20,26 @@ def _plural(n: int, word: str) -> str:
 
 
 def _state(view: FollowView, style: Style) -> Cell:
-    if view.active:
-        writer = f" (writer {view.writer_pid})" if view.writer_pid is not None else ""
-        return Cell("● active" + writer, style.yellow)
-    return Cell("○ ended" + (f" {view.ended}" if view.ended else ""), style.dim)
+    """What the follow does: `following`, `waiting`, `retrying` or `ended` (a daemon that does not
+    say gets `following` or `ended`, from `active`)."""
+    state = view.state or ("following" if view.active else "ended")
+    writer = f" (writer {view.writer_pid})" if view.writer_pid is not None and view.active else ""
+    match state:
+        case "following":
+            return Cell("● active" + writer, style.yellow)
+        case "waiting":
+            return Cell("◐ waiting" + writer, style.yellow)
+        case "retrying":
+            return Cell(f"↻ retrying ({_plural(view.failures, 'failure')})" + writer, style.red)
+        case "ended":
+            return Cell("○ ended" + (f" {view.ended}" if view.ended else ""), style.dim)
+        case _:  # a state a newer daemon added
+            return Cell(state + writer)
 
 
 def follow_rows(follows: Sequence[FollowView], style: Style) -> list[str]:
-    """The followed files, grouped by store root: state, session, format, progress, last activity, path.
+    """The followed files, grouped by store root: state, session, format, progress, last activity,
+    path; under a follow that waits, retries or ended, why.
 
     >>> v = FollowView(root="/p", session=3, path="/t/a.jsonl", format="codex-exec-json", offset=120,
     ...     lines=2, skipped=0, active=True, last_activity="2025-01-01 10:00:00")
@@ -35,6 +47,11 @@ def follow_rows(follows: Sequence[FollowView], style: Style) -> list[str]:
     '  /p'
     >>> follow_rows([v], Style())[1].split("  ")[2:5]
     ['● active', 'S3', 'codex-exec-json']
+    >>> w = FollowView(root="/p", session=4, path="/t/b.jsonl", format="", offset=0, lines=0, skipped=0,
+    ...     active=True, last_activity="", state="waiting", reason="its store is busy")
+    >>> row, why = follow_rows([w], Style())[1:]
+    >>> row.split("  ")[2], why.strip()
+    ('◐ waiting', '↳ its store is busy')
     """
     ordered = sorted(follows, key=lambda v: (v.root, not v.active, v.session, v.path))
     rows = [
@@ -54,7 +71,10 @@ def follow_rows(follows: Sequence[FollowView], style: Style) -> list[str]:
     out: list[str] = []
     for root, group in itertools.groupby(ordered, key=lambda v: v.root):
         out.append(f"  {root}")
-        out.extend(f"    {line}" for _, line in zip(group, lines, strict=False))
+        for view, line in zip(group, lines, strict=False):
+            out.append(f"    {line}")
+            if view.reason:
+                out.append("      " + style.dim(f"↳ {view.reason}"))
     return out
 
 
@@ -70,7 +90,10 @@ def status_lines(status: StatusReply, endpoint: str, style: Style | None = None)
     ]
     if status.follows:
         active = sum(1 for v in status.follows if v.active)
-        lines.append(f"follows: {len(status.follows)} ({active} active)")
+        waiting = sum(1 for v in status.follows if v.active and v.state in ("waiting", "retrying"))
+        lines.append(
+            f"follows: {len(status.follows)} ({active} active" + (f", {waiting} waiting)" if waiting else ")")
+        )
         lines += follow_rows(status.follows, style)
     return lines
 
