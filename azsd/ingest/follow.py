@@ -59,6 +59,9 @@ log = logging.getLogger("azsd.ingest.follow")
 POLL_S: Final = 0.25
 #: How many ended follows `Status` still shows (the most recent ones).
 ENDED_KEPT: Final = 100
+#: Reads of one follow on their way to its store at most: the next read waits for a commit, so a
+#: file read faster than it is stored never piles up in memory (each read is up to READ_BUDGET).
+IN_FLIGHT_MAX: Final = 2
 
 
 # -- the follower's inbox: what other threads ask of it ---------------------------------------------
@@ -325,6 +328,8 @@ class Follower:
         if follow.resync:
             self._fetch(follow)
             return
+        if follow.in_flight >= IN_FLIGHT_MAX:
+            return  # the store is behind: read on once a commit is back (`_committed`)
         record = follow.record  # after a rebuild: the stored one
         try:
             info = os.stat(follow.path)
@@ -519,6 +524,7 @@ class Follower:
             if follow.backoff.failures:
                 log.info("the follow of %s goes on after %d failures", follow.path, follow.backoff.failures)
                 follow.backoff.reset()
+            self._service_safely(follow)  # a file read faster than it is stored: read on now
         elif isinstance(error, FollowMovedError):  # another writer stored those lines
             log.warning("%s; going on from there", error)
             follow.generation += 1

@@ -47,7 +47,7 @@ __all__ = [
 #: The largest process id Linux hands out (/proc/sys/kernel/pid_max can go no higher).
 _PID_MAX: Final = 4_194_304
 #: At most this many bytes are read from one file per turn, so no file starves the others.
-READ_BUDGET: Final = 8 * 1024 * 1024
+READ_BUDGET: Final = 2 * 1024 * 1024
 #: The wait after a first failure; it doubles with each failure in a row, up to the cap.
 BACKOFF_FIRST_S: Final = 0.25
 BACKOFF_CAP_S: Final = 30.0
