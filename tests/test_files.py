@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import doctest
 import os
 import stat
 from pathlib import Path
@@ -10,7 +9,6 @@ from typing import Any
 
 import pytest
 
-import azsd.files
 from azsd.files import atomic_write, open_regular, write_atomic
 
 
@@ -40,11 +38,6 @@ def test_default_permissions_follow_the_umask(tmp_path: Path) -> None:
     finally:
         os.umask(old)
     assert stat.S_IMODE((tmp_path / "f").stat().st_mode) == 0o640
-
-
-def test_docstring_examples_run() -> None:
-    result = doctest.testmod(azsd.files)
-    assert result.attempted and not result.failed
 
 
 @pytest.mark.parametrize(

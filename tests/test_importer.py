@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import doctest
 import hashlib
 import os
 import shutil
@@ -15,7 +14,6 @@ from pathlib import Path
 import msgspec
 import pytest
 
-import azsd.ingest.importer
 from azsd.errors import IngestError
 from azsd.events import AssistantText, Event, UserMessage
 from azsd.ingest.file import ingest_file, parse_file
@@ -95,12 +93,6 @@ def test_first_prompt_name_uses_rust_whitespace_and_drops_control_characters() -
     assert first_prompt_name([UserMessage(content="a\x1cb   c")]) == "ab c"
     assert first_prompt_name([UserMessage(content="\x15/exit\x1b[31m")]) == "/exit[31m"
     assert first_prompt_name([UserMessage(content="a\u2003\u2003b")]) == "a b"  # em spaces: Rust whitespace
-
-
-def test_docstring_examples_run() -> None:
-    result = doctest.testmod(azsd.ingest.importer)
-    assert result.failed == 0
-    assert result.attempted >= 5
 
 
 # -- a fake home with Claude's and Codex's layouts ----------------------------------------------

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import doctest
 import sqlite3
 from pathlib import Path
 
@@ -28,7 +27,7 @@ from azsd.events import (
     UserMessage,
     encode_event,
 )
-from azsd.store import Store, cache, codec, store_path
+from azsd.store import Store, store_path
 
 
 def raw_rows(path: Path, sql: str, params: tuple[object, ...] = ()) -> list[tuple[object, ...]]:
@@ -481,12 +480,3 @@ def test_public_names() -> None:
         "completion_of",
         "store_path",
     ]
-
-
-def test_docstring_examples_run() -> None:
-    attempted = 0
-    for module in (azsd.store, cache, codec):
-        result = doctest.testmod(module)
-        assert result.failed == 0, module.__name__
-        attempted += result.attempted
-    assert attempted >= 9  # the package's example, the row cache's and the codec's

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import calendar
 import os
-import random
 import time
 from array import array
 from dataclasses import dataclass, field
@@ -21,6 +20,7 @@ from typing import Final
 
 import msgspec
 
+from azsd.backoff import Backoff
 from azsd.compact import prepare_for_store
 from azsd.events import Complete, Event, encode_event
 from azsd.files import open_regular
@@ -31,11 +31,8 @@ from azsd.ipc.transport import Envelope
 from azsd.model import FollowRecord
 
 __all__ = [
-    "BACKOFF_CAP_S",
-    "BACKOFF_FIRST_S",
     "MAX_FAILURES",
     "READ_BUDGET",
-    "Backoff",
     "Tail",
     "check_follow",
     "detect",
@@ -48,48 +45,10 @@ __all__ = [
 _PID_MAX: Final = 4_194_304
 #: At most this many bytes are read from one file per turn, so no file starves the others.
 READ_BUDGET: Final = 2 * 1024 * 1024
-#: The wait after a first failure; it doubles with each failure in a row, up to the cap.
-BACKOFF_FIRST_S: Final = 0.25
-BACKOFF_CAP_S: Final = 30.0
 #: A follow that fails this many times in a row (about 16 to 32 s of trying) is ended.
 MAX_FAILURES: Final = 8
 #: A store call out for longer than this makes the follow say that it waits for its store.
 _BUSY_SHOWN_S: Final = 0.5
-
-
-@dataclass
-class Backoff:
-    """Failures in a row, and when the next try may run: the wait doubles from
-    :data:`BACKOFF_FIRST_S` to :data:`BACKOFF_CAP_S`, each a random half to whole of its step (so
-    follows that failed together do not retry together); a success resets it.
-
-    >>> b = Backoff()
-    >>> 0.125 <= b.fail("disk full", now=100.0) <= 0.25, b.failures, b.ready(100.0)
-    (True, 1, False)
-    >>> [round(b.fail("disk full", now=100.0) / s, 1) >= 0.5 for s in (0.5, 1, 2)]
-    [True, True, True]
-    >>> b.reset(); b.ready(100.0), b.failures, b.reason
-    (True, 0, '')
-    """
-
-    failures: int = 0
-    retry_at: float = 0.0  # time.monotonic()
-    reason: str = ""  # what failed last
-
-    def fail(self, reason: str, now: float) -> float:
-        """Count a failure; the wait before the next try."""
-        self.failures += 1
-        self.reason = reason
-        step = min(BACKOFF_CAP_S, BACKOFF_FIRST_S * (1 << min(self.failures - 1, 16)))
-        delay = step * random.uniform(0.5, 1.0)
-        self.retry_at = now + delay
-        return delay
-
-    def reset(self) -> None:
-        self.failures, self.retry_at, self.reason = 0, 0.0, ""
-
-    def ready(self, now: float) -> bool:
-        return now >= self.retry_at
 
 
 @dataclass

@@ -25,6 +25,7 @@ import msgspec
 import zmq
 
 from azsd import __version__
+from azsd.backoff import Backoff
 from azsd.config import ResolvedConfig
 from azsd.errors import AlreadyRunning, ConfigError
 from azsd.files import write_atomic
@@ -44,7 +45,8 @@ __all__ = ["AlreadyRunning", "Daemon", "Discovery"]
 
 log = logging.getLogger("azsd.server.daemon")
 
-#: How long a store whose follows could not be read waits before they are asked for again.
+#: How long a store whose follows could not be read first waits before they are asked for again
+#: (the wait doubles with each failure, up to the backoff's cap).
 _RESUME_RETRY_S: Final = 1.0
 #: How long a stale socket gets to answer before it is declared dead.
 _PROBE_MS: Final = 300
@@ -76,6 +78,7 @@ class Daemon:
         self._roots: set[str] = set()  # worktree roots with live follows (kept in `roots_path`)
         self._followed_now: set[str] = set()  # roots followed during this run
         self._roots_lock = threading.Lock()
+        self._resume_backoff: dict[str, Backoff] = {}  # roots whose follows could not be read yet
         self._started = time.monotonic()
         self._watchdog_s = watchdog_interval(environ, os.getpid())
         self._last_watchdog = 0.0
@@ -252,11 +255,16 @@ class Daemon:
             exc = done.exception()
             if exc is not None:
                 if not self._stop.is_set():
-                    log.warning("cannot read the follows of %s yet (%s); trying again", root, exc)
-                    retry = threading.Timer(_RESUME_RETRY_S, self._resume_root, (root,))
+                    backoff = self._resume_backoff.setdefault(root, Backoff())
+                    delay = backoff.fail(str(exc), time.monotonic(), first_s=_RESUME_RETRY_S)
+                    log.warning(
+                        "cannot read the follows of %s yet (%s); trying again in %.1f s", root, exc, delay
+                    )
+                    retry = threading.Timer(delay, self._resume_root, (root,))
                     retry.daemon = True
                     retry.start()
                 return
+            self._resume_backoff.pop(root, None)
             records = done.result()
             if records:
                 follower.resume(root, records)
