@@ -27,6 +27,7 @@ from azsd.errors import DaemonUnavailable
 from azsd.ipc import protocol as p
 from azsd.ipc.transport import connect_dealer, recv_reply, send_request
 from azsd_client import AsyncClient
+from azsd_client.cli import main
 from tests.daemon_fixture import DaemonProc, daemon_in_tmpdir, short_tmpdir, start_daemon
 from tests.reliability.common import stream_lines, wait_until
 
@@ -288,3 +289,41 @@ def test_the_async_client_asks_again_with_the_same_key_when_a_write_times_out(
     reply = asyncio.run(rename())
     assert reply.session.name == "renamed late"
     assert total(d, root) == 1
+
+
+def azs(capsys: pytest.CaptureFixture[str], d: DaemonProc, *argv: str) -> tuple[int, str]:
+    """`azs argv…` in this process, on the test's daemon: (exit status, stderr)."""
+    try:
+        main(["--runtime-dir", str(d.runtime_dir), *argv])
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    return code, capsys.readouterr().err
+
+
+def test_azs_new_with_a_short_timeout_on_a_busy_store_creates_one_session(
+    capsys: pytest.CaptureFixture[str], daemon_and_root: tuple[DaemonProc, Path]
+) -> None:
+    """The case seen on main: `azs new --timeout 1` timed out, and was committed all the same."""
+    d, root = daemon_and_root
+    assert isinstance(d.request(p.CreateSession(root=str(root))), p.SessionReply)
+    with foreign_lock(root) as holder:
+        release = release_on_retry(d, holder)
+        code, err = azs(capsys, d, "new", "--root", str(root), "--timeout", "1", "late")
+        release.join()
+    assert (code, err) == (0, "")
+    wait_until(lambda: total(d, root) >= 2, 10, "the create to commit")
+    assert total(d, root) == 2
+
+
+def test_azs_says_a_write_timed_out_twice_and_was_made_at_most_once(
+    capsys: pytest.CaptureFixture[str], daemon_and_root: tuple[DaemonProc, Path]
+) -> None:
+    d, root = daemon_and_root
+    assert isinstance(d.request(p.CreateSession(root=str(root))), p.SessionReply)
+    with foreign_lock(root):  # held past both tries (and released before the daemon's 5 s busy wait)
+        code, err = azs(capsys, d, "new", "--root", str(root), "--timeout", "0.5", "late")
+    assert code == 1
+    assert "within 0.5 s, twice" in err and "at most once" in err, err
+    wait_until(lambda: total(d, root) >= 2, 10, "the create to commit")
+    assert total(d, root) == 2
