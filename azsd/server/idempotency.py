@@ -8,7 +8,8 @@ A request that changes a store (:data:`~azsd.ipc.protocol.KeyedRequest`) may car
   key given to another request is refused (`bad_request`), and nothing is written;
 - otherwise carries the request out and, unless it failed, remembers the key, a digest of the
   request and the encoded reply in the same savepoint as the request's own writes, so that a key is
-  remembered exactly when its work is committed.
+  remembered exactly when its work is committed (a request that runs alone, outside the worker's
+  group transaction, has its key written in the transaction right after its own).
 
 A key whose request is still queued or running (a long ingest) is held in memory, per store: a retry
 that arrives meanwhile waits for the first and gets the same reply (or is refused at once if it is
@@ -110,26 +111,26 @@ class RequestKeys:
     ) -> None:
         """Run `fn` (which carries out `request`) in the store of `root` and answer `envelope`, unless
         the request's key says it is running already or was carried out."""
-        key = request.request_key if isinstance(request, p.KeyedRequest) else None
-        if not isinstance(request, p.KeyedRequest) or not isinstance(key, str):
+        if not isinstance(request, p.KeyedRequest) or not isinstance(request.request_key, str):
             self._registry.answer(root, envelope, fn, alone=alone)
             return
+        key = request.request_key
         problem = key_problem(key)
         if problem is not None:
             self._send(envelope, p.ErrorReply(code="bad_request", message=problem))
             return
         unkeyed = _unkeyed(request)
         with self._lock:
-            flight = self._flights.get((root, key))
-            if flight is None:
-                self._flights[(root, key)] = _Flight(unkeyed)
-            elif flight.request == unkeyed:
+            flight = self._flights.setdefault((root, key), _Flight(unkeyed))
+            first = flight.request is unkeyed
+            same = first or flight.request == unkeyed
+            if same and not first:
                 flight.waiters.append(envelope)
-        if flight is not None:
-            if flight.request != unkeyed:
-                self._send(envelope, error_reply(_reused(key)))
-            else:
-                log.info("a retry of %s (request_key %r) waits for the first", type(request).__name__, key)
+        if not same:
+            self._send(envelope, error_reply(_reused(key)))
+            return
+        if not first:
+            log.info("a retry of %s (request_key %r) waits for the first", type(request).__name__, key)
             return
         self._registry.call(
             root,
@@ -141,8 +142,9 @@ class RequestKeys:
     def _run(
         self, store: Store, key: str, request: p.KeyedRequest, fn: Callable[[Store], Outcome]
     ) -> Outcome:
-        """In the store's worker, inside the request's savepoint: the remembered reply, or the work
-        done and its key remembered with it."""
+        """In the store's worker, inside the request's savepoint (a request that runs alone has none;
+        its key is then written in a transaction of its own, right after its work): the remembered
+        reply, or the work done and its key remembered with it."""
         now = self._clock()
         digest = request_digest(request)
         known = store.remembered_request(key, since=now - RETENTION_S)
