@@ -18,6 +18,7 @@ family::
      ├── IngestError            an agent file cannot be ingested (unreadable, unknown format)
      ├── ProtocolError          a message on the wire could not be decoded or is invalid
      ├── DaemonUnavailable      no daemon answers on the endpoint
+     │    └── NoReply               a request was sent, and its reply did not come in time
      └── RemoteError            the daemon answered with an error reply
 """
 
@@ -32,6 +33,7 @@ __all__ = [
     "ConfigError",
     "DaemonUnavailable",
     "IngestError",
+    "NoReply",
     "NotAStoreError",
     "ProtocolError",
     "ReadOnlyStoreError",
@@ -107,6 +109,11 @@ class ProtocolError(AzsdError):
 
 class DaemonUnavailable(AzsdError):
     """No azsd daemon answered on the resolved endpoint."""
+
+
+class NoReply(DaemonUnavailable):
+    """A request reached a daemon that had answered before, but no reply came in time: it may or may
+    not have been carried out (a write is safe to send again with the same `request_key`)."""
 
 
 class RemoteError(AzsdError):

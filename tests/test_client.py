@@ -30,7 +30,7 @@ import zmq
 
 import azsd_client
 from azsd.config import ResolvedConfig
-from azsd.errors import DaemonUnavailable, ProtocolError, RemoteError
+from azsd.errors import DaemonUnavailable, NoReply, ProtocolError, RemoteError
 from azsd.events import AssistantText, Complete, Event, ToolCall, UserMessage, decode_event, encode_event
 from azsd.ipc import protocol as p
 from azsd.ipc.transport import bind_router, recv_request
@@ -316,17 +316,43 @@ def test_replies_to_other_request_ids_are_dropped(fake: Any) -> None:
 
 def test_lazy_pirate_reopens_after_a_timeout_and_checks_status_again(fake: Any) -> None:
     def handler(rid: bytes, req: p.Request) -> Answer:
-        if isinstance(req, p.DeleteSession) and req.session == 1:
+        if isinstance(req, p.GetSession):
             return []  # this one is never answered
         return [(rid, p.OkReply())]
 
     server = fake(answer_status_then(handler))
     with Client(server.config, timeout=10) as client:
-        with pytest.raises(DaemonUnavailable, match=r"did not answer DeleteSession .* within 0.3 s"):
-            client.call(p.DeleteSession(root="/", session=1), p.OkReply, timeout=0.3)
+        with pytest.raises(DaemonUnavailable, match=r"did not answer GetSession .* within 0.3 s"):
+            client.call(p.GetSession(root="/", session=1), p.OkReply, timeout=0.3)
         assert client.delete_session("/", 2) == p.OkReply()
     names = [type(r).__name__ for r in server.received]
-    assert names == ["Status", "DeleteSession", "Status", "DeleteSession"]
+    assert names == ["Status", "GetSession", "Status", "DeleteSession"]  # a read is not sent again
+
+
+@pytest.mark.parametrize("answered", [False, True])
+def test_a_write_that_times_out_is_sent_once_more_with_the_same_key(fake: Any, answered: bool) -> None:
+    writes: list[p.DeleteSession] = []
+
+    def handler(rid: bytes, req: p.Request) -> Answer:
+        assert isinstance(req, p.DeleteSession)
+        writes.append(req)
+        return [(rid, p.OkReply())] if answered and len(writes) >= 2 else []  # the first is lost
+
+    server = fake(answer_status_then(handler))
+    with Client(server.config, timeout=10) as client:
+        if answered:
+            assert client.call(p.DeleteSession(root="/", session=1), p.OkReply, timeout=0.3) == p.OkReply()
+            assert client.delete_session("/", 2) == p.OkReply()
+        else:
+            with pytest.raises(NoReply, match=r"DeleteSession .* within 0.3 s, twice .* at most once"):
+                client.call(p.DeleteSession(root="/", session=1), p.OkReply, timeout=0.3)
+    names = [type(r).__name__ for r in server.received]
+    assert names[:4] == ["Status", "DeleteSession", "Status", "DeleteSession"]
+    first, again = writes[0], writes[1]
+    assert isinstance(first.request_key, str) and len(first.request_key) == 32  # a uuid4's hex
+    assert again == first  # the same request, with the same key
+    if answered:
+        assert isinstance(writes[2].request_key, str) and writes[2].request_key != first.request_key
 
 
 def test_requests_carry_canonical_roots_and_exact_event_json(fake: Any, tmp_path: Path) -> None:
@@ -398,8 +424,8 @@ def test_async_timeout_fails_what_is_in_flight_and_recovers(fake: Any) -> None:
 
     async def go() -> None:
         async with AsyncClient(server.config, timeout=10) as client:
-            unanswered = [
-                client.call(p.DeleteSession(root="/", session=n), p.OkReply, timeout=0.5) for n in (1, 2)
+            unanswered = [  # reads: a write would be sent once more (see the test above)
+                client.call(p.GetSession(root="/", session=n), p.OkReply, timeout=0.5) for n in (1, 2)
             ]
             results = await asyncio.gather(*unanswered, return_exceptions=True)
             assert all(isinstance(r, DaemonUnavailable) for r in results), results

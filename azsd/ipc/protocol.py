@@ -56,6 +56,7 @@ __all__ = [
     "ImportSources",
     "IngestFile",
     "IngestReply",
+    "KeyedRequest",
     "ListSessions",
     "MarkCompleted",
     "MeterReply",
@@ -116,6 +117,14 @@ class _StoreReq(_Req, frozen=True):
     """Base of requests about one store: `root` is its worktree directory (an absolute path)."""
 
     root: str
+
+
+class _KeyedReq(_StoreReq, frozen=True, kw_only=True):
+    """Base of requests that change a store: `request_key` (encoded last, and only when set) makes a
+    retry safe. A request whose key the store remembers, or that is still running, is not carried
+    out again: its first reply is the answer. See docs/protocol.md, "Request keys"."""
+
+    request_key: str | msgspec.UnsetType | None = msgspec.UNSET
 
 
 class _Versioned(_Msg, frozen=True, kw_only=True):
@@ -261,7 +270,7 @@ class Shutdown(_Req, frozen=True):
     """Ask the daemon to stop. Frozen forever."""
 
 
-class CreateSession(_StoreReq, frozen=True):
+class CreateSession(_KeyedReq, frozen=True):
     name: str | None = None
     worktree: str = ""
 
@@ -281,19 +290,19 @@ class GetSession(_StoreReq, frozen=True):
     session: int
 
 
-class RenameSession(_StoreReq, frozen=True):
+class RenameSession(_KeyedReq, frozen=True):
     session: int
     name: str
 
 
-class DeleteSession(_StoreReq, frozen=True):
+class DeleteSession(_KeyedReq, frozen=True):
     """Delete a session. Its forks are kept (their lineage cleared) unless `with_forks`."""
 
     session: int
     with_forks: bool = False
 
 
-class ForkSession(_StoreReq, frozen=True):
+class ForkSession(_KeyedReq, frozen=True):
     """A new session holding copies of events 1..`at_seq` (seqs kept); the original is not changed."""
 
     session: int
@@ -301,14 +310,14 @@ class ForkSession(_StoreReq, frozen=True):
     name: str | None = None
 
 
-class ArchiveSession(_StoreReq, frozen=True):
+class ArchiveSession(_KeyedReq, frozen=True):
     """Archive (`archived=False`: unarchive) a session: hidden from listings, never deleted."""
 
     session: int
     archived: bool = True
 
 
-class AppendEvents(_StoreReq, frozen=True):
+class AppendEvents(_KeyedReq, frozen=True):
     """Append events, each given as its serde JSON (as stored); they are compacted on the way in."""
 
     session: int
@@ -331,14 +340,14 @@ class BuildContext(_StoreReq, frozen=True):
     backend: Literal["claude", "codex"] = "claude"
 
 
-class MarkCompleted(_StoreReq, frozen=True):
+class MarkCompleted(_KeyedReq, frozen=True):
     session: int
     success: bool
     duration_ms: int = 0
     cost_usd: float = 0.0
 
 
-class StoreCompaction(_StoreReq, frozen=True):
+class StoreCompaction(_KeyedReq, frozen=True):
     session: int
     after_seq: int
     summary: str
@@ -371,7 +380,7 @@ class Search(_StoreReq, frozen=True):
     words: bool = False
 
 
-class Reindex(_StoreReq, frozen=True):
+class Reindex(_KeyedReq, frozen=True):
     """Rebuild a store's search index from its events."""
 
 
@@ -389,7 +398,7 @@ class Export(_StoreReq, frozen=True):
     limit: int = 1000
 
 
-class Backup(_StoreReq, frozen=True):
+class Backup(_KeyedReq, frozen=True):
     """Copy the store with SQLite's online backup API and verify the copy.
 
     `dest` is a directory (the copy is named ``sessions-<UTC time>.azs`` in it) or a path ending in
@@ -408,7 +417,7 @@ class ImportSources(_StoreReq, frozen=True):
     project: str
 
 
-class ImportSession(_StoreReq, frozen=True):
+class ImportSession(_KeyedReq, frozen=True):
     """Import one agent history file as a session of its own (again: only what it gained since)."""
 
     agent: Literal["claude", "codex"]
@@ -423,7 +432,7 @@ class Usage(_StoreReq, frozen=True):
     worktrees: list[str] | None = None
 
 
-class IngestFile(_StoreReq, frozen=True):
+class IngestFile(_KeyedReq, frozen=True):
     """Ingest a finished agent JSONL file (read by the daemon) into a session."""
 
     session: int
@@ -477,6 +486,22 @@ StoreRequest = (
 """The requests a store's worker answers (see azsd.server.handlers); the daemon answers the rest."""
 
 Request = Status | Shutdown | Follow | Unfollow | StoreRequest
+
+KeyedRequest = (
+    CreateSession
+    | RenameSession
+    | DeleteSession
+    | ForkSession
+    | ArchiveSession
+    | AppendEvents
+    | MarkCompleted
+    | StoreCompaction
+    | Reindex
+    | Backup
+    | ImportSession
+    | IngestFile
+)
+"""The requests that change a store (or, for `Backup`, write a file) and so carry a `request_key`."""
 
 
 # -- replies ----------------------------------------------------------------------------------------

@@ -37,6 +37,7 @@ from azsd.ipc.transport import Envelope, ipc_path, probe
 from azsd.model import FollowRecord
 from azsd.sdnotify import notify, watchdog_interval
 from azsd.server.handlers import handle
+from azsd.server.idempotency import RequestKeys
 from azsd.server.views import appended_notes
 from azsd.server.workers import StoreRegistry
 from azsd.store import Store
@@ -74,6 +75,7 @@ class Daemon:
         self._state_lock: IO[str] | None = None
         self._server: Server | None = None
         self._registry: StoreRegistry | None = None
+        self._keys: RequestKeys | None = None
         self._follower: Follower | None = None
         self._roots: set[str] = set()  # worktree roots with live follows (kept in `roots_path`)
         self._followed_now: set[str] = set()  # roots followed during this run
@@ -106,6 +108,7 @@ class Daemon:
         self._registry = StoreRegistry(
             self._server.outbox, self.config.idle_close_s, lambda store, root: _recover(store, root, home)
         )
+        self._keys = RequestKeys(self._registry)
         outbox = self._server.outbox
         self._follower = Follower(
             self._registry,
@@ -182,7 +185,7 @@ class Daemon:
 
     def _route(self, envelope: Envelope, request: p.Follow | p.Unfollow | p.StoreRequest) -> None:
         """Hand a request about one store (its root made canonical) to whoever answers it."""
-        assert self._server is not None and self._registry is not None and self._follower is not None
+        assert self._server is not None and self._keys is not None and self._follower is not None
         match request:
             case p.Follow() | p.Unfollow() if "\0" in request.path:
                 self._server.reply(
@@ -194,9 +197,10 @@ class Daemon:
                 self._follower.unfollow(envelope, request.root, request.path)
             case _:
                 store_request = request  # a lambda does not keep the narrowing of `request`
-                self._registry.answer(
+                self._keys.answer(  # a retry with a known `request_key` gets the first reply
                     request.root,
                     envelope,
+                    request,
                     lambda store: handle(store, store_request),
                     alone=isinstance(request, p.Backup),
                 )

@@ -65,6 +65,9 @@ HWM_KEY: Final = "azsd_session_hwm"
 #: contentless (it stores the index, not the text, which stays compressed in `events`) and keyed by
 #: `events.id`. AUTOINCREMENT never reuses an id, so an entry whose event AZUREAL deleted matches no
 #: row of `events` and is never returned; azsd takes its own deletes out, and a reindex drops the rest.
+#: The other is `azsd_requests`, which is about requests, not sessions: the keys of recent mutating
+#: requests (`request_key`), a digest of each request and its encoded reply, so that a retry is answered
+#: instead of carried out twice (see azsd.server.idempotency). Rows older than the retention are pruned.
 AZSD_DDL: Final = """\
 CREATE TABLE IF NOT EXISTS azsd_usage (
     session_id  INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
@@ -113,6 +116,13 @@ CREATE TABLE IF NOT EXISTS azsd_imports (
     imported   TEXT NOT NULL DEFAULT (datetime('now'))
 );
 CREATE INDEX IF NOT EXISTS azsd_imports_session ON azsd_imports(session_id);
+CREATE TABLE IF NOT EXISTS azsd_requests (
+    key     TEXT PRIMARY KEY,
+    digest  BLOB NOT NULL,
+    reply   BLOB NOT NULL,
+    created REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS azsd_requests_created ON azsd_requests(created);
 CREATE VIRTUAL TABLE IF NOT EXISTS azsd_search USING fts5(
     text, content='', tokenize='unicode61 remove_diacritics 2'
 );
@@ -139,6 +149,8 @@ REQUIRED_OBJECTS: Final = frozenset(
         "azsd_archive",
         "azsd_imports",
         "azsd_imports_session",
+        "azsd_requests",
+        "azsd_requests_created",
         "azsd_search",
     }
 )

@@ -3,8 +3,9 @@
 Every request is ``[request_id, msgpack]`` on a DEALER; the reply carrying the same id is the answer,
 and anything else that arrives (a late answer to an earlier request) is dropped. When no answer comes
 within the timeout the socket is closed with linger 0 and reopened on the next request (the zguide's
-"Lazy Pirate"), and :class:`~azsd.errors.DaemonUnavailable` is raised. A request is never retried on
-its own: one that timed out may or may not have been carried out.
+"Lazy Pirate"), and :class:`~azsd.errors.DaemonUnavailable` is raised (:class:`~azsd.errors.NoReply`
+once the daemon had answered: the request may or may not have been carried out). The connection
+never sends a request again by itself; the typed client does, once, for a write with a request key.
 
 The first request of a connection checks `Status` and refuses a daemon that speaks another
 protocol version. The typed methods are :class:`~azsd_client.Client`'s (generated from ``aio.py``).

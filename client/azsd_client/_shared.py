@@ -5,15 +5,17 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
+import uuid
 from collections.abc import Iterator, Sequence
 from typing import Final, Literal, TypeAlias, TypeVar
 
+import msgspec
 import zmq
 
 from azsd.config import ResolvedConfig, private_dir_problem, resolve_config
-from azsd.errors import ConfigError, DaemonUnavailable, ProtocolError, RemoteError
+from azsd.errors import ConfigError, DaemonUnavailable, NoReply, ProtocolError, RemoteError
 from azsd.events import Event, encode_event
-from azsd.ipc.protocol import PROTOCOL_VERSION, ErrorReply, Reply, StatusReply
+from azsd.ipc.protocol import PROTOCOL_VERSION, ErrorReply, KeyedRequest, Reply, StatusReply
 from azsd.ipc.transport import ipc_path
 
 #: A worktree root as callers give it; the client sends its canonical absolute path.
@@ -114,17 +116,33 @@ def connecting(endpoint: str) -> Iterator[None]:
         raise DaemonUnavailable(f"cannot connect to azsd on {endpoint}: {exc}") from None
 
 
-def unavailable(endpoint: str, timeout: float, *, first_contact: bool, op: str) -> DaemonUnavailable:
-    """The error for a request that got no answer in time."""
+def unavailable(
+    endpoint: str, timeout: float, *, first_contact: bool, op: str, asked_twice: bool = False
+) -> DaemonUnavailable:
+    """The error for a request that got no answer in time (:class:`NoReply` once the daemon had
+    answered on this connection: the request may have been carried out)."""
     if first_contact:
         return DaemonUnavailable(
             "azsd is not running — start it with `systemctl --user start azsd` or `azsd run` "
             f"(no answer on {endpoint} within {timeout:g} s)"
         )
-    return DaemonUnavailable(
+    if asked_twice:
+        return NoReply(
+            f"azsd did not answer {op} on {endpoint} within {timeout:g} s, twice (it was sent again with "
+            "the same request key, so it is carried out at most once; the daemon may be busy or have "
+            "stopped; `azs status` checks)"
+        )
+    return NoReply(
         f"azsd did not answer {op} on {endpoint} within {timeout:g} s "
         "(it may be busy or have stopped; `azs status` checks)"
     )
+
+
+def with_request_key(message: KeyedRequest) -> KeyedRequest:
+    """`message` with a fresh `request_key` (a uuid4's hex), unless it carries one already."""
+    if isinstance(message.request_key, str):
+        return message
+    return msgspec.structs.replace(message, request_key=uuid.uuid4().hex)
 
 
 class ConnectionBase:

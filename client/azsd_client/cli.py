@@ -75,7 +75,8 @@ def _add_globals(parser: argparse.ArgumentParser, *, here: bool) -> None:
         type=seconds,
         metavar="S",
         default=5.0 if here else argparse.SUPPRESS,
-        help="seconds to wait for a reply (default: 5)",
+        help="seconds to wait for a reply (default: 5); a change that gets none is sent once more, "
+        "with the same request key (so it is made at most once)",
     )
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import TypeVar
 
+from azsd.errors import NoReply
 from azsd.events import Event
 from azsd.ipc.protocol import (
     AppendEvents,
@@ -43,6 +44,7 @@ from azsd.ipc.protocol import (
     ImportSources,
     IngestFile,
     IngestReply,
+    KeyedRequest,
     ListSessions,
     MarkCompleted,
     MeterReply,
@@ -78,6 +80,8 @@ from ._shared import (
     encode_events,
     expect,
     long_timeout,
+    unavailable,
+    with_request_key,
 )
 
 __all__ = ["Client", "Subscription"]
@@ -97,8 +101,26 @@ class Client(Connection):
     """
 
     def call(self, message: Request, kind: type[_R], *, timeout: float | None = None) -> _R:
-        """`request`, with the reply checked to be of type `kind`."""
-        return expect(self.request(message, timeout=timeout), kind)
+        """`request`, with the reply checked to be of type `kind`.
+
+        A request that changes a store (a :data:`~azsd.ipc.protocol.KeyedRequest`) is given a fresh
+        `request_key` unless it has one, and when its reply does not come in time it is sent once more
+        with the same key: the daemon carries it out at most once, and answers the retry with the
+        first reply. A second timeout raises :class:`~azsd.errors.NoReply`.
+        """
+        if not isinstance(message, KeyedRequest):
+            return expect(self.request(message, timeout=timeout), kind)
+        keyed = with_request_key(message)
+        try:
+            reply = self.request(keyed, timeout=timeout)
+        except NoReply:
+            try:
+                reply = self.request(keyed, timeout=timeout)
+            except NoReply:
+                wait = self.timeout if timeout is None else timeout
+                endpoint, op = self.config.rpc_endpoint, type(message).__name__
+                raise unavailable(endpoint, wait, first_contact=False, op=op, asked_twice=True) from None
+        return expect(reply, kind)
 
     def status(self) -> StatusReply:
         """Version, protocol, pid, uptime and open stores of the daemon."""

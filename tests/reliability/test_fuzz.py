@@ -386,6 +386,7 @@ def _typed(tp: Any) -> st.SearchStrategy[Any]:
         bool: st.booleans(),
         float: _floats,
         NoneType: st.none(),
+        msgspec.UnsetType: st.none(),  # a field left out (request_key), sent as nil here
     }
     return simple[tp]
 
@@ -403,6 +404,8 @@ def _field_value(env: FuzzEnv, name: str, tp: Any) -> st.SearchStrategy[Any]:
         "dest": st.one_of(st.none(), _places(env, "backups", "copy.azs")),
         "source_dir": _places(env, "home", ".claude"),
         "project": _places(env, "project", "."),
+        # a few keys again and again (a retry, or a key given to another request), and bad ones
+        "request_key": st.one_of(st.none(), st.sampled_from(["k1", "k2", "", "k" * 129]), _texts),
     }
     return special.get(name, _typed(tp))
 

@@ -1,0 +1,188 @@
+"""Request keys: a request that is retried is answered again, never carried out twice.
+
+A request that changes a store (:data:`~azsd.ipc.protocol.KeyedRequest`) may carry a `request_key`.
+:class:`RequestKeys` runs such a request in its store's worker as one call that
+
+- looks the key up in the store's side table ``azsd_requests``: a key given to this very request
+  (the same digest) is answered with the first reply, and nothing is written or announced again; a
+  key given to another request is refused (`bad_request`), and nothing is written;
+- otherwise carries the request out and, unless it failed, remembers the key, a digest of the
+  request and the encoded reply in the same savepoint as the request's own writes, so that a key is
+  remembered exactly when its work is committed (a request that runs alone, outside the worker's
+  group transaction, has its key written in the transaction right after its own).
+
+A key whose request is still queued or running (a long ingest) is held in memory, per store: a retry
+that arrives meanwhile waits for the first and gets the same reply (or is refused at once if it is
+another request). A request that failed is not remembered: a later retry carries it out again. Keys
+are kept at least :data:`RETENTION_S`; each new key forgets at most :data:`PRUNE_BATCH` older ones.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Final
+
+import msgspec
+
+from azsd.errors import BadRequestError
+from azsd.ipc import protocol as p
+from azsd.ipc.transport import Envelope
+from azsd.server.workers import Outcome, StoreRegistry, error_reply
+from azsd.store import Store
+
+__all__ = ["MAX_KEY_CHARS", "PRUNE_BATCH", "RETENTION_S", "RequestKeys", "key_problem", "request_digest"]
+
+log = logging.getLogger("azsd.server.idempotency")
+
+#: How long a store remembers a request's key (at least; older keys are forgotten lazily).
+RETENTION_S: Final = 600.0
+#: The most expired keys one new key prunes (bounded work per request).
+PRUNE_BATCH: Final = 64
+#: The longest key.
+MAX_KEY_CHARS: Final = 128
+
+_KEY: Final = re.compile(r"[!-~]+")
+
+
+def key_problem(key: str) -> str | None:
+    """What is wrong with a request key, or None for a good one (1 to 128 printable ASCII characters,
+    no spaces, such as a uuid4's hex).
+
+    >>> key_problem("6f1c0d3e9a2b4c5d8e7f6a5b4c3d2e1f") is None
+    True
+    >>> key_problem("two words")
+    "request_key must be printable ASCII without spaces ('!' to '~'), not 'two words'"
+    """
+    if not 1 <= len(key) <= MAX_KEY_CHARS:
+        return f"request_key must be 1 to {MAX_KEY_CHARS} characters long, not {len(key)}"
+    if not _KEY.fullmatch(key):
+        return f"request_key must be printable ASCII without spaces ('!' to '~'), not {key!r}"
+    return None
+
+
+def request_digest(request: p.KeyedRequest) -> bytes:
+    """What identifies a request apart from its key: the SHA-256 of its encoding without the key."""
+    return hashlib.sha256(p.encode(_unkeyed(request))).digest()
+
+
+def _unkeyed(request: p.KeyedRequest) -> p.KeyedRequest:
+    return msgspec.structs.replace(request, request_key=msgspec.UNSET)
+
+
+def _reused(key: str) -> BadRequestError:
+    return BadRequestError(
+        f"request_key {key!r} was given to another request: give each request a fresh key (a uuid4) "
+        "and send only the same request again with it"
+    )
+
+
+@dataclass
+class _Flight:
+    """A keyed request queued or running: the request (without its key) and the retries waiting."""
+
+    request: p.KeyedRequest
+    waiters: list[Envelope] = field(default_factory=list)
+
+
+class RequestKeys:
+    """The daemon's request keys in flight, and the runner of every store request (keyed or not)."""
+
+    def __init__(self, registry: StoreRegistry, clock: Callable[[], float] = time.time) -> None:
+        self._registry = registry
+        self._clock = clock
+        self._flights: dict[tuple[str, str], _Flight] = {}
+        self._lock = threading.Lock()
+
+    def answer(
+        self,
+        root: str,
+        envelope: Envelope,
+        request: p.StoreRequest,
+        fn: Callable[[Store], Outcome],
+        *,
+        alone: bool = False,
+    ) -> None:
+        """Run `fn` (which carries out `request`) in the store of `root` and answer `envelope`, unless
+        the request's key says it is running already or was carried out."""
+        if not isinstance(request, p.KeyedRequest) or not isinstance(request.request_key, str):
+            self._registry.answer(root, envelope, fn, alone=alone)
+            return
+        key = request.request_key
+        problem = key_problem(key)
+        if problem is not None:
+            self._send(envelope, p.ErrorReply(code="bad_request", message=problem))
+            return
+        unkeyed = _unkeyed(request)
+        with self._lock:
+            flight = self._flights.setdefault((root, key), _Flight(unkeyed))
+            first = flight.request is unkeyed
+            same = first or flight.request == unkeyed
+            if same and not first:
+                flight.waiters.append(envelope)
+        if not same:
+            self._send(envelope, error_reply(_reused(key)))
+            return
+        if not first:
+            log.info("a retry of %s (request_key %r) waits for the first", type(request).__name__, key)
+            return
+        self._registry.call(
+            root,
+            lambda store: self._run(store, key, request, fn),
+            alone=alone,
+            then=lambda done: self._finish(root, key, envelope, done),
+        )
+
+    def _run(
+        self, store: Store, key: str, request: p.KeyedRequest, fn: Callable[[Store], Outcome]
+    ) -> Outcome:
+        """In the store's worker, inside the request's savepoint (a request that runs alone has none;
+        its key is then written in a transaction of its own, right after its work): the remembered
+        reply, or the work done and its key remembered with it."""
+        now = self._clock()
+        digest = request_digest(request)
+        known = store.remembered_request(key, since=now - RETENTION_S)
+        if known is not None:
+            known_digest, reply = known
+            if known_digest != digest:
+                raise _reused(key)
+            log.info(
+                "answered a retry of %s (request_key %r) with the first reply", type(request).__name__, key
+            )
+            return Outcome(p.decode_reply(reply))
+        if not store.exists and isinstance(request, p.CreateSession):
+            with store.atomic(create=True):  # the new store's first transaction holds the key too
+                return self._carry_out(store, key, digest, fn, now)
+        return self._carry_out(store, key, digest, fn, now)
+
+    def _carry_out(
+        self, store: Store, key: str, digest: bytes, fn: Callable[[Store], Outcome], now: float
+    ) -> Outcome:
+        outcome = fn(store)
+        if store.exists and not store.read_only and not isinstance(outcome.reply, p.ErrorReply):
+            store.remember_request(
+                key, digest, p.encode(outcome.reply), now, forget_before=now - RETENTION_S, prune=PRUNE_BATCH
+            )
+        return outcome
+
+    def _finish(self, root: str, key: str, envelope: Envelope, done: Future[Outcome]) -> None:
+        """Once the first is committed (or failed): answer it, then every retry that waited for it."""
+        with self._lock:
+            flight = self._flights.pop((root, key))
+        try:
+            self._registry.deliver(root, envelope, done)
+        finally:
+            if flight.waiters:
+                exc = done.exception()
+                reply = error_reply(exc) if exc is not None else done.result().reply
+                for waiter in flight.waiters:
+                    self._send(waiter, reply)
+
+    def _send(self, envelope: Envelope, reply: p.Reply) -> None:
+        self._registry.outbox.sender().reply(envelope, p.encode(reply))
