@@ -48,6 +48,12 @@ log = logging.getLogger("azsd.server.daemon")
 _RESUME_RETRY_S: Final = 1.0
 #: How long a stale socket gets to answer before it is declared dead.
 _PROBE_MS: Final = 300
+#: Requests that only read their store: they run on its reader, beside its writer (a search whose
+#: index must catch up first moves to the writer by itself).
+_READS: Final = (
+    p.ListSessions, p.GetSession, p.GetEvents, p.BuildContext, p.ContextMeter, p.CompactionBoundary,
+    p.Export, p.Usage, p.Search,
+)  # fmt: skip
 
 
 class Discovery(msgspec.Struct, frozen=True):
@@ -101,7 +107,10 @@ class Daemon:
         self._server = Server(self.config)
         home = Path(self._environ.get("HOME", str(Path.home())))
         self._registry = StoreRegistry(
-            self._server.outbox, self.config.idle_close_s, lambda store, root: _recover(store, root, home)
+            self._server.outbox,
+            self.config.idle_close_s,
+            lambda store, root: _recover(store, root, home),
+            max_open=self.config.max_open_stores,
         )
         outbox = self._server.outbox
         self._follower = Follower(
@@ -197,6 +206,7 @@ class Daemon:
                     envelope,
                     lambda store: handle(store, store_request),
                     alone=isinstance(request, p.Backup),
+                    read=isinstance(request, _READS),
                 )
 
     def _status(self) -> p.StatusReply:
