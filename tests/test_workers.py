@@ -3,6 +3,7 @@ stores with real worker threads, and the error reply of each failure."""
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
@@ -26,7 +27,7 @@ from azsd.ipc.transport import Outbox
 from azsd.server.workers import StoreRegistry, error_reply
 from azsd.store import Store
 from azsd.store.codec import CodecError
-from azsd.store.core import NeedsWriterError
+from azsd.store.core import READ_BUSY_TIMEOUT_S, NeedsWriterError
 
 
 @pytest.fixture
@@ -223,3 +224,22 @@ def test_a_full_store_answers_each_call_truthfully(registry: StoreRegistry, root
     assert 0 < ok < len(futures)
     with Store.open(root) as other:
         assert other.get_session(sid).event_count == ok
+
+
+def test_a_read_locked_out_of_the_file_moves_to_the_writer(registry: StoreRegistry, root: Path) -> None:
+    """Another program holds the file's EXCLUSIVE lock longer than a reader waits: the read is not
+    failed, it queues on the writer (which waits its own, longer busy timeout)."""
+    registry.call(str(root), lambda store: store.create_session("one")).result(timeout=5)
+    registry.call(str(root), lambda store: store.list_sessions(), read=True).result(timeout=5)  # open it
+    holder = sqlite3.connect(
+        root / ".azureal" / "sessions.azs", isolation_level=None, check_same_thread=False
+    )
+    holder.execute("BEGIN EXCLUSIVE")
+    release = threading.Timer(READ_BUSY_TIMEOUT_S * 2, lambda: holder.execute("ROLLBACK"))
+    release.start()
+    try:
+        read = registry.call(str(root), lambda store: [s.name for s in store.list_sessions()], read=True)
+        assert read.result(timeout=10) == ["one"]
+    finally:
+        release.join()
+        holder.close()

@@ -20,8 +20,10 @@ Reads (`read=True`) run on the store's reader: a thread with a connection of its
 (``query_only``) that reads while the writer writes, so a read never waits behind a long write.
 Only a client's own earlier write to that store waits: a read is queued once that client's last
 write there is done (read-your-writes), never behind other clients' or the daemon's writes. A read
-that finds it must write (a search whose index has to catch up) moves to the writer. Until the
-writer has opened the store (migrated it, recovered its orphans), reads queue on the writer.
+that finds it must write (a search whose index has to catch up), or that cannot get the file's
+shared lock in time (another program's commit, or a long transaction that spilled its cache, holds
+it), moves to the writer. Until the writer has opened the store (migrated it, recovered its
+orphans), reads queue on the writer.
 
 Stores open on first use and close after `idle_close_s` without work; at most `max_open` are open
 (each holds two threads and two ZeroMQ sockets): one more closes the least recently used store that
@@ -60,7 +62,7 @@ from azsd.ipc import protocol as p
 from azsd.ipc.transport import Envelope, Outbox
 from azsd.store import Store
 from azsd.store.codec import CodecError
-from azsd.store.core import NeedsWriterError
+from azsd.store.core import NeedsWriterError, StoreBusyError
 
 __all__ = ["MAX_BATCH", "MAX_OPEN_STORES", "Outcome", "StoreRegistry", "Task", "error_reply"]
 
@@ -304,12 +306,15 @@ class _Reader(threading.Thread):
         except Exception as exc:
             if store is not None:
                 store.close()
-            task.future.set_exception(_open_error(self.root, exc))
+            if isinstance(exc, StoreBusyError):
+                self._registry.forward(self.root, task)
+            else:
+                task.future.set_exception(_open_error(self.root, exc))
             return None
         try:
             with store.snapshot():
                 value = task.run(store)
-        except NeedsWriterError:
+        except (NeedsWriterError, StoreBusyError):  # it must write, or the file stays locked
             self._registry.forward(self.root, task)
         except (AzsdError, ValueError, OverflowError) as exc:
             task.future.set_exception(exc)
@@ -453,7 +458,7 @@ class StoreRegistry:
             sender.publish(p.topic(root, session), p.encode(numbered))
 
     def forward(self, root: str, task: Task[Any]) -> None:
-        """Run on the writer a read that found it must write (from the reader thread)."""
+        """Run on the writer a read that must write or could not read (from the reader thread)."""
         self._resubmit(root, task, read=False)
 
     def retire(self, worker: _Worker) -> bool:

@@ -22,7 +22,7 @@ import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Final, Self
+from typing import Any, Final, NoReturn, Self
 
 from azsd.errors import NotAStoreError, ReadOnlyStoreError, StoreError, StoreFullError
 from azsd.store.codec import RowCodec
@@ -35,7 +35,16 @@ from azsd.store.schema import (
     SEARCH_HWM_KEY,
 )
 
-__all__ = ["BUSY_TIMEOUT_S", "STORE_DIR", "STORE_FILE", "NeedsWriterError", "StoreCore", "store_path"]
+__all__ = [
+    "BUSY_TIMEOUT_S",
+    "READ_BUSY_TIMEOUT_S",
+    "STORE_DIR",
+    "STORE_FILE",
+    "NeedsWriterError",
+    "StoreBusyError",
+    "StoreCore",
+    "store_path",
+]
 
 log = logging.getLogger("azsd.store")
 
@@ -43,11 +52,18 @@ STORE_DIR: Final = ".azureal"
 STORE_FILE: Final = "sessions.azs"
 #: rusqlite's default, which AZUREAL runs with.
 BUSY_TIMEOUT_S: Final = 5.0
+#: How long a reader waits for a lock (a writer spilling or committing) before it gives up, and its
+#: worker hands the read to the writer instead.
+READ_BUSY_TIMEOUT_S: Final = 1.0
 
 
 def store_path(root: Path) -> Path:
     """Where the store of the worktree `root` lives."""
     return Path(root) / STORE_DIR / STORE_FILE
+
+
+class StoreBusyError(StoreError):
+    """Another connection held the lock a statement needed for longer than the busy timeout."""
 
 
 class NeedsWriterError(StoreError):
@@ -146,9 +162,9 @@ class StoreCore:
         self._file_id = _file_id(self.path)
         try:
             version = _read_schema_version(conn)
-        except sqlite3.DatabaseError:
+        except sqlite3.DatabaseError as exc:
             conn.close()
-            raise NotAStoreError(self.path) from None
+            _raise_open_error(self.path, exc)
         if version is not None and version > SCHEMA_VERSION:
             conn.close()
             ro = f"{self.path.as_uri()}?mode=ro"
@@ -182,15 +198,15 @@ class StoreCore:
         uri = f"{self.path.as_uri()}?mode=rw"
         with _translate(self.path):
             conn = sqlite3.connect(
-                uri, uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
+                uri, uri=True, timeout=READ_BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
             )
         file_id = _file_id(self.path)
         try:
             conn.execute("PRAGMA query_only = 1")
             version = _read_schema_version(conn)
-        except sqlite3.DatabaseError:
+        except sqlite3.DatabaseError as exc:
             conn.close()
-            raise NotAStoreError(self.path) from None
+            _raise_open_error(self.path, exc)
         if version is None:
             conn.close()
             return
@@ -343,6 +359,14 @@ def _read_schema_version(conn: sqlite3.Connection) -> int | None:
         raise sqlite3.DatabaseError(f"schema_version {row[0]!r} is not a number") from None
 
 
+def _raise_open_error(path: Path, exc: sqlite3.DatabaseError) -> NoReturn:
+    """Why the file could not be read when opened: locked (or unreadable), or not a store at all."""
+    if isinstance(exc, sqlite3.OperationalError):  # e.g. another program holds an EXCLUSIVE lock
+        with _translate(path):
+            raise exc
+    raise NotAStoreError(path) from None
+
+
 def _in_transaction(conn: sqlite3.Connection) -> bool:
     return conn.in_transaction
 
@@ -385,6 +409,8 @@ def _translate(path: Path) -> Iterator[None]:
     try:
         yield
     except sqlite3.OperationalError as exc:
+        if exc.sqlite_errorcode & 0xFF == sqlite3.SQLITE_BUSY:
+            raise StoreBusyError(f"{path}: {exc}") from None
         if "full" in str(exc):
             raise StoreFullError(f"{path}: {exc} (nothing was written)") from None
         raise StoreError(f"{path}: {exc}") from None
