@@ -134,6 +134,7 @@ class StoreCore:
         if (info.st_dev, info.st_ino) == self._file_id:
             return None
         self.close()
+        self.read_only, self.schema_version = False, None  # of the file that was there
         self._connect()
         return "replaced"
 
