@@ -94,5 +94,6 @@ def _check_config(config: Path | None) -> None:
     print(f"rpc:         {resolved.rpc_endpoint}")
     print(f"pub:         {resolved.pub_endpoint}")
     print(f"idle close:  {resolved.idle_close_s:g} s")
+    print(f"open stores: at most {resolved.max_open_stores}")
     print(f"max message: {resolved.max_message_bytes} bytes")
     print(f"log level:   {resolved.log_level}")

@@ -11,6 +11,7 @@ The file is TOML; unknown keys are rejected::
     max-message-bytes = 67108864           # larger requests are dropped by ZeroMQ
     log-level = "INFO"
     follow-idle-s = 30                     # end a follow whose writer is gone and file idle this long
+    max-open-stores = 128                  # past it, the least recently used idle store is closed
     claude-command = ["claude"]            # how `azs run` starts each agent (argv prefix)
     codex-command = ["codex"]
 
@@ -56,6 +57,7 @@ class FileConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, rename
     max_message_bytes: int = 64 * 1024 * 1024
     log_level: str = "INFO"
     follow_idle_s: float = 30.0
+    max_open_stores: int = 128
     claude_command: list[str] = msgspec.field(default_factory=lambda: ["claude"])
     codex_command: list[str] = msgspec.field(default_factory=lambda: ["codex"])
 
@@ -72,6 +74,7 @@ class ResolvedConfig:
     claude_command: tuple[str, ...]
     codex_command: tuple[str, ...]
     state_dir: Path
+    max_open_stores: int = 128
 
     @property
     def rpc_endpoint(self) -> str:
@@ -192,6 +195,8 @@ def resolve_config(
         )
     if file.idle_close_s <= 0 or file.max_message_bytes <= 0 or file.follow_idle_s <= 0:
         raise ConfigError("idle-close-s, follow-idle-s and max-message-bytes must be positive")
+    if not 1 <= file.max_open_stores <= 400:  # each open store holds two ZeroMQ sockets of ~1023
+        raise ConfigError(f"max-open-stores must be between 1 and 400, not {file.max_open_stores}")
     if not file.claude_command or not file.codex_command:
         raise ConfigError("claude-command and codex-command must name a program")
     return ResolvedConfig(
@@ -203,4 +208,5 @@ def resolve_config(
         claude_command=tuple(file.claude_command),
         codex_command=tuple(file.codex_command),
         state_dir=default_state_dir(environ),
+        max_open_stores=file.max_open_stores,
     )

@@ -3,8 +3,9 @@ stores with real worker threads, and the error reply of each failure."""
 
 from __future__ import annotations
 
+import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from pathlib import Path
 
@@ -20,12 +21,13 @@ from azsd.errors import (
     StoreError,
     StoreFullError,
 )
-from azsd.events import EventDecodeError
+from azsd.events import AssistantText, EventDecodeError
 from azsd.ipc import protocol as p
 from azsd.ipc.transport import Outbox
 from azsd.server.workers import StoreRegistry, error_reply
 from azsd.store import Store
 from azsd.store.codec import CodecError
+from azsd.store.core import READ_BUSY_TIMEOUT_S, NeedsWriterError
 
 
 @pytest.fixture
@@ -135,3 +137,109 @@ def test_on_open_runs_first_and_its_notes_are_published(root: Path) -> None:
 def test_error_reply_codes(exc: BaseException, code: str) -> None:
     reply = error_reply(exc)
     assert reply.code == code and reply.message
+
+
+def test_a_read_runs_beside_a_busy_writer(registry: StoreRegistry, root: Path) -> None:
+    registry.call(str(root), lambda store: store.create_session("one")).result(timeout=5)
+    release = threading.Event()
+    busy = registry.call(str(root), lambda store: release.wait(10))
+    read = registry.call(str(root), lambda store: [s.name for s in store.list_sessions()], read=True)
+    try:
+        assert read.result(timeout=5) == ["one"]
+        assert not busy.done()
+    finally:
+        release.set()
+    assert busy.result(timeout=5) is True
+
+
+def test_a_reader_never_writes_nor_creates(root: Path) -> None:
+    with Store.open(root, reader=True) as reader:
+        assert not reader.exists and reader.list_sessions() == []
+        with pytest.raises(NeedsWriterError):
+            reader.create_session("no")
+    assert not (root / ".azureal").exists()
+    with Store.open(root) as writer:
+        writer.create_session("one")
+    with Store.open(root, reader=True) as reader, reader.snapshot(), pytest.raises(NeedsWriterError):
+        reader.rename_session(1, "no")
+
+
+def test_the_number_of_open_stores_is_capped_and_a_busy_store_is_never_closed(tmp_path: Path) -> None:
+    ctx: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
+    outbox = Outbox(ctx)
+    registry = StoreRegistry(outbox, idle_close_s=30, max_open=2)
+    roots = [tmp_path / f"w{i}" for i in range(8)]
+    for root in roots:
+        root.mkdir()
+    release = threading.Event()
+    try:
+        held = registry.call(str(roots[0]), lambda store: release.wait(10))
+        most = 0
+        futures = []
+        for root in roots[1:]:
+            futures.append(registry.call(str(root), lambda store: store.create_session(str(store.root)).name))
+            futures.append(registry.call(str(root), lambda store: store.root.name, read=True))
+            most = max(most, len(registry.open_stores()))
+        for future in futures:
+            future.result(timeout=10)
+            most = max(most, len(registry.open_stores()))
+        assert [f.result() for f in futures[1::2]] == [root.name for root in roots[1:]]
+        assert most <= 2
+        assert str(roots[0]) in registry.open_stores()  # busy all along: never closed
+        assert not held.done()
+    finally:
+        release.set()
+        registry.close()
+        outbox.close()
+        ctx.term()
+
+
+def test_a_full_store_answers_each_call_truthfully(registry: StoreRegistry, root: Path) -> None:
+    """SQLite rolls the whole group transaction back on SQLITE_FULL: each result must still say
+    whether its rows are on disk (here the page limit is SQLite's own, on the writer's connection)."""
+    sid = registry.call(str(root), lambda store: store.create_session().id).result(timeout=5)
+    registry.call(
+        str(root),
+        lambda store: store._require().execute(
+            "PRAGMA max_page_count = " + str(store._require().execute("PRAGMA page_count").fetchone()[0] + 40)
+        ),
+    ).result(timeout=5)
+
+    def bulky(i: int) -> list[AssistantText]:
+        return [
+            AssistantText(text="".join(chr(0x4E00 + (i * 7919 + k * 104729) % 20000) for k in range(2000)))
+        ]
+
+    def append(i: int) -> Callable[[Store], object]:
+        return lambda store: store.append_events(sid, bulky(i))
+
+    futures = [registry.call(str(root), append(i)) for i in range(120)]
+    ok = 0
+    for future in futures:
+        try:
+            future.result(timeout=30)
+            ok += 1
+        except StoreFullError:
+            pass
+    assert 0 < ok < len(futures)
+    with Store.open(root) as other:
+        assert other.get_session(sid).event_count == ok
+
+
+def test_a_read_locked_out_of_the_file_moves_to_the_writer(registry: StoreRegistry, root: Path) -> None:
+    """Another program holds the file's EXCLUSIVE lock longer than a reader waits: the read is not
+    failed, it queues on the writer (which waits its own, longer busy timeout)."""
+    registry.call(str(root), lambda store: store.create_session("one")).result(timeout=5)
+    registry.call(str(root), lambda store: store.list_sessions(), read=True).result(timeout=5)  # open it
+    holder = sqlite3.connect(
+        root / ".azureal" / "sessions.azs", isolation_level=None, check_same_thread=False
+    )
+    holder.execute("BEGIN EXCLUSIVE")
+    release = threading.Timer(READ_BUSY_TIMEOUT_S * 2, lambda: holder.execute("ROLLBACK"))
+    release.start()
+    try:
+        read = registry.call(str(root), lambda store: [s.name for s in store.list_sessions()], read=True)
+        assert read.result(timeout=10) == ["one"]
+    finally:
+        release.join()
+        holder.close()

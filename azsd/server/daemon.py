@@ -51,6 +51,12 @@ log = logging.getLogger("azsd.server.daemon")
 _RESUME_RETRY_S: Final = 1.0
 #: How long a stale socket gets to answer before it is declared dead.
 _PROBE_MS: Final = 300
+#: Requests that only read their store: they run on its reader, beside its writer (a search whose
+#: index must catch up first moves to the writer by itself).
+_READS: Final = (
+    p.ListSessions, p.GetSession, p.GetEvents, p.BuildContext, p.ContextMeter, p.CompactionBoundary,
+    p.Export, p.Usage, p.Search,
+)  # fmt: skip
 
 
 class Discovery(msgspec.Struct, frozen=True):
@@ -106,7 +112,10 @@ class Daemon:
         self._server = Server(self.config)
         home = Path(self._environ.get("HOME", str(Path.home())))
         self._registry = StoreRegistry(
-            self._server.outbox, self.config.idle_close_s, lambda store, root: _recover(store, root, home)
+            self._server.outbox,
+            self.config.idle_close_s,
+            lambda store, root: _recover(store, root, home),
+            max_open=self.config.max_open_stores,
         )
         self._keys = RequestKeys(self._registry)
         outbox = self._server.outbox
@@ -203,6 +212,7 @@ class Daemon:
                     request,
                     lambda store: handle(store, store_request),
                     alone=isinstance(request, p.Backup),
+                    read=isinstance(request, _READS),
                 )
 
     def _status(self) -> p.StatusReply:

@@ -108,11 +108,13 @@ class RequestKeys:
         fn: Callable[[Store], Outcome],
         *,
         alone: bool = False,
+        read: bool = False,
     ) -> None:
         """Run `fn` (which carries out `request`) in the store of `root` and answer `envelope`, unless
-        the request's key says it is running already or was carried out."""
+        the request's key says it is running already or was carried out. A `read` (never keyed)
+        runs on the store's reader."""
         if not isinstance(request, p.KeyedRequest) or not isinstance(request.request_key, str):
-            self._registry.answer(root, envelope, fn, alone=alone)
+            self._registry.answer(root, envelope, fn, alone=alone, read=read)
             return
         key = request.request_key
         problem = key_problem(key)
@@ -137,6 +139,7 @@ class RequestKeys:
             lambda store: self._run(store, key, request, fn),
             alone=alone,
             then=lambda done: self._finish(root, key, envelope, done),
+            client=envelope.identity,
         )
 
     def _run(

@@ -5,16 +5,24 @@
 a newer schema read-only, :meth:`StoreCore.atomic` (``BEGIN IMMEDIATE``, a savepoint when nested),
 the translation of sqlite3 errors into the :mod:`azsd.errors` tree, the small query helpers and the
 row codec the layers above share. It knows nothing of sessions or events beyond the schema text.
+
+A Store is a store's writer, or (``Store.open(root, reader=True)``) a reader beside it: a connection
+with ``PRAGMA query_only`` that never creates, migrates or writes the file, whose reads run in
+:meth:`StoreCore.snapshot` (a deferred transaction: rollback-journal mode lets them read while a
+writer holds RESERVED), and on which a write raises :class:`NeedsWriterError` so that the caller can
+hand the call to the writer. Either notices, in :meth:`StoreCore.check_file`, that the file at its
+path is no longer the one it opened (replaced, deleted, or created by someone else).
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Final, Self
+from typing import Any, Final, NoReturn, Self
 
 from azsd.errors import NotAStoreError, ReadOnlyStoreError, StoreError, StoreFullError
 from azsd.store.codec import RowCodec
@@ -27,7 +35,16 @@ from azsd.store.schema import (
     SEARCH_HWM_KEY,
 )
 
-__all__ = ["BUSY_TIMEOUT_S", "STORE_DIR", "STORE_FILE", "StoreCore", "store_path"]
+__all__ = [
+    "BUSY_TIMEOUT_S",
+    "READ_BUSY_TIMEOUT_S",
+    "STORE_DIR",
+    "STORE_FILE",
+    "NeedsWriterError",
+    "StoreBusyError",
+    "StoreCore",
+    "store_path",
+]
 
 log = logging.getLogger("azsd.store")
 
@@ -35,6 +52,9 @@ STORE_DIR: Final = ".azureal"
 STORE_FILE: Final = "sessions.azs"
 #: rusqlite's default, which AZUREAL runs with.
 BUSY_TIMEOUT_S: Final = 5.0
+#: How long a reader waits for a lock (a writer spilling or committing) before it gives up, and its
+#: worker hands the read to the writer instead.
+READ_BUSY_TIMEOUT_S: Final = 1.0
 
 
 def store_path(root: Path) -> Path:
@@ -42,34 +62,81 @@ def store_path(root: Path) -> Path:
     return Path(root) / STORE_DIR / STORE_FILE
 
 
+class StoreBusyError(StoreError):
+    """Another connection held the lock a statement needed for longer than the busy timeout."""
+
+
+class NeedsWriterError(StoreError):
+    """A call on a store's reader tried to write (a search whose index must catch up first).
+
+    Never a reply: the worker that sees it runs the call again on the store's writer.
+    """
+
+
 class StoreCore:
     """The connection to one `.azs` file, opened lazily: absent until the first session is created."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, *, reader: bool = False) -> None:
         self.root = Path(root)
         self.path = store_path(self.root)
+        self.reader = reader
         self.read_only = False
         self.schema_version: int | None = None
         self._conn: sqlite3.Connection | None = None
+        self._file_id: tuple[int, int] | None = None  # (st_dev, st_ino) of the file opened
         self._codec = RowCodec()
         self._depth = 0
         if self.path.exists():
             self._connect()
 
     @classmethod
-    def open(cls, root: Path) -> Self:
-        """Open the store of `root`; the file is not created until a session is."""
-        return cls(root)
+    def open(cls, root: Path, *, reader: bool = False) -> Self:
+        """Open the store of `root`; the file is not created until a session is.
+
+        A `reader` only reads (beside the store's writer, which alone creates and migrates the file).
+        """
+        return cls(root, reader=reader)
 
     @property
     def exists(self) -> bool:
         return self._conn is not None
+
+    @property
+    def transaction_lost(self) -> bool:
+        """Inside :meth:`atomic`, whether SQLite has rolled the whole transaction back (it may, on
+        SQLITE_FULL or an I/O error): nothing written in it since `BEGIN` is on disk, or ever will be."""
+        return self._depth > 0 and (self._conn is None or not self._conn.in_transaction)
 
     def close(self) -> None:
         self._forget()
         if self._conn is not None:
             self._conn.close()
             self._conn = None
+        self._file_id = None
+
+    def check_file(self) -> str | None:
+        """Follow the file at the store's path when it is no longer the one this Store opened: reopen
+        a replaced file, let go of a deleted one (the next create makes a new file), open one that
+        appeared. Returns what happened, for the log (None when nothing did). Call between
+        transactions: it costs one stat.
+        """
+        assert self._depth == 0, "check_file inside a transaction"
+        try:
+            info = os.stat(self.path)
+        except FileNotFoundError:
+            if self._conn is None:
+                return None
+            self.close()
+            return "deleted"
+        if self._conn is None:
+            self._connect()
+            return "created" if self._conn is not None else None
+        if (info.st_dev, info.st_ino) == self._file_id:
+            return None
+        self.close()
+        self.read_only, self.schema_version = False, None  # of the file that was there
+        self._connect()
+        return "replaced"
 
     def __enter__(self) -> Self:
         return self
@@ -86,15 +153,19 @@ class StoreCore:
     # -- connection and schema ----------------------------------------------------------------
 
     def _connect(self) -> None:
+        if self.reader:
+            self._connect_reader()
+            return
         uri = f"{self.path.as_uri()}?mode=rwc"
         conn = sqlite3.connect(
             uri, uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
         )
+        self._file_id = _file_id(self.path)
         try:
             version = _read_schema_version(conn)
-        except sqlite3.DatabaseError:
+        except sqlite3.DatabaseError as exc:
             conn.close()
-            raise NotAStoreError(self.path) from None
+            _raise_open_error(self.path, exc)
         if version is not None and version > SCHEMA_VERSION:
             conn.close()
             ro = f"{self.path.as_uri()}?mode=ro"
@@ -121,6 +192,28 @@ class StoreCore:
             with _translate(self.path):
                 self._migrate()
         self.schema_version = version if self.read_only else SCHEMA_VERSION
+
+    def _connect_reader(self) -> None:
+        """A reader's connection: never creates the file, never writes it (`query_only`), and stays
+        closed while the file has no schema yet (its writer is creating it)."""
+        uri = f"{self.path.as_uri()}?mode=rw"
+        with _translate(self.path):
+            conn = sqlite3.connect(
+                uri, uri=True, timeout=READ_BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
+            )
+        file_id = _file_id(self.path)
+        try:
+            conn.execute("PRAGMA query_only = 1")
+            version = _read_schema_version(conn)
+        except sqlite3.DatabaseError as exc:
+            conn.close()
+            _raise_open_error(self.path, exc)
+        if version is None:
+            conn.close()
+            return
+        self._conn, self._file_id = conn, file_id
+        self.read_only = version > SCHEMA_VERSION
+        self.schema_version = version
 
     def _migrate(self) -> None:
         """Run AZUREAL's DDL and v3 migration (spec §1.4) when the file is not already v3."""
@@ -165,10 +258,23 @@ class StoreCore:
 
     @contextmanager
     def atomic(self, *, create: bool = False) -> Iterator[sqlite3.Connection]:
-        """A write transaction (`BEGIN IMMEDIATE`), or a savepoint inside an enclosing one."""
+        """A write transaction (`BEGIN IMMEDIATE`), or a savepoint inside an enclosing one.
+
+        When SQLite has rolled the whole transaction back under it (SQLITE_FULL, an I/O error), the
+        error that did it is raised as it is: there is no savepoint left to roll back to, and no
+        later savepoint may begin (outside a transaction it would commit on its own).
+        """
+        if self.reader:
+            with self._read_only_atomic(create) as conn:
+                yield conn
+            return
         conn = self._writer(create=create)
         depth = self._depth
         with _translate(self.path):
+            if depth > 0 and not conn.in_transaction:
+                raise StoreError(
+                    f"{self.path}: the enclosing transaction was rolled back (nothing was written)"
+                )
             conn.execute("BEGIN IMMEDIATE" if depth == 0 else f"SAVEPOINT azsd_{depth}")
             self._depth += 1
             try:
@@ -176,13 +282,17 @@ class StoreCore:
             except BaseException:
                 self._depth = depth
                 self._forget()  # it may hold what is being rolled back
-                if depth == 0:
-                    conn.execute("ROLLBACK")
-                else:
-                    conn.execute(f"ROLLBACK TO azsd_{depth}")
-                    conn.execute(f"RELEASE azsd_{depth}")
+                if conn.in_transaction:  # else SQLite rolled it all back already
+                    if depth == 0:
+                        conn.execute("ROLLBACK")
+                    else:
+                        conn.execute(f"ROLLBACK TO azsd_{depth}")
+                        conn.execute(f"RELEASE azsd_{depth}")
                 raise
             self._depth = depth
+            if not conn.in_transaction:  # rolled back under a caller that went on
+                self._forget()
+                raise StoreError(f"{self.path}: the transaction was rolled back (nothing was written)")
             try:
                 conn.execute("COMMIT" if depth == 0 else f"RELEASE azsd_{depth}")
             except sqlite3.Error:
@@ -190,6 +300,37 @@ class StoreCore:
                 if depth == 0 and conn.in_transaction:
                     conn.execute("ROLLBACK")
                 raise
+
+    @contextmanager
+    def _read_only_atomic(self, create: bool) -> Iterator[sqlite3.Connection]:
+        """`atomic` on a reader: reads go through (inside its snapshot), a write raises
+        :class:`NeedsWriterError`."""
+        if self._conn is None:
+            raise NeedsWriterError(f"{self.path}: a write on the store's reader")
+        try:
+            yield self._conn
+        except sqlite3.Error as exc:
+            if getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_READONLY:
+                raise NeedsWriterError(f"{self.path}: a write on the store's reader") from None
+            with _translate(self.path):
+                raise
+
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """Reads that see one state of the file (a deferred transaction, ended when they are done);
+        on a Store with no file yet, nothing to do."""
+        conn = self._conn
+        if conn is None or conn.in_transaction:
+            yield
+            return
+        with _translate(self.path):
+            conn.execute("BEGIN")
+        try:
+            yield
+        finally:
+            if _in_transaction(conn):  # (SQLite may have ended it on an I/O error)
+                with _translate(self.path):
+                    conn.execute("ROLLBACK")
 
     def _query(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         if self._conn is None:
@@ -217,6 +358,27 @@ def _read_schema_version(conn: sqlite3.Connection) -> int | None:
         return int(row[0])
     except (TypeError, ValueError):
         raise sqlite3.DatabaseError(f"schema_version {row[0]!r} is not a number") from None
+
+
+def _raise_open_error(path: Path, exc: sqlite3.DatabaseError) -> NoReturn:
+    """Why the file could not be read when opened: locked (or unreadable), or not a store at all."""
+    if isinstance(exc, sqlite3.OperationalError):  # e.g. another program holds an EXCLUSIVE lock
+        with _translate(path):
+            raise exc
+    raise NotAStoreError(path) from None
+
+
+def _in_transaction(conn: sqlite3.Connection) -> bool:
+    return conn.in_transaction
+
+
+def _file_id(path: Path) -> tuple[int, int] | None:
+    """What tells the file at `path` from another put there later."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return info.st_dev, info.st_ino
 
 
 def _is_current(conn: sqlite3.Connection) -> bool:
@@ -248,6 +410,8 @@ def _translate(path: Path) -> Iterator[None]:
     try:
         yield
     except sqlite3.OperationalError as exc:
+        if exc.sqlite_errorcode & 0xFF == sqlite3.SQLITE_BUSY:
+            raise StoreBusyError(f"{path}: {exc}") from None
         if "full" in str(exc):
             raise StoreFullError(f"{path}: {exc} (nothing was written)") from None
         raise StoreError(f"{path}: {exc}") from None

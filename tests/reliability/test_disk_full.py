@@ -1,0 +1,80 @@
+"""A disk that fills in the middle of a group commit (issue 2/7): SQLite may roll the whole
+transaction back; every reply must still say exactly whether its write is on disk, so that a client
+that retries what failed never stores anything twice. The test counts rows against replies."""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from azsd.events import AssistantText, encode_event
+from azsd.ipc import protocol as p
+from azsd.store import store_path
+from tests.daemon_fixture import DaemonProc, daemon_in_tmpdir, short_tmpdir
+from tests.reliability.pipeline import Pipe
+
+
+@pytest.fixture
+def small_fs() -> Iterator[Path]:
+    """A 1.5 MiB tmpfs: smaller than SQLite's page cache, so it fills in the middle of a batch."""
+    mount = short_tmpdir()
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=1536k", "tmpfs", str(mount)], capture_output=True
+    )
+    if done.returncode != 0:
+        shutil.rmtree(mount, ignore_errors=True)
+        pytest.skip(f"cannot mount a size-limited tmpfs here: {done.stderr.decode().strip()}")
+    try:
+        yield mount
+    finally:
+        if subprocess.run(["umount", str(mount)], check=False).returncode != 0:
+            subprocess.run(["umount", "-l", str(mount)], check=False)
+        shutil.rmtree(mount, ignore_errors=True)
+
+
+@pytest.fixture
+def daemon() -> Iterator[DaemonProc]:
+    with daemon_in_tmpdir() as d:
+        yield d
+
+
+def bulky(i: int) -> str:
+    """An event of ~12 KB that zstd cannot shrink much."""
+    text = f"{i} " + "".join(chr(0x4E00 + (i * 7919 + k * 104729) % 20000) for k in range(4000))
+    return encode_event(AssistantText(text=text)).decode()
+
+
+def test_pipelined_appends_on_a_filling_disk_are_answered_truthfully(
+    small_fs: Path, daemon: DaemonProc
+) -> None:
+    # small_fs comes first: it is torn down last, after the daemon has let go of the store on it.
+    d, root = daemon, small_fs
+    created = d.request(p.CreateSession(root=str(root)))
+    assert isinstance(created, p.SessionReply), created
+    sid = created.session.id
+    client = Pipe(d)
+    try:
+        rids = [
+            client.send(p.AppendEvents(root=str(root), session=sid, events=[bulky(i)])) for i in range(400)
+        ]
+        replies = client.replies(rids, timeout_ms=60_000)
+    finally:
+        client.close()
+    ok = [r for r in replies.values() if isinstance(r, p.AppendReply)]
+    failed = [r for r in replies.values() if isinstance(r, p.ErrorReply)]
+    assert failed, "the disk never filled"
+    assert {r.code for r in failed} == {"store_full"}, {(r.code, r.message) for r in failed}
+    conn = sqlite3.connect(store_path(root))
+    try:
+        stored = conn.execute("SELECT COUNT(*) FROM events WHERE session_id = ?", (sid,)).fetchone()[0]
+        assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+    finally:
+        conn.close()
+    assert stored == len(ok), f"{stored} rows stored, {len(ok)} appends acknowledged"
+    # The seqs acknowledged are the ones stored: no gap, no repeat.
+    assert sorted(r.events[0].seq for r in ok) == list(range(1, len(ok) + 1))
