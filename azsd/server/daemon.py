@@ -18,6 +18,7 @@ import threading
 import time
 from collections.abc import Mapping
 from concurrent.futures import Future
+from functools import partial
 from pathlib import Path
 from typing import IO, Final
 
@@ -35,7 +36,7 @@ from azsd.ipc.server import Server
 from azsd.ipc.transport import Envelope, ipc_path, probe
 from azsd.model import FollowRecord
 from azsd.sdnotify import notify, watchdog_interval
-from azsd.server.handlers import handle
+from azsd.server.handlers import handle, runs_alone
 from azsd.server.views import appended_notes
 from azsd.server.workers import StoreRegistry
 from azsd.store import Store
@@ -192,11 +193,12 @@ class Daemon:
                 self._follower.unfollow(envelope, request.root, request.path)
             case _:
                 store_request = request  # a lambda does not keep the narrowing of `request`
+                publish = partial(self._registry.publish, request.root)
                 self._registry.answer(
                     request.root,
                     envelope,
-                    lambda store: handle(store, store_request),
-                    alone=isinstance(request, p.Backup),
+                    lambda store: handle(store, store_request, publish),
+                    alone=runs_alone(request),
                 )
 
     def _status(self) -> p.StatusReply:
