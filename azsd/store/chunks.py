@@ -195,8 +195,12 @@ class ChunkedWrite:
         self._run_pending()
 
     def after_commit(self, fn: Callable[[], None]) -> None:
-        """Run `fn` once what the steps so far wrote is committed (nested: when this write ends)."""
-        self._pending.append(fn)
+        """Run `fn` once what the steps so far wrote is committed: at once when it is, else after the
+        chunk's commit (nested: when this write ends)."""
+        if self._chunk is None and not self.nested:
+            fn()
+        else:
+            self._pending.append(fn)
 
     def _end_chunk(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
