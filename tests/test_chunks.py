@@ -148,3 +148,12 @@ def test_a_failing_step_rolls_back_only_the_chunk_in_progress(tmp_path: Path) ->
     assert store.max_seq(sid) == 3
     assert told == [0, 1, 2]  # a commit's notice goes out after it; the lost chunk's never
     store.close()
+
+
+def test_the_docstring_example_runs() -> None:
+    import doctest
+
+    import azsd.store.chunks
+
+    result = doctest.testmod(azsd.store.chunks)
+    assert result.failed == 0 and result.attempted >= 3
