@@ -10,7 +10,7 @@ import argparse
 import sys
 import time
 
-from bench import context_list, follow_latency, ingest, memory, rpc, storage, store_append
+from bench import context_list, follow_latency, ingest, memory, rpc, storage, store_append, write_lock
 
 BENCHES = {
     "store_append": store_append.main,
@@ -20,6 +20,7 @@ BENCHES = {
     "context_list": context_list.main,
     "storage": storage.main,
     "memory": memory.main,
+    "write_lock": write_lock.main,
 }
 
 

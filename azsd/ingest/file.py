@@ -2,9 +2,10 @@
 
 The file is parsed with the same incremental parsers the live follower uses, compacted once, cut
 against what the session already holds (compacted events compared with stored rows, never
-compacting anything twice: spec §4.5), appended in one transaction, and the run's token usage is
-recorded (replacing any earlier record of the same run, so a re-ingest changes nothing). It is read,
-compacted and stored a chunk of lines at a time, so a big file never sits in memory whole.
+compacting anything twice: spec §4.5), appended in transactions of at most ~200 ms
+(:mod:`azsd.store.chunks`), and the run's token usage is recorded (replacing any earlier record of the
+same run, so a re-ingest changes nothing). It is read, compacted and stored a chunk of lines at a
+time, so a big file never sits in memory whole.
 
 >>> import tempfile, pathlib
 >>> tmp = pathlib.Path(tempfile.mkdtemp())
@@ -18,8 +19,9 @@ compacted and stored a chunk of lines at a time, so a big file never sits in mem
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Final
 
@@ -31,18 +33,23 @@ from azsd.ingest.parsers import UnknownFormatError, detect_format, iter_lines, m
 from azsd.ingest.parsers.base import LineParser, ParseReport
 from azsd.model import StoredEvent
 from azsd.store import Store, completion_of
+from azsd.store.chunks import ChunkedWrite
 
 __all__ = ["IngestError", "IngestReport", "ingest_file", "overlap_prefix_len", "parse_file"]
 
 log = logging.getLogger("azsd.ingest")
 
-#: Lines parsed, compacted and stored at a time.
-CHUNK_LINES: Final = 8192
+#: Lines parsed and compacted at a time (fewer when they hold more than `CHUNK_BYTES`).
+CHUNK_LINES: Final = 1024
+CHUNK_BYTES: Final = 1 << 20
+#: Events stored in one step of a chunk (a step must stay well under the chunk's 200 ms).
+STEP_EVENTS: Final = 512
 
 
 @dataclass
 class IngestReport:
-    """What `ingest_file` did: the parse report, and how many events were new."""
+    """What `ingest_file` did: the parse report, and how many events were new (and which, unless
+    they were handed over chunk by chunk)."""
 
     path: Path
     parse: ParseReport
@@ -81,15 +88,19 @@ def _parser_for(path: Path, fmt: str | None) -> LineParser:
 
 
 def _parsed_chunks(path: Path, parser: LineParser) -> Iterator[list[Event]]:
-    """The events of each `CHUNK_LINES` lines of the file, then those the parser held to the end."""
+    """The events of each `CHUNK_LINES` lines (or `CHUNK_BYTES`) of the file, then those the parser
+    held to the end."""
     try:
         with open_regular(path) as stream:
             chunk: list[Event] = []
-            for n, line in enumerate(iter_lines(stream), 1):
+            lines = size = 0
+            for line in iter_lines(stream):
                 chunk.extend(parser.feed(line))
-                if n % CHUNK_LINES == 0:
+                lines += 1
+                size += len(line)
+                if lines >= CHUNK_LINES or size >= CHUNK_BYTES:
                     yield chunk
-                    chunk = []
+                    chunk, lines, size = [], 0, 0
     except OSError as exc:
         raise IngestError(f"{path}: {exc.strerror or exc}") from None
     chunk.extend(parser.finish())
@@ -114,28 +125,52 @@ def overlap_prefix_len(existing: Sequence[Event], appended: Sequence[Event]) -> 
     return skipped
 
 
-def ingest_file(store: Store, session_id: int, path: Path, fmt: str | None = None) -> IngestReport:
+def ingest_file(
+    store: Store,
+    session_id: int,
+    path: Path,
+    fmt: str | None = None,
+    *,
+    on_stored: Callable[[list[StoredEvent]], None] | None = None,
+) -> IngestReport:
     """Parse `path`, drop what the session already holds, append the rest, record usage.
 
-    All of it is one transaction, and the session's badge ends as one append of every event would
-    leave it (the last `Complete` decides, else new turn content means running).
+    The appends are committed in chunks of at most ~200 ms (:mod:`azsd.store.chunks`), so another
+    program's writes get the store between them; inside a transaction of the caller's, all of it is
+    that one transaction. Once every event is stored, the session's badge ends as one append of every
+    event would leave it (the last `Complete` decides, else new turn content means running), and the
+    usage is recorded. Run again after an interruption, it stores only what is missing: the events
+    already stored are the session's last ones, which the overlap with the file's first ones drops.
+
+    With `on_stored`, each chunk's stored events go to it as soon as they are committed and the
+    report keeps only counts (its `events` stays empty: memory does not grow with the file);
+    without, the report holds every stored event.
     """
     path = Path(path)
     parser = _parser_for(path, fmt)
-    stored: list[StoredEvent] = []
-    parsed = 0
+    parsed = appended = 0
     last_complete: Complete | None = None
     running = False
+    kept: list[StoredEvent] = []
+    existing = store.load_events(session_id).plain()
+    pending: list[Event] = []  # held until the overlap with `existing` can be decided
 
-    def append(events: Sequence[Event]) -> None:
-        nonlocal last_complete, running
-        complete, content = completion_of(events)
-        last_complete, running = complete or last_complete, running or content
-        stored.extend(store.append_prepared(session_id, events, completion=False).events)
+    with ChunkedWrite(store) as chunks:
 
-    with store.atomic():
-        existing = store.load_events(session_id).plain()
-        pending: list[Event] = []  # held until the overlap with `existing` can be decided
+        def append(events: Sequence[Event]) -> None:
+            nonlocal last_complete, running, appended
+            for start in range(0, len(events), STEP_EVENTS):
+                part = events[start : start + STEP_EVENTS]
+                complete, content = completion_of(part)
+                with chunks.step():
+                    stored = store.append_prepared(session_id, part, completion=False).events
+                last_complete, running = complete or last_complete, running or content
+                appended += len(stored)
+                if on_stored is None:
+                    kept.extend(stored)
+                else:
+                    chunks.after_commit(partial(on_stored, stored))
+
         for chunk in _parsed_chunks(path, parser):
             prepared = prepare_for_store(chunk)
             parsed += len(prepared)
@@ -148,13 +183,14 @@ def ingest_file(store: Store, session_id: int, path: Path, fmt: str | None = Non
             append(prepared)
         if pending:  # the whole file is about as long as what the session ends with
             append(pending[overlap_prefix_len(existing, pending) :])
-        store.set_completion(session_id, last_complete, running)
         report = parser.report
-        if not report.usage.is_zero or report.cost_usd is not None:
-            source = report.agent_session_id or str(path.resolve())
-            store.record_usage(session_id, source, report.usage, report.cost_usd)
-    log.info("ingested %s into S%d: %d new of %d", path, session_id, len(stored), parsed)
-    return IngestReport(path, report, parsed, len(stored), parsed - len(stored), stored)
+        with chunks.step():
+            store.set_completion(session_id, last_complete, running)
+            if not report.usage.is_zero or report.cost_usd is not None:
+                source = report.agent_session_id or str(path.resolve())
+                store.record_usage(session_id, source, report.usage, report.cost_usd)
+    log.info("ingested %s into S%d: %d new of %d", path, session_id, appended, parsed)
+    return IngestReport(path, report, parsed, appended, parsed - appended, kept)
 
 
 def _overlap_decidable(existing: Sequence[Event], pending: Sequence[Event]) -> bool:

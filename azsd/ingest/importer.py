@@ -5,7 +5,8 @@ project directory (agent-formats §2.1); Codex keeps each rollout at
 ``<home>/sessions/YYYY/MM/DD/rollout-*.jsonl``, its project being the `cwd` of its `session_meta`
 (§4.1, §4.2). :func:`discover` lists a project's sources; :func:`import_source` brings one into the
 store: the first time as a new session named after its first prompt, later only what was appended
-to the file since (`azsd_imports` remembers the session and the size read). Sources are only read.
+to the file since (`azsd_imports` remembers the session and the size read), in short chunks that an
+interrupted import's next run completes. Sources are only read.
 
 >>> claude_slug(Path("/home/me/my_repo.v2"))
 '-home-me-my-repo-v2'
@@ -20,6 +21,7 @@ import os
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, Final, Literal
 
@@ -29,12 +31,13 @@ from azsd.events import Event, UserMessage
 from azsd.files import open_regular
 from azsd.ingest.file import IngestReport, ingest_file
 from azsd.ingest.parsers import Format, detect_format, head_value, iter_lines
-from azsd.model import ImportRecord
+from azsd.model import ImportRecord, StoredEvent
 from azsd.rusttext import RUST_WHITESPACE, is_blank, rust_lines, trim, trim_end
 from azsd.store import Store
 
 __all__ = [
     "FORMAT_OF",
+    "UNFINISHED",
     "Agent",
     "ImportOutcome",
     "Source",
@@ -56,6 +59,12 @@ SLUG_MAX: Final = 200
 
 #: How many lines of a source are read to find its working directory.
 HEAD_LINES: Final = 20
+
+#: The size an import record holds while its import is not finished (no file has it).
+UNFINISHED: Final = -1
+
+#: How many of a new session's first events are read for a prompt to name it after.
+NAME_EVENTS: Final = 5000
 
 _NOT_SLUG: Final = re.compile(r"[^A-Za-z0-9]")
 _WHITESPACE: Final = re.compile(f"[{re.escape(RUST_WHITESPACE)}]+")
@@ -267,12 +276,22 @@ def first_prompt_name(events: Sequence[Event], limit: int = 60) -> str | None:
     return None
 
 
-def import_source(store: Store, source: Source, worktree: str = "") -> ImportOutcome:
+def import_source(
+    store: Store,
+    source: Source,
+    worktree: str = "",
+    *,
+    on_stored: Callable[[int, list[StoredEvent]], None] | None = None,
+) -> ImportOutcome:
     """Bring `source` into `store`: a new session (labelled `worktree`) the first time, afterwards
     only the events appended to the file since, and nothing when its size has not changed.
 
-    The session, its events and the import record are written in one transaction. The size recorded
-    is the one measured before reading, so lines written during the import are read next time.
+    The events are stored in chunks (:func:`~azsd.ingest.file.ingest_file`), so the import record
+    says :data:`UNFINISHED` until the last one is committed; an import that was interrupted is
+    finished by the next one, which stores only what is missing (and names the session then). The
+    size recorded is the one measured before reading, so lines written during the import are read
+    next time. `on_stored(session, events)` gets each chunk of an existing session's new events as it
+    is committed (a new session's are announced by its creation).
 
     Raises:
         IngestError: the file cannot be read, or is not a history of `source.agent` (nothing is
@@ -281,29 +300,42 @@ def import_source(store: Store, source: Source, worktree: str = "") -> ImportOut
     path, fmt = source.path, FORMAT_OF[source.agent]
     size = _size(path)
     record = store.get_import(str(path))
-    if record is not None and store.has_session(record.session_id):
-        if record.size == size:
-            return ImportOutcome(record.session_id, False, 0, 0, 0, current=True)
+    if record is not None and not store.has_session(record.session_id):
+        record = None
+    if record is not None and record.size == size:
+        return ImportOutcome(record.session_id, False, 0, 0, 0, current=True)
+    if record is not None and record.size != UNFINISHED:
         if record.last_seq and store.max_seq(record.session_id) != record.last_seq:
             raise IngestError(
                 f"{path}: S{record.session_id}, where it was imported, has changed since (it was continued "
                 "or compacted elsewhere), so what the file gained cannot be told from what the session "
                 f"holds: delete S{record.session_id} and import again, or ingest the file into a new session"
             )
-        with store.atomic():
-            report = ingest_file(store, record.session_id, path, fmt)
-            store.record_import(_record(store, source, record.session_id, size))
-        return _outcome(record.session_id, report, created=False)
-    _check_format(path, fmt, size)
-    with store.atomic(create=True):
-        session = store.create_session(path.stem, worktree)
-        report = ingest_file(store, session.id, path, fmt)
-        name = first_prompt_name([stored.event for stored in report.events])
-        if name is not None and name != session.name:
-            store.rename_session(session.id, name)
-        store.record_import(_record(store, source, session.id, size))
-    log.info("imported %s into S%d (%d events)", path, session.id, report.appended)
-    return _outcome(session.id, report, created=True)
+        sid = record.session_id
+        store.record_import(_record(source, sid, UNFINISHED, record.last_seq))
+        stored = _drop if on_stored is None else partial(on_stored, sid)
+        report = ingest_file(store, sid, path, fmt, on_stored=stored)
+        store.record_import(_record(source, sid, size, store.max_seq(sid)))
+        return _outcome(sid, report, created=False)
+    if record is None:
+        _check_format(path, fmt, size)
+        with store.atomic(create=True):
+            sid = store.create_session(path.stem, worktree).id
+            store.record_import(_record(source, sid, UNFINISHED, 0))
+    else:  # an import of a new session that was interrupted: finish it
+        sid = record.session_id
+    report = ingest_file(store, sid, path, fmt, on_stored=_drop)
+    with store.atomic():
+        name = first_prompt_name(store.load_events(sid, 1, NAME_EVENTS).plain())
+        if name is not None and store.get_session(sid).name == path.stem:
+            store.rename_session(sid, name)
+        store.record_import(_record(source, sid, size, store.max_seq(sid)))
+    log.info("imported %s into S%d (%d events)", path, sid, report.appended)
+    return _outcome(sid, report, created=True)
+
+
+def _drop(events: list[StoredEvent]) -> None:
+    """What a chunk of stored events nobody waits for becomes."""
 
 
 def _size(path: Path) -> int:
@@ -328,11 +360,10 @@ def _check_format(path: Path, fmt: Format, size: int) -> None:
         raise IngestError(f"{path}: a {found} file, expected {fmt}")
 
 
-def _record(store: Store, source: Source, session_id: int, size: int) -> ImportRecord:
+def _record(source: Source, session_id: int, size: int, last_seq: int) -> ImportRecord:
     return ImportRecord(
-        source=str(source.path), session_id=session_id, agent=source.agent, size=size,
-        last_seq=store.max_seq(session_id),
-    )  # fmt: skip
+        source=str(source.path), session_id=session_id, agent=source.agent, size=size, last_seq=last_seq
+    )
 
 
 def _outcome(session_id: int, report: IngestReport, *, created: bool) -> ImportOutcome:

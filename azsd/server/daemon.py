@@ -18,6 +18,7 @@ import threading
 import time
 from collections.abc import Mapping
 from concurrent.futures import Future
+from functools import partial
 from pathlib import Path
 from typing import IO, Final
 
@@ -36,7 +37,7 @@ from azsd.ipc.server import Server
 from azsd.ipc.transport import Envelope, ipc_path, probe
 from azsd.model import FollowRecord
 from azsd.sdnotify import notify, watchdog_interval
-from azsd.server.handlers import handle
+from azsd.server.handlers import handle, runs_alone
 from azsd.server.idempotency import RequestKeys
 from azsd.server.views import appended_notes
 from azsd.server.workers import StoreRegistry
@@ -195,6 +196,7 @@ class Daemon:
     def _route(self, envelope: Envelope, request: p.Follow | p.Unfollow | p.StoreRequest) -> None:
         """Hand a request about one store (its root made canonical) to whoever answers it."""
         assert self._server is not None and self._keys is not None and self._follower is not None
+        assert self._registry is not None
         match request:
             case p.Follow() | p.Unfollow() if "\0" in request.path:
                 self._server.reply(
@@ -206,12 +208,13 @@ class Daemon:
                 self._follower.unfollow(envelope, request.root, request.path)
             case _:
                 store_request = request  # a lambda does not keep the narrowing of `request`
+                publish = partial(self._registry.publish, request.root)
                 self._keys.answer(  # a retry with a known `request_key` gets the first reply
                     request.root,
                     envelope,
                     request,
-                    lambda store: handle(store, store_request),
-                    alone=isinstance(request, p.Backup),
+                    lambda store: handle(store, store_request, publish),
+                    alone=runs_alone(request),
                     read=isinstance(request, _READS),
                 )
 

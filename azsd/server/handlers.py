@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Final
@@ -33,7 +33,21 @@ from azsd.server.views import appended_notes, changed_note, session_view, usage_
 from azsd.server.workers import Outcome
 from azsd.store import Store, store_path
 
-__all__ = ["backup_path", "handle"]
+__all__ = ["ALONE", "Publish", "backup_path", "handle", "runs_alone"]
+
+#: Publishes notifications of the request's store at once: a long write (ingest, import) publishes
+#: each chunk's as soon as it is committed, rather than keeping them all for the end.
+Publish = Callable[[Sequence[p.Notification]], None]
+
+#: Requests that may run for long (:mod:`azsd.store.chunks`): they run alone, outside the worker's
+#: group transaction, so that each commits its work in short chunks of its own (a search may have
+#: the index to catch up first).
+ALONE: Final = (p.IngestFile, p.ImportSession, p.Reindex, p.ForkSession, p.Backup, p.Search)
+
+
+def runs_alone(req: p.Request) -> bool:
+    """Whether `req` runs alone (:data:`ALONE`; the `alone` of :meth:`StoreRegistry.call`)."""
+    return isinstance(req, ALONE)
 
 
 def _require(store: Store, session: int) -> None:
@@ -246,7 +260,7 @@ def import_sources(store: Store, req: p.ImportSources) -> Outcome:
     return Outcome(p.SourcesReply(sources=views))
 
 
-def import_session(store: Store, req: p.ImportSession) -> Outcome:
+def import_session(store: Store, req: p.ImportSession, publish: Publish | None = None) -> Outcome:
     path = Path(req.path)
     if not path.is_absolute():
         raise BadRequestError(
@@ -256,15 +270,17 @@ def import_session(store: Store, req: p.ImportSession) -> Outcome:
         size = path.stat().st_size
     except OSError as exc:
         raise IngestError(f"cannot read {path}: {exc.strerror}") from None
-    before = store.max_seq(existing.session_id) if (existing := store.get_import(str(path))) else 0
-    outcome = import_source(store, Source(path=path, agent=req.agent, size=size), req.worktree)
-    view = session_view(store, store.get_session(outcome.session_id))
     notes: list[p.Notification] = []
+    send = publish or notes.extend
+
+    def stored(session_id: int, events: list[StoredEvent]) -> None:
+        send(appended_notes(req.root, session_id, events))
+
+    source = Source(path=path, agent=req.agent, size=size)
+    outcome = import_source(store, source, req.worktree, on_stored=stored)
+    view = session_view(store, store.get_session(outcome.session_id))
     if outcome.created:
         notes.append(p.SessionCreated(root=req.root, seq=0, session=view))
-    elif outcome.appended:
-        added = store.load_events(outcome.session_id, before + 1).events
-        notes += appended_notes(req.root, outcome.session_id, added)
     reply = p.ImportReply(
         path=str(path), session=view, created=outcome.created, appended=outcome.appended,
         lines=outcome.lines, skipped=outcome.skipped,
@@ -311,14 +327,24 @@ def _sum(totals: Sequence[SessionUsage]) -> SessionUsage:
     return SessionUsage(usage, sum(t.cost_usd for t in totals), sum(t.turns for t in totals))
 
 
-def ingest(store: Store, req: p.IngestFile) -> Outcome:
+def ingest(store: Store, req: p.IngestFile, publish: Publish | None = None) -> Outcome:
+    """Ingest a file, each chunk's notifications published as it is committed (`publish`; without
+    it they go with the reply)."""
     _require(store, req.session)
     path = Path(req.path)
     if not path.is_absolute():
         raise BadRequestError(
             f"ingest needs an absolute path (the daemon has its own working directory): {path}"
         )
-    report = ingest_file(store, req.session, path, req.format)
+    notes: list[p.Notification] = []
+    send = publish or notes.extend
+    report = ingest_file(
+        store,
+        req.session,
+        path,
+        req.format,
+        on_stored=lambda events: send(appended_notes(req.root, req.session, events)),
+    )
     reply = p.IngestReply(
         format=report.parse.format,
         lines=report.parse.lines,
@@ -328,12 +354,14 @@ def ingest(store: Store, req: p.IngestFile) -> Outcome:
         skipped=dict(report.parse.skipped),
         events=dict(report.parse.events),
     )
-    notes = appended_notes(req.root, req.session, report.events)
     return Outcome(reply, notes)
 
 
-def handle(store: Store, req: p.StoreRequest) -> Outcome:  # noqa: C901 (one flat case per request)
-    """Carry out one store request (in the store's worker thread, inside its transaction).
+def handle(  # noqa: C901 (one flat case per request)
+    store: Store, req: p.StoreRequest, publish: Publish | None = None
+) -> Outcome:
+    """Carry out one store request (in the store's worker thread, inside its transaction unless it
+    runs alone: :func:`runs_alone`); `publish` sends a long write's notifications as it goes.
 
     mypy checks that every request has its case: one without would leave a path with no return.
     """
@@ -377,8 +405,8 @@ def handle(store: Store, req: p.StoreRequest) -> Outcome:  # noqa: C901 (one fla
         case p.ImportSources():
             return import_sources(store, req)
         case p.ImportSession():
-            return import_session(store, req)
+            return import_session(store, req, publish)
         case p.Usage():
             return usage(store, req)
         case p.IngestFile():
-            return ingest(store, req)
+            return ingest(store, req, publish)

@@ -5,8 +5,9 @@ in ``meta`` (:data:`azsd.store.schema.SEARCH_HWM_KEY`): rows an append has just 
 in the same transaction while the index is current (:meth:`~SearchIndex._index_new`); rows written
 by AZUREAL, or before an upgrade, are caught up before a search (:meth:`~SearchIndex._catch_up`); a
 deleted session's rows are taken out (:meth:`~SearchIndex._unindex`, the index is contentless);
-:meth:`~SearchIndex.reindex_search` rebuilds it. :meth:`~SearchIndex.search` runs an FTS5 query and
-returns snippets (the text of an event is :func:`azsd.search.search_text`).
+:meth:`~SearchIndex.reindex_search` rebuilds it (the catch-up and the rebuild commit in short chunks).
+:meth:`~SearchIndex.search` runs an FTS5 query and returns snippets (the text of an event is
+:func:`azsd.search.search_text`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from azsd.errors import BadRequestError, StoreError
 from azsd.events import Event, EventDecodeError, decode_event
 from azsd.model import SearchResult
 from azsd.search import SEARCHABLE_KINDS, make_snippet, search_text
+from azsd.store.chunks import ChunkedWrite
 from azsd.store.codec import CodecError
 from azsd.store.core import StoreCore
 from azsd.store.schema import SEARCH_HWM_KEY
@@ -29,6 +31,8 @@ __all__ = ["SearchIndex"]
 log = logging.getLogger("azsd.store")
 
 _SEARCHABLE: Final = ", ".join(f"'{kind}'" for kind in SEARCHABLE_KINDS)
+#: Event ids a step of the catch-up indexes (a step stays well under a chunk's 200 ms).
+CATCH_UP_ROWS: Final = 1000
 
 
 class SearchIndex(StoreCore):
@@ -67,7 +71,14 @@ class SearchIndex(StoreCore):
         self, conn: sqlite3.Connection, session_id: int, seqs: Sequence[int], events: Sequence[Event]
     ) -> None:
         """Index the rows just copied into `session_id` (a fork), `events` being them decoded, by seq."""
-        ids = dict(conn.execute("SELECT seq, id FROM events WHERE session_id = ?", (session_id,)).fetchall())
+        if not seqs:
+            return
+        ids = dict(
+            conn.execute(
+                "SELECT seq, id FROM events WHERE session_id = ? AND seq >= ? AND seq <= ?",
+                (session_id, min(seqs), max(seqs)),
+            ).fetchall()
+        )
         conn.executemany(
             "INSERT INTO azsd_search (rowid, text) VALUES (?, ?)",
             [
@@ -89,23 +100,37 @@ class SearchIndex(StoreCore):
                 yield event_id, text
 
     def _catch_up(self) -> None:
-        """Index the event rows the index has not seen (written by AZUREAL, or before an upgrade)."""
+        """Index the event rows the index has not seen (written by AZUREAL, or before an upgrade).
+
+        `CATCH_UP_ROWS` ids a step, committed in short chunks (:mod:`azsd.store.chunks`), the mark
+        moving with each: an interrupted catch-up goes on from where it stopped.
+        """
         if self._conn is None or self.read_only:
             return
-        with self.atomic() as conn:
-            mark = self._search_hwm(conn)
-            hwm = mark or 0
-            top = conn.execute("SELECT COALESCE(MAX(id), 0) FROM events").fetchone()[0]
-            if hwm >= top:
-                return
-            if mark is None:  # never indexed, or by another version of search_text: start afresh
-                conn.execute("INSERT INTO azsd_search (azsd_search) VALUES ('delete-all')")
-            log.info("%s: indexing events %d to %d for search", self.path, hwm + 1, top)
-            rows = conn.execute(
-                f"SELECT id, data FROM events WHERE id > ? AND kind IN ({_SEARCHABLE}) ORDER BY id", (hwm,)
-            )
-            conn.executemany("INSERT INTO azsd_search (rowid, text) VALUES (?, ?)", self._indexed_texts(rows))
-            self._set_search_hwm(conn, top)
+        told = False
+        with ChunkedWrite(self) as chunks:
+            while True:
+                with chunks.step() as conn:
+                    mark = self._search_hwm(conn)
+                    hwm = mark or 0
+                    top = conn.execute("SELECT COALESCE(MAX(id), 0) FROM events").fetchone()[0]
+                    if hwm >= top:
+                        break
+                    if mark is None:  # never indexed, or by another version of search_text: start afresh
+                        conn.execute("INSERT INTO azsd_search (azsd_search) VALUES ('delete-all')")
+                    if not told:
+                        log.info("%s: indexing events %d to %d for search", self.path, hwm + 1, top)
+                        told = True
+                    upto = min(top, hwm + CATCH_UP_ROWS)
+                    rows = conn.execute(
+                        f"SELECT id, data FROM events WHERE id > ? AND id <= ? AND kind IN ({_SEARCHABLE}) "
+                        "ORDER BY id",
+                        (hwm, upto),
+                    )
+                    conn.executemany(
+                        "INSERT INTO azsd_search (rowid, text) VALUES (?, ?)", self._indexed_texts(rows)
+                    )
+                    self._set_search_hwm(conn, upto)
 
     def _unindex(self, conn: sqlite3.Connection, session_id: int) -> None:
         """Take a session's indexed events out of the index (a contentless index needs their text)."""
@@ -130,12 +155,14 @@ class SearchIndex(StoreCore):
             return 0
         with self.atomic() as conn:
             conn.execute("DELETE FROM meta WHERE key = ?", (SEARCH_HWM_KEY,))
-            self._catch_up()
-            count = conn.execute(
+        self._catch_up()  # in chunks; run again (by a search), it goes on where it stopped
+        return int(
+            self._scalar(
                 f"SELECT COUNT(*) FROM events WHERE kind IN ({_SEARCHABLE}) AND id IN "
-                "(SELECT rowid FROM azsd_search_docsize)"
-            ).fetchone()[0]
-        return int(count)
+                "(SELECT rowid FROM azsd_search_docsize)",
+                default=0,
+            )
+        )
 
     def search(
         self,

@@ -3,22 +3,30 @@
 :class:`Sessions` owns the writes to the ``sessions`` row and its side tables ``azsd_lineage`` and
 ``azsd_archive``: session numbers are never reused (a high-water mark in ``meta`` remembers deleted
 ones, DESIGN decision 1); a delete takes the session's events out of the search index first and may
-take its forks along; a fork copies a prefix of the events as stored, with the compactions they
-cover, and records its lineage. Each write keeps the session index of
-:mod:`azsd.store.listing` in step, or drops it when it cannot say what changed.
+take its forks along; a fork copies a prefix of the events as stored (in short chunks that the same
+fork asked again finishes), with the compactions they cover, and records its lineage. Each write
+keeps the session index of :mod:`azsd.store.listing` in step, or drops it when it cannot say what changed.
 """
 
 from __future__ import annotations
 
 import sqlite3
+from typing import Final
 
 from azsd.errors import BadRequestError, SessionNotFoundError
+from azsd.events import Complete
 from azsd.model import SessionInfo
+from azsd.store.chunks import ChunkedWrite
 from azsd.store.events import EventLog, _badge_after
 from azsd.store.listing import _require_session
 from azsd.store.schema import HWM_KEY
 
-__all__ = ["Sessions"]
+__all__ = ["FORK_ROWS", "Sessions"]
+
+#: Rows a step of a fork copies (a step stays well under a chunk's 200 ms).
+FORK_ROWS: Final = 1000
+#: The ``meta`` key (with the fork's id after it) of a fork not yet whole: "<parent>:<at_seq>".
+_FORKING: Final = "azsd_forking:"
 
 
 class Sessions(EventLog):
@@ -114,54 +122,96 @@ class Sessions(EventLog):
     def fork_session(self, session_id: int, at_seq: int, name: str | None = None) -> SessionInfo:
         """A new session holding copies of events 1..`at_seq` of `session_id` (seqs kept).
 
-        The rows are copied as they are stored (the same bytes), with the compactions they cover;
-        the badge is recomputed from the copies; the lineage is recorded. The original is not touched.
+        The rows are copied as they are stored (the same bytes), `FORK_ROWS` a step in short chunks
+        (:mod:`azsd.store.chunks`), then the compactions they cover; the badge is recomputed from the
+        copies; the lineage is recorded last. The original is not touched. Until the fork is whole,
+        a ``meta`` row names it unfinished: the same fork asked again finishes that one.
         """
         if self._conn is None:
             raise SessionNotFoundError(session_id)
-        with self.atomic() as conn:
-            parent = conn.execute(
-                "SELECT name, worktree FROM sessions WHERE id = ?", (session_id,)
-            ).fetchone()
-            if parent is None:
-                raise SessionNotFoundError(session_id)
-            last = conn.execute(
-                "SELECT COALESCE(MAX(seq), 0) FROM events WHERE session_id = ?", (session_id,)
-            ).fetchone()[0]
-            if not 1 <= at_seq <= last:
-                raise BadRequestError(
-                    f"S{session_id} has no event at seq {at_seq} (a fork point is 1 to {last})"
-                    if last
-                    else f"S{session_id} has no events to fork"
+        badge: tuple[Complete | None, bool] = (None, False)
+        with ChunkedWrite(self) as chunks:
+            with chunks.step() as conn:
+                new_id, copied = self._start_fork(conn, session_id, at_seq, name)
+            while copied < at_seq:
+                upto = min(at_seq, copied + FORK_ROWS)
+                with chunks.step() as conn:
+                    badge = self._copy_rows(conn, session_id, new_id, copied + 1, upto, badge)
+                copied = upto
+            with chunks.step() as conn:
+                conn.execute(
+                    "INSERT INTO compactions (session_id, after_seq, summary, created) SELECT ?, after_seq, "
+                    "summary, created FROM compactions WHERE session_id = ? AND after_seq <= ? ORDER BY id",
+                    (new_id, session_id, at_seq),
                 )
-            indexed = self._search_current(conn)
-            new_id = self._next_id(conn)
-            fork_name = name if name is not None else f"{parent[0] or f'S{session_id}'} (fork at {at_seq})"
-            conn.execute(
-                "INSERT INTO sessions (id, name, worktree) VALUES (?, ?, ?)", (new_id, fork_name, parent[1])
-            )
-            self._set_hwm(conn, new_id)
-            conn.execute(
-                "INSERT INTO events (session_id, seq, kind, data, char_len) "
-                "SELECT ?, seq, kind, data, char_len FROM events "
-                "WHERE session_id = ? AND seq <= ? ORDER BY seq",
-                (new_id, session_id, at_seq),
-            )
-            conn.execute(
-                "INSERT INTO compactions (session_id, after_seq, summary, created) SELECT ?, after_seq, "
-                "summary, created FROM compactions WHERE session_id = ? AND after_seq <= ? ORDER BY id",
-                (new_id, session_id, at_seq),
-            )
-            conn.execute(
-                "INSERT INTO azsd_lineage (session_id, parent_id, fork_seq) VALUES (?, ?, ?)",
-                (new_id, session_id, at_seq),
-            )
-            seqs, events, _, _ = self._load(new_id, 1, None, -1)  # decoded once, for the index and the badge
-            if indexed:
-                self._index_copies(conn, new_id, seqs, events)
-            self._set_completion(conn, new_id, *_badge_after(events))
-            self._index = None
+                conn.execute(
+                    "INSERT INTO azsd_lineage (session_id, parent_id, fork_seq) VALUES (?, ?, ?)",
+                    (new_id, session_id, at_seq),
+                )
+                self._set_completion(conn, new_id, *badge)
+                conn.execute("DELETE FROM meta WHERE key = ?", (_FORKING + str(new_id),))
+                self._index = None
         return self.get_session(new_id)
+
+    def _start_fork(
+        self, conn: sqlite3.Connection, session_id: int, at_seq: int, name: str | None
+    ) -> tuple[int, int]:
+        """The fork's session (new, or the unfinished one of the same fork) and the seq copied up to."""
+        parent = conn.execute("SELECT name, worktree FROM sessions WHERE id = ?", (session_id,)).fetchone()
+        if parent is None:
+            raise SessionNotFoundError(session_id)
+        last = conn.execute(
+            "SELECT COALESCE(MAX(seq), 0) FROM events WHERE session_id = ?", (session_id,)
+        ).fetchone()[0]
+        if not 1 <= at_seq <= last:
+            raise BadRequestError(
+                f"S{session_id} has no event at seq {at_seq} (a fork point is 1 to {last})"
+                if last
+                else f"S{session_id} has no events to fork"
+            )
+        for key, value in conn.execute("SELECT key, value FROM meta WHERE key LIKE ?", (_FORKING + "%",)):
+            fork_id = int(key[len(_FORKING) :])
+            if not conn.execute("SELECT 1 FROM sessions WHERE id = ?", (fork_id,)).fetchone():
+                conn.execute("DELETE FROM meta WHERE key = ?", (key,))  # deleted meanwhile
+            elif value == f"{session_id}:{at_seq}":
+                copied = conn.execute(
+                    "SELECT COALESCE(MAX(seq), 0) FROM events WHERE session_id = ?", (fork_id,)
+                ).fetchone()[0]
+                return fork_id, int(copied)
+        new_id = self._next_id(conn)
+        fork_name = name if name is not None else f"{parent[0] or f'S{session_id}'} (fork at {at_seq})"
+        conn.execute(
+            "INSERT INTO sessions (id, name, worktree) VALUES (?, ?, ?)", (new_id, fork_name, parent[1])
+        )
+        self._set_hwm(conn, new_id)
+        conn.execute(
+            "INSERT INTO meta (key, value) VALUES (?, ?)", (_FORKING + str(new_id), f"{session_id}:{at_seq}")
+        )
+        self._index = None
+        return new_id, 0
+
+    def _copy_rows(
+        self,
+        conn: sqlite3.Connection,
+        session_id: int,
+        new_id: int,
+        first: int,
+        last: int,
+        badge: tuple[Complete | None, bool],
+    ) -> tuple[Complete | None, bool]:
+        """Copy the rows `first..last` of a fork, index them when the index is current, and return
+        the badge after them (`badge`: the one before)."""
+        indexed = self._search_current(conn)
+        conn.execute(
+            "INSERT INTO events (session_id, seq, kind, data, char_len) SELECT ?, seq, kind, data, char_len "
+            "FROM events WHERE session_id = ? AND seq >= ? AND seq <= ? ORDER BY seq",
+            (new_id, session_id, first, last),
+        )
+        seqs, events, _, _ = self._load(new_id, first, last, -1)  # decoded once, for the index and badge
+        if indexed:
+            self._index_copies(conn, new_id, seqs, events)
+        after = _badge_after(events)
+        return after if after != (None, False) else badge
 
     def set_archived(self, session_id: int, archived: bool) -> None:
         """Archive a session (hidden from listings unless asked for) or bring it back."""
