@@ -19,6 +19,7 @@ time, so a big file never sits in memory whole.
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -88,13 +89,14 @@ def _parser_for(path: Path, fmt: str | None) -> LineParser:
 
 
 def _parsed_chunks(path: Path, parser: LineParser) -> Iterator[list[Event]]:
-    """The events of each `CHUNK_LINES` lines (or `CHUNK_BYTES`) of the file, then those the parser
-    held to the end."""
+    """The events of each `CHUNK_LINES` lines (or `CHUNK_BYTES`) of the file as it was when opened,
+    then those the parser held to the end."""
     try:
         with open_regular(path) as stream:
             chunk: list[Event] = []
             lines = size = 0
-            for line in iter_lines(stream):
+            end = os.fstat(stream.fileno()).st_size  # a file that keeps growing is read to here
+            for line in iter_lines(stream, stop=end):
                 chunk.extend(parser.feed(line))
                 lines += 1
                 size += len(line)

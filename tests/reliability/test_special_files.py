@@ -5,6 +5,7 @@ stops nobody else's follow."""
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -94,3 +95,40 @@ def test_a_writer_pid_that_is_no_pid_is_refused_and_not_remembered(
     status = d.request(p.Status())
     assert isinstance(status, p.StatusReply) and status.follows == []
     assert "OverflowError" not in d.log_text()
+
+
+def test_ingesting_a_file_that_keeps_growing_ends(daemon_and_session: tuple[DaemonProc, Path, int]) -> None:
+    """Reads stop at the size fstat saw when the file was opened: a file another program appends
+    to faster than it is stored (a live agent's, a runaway log) is ingested as it was, and ends."""
+    d, root, sid = daemon_and_session
+    target = root / "growing.jsonl"
+    block = b"".join(
+        b'{"type":"assistant","session_id":"s","message":{"id":"g%d",'
+        b'"content":[{"type":"text","text":"line %d"}]}}\n' % (i, i)
+        for i in range(2000)
+    )
+    target.write_bytes(TURN + block * 10)
+    stop = threading.Event()
+
+    def grow() -> None:  # about 40 MB/s, for 12 s at most: faster than any ingest here
+        with open(target, "ab") as out:
+            deadline = time.monotonic() + 12
+            while not stop.is_set() and time.monotonic() < deadline:
+                out.write(block)
+                out.flush()
+                time.sleep(0.005)
+
+    writer = threading.Thread(target=grow)
+    writer.start()
+    try:
+        time.sleep(0.2)
+        reply = d.request(
+            p.IngestFile(root=str(root), session=sid, path=str(target), format="claude-stream-json"),
+            timeout_ms=10_000,
+        )
+    finally:
+        stop.set()
+        writer.join()
+    assert isinstance(reply, p.IngestReply), reply
+    lines_now = target.read_bytes().count(b"\n")
+    assert 2 + 20_000 <= reply.lines < lines_now  # what was there when it began, not what came after
