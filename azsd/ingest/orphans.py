@@ -70,10 +70,9 @@ def recover_orphans(store: Store, home: Path, *, settle_s: float = SETTLE_S) -> 
             log.info("S%d: a process still holds %s open (its agent may be running); left for later",
                      session_id, path)  # fmt: skip
             continue
-        try:
-            with store.atomic():
-                report = ingest_file(store, session_id, path)
-                store.clear_session_uuid(session_id)
+        try:  # chunked, so AZUREAL is never kept waiting; run again, it stores only what is missing
+            report = ingest_file(store, session_id, path)
+            store.clear_session_uuid(session_id)
         except AzsdError as exc:
             log.warning("S%d: cannot recover %s: %s", session_id, path, exc)
             continue

@@ -581,8 +581,10 @@ class StoreRegistry:
         first: Task[Sequence[p.Notification]] | None = None
         if self._on_open is not None:
             on_open = self._on_open
-            first = Task(
-                lambda store: on_open(store, root), _future(lambda done: self.publish(root, done.result()))
+            first = Task(  # alone: a long recovery commits in chunks of its own
+                lambda store: on_open(store, root),
+                _future(lambda done: self.publish(root, done.result())),
+                alone=True,
             )
             self._accept(root, first)
         slot = _Slot(_Worker(self, root, first))
