@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 import os
 import sqlite3
+import stat
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -153,6 +154,9 @@ class StoreCore:
     # -- connection and schema ----------------------------------------------------------------
 
     def _connect(self) -> None:
+        kind = _not_a_file(self.path)
+        if kind is not None:  # SQLite would only say "unable to open database file"
+            raise StoreError(f"{self.path} is {kind}, not a session store file: move it away")
         if self.reader:
             self._connect_reader()
             return
@@ -344,6 +348,17 @@ class StoreCore:
 
     def _has_table(self, name: str) -> bool:
         return bool(self._query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)))
+
+
+def _not_a_file(path: Path) -> str | None:
+    """What `path` is when it is something other than a regular file ("a directory", …), else None."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return None  # absent (or unreadable): SQLite says why
+    if stat.S_ISREG(mode):
+        return None
+    return "a directory" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else "a special file"
 
 
 def _read_schema_version(conn: sqlite3.Connection) -> int | None:
