@@ -17,7 +17,7 @@ from azsd.ipc import protocol as p
 from azsd.ipc.transport import Envelope, Outbox
 from azsd.server.handlers import handle
 from azsd.server.idempotency import PRUNE_BATCH, RETENTION_S, RequestKeys, request_digest
-from azsd.server.workers import StoreRegistry
+from azsd.server.registry import StoreRegistry
 from azsd.store import Store, store_path
 
 

@@ -24,7 +24,8 @@ from azsd.errors import (
 from azsd.events import AssistantText, EventDecodeError
 from azsd.ipc import protocol as p
 from azsd.ipc.transport import Outbox
-from azsd.server.workers import StoreRegistry, error_reply
+from azsd.server.registry import StoreRegistry
+from azsd.server.workers import error_reply
 from azsd.store import Store
 from azsd.store.codec import CodecError
 from azsd.store.core import READ_BUSY_TIMEOUT_S, NeedsWriterError

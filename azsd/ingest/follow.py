@@ -46,8 +46,9 @@ from azsd.ingest.tailing import MAX_FAILURES, Tail, check_follow, detect, is_fin
 from azsd.ipc import protocol as p
 from azsd.ipc.transport import Envelope
 from azsd.model import FollowRecord
+from azsd.server.registry import StoreRegistry
 from azsd.server.views import appended_notes, changed_note
-from azsd.server.workers import Outcome, StoreRegistry, error_reply
+from azsd.server.workers import Outcome, error_reply
 from azsd.store import Store
 from azsd.store.side_tables import FollowMovedError
 

@@ -39,8 +39,8 @@ from azsd.model import FollowRecord
 from azsd.sdnotify import notify, watchdog_interval
 from azsd.server.handlers import handle, runs_alone
 from azsd.server.idempotency import RequestKeys
+from azsd.server.registry import StoreRegistry
 from azsd.server.views import appended_notes
-from azsd.server.workers import StoreRegistry
 from azsd.store import Store
 
 __all__ = ["AlreadyRunning", "Daemon", "Discovery"]

@@ -34,7 +34,8 @@ import msgspec
 from azsd.errors import BadRequestError
 from azsd.ipc import protocol as p
 from azsd.ipc.transport import Envelope
-from azsd.server.workers import Outcome, StoreRegistry, error_reply
+from azsd.server.registry import StoreRegistry
+from azsd.server.workers import Outcome, error_reply
 from azsd.store import Store
 
 __all__ = ["MAX_KEY_CHARS", "PRUNE_BATCH", "RETENTION_S", "RequestKeys", "key_problem", "request_digest"]
