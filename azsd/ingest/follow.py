@@ -1,25 +1,20 @@
 """Live follow: agent JSONL files tailed line by line into their sessions.
 
-One thread (the follower) owns every followed file. watchfiles watches their **directories** (a
-file that is replaced stops being watched, its directory does not); its events are only hints.
-On a hint, and on a stat poll of its own every :data:`POLL_S` (which also covers a watcher that
-could not start, e.g. inotify exhausted), each file is read from its saved byte offset to EOF.
-A torn last line waits for its newline; a line longer than the limit is read past and counted,
-never held. Truncation or replacement (size below the offset, another inode) re-reads the file
-from its start and appends only what the session does not already end with.
+One thread (the follower) owns every followed file and takes its work from an inbox
+(:mod:`azsd.ingest.inbox`). The watcher thread's hints (:mod:`azsd.ingest.watcher`) and a stat
+poll of its own every :data:`POLL_S` make it read each file from its saved byte offset to EOF
+(:class:`~azsd.ingest.tailing.Tail`: torn last lines wait, huge lines are skipped, a replaced or
+truncated file is re-read without storing anything twice).
 
-The events of each read are appended by the store's worker thread **in the same transaction** as
-the new offset (side table `azsd_follows`), so after a crash the follow resumes exactly after the
-last stored line: nothing lost, nothing stored twice. The offset is saved with compare-and-swap:
-when another writer moved it since this follower read from it, nothing of that read is stored and
-the follow goes on from the stored offset. The parser's state is rebuilt on resume by replaying the
-file up to that offset. A follow ends on the turn's final event (a `Complete`), on `Unfollow`, or
-when its writer process is gone and the file has been idle for `follow_idle_s`.
+The events of each read are appended by the store's worker **in the same transaction** as the new
+offset (side table `azsd_follows`), saved with compare-and-swap: after a crash the follow resumes
+exactly after the last stored line, and when another writer moved the offset nothing of that read
+is stored. A follow ends on the turn's final event (a `Complete`), on `Unfollow`, or when its
+writer process is gone and the file has been idle for `follow_idle_s`.
 
 A follow never spins and never vanishes silently: a failed commit, a failed read of its position
-or a file it cannot read makes it wait before trying again (0.25 s doubling to 30 s, jittered;
-reset on success), and after :data:`MAX_FAILURES` failures in a row it is ended, with the reason
-kept in `status` (as is why a live follow waits).
+or a file it cannot read makes it back off (:mod:`azsd.backoff`), and after :data:`MAX_FAILURES`
+failures in a row it is ended, with the reason kept in `status` (as is why a live follow waits).
 """
 
 from __future__ import annotations
@@ -33,23 +28,22 @@ import time
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
 import msgspec
-import watchfiles
 
 from azsd.events import Event
 from azsd.files import open_regular
+from azsd.ingest.follow_store import start_follow, store_read
+from azsd.ingest.inbox import Committed, End, Fetched, Hint, Message, Resume, Service, Start, Wake
 from azsd.ingest.tailing import MAX_FAILURES, Tail, check_follow, detect, is_final, pid_alive, started_epoch
+from azsd.ingest.watcher import watch_dirs
 from azsd.ipc import protocol as p
 from azsd.ipc.transport import Envelope
 from azsd.model import FollowRecord
 from azsd.server.registry import StoreRegistry
-from azsd.server.views import appended_notes, changed_note
 from azsd.server.workers import Outcome, error_reply
-from azsd.store import Store
 from azsd.store.side_tables import FollowMovedError
 
 __all__ = ["MAX_FAILURES", "POLL_S", "Follower"]
@@ -65,78 +59,6 @@ ENDED_KEPT: Final = 100
 IN_FLIGHT_MAX: Final = 2
 
 
-# -- the follower's inbox: what other threads ask of it ---------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Start:
-    """A `Follow` request (no envelope: the daemon's own); `accepted(root)` runs once it is."""
-
-    envelope: Envelope | None
-    root: str
-    request: p.Follow
-    accepted: Callable[[str], None] | None = None
-
-
-@dataclass(frozen=True)
-class _Resume:
-    """A follow a previous daemon left running."""
-
-    root: str
-    record: FollowRecord
-
-
-@dataclass(frozen=True)
-class _End:
-    """An `Unfollow` request."""
-
-    envelope: Envelope
-    root: str
-    path: str
-
-
-@dataclass(frozen=True)
-class _Hint:
-    """The watcher saw these paths change (or go)."""
-
-    changed: set[str]
-    deleted: set[str]
-
-
-@dataclass(frozen=True)
-class _Service:
-    """Read a followed file now (after `resync`: from its stored offset, its parser rebuilt)."""
-
-    path: str
-    resync: bool = False
-
-
-@dataclass(frozen=True)
-class _Fetched:
-    """The store gave back (or could not give back) a follow's saved position."""
-
-    path: str
-    done: Future[FollowRecord | None]
-
-
-@dataclass(frozen=True)
-class _Committed:
-    """The store took (or could not take) a read of `follow` made in its `generation`: `record`."""
-
-    follow: Tail
-    generation: int
-    error: BaseException | None
-    record: FollowRecord
-
-
-@dataclass(frozen=True)
-class _Wake:
-    """Look at the stop flag."""
-
-
-_Message = _Start | _Resume | _End | _Hint | _Service | _Fetched | _Committed | _Wake
-
-
 class Follower:
     """Owns every live follow; runs one follower thread and one watcher thread."""
 
@@ -148,7 +70,7 @@ class Follower:
         self._follows: dict[str, Tail] = {}
         self._ended: deque[p.FollowView] = deque(maxlen=ENDED_KEPT)
         self._lock = threading.Lock()
-        self._inbox: queue.SimpleQueue[_Message] = queue.SimpleQueue()
+        self._inbox: queue.SimpleQueue[Message] = queue.SimpleQueue()
         self._stop = threading.Event()
         self._rewatch = threading.Event()
         self._thread = threading.Thread(target=self._run, name="azsd-follow", daemon=True)
@@ -163,7 +85,7 @@ class Follower:
     def stop(self) -> None:
         self._stop.set()
         self._rewatch.set()
-        self._inbox.put(_Wake())
+        self._inbox.put(Wake())
         for thread in (self._thread, self._watcher):
             if thread.is_alive():
                 thread.join(2)
@@ -172,15 +94,15 @@ class Follower:
                accepted: Callable[[str], None] | None = None) -> None:  # fmt: skip
         """Start following a file; `accepted(root)` runs (in a worker thread) once the follow is
         validated and saved, before the client is answered, and never for a refused one."""
-        self._inbox.put(_Start(envelope, root, request, accepted))
+        self._inbox.put(Start(envelope, root, request, accepted))
 
     def unfollow(self, envelope: Envelope, root: str, path: str) -> None:
-        self._inbox.put(_End(envelope, root, path))
+        self._inbox.put(End(envelope, root, path))
 
     def resume(self, root: str, records: list[FollowRecord]) -> None:
         """Pick up follows a previous daemon left running."""
         for record in records:
-            self._inbox.put(_Resume(root, record))
+            self._inbox.put(Resume(root, record))
 
     def views(self) -> list[p.FollowView]:
         """Live follows, then the most recently ended ones."""
@@ -192,7 +114,7 @@ class Follower:
     def _run(self) -> None:
         next_poll = time.monotonic()
         while not self._stop.is_set():
-            message: _Message | None
+            message: Message | None
             try:
                 message = self._inbox.get(timeout=max(0.0, next_poll - time.monotonic()))
             except queue.Empty:
@@ -206,32 +128,32 @@ class Follower:
                     self._service_safely(follow)
                 next_poll = time.monotonic() + POLL_S
 
-    def _dispatch(self, message: _Message | None) -> None:
+    def _dispatch(self, message: Message | None) -> None:
         match message:
-            case _Start(envelope, root, request, accepted):
+            case Start(envelope, root, request, accepted):
                 self._add(envelope, root, request, accepted)
-            case _Resume(root, record):
+            case Resume(root, record):
                 self._resume(root, record)
-            case _End(envelope, root, path):
+            case End(envelope, root, path):
                 self._end_request(envelope, root, path)
-            case _Hint(changed, deleted):
+            case Hint(changed, deleted):
                 for follow in list(self._follows.values()):
                     if follow.record.path in deleted:
                         follow.gone = True
                     if follow.record.path in changed:
                         self._service_safely(follow)
-            case _Service(path, resync):
+            case Service(path, resync):
                 target = self._follows.get(path)
                 if target is not None:
                     target.resync = target.resync or resync
                     self._service_safely(target)
-            case _Fetched(path, done):
+            case Fetched(path, done):
                 target = self._follows.get(path)
                 if target is not None:
                     self._restored(target, done)
-            case _Committed(follow, generation, error, record):
+            case Committed(follow, generation, error, record):
                 self._committed(follow, generation, error, record)
-            case _Wake() | None:
+            case Wake() | None:
                 pass
 
     def _add(self, envelope: Envelope | None, root: str, request: p.Follow,
@@ -259,19 +181,10 @@ class Follower:
             self._follows[path] = follow
         self._rewatch.set()
 
-        def start(store: Store) -> Outcome:
-            saved = msgspec.structs.replace(record, active=True, ended=None)
-            stored = store.get_follow(request.session, path)
-            if stored is not None and stored.format == (fmt or stored.format):
-                # Followed before (running or ended): go on from where that follow stopped; a file
-                # replaced since is noticed by its inode and re-read without duplicates.
-                saved.offset, saved.inode, saved.format = stored.offset, stored.inode, stored.format
-                saved.lines, saved.skipped = stored.lines, stored.skipped
-            store.save_follow(saved)
-            return Outcome(p.FollowReply(follow=Tail(root, saved).view()))
-
         self._registry.call(
-            root, start, then=lambda done: self._started(root, envelope, path, done, accepted)
+            root,
+            lambda store: start_follow(store, root, record),
+            then=lambda done: self._started(root, envelope, path, done, accepted),
         )
 
     def _started(self, root: str, envelope: Envelope | None, path: str, done: Future[Outcome],
@@ -288,7 +201,7 @@ class Follower:
             with self._lock:
                 self._follows.pop(path, None)
             return
-        self._inbox.put(_Service(path))  # read it now rather than at the next poll
+        self._inbox.put(Service(path))  # read it now rather than at the next poll
 
     def _resume(self, root: str, record: FollowRecord) -> None:
         if record.path in self._follows:
@@ -373,7 +286,7 @@ class Follower:
         self._registry.call(
             follow.root,
             lambda store: store.get_follow(session_id, path),
-            then=lambda done: self._inbox.put(_Fetched(path, done)),
+            then=lambda done: self._inbox.put(Fetched(path, done)),
         )
 
     def _restored(self, follow: Tail, done: Future[FollowRecord | None]) -> None:
@@ -486,18 +399,6 @@ class Follower:
             follow.store_since = time.monotonic()
         follow.in_flight += 1
 
-        def write(store: Store) -> list[p.Notification]:
-            store.save_follow(record, expect_offset=expected)  # first: a moved offset stores nothing
-            result = store.append_prepared(record.session_id, events)
-            notes = appended_notes(root, record.session_id, result.events)
-            completed = is_final([e.event for e in result.events])
-            if failed_if_open and store.get_session(record.session_id).completed is None:
-                store.mark_completed(record.session_id, False, int((time.monotonic() - started) * 1000), 0.0)
-                completed = True
-            if completed:
-                notes.append(changed_note(store, root, record.session_id, "completed"))
-            return notes
-
         def committed(done: Future[list[p.Notification]]) -> None:
             exc = done.exception()
             if exc is None:
@@ -506,9 +407,12 @@ class Follower:
                 log.warning("storing the end of the follow of %s failed: %s", record.path, exc)
             if envelope is not None:  # an Unfollow, answered once its last read is stored
                 self._reply(envelope, p.OkReply() if exc is None else error_reply(exc))
-            self._inbox.put(_Committed(follow, generation, exc, record))
+            self._inbox.put(Committed(follow, generation, exc, record))
 
-        self._registry.call(root, write, then=committed)
+        failed_ms = int((time.monotonic() - started) * 1000) if failed_if_open else None
+        self._registry.call(
+            root, lambda store: store_read(store, root, record, events, expected, failed_ms), then=committed
+        )
 
     def _committed(self, follow: Tail, generation: int, error: BaseException | None,
                    record: FollowRecord) -> None:  # fmt: skip
@@ -538,24 +442,9 @@ class Follower:
 
     def _watch(self) -> None:
         """Turn file-system events in the followed directories into hints (polling covers gaps)."""
-        while not self._stop.is_set():
-            self._rewatch.clear()
-            with self._lock:
-                dirs = sorted({str(Path(path).parent) for path in self._follows})
-            dirs = [d for d in dirs if os.path.isdir(d)]
-            if not dirs:
-                self._rewatch.wait(POLL_S)
-                continue
-            try:
-                for changes in watchfiles.watch(
-                    *dirs, debounce=20, step=5, stop_event=self._rewatch, recursive=False,
-                    raise_interrupt=False, rust_timeout=1000, yield_on_timeout=False,
-                ):  # fmt: skip
-                    changed = {os.path.realpath(path) for _, path in changes}
-                    deleted = {
-                        os.path.realpath(path) for kind, path in changes if kind == watchfiles.Change.deleted
-                    }
-                    self._inbox.put(_Hint(changed, deleted))
-            except Exception as exc:  # e.g. inotify watches exhausted: the stat poll carries on
-                log.warning("file watching failed (%s); polling every %.2f s instead", exc, POLL_S)
-                self._rewatch.wait(5)
+        watch_dirs(self._watched_dirs, lambda changed, deleted: self._inbox.put(Hint(changed, deleted)),
+                   self._stop, self._rewatch, POLL_S)  # fmt: skip
+
+    def _watched_dirs(self) -> list[str]:
+        with self._lock:
+            return sorted({str(Path(path).parent) for path in self._follows})

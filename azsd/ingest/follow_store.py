@@ -1,0 +1,54 @@
+"""What the follower asks of a store: start a follow where it stopped, and store one read.
+
+Both run in the store's worker (:meth:`StoreRegistry.call`), in a transaction of their own.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from azsd.events import Event
+from azsd.ingest.tailing import Tail, is_final
+from azsd.ipc import protocol as p
+from azsd.model import FollowRecord
+from azsd.server.views import appended_notes, changed_note
+from azsd.server.workers import Outcome
+from azsd.store import Store
+
+__all__ = ["start_follow", "store_read"]
+
+
+def start_follow(store: Store, root: str, record: FollowRecord) -> Outcome:
+    """Save a new follow of `record.path` as active, going on from where an earlier follow of the
+    same file in the same format stopped (a file replaced since is noticed by its inode and re-read
+    without duplicates)."""
+    saved = msgspec.structs.replace(record, active=True, ended=None)
+    stored = store.get_follow(record.session_id, record.path)
+    if stored is not None and stored.format == (record.format or stored.format):
+        saved.offset, saved.inode, saved.format = stored.offset, stored.inode, stored.format
+        saved.lines, saved.skipped = stored.lines, stored.skipped
+    store.save_follow(saved)
+    return Outcome(p.FollowReply(follow=Tail(root, saved).view()))
+
+
+def store_read(
+    store: Store,
+    root: str,
+    record: FollowRecord,
+    events: list[Event],
+    expected: int,
+    failed_ms: int | None = None,
+) -> list[p.Notification]:
+    """Store one read of a followed file: its new position first (compare-and-swap with `expected`,
+    so a position another writer moved stores nothing), then its events; with `failed_ms`, a turn
+    still open is marked failed after that long. The notifications to publish."""
+    store.save_follow(record, expect_offset=expected)
+    result = store.append_prepared(record.session_id, events)
+    notes = appended_notes(root, record.session_id, result.events)
+    completed = is_final([e.event for e in result.events])
+    if failed_ms is not None and store.get_session(record.session_id).completed is None:
+        store.mark_completed(record.session_id, False, failed_ms, 0.0)
+        completed = True
+    if completed:
+        notes.append(changed_note(store, root, record.session_id, "completed"))
+    return notes
