@@ -811,11 +811,17 @@ def wait_read_to(d: DaemonProc, path: Path, size: int, timeout: float = WAIT_S) 
 
 def settle(d: DaemonProc, root: str) -> None:
     """A barrier: the follower thread handles requests one at a time, between its reads, and it
-    hands each read's events to the store's worker before it moves on; the store's worker runs its
-    tasks in order. So once an Unfollow (of a file nobody follows) is answered, every read seen so
-    far is in the worker's queue, and any request made afterwards is answered after its commit."""
+    hands each read's events to the store's writer before it moves on; the writer runs its tasks in
+    order. So once an Unfollow (of a file nobody follows) is answered, every read seen so far is in
+    the writer's queue, and a write queued afterwards (an append of nothing) is answered after
+    their commits. (A read alone is no barrier: reads run beside the writer.)"""
     reply = d.request(p.Unfollow(root=root, path=os.path.join(root, "nothing-follows-this")), REPLY_MS)
     assert isinstance(reply, p.ErrorReply) and reply.code == "not_found", reply
+    listed = d.request(p.ListSessions(root=root, limit=1, archived="include"), REPLY_MS)
+    assert isinstance(listed, p.SessionsReply), listed
+    if listed.sessions:
+        done = d.request(p.AppendEvents(root=root, session=listed.sessions[0].id, events=[]), REPLY_MS)
+        assert isinstance(done, p.AppendReply) and done.events == [], done
 
 
 def unfollow(d: DaemonProc, root: Path, path: Path) -> p.FollowView:
