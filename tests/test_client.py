@@ -15,6 +15,7 @@ import importlib
 import inspect
 import shutil
 import signal
+import socket
 import subprocess
 import threading
 import time
@@ -243,10 +244,41 @@ def test_async_client_has_the_same_methods_as_the_sync_one() -> None:
 # -- sync client, scripted daemon -------------------------------------------------------------------
 
 
-def test_nothing_listening_is_daemon_unavailable_within_the_timeout() -> None:
+def test_no_daemon_is_daemon_unavailable_at_once() -> None:
+    """No socket file, or one a dead daemon left (connecting is refused): said at once, not after
+    the timeout (it waited the whole 5 s by default)."""
     runtime_dir = short_tmpdir()
     try:
-        with Client(config_for(runtime_dir), timeout=0.3) as client:
+        with Client(config_for(runtime_dir), timeout=5.0) as client:
+            started = time.monotonic()
+            with pytest.raises(DaemonUnavailable) as caught:
+                client.status()
+            assert time.monotonic() - started < 1.0
+        assert str(caught.value) == (
+            "azsd is not running — start it with `systemctl --user start azsd` or `azsd run` "
+            f"(no socket file: {runtime_dir}/rpc)"
+        )
+        stale = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        stale.bind(str(runtime_dir / "rpc"))  # bound, never listening: what kill -9 leaves behind
+        try:
+            with Client(config_for(runtime_dir), timeout=5.0) as client:
+                started = time.monotonic()
+                with pytest.raises(DaemonUnavailable, match="nothing listens on its socket"):
+                    client.status()
+                assert time.monotonic() - started < 1.0
+        finally:
+            stale.close()
+    finally:
+        shutil.rmtree(runtime_dir)
+
+
+def test_a_daemon_that_does_not_answer_is_daemon_unavailable_within_the_timeout() -> None:
+    runtime_dir = short_tmpdir()
+    context: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
+    silent = context.socket(zmq.ROUTER)  # listens, never answers (a daemon stuck at start)
+    silent.bind(f"ipc://{runtime_dir}/rpc")
+    try:
+        with Client(config_for(runtime_dir), timeout=0.3, context=context) as client:
             for _ in range(2):  # the second try runs on a reopened socket
                 started = time.monotonic()
                 with pytest.raises(DaemonUnavailable) as caught:
@@ -258,17 +290,28 @@ def test_nothing_listening_is_daemon_unavailable_within_the_timeout() -> None:
         )
         assert f"no answer on ipc://{runtime_dir}/rpc within 0.3 s" in message
     finally:
+        silent.close(linger=0)
+        context.term()
         shutil.rmtree(runtime_dir)
 
 
 def test_a_socket_that_cannot_open_is_daemon_unavailable() -> None:
+    runtime_dir = short_tmpdir()
+    listening: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
+    daemon_side = listening.socket(zmq.ROUTER)  # something listens: the client's own socket is the problem
+    daemon_side.bind(f"ipc://{runtime_dir}/rpc")
     context: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
     context.term()
-    with Client(config_for("/tmp/azsd-nowhere"), context=context) as client:
-        with pytest.raises(DaemonUnavailable, match="cannot connect to azsd on ipc:///tmp/azsd-nowhere/rpc"):
-            client.status()
-        with pytest.raises(DaemonUnavailable, match="cannot connect"):
-            client.subscribe("/")
+    try:
+        with Client(config_for(runtime_dir), context=context) as client:
+            with pytest.raises(DaemonUnavailable, match=f"cannot connect to azsd on ipc://{runtime_dir}/rpc"):
+                client.status()
+            with pytest.raises(DaemonUnavailable, match="cannot connect"):
+                client.subscribe("/")
+    finally:
+        daemon_side.close(linger=0)
+        listening.term()
+        shutil.rmtree(runtime_dir)
 
 
 def test_first_use_checks_status_once_and_a_status_call_reuses_it(fake: Any) -> None:

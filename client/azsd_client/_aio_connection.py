@@ -41,6 +41,7 @@ from ._shared import (
     check_protocol,
     connecting,
     raise_for_error,
+    refuse_unless_listening,
     unavailable,
 )
 
@@ -125,6 +126,7 @@ class AsyncConnection(ConnectionBase):
             raise
 
     async def _first_contact(self) -> StatusReply:
+        refuse_unless_listening(self.config.rpc_endpoint)
         return check_protocol(await self._roundtrip(Status(), self.timeout, first_contact=True))
 
     async def _roundtrip(self, message: Request, timeout: float, *, first_contact: bool = False) -> Reply:

@@ -39,6 +39,7 @@ from ._shared import (
     check_protocol,
     connecting,
     raise_for_error,
+    refuse_unless_listening,
     unavailable,
 )
 
@@ -97,6 +98,7 @@ class Connection(ConnectionBase):
             ProtocolError: the daemon speaks another protocol version, or sent something undecodable.
         """
         if not self._checked:
+            refuse_unless_listening(self.config.rpc_endpoint)
             status = check_protocol(self._roundtrip(Status(), self.timeout, first_contact=True))
             self._checked = True
             if isinstance(message, Status):

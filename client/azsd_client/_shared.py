@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import itertools
 import os
+import socket
 import uuid
 from collections.abc import Iterator, Sequence
 from typing import Final, Literal, TypeAlias, TypeVar
@@ -114,6 +116,28 @@ def connecting(endpoint: str) -> Iterator[None]:
         yield
     except zmq.ZMQError as exc:
         raise DaemonUnavailable(f"cannot connect to azsd on {endpoint}: {exc}") from None
+
+
+def refuse_unless_listening(endpoint: str) -> None:
+    """Raise :class:`DaemonUnavailable` at once when nothing can be listening on an `ipc://`
+    endpoint: its socket file is missing, or connecting to it is refused (a daemon that died left
+    it). Anything else (a daemon that is slow to answer, say) is left to the request's timeout."""
+    path = ipc_path(endpoint)
+    if path is None:
+        return
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        probe.settimeout(1.0)
+        probe.connect(os.fspath(path))
+    except OSError as exc:
+        if exc.errno in (errno.ENOENT, errno.ECONNREFUSED):
+            reason = "no socket file" if exc.errno == errno.ENOENT else "nothing listens on its socket"
+            raise DaemonUnavailable(
+                "azsd is not running — start it with `systemctl --user start azsd` or `azsd run` "
+                f"({reason}: {path})"
+            ) from None
+    finally:
+        probe.close()
 
 
 def unavailable(
