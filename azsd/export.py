@@ -21,7 +21,7 @@ well-formed document, the same one whatever the page size.
 >>> print(render("md", info, [StoredEvent(1, UserMessage(content="hi"))]), end="")
 # S3 — demo
 <BLANKLINE>
-`/w` · created 2025-01-02T03:04:05Z · running · 1 event
+`/w` · created 2025-01-02T03:04:05Z · ended · 1 event
 <BLANKLINE>
 ## You · seq 1
 <BLANKLINE>

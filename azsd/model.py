@@ -24,7 +24,7 @@ __all__ = [
     "Usage",
 ]
 
-SessionState = Literal["new", "running", "succeeded", "failed"]
+SessionState = Literal["new", "running", "succeeded", "failed", "ended"]
 
 #: Which sessions a listing holds: all but the archived ones, all, or only the archived ones.
 Archived = Literal["exclude", "include", "only"]
@@ -47,6 +47,8 @@ class SessionInfo(msgspec.Struct, frozen=True, kw_only=True):
     parent: int | None = None
     #: The parent's last seq this session copied.
     fork_seq: int | None = None
+    #: A follow is active into this session (`azs run` or `azs follow`; the store's ``azsd_follows``).
+    following: bool = False
 
     @property
     def display_name(self) -> str:
@@ -55,10 +57,24 @@ class SessionInfo(msgspec.Struct, frozen=True, kw_only=True):
 
     @property
     def state(self) -> SessionState:
-        """The badge: no events yet, a turn running, or the last turn's outcome."""
-        if self.completed is None:
-            return "running" if self.event_count else "new"
-        return "succeeded" if self.completed else "failed"
+        """The badge: the last turn's outcome when it has one (AZUREAL's completion columns);
+        otherwise `running` while a follow is active into the session, `ended` when it has events
+        but neither (a transcript that ends without a completion marker), and `new` without events.
+
+        >>> info = SessionInfo(id=1, name="", worktree="", created="", event_count=3, message_count=2,
+        ...                    completed=None, duration_ms=None, cost_usd=None)
+        >>> info.state, msgspec.structs.replace(info, following=True).state
+        ('ended', 'running')
+        >>> msgspec.structs.replace(info, event_count=0).state
+        'new'
+        >>> msgspec.structs.replace(info, completed=False, following=True).state
+        'failed'
+        """
+        if self.completed is not None:
+            return "succeeded" if self.completed else "failed"
+        if self.following:
+            return "running"
+        return "ended" if self.event_count else "new"
 
 
 class StoredEvent(msgspec.Struct, frozen=True):

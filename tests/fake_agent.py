@@ -5,19 +5,22 @@
 
 It writes FILE's lines to stdout one at a time, flushing each and sleeping `--delay` seconds
 between them. With `--torn` every other line is written in two halves with a flush and a sleep
-in between (a torn write, as a reader sees it mid-line). With `--read-stdin` it first reads stdin
-to EOF, as `codex exec -` does. `--record FILE` appends one JSON line to FILE before replaying:
-``{"argv", "stdin", "cwd", "pid", "env"}`` (the environment's systemd variables only), so a test can
-check what the agent was given. At the end, `--stderr TEXT` writes TEXT to stderr and `--exit N` sets
-its exit status.
+in between (a torn write, as a reader sees it mid-line). It first reads stdin to EOF when told so
+(`--read-stdin`, as `codex exec -` does) and, as `claude -p` does, when its command line has a `-p`
+with no prompt argument after it. `--record FILE` appends one JSON line to FILE before replaying:
+``{"argv", "stdin", "stdin_bytes", "stdin_sha256", "cwd", "pid", "env"}`` (`stdin` as text, None when
+it was not read; the environment's systemd variables only), so a test can check what the agent was
+given, byte for byte. At the end, `--stderr TEXT` writes TEXT to stderr and `--exit N` sets its exit
+status.
 
-Its own options come first; everything from the first other argument on is ignored, so it can sit
-in `claude-command` / `codex-command` and receive whatever `azs run` appends (`-p PROMPT --verbose
-…`), whatever the prompt looks like. SIGINT and SIGTERM end it quietly with status 130 / 143.
+Its own options come first; everything from the first other argument on is the agent's command line
+(`-p --verbose …`, `exec --json -`), looked at only for `-p`, so the script can sit in
+`claude-command` / `codex-command`. SIGINT and SIGTERM end it quietly with status 130 / 143.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
@@ -46,10 +49,12 @@ class Options:
     stderr: str | None = None
     torn: bool = False
     read_stdin: bool = False
+    #: The agent's command line, after this script's own options.
+    rest: tuple[str, ...] = ()
 
 
 def parse(argv: list[str]) -> Options:
-    """The leading options this script knows; the rest is the agent's command line, ignored."""
+    """The leading options this script knows, and the rest: the agent's command line."""
     options = Options()
     i = 0
     while i < len(argv):
@@ -62,7 +67,18 @@ def parse(argv: list[str]) -> Options:
             i += 2
         else:
             break
+    options.rest = tuple(argv[i:])
+    if _prompt_on_stdin(options.rest):
+        options.read_stdin = True
     return options
+
+
+def _prompt_on_stdin(rest: tuple[str, ...]) -> bool:
+    """`claude -p` reads its prompt from stdin when no prompt argument follows `-p`."""
+    if "-p" not in rest:
+        return False
+    after = rest.index("-p") + 1
+    return after == len(rest) or rest[after].startswith("-")
 
 
 def _quit(signum: int, frame: FrameType | None) -> None:
@@ -73,11 +89,13 @@ def main(argv: list[str]) -> int:
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, _quit)
     options = parse(argv)
-    stdin = sys.stdin.buffer.read().decode(errors="replace") if options.read_stdin else None
+    stdin = sys.stdin.buffer.read() if options.read_stdin else None
     if options.record:
         record = {
             "argv": argv,
-            "stdin": stdin,
+            "stdin": None if stdin is None else stdin.decode(errors="replace"),
+            "stdin_bytes": None if stdin is None else len(stdin),
+            "stdin_sha256": None if stdin is None else hashlib.sha256(stdin).hexdigest(),
             "cwd": os.getcwd(),
             "pid": os.getpid(),
             "env": {key: os.environ[key] for key in _WATCHED_ENV if key in os.environ},

@@ -314,12 +314,8 @@ def test_key_params() -> None:
 
 
 def test_badges_and_colour() -> None:
-    assert [badge(s, Style()).text for s in ("succeeded", "failed", "running", "new")] == [
-        "✓",
-        "✗",
-        "●",
-        "new",
-    ]
+    states = ("succeeded", "failed", "running", "ended", "new")
+    assert [badge(s, Style()).text for s in states] == ["✓", "✗", "●", "○", "new"]
     plain = table([[badge("failed", Style()), Cell("S1")]])
     coloured = table([[badge("failed", Style(color=True)), Cell("S1")]])
     assert plain == ["✗  S1"] and "\x1b[" not in plain[0]

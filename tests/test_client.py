@@ -623,7 +623,7 @@ def test_events_context_completion_and_compaction(client: Client, worktree: Path
     appended = client.append_events(worktree, sid, events).events
     assert [e.seq for e in appended] == [1, 2, 3, 4, 5, 6]
     assert [decode_event(e.data) for e in client.get_events(worktree, sid, page_size=2)] == events
-    assert client.get_session(worktree, sid).session.state == "running"
+    assert client.get_session(worktree, sid).session.state == "ended"  # no completion, nothing follows it
     prompt = client.build_context(worktree, sid, "next", backend="codex").prompt
     assert prompt.startswith("<azureal-session-context>") and prompt.endswith("next")
     assert "prompt 4" in prompt

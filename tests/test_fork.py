@@ -91,7 +91,7 @@ def test_fork_recomputes_the_badge(store: Store, parent: int) -> None:
         "after turn one",
     )
     mid = store.fork_session(parent, 8)
-    assert mid.state == "running"  # a prompt and an answer after the last Complete
+    assert mid.state == "ended"  # a prompt and an answer after the last Complete, nothing following
 
 
 def test_forks_are_searchable_and_grow_on_their_own(store: Store, parent: int) -> None:

@@ -29,6 +29,7 @@ from azsd.events import AssistantText, Complete, Event, UserMessage, decode_even
 from azsd.ingest.file import parse_file
 from azsd.ipc import protocol as p
 from azsd_client import AsyncClient
+from azsd_client._shared import Backend
 from azsd_client.commands.turn import session_name
 from tests.conftest import corpus_files, requires_corpus
 from tests.daemon_fixture import DaemonProc, daemon_in_tmpdir
@@ -249,9 +250,9 @@ def test_run_stores_the_turn_as_a_one_shot_parse_does(world: World, backend: str
     assert view.name.startswith("Look at the parser") and len(view.name) <= 40
     [record] = world.records()
     if backend == "claude":
-        assert record["argv"][-5] == "-p" and prompt in record["argv"][-4]
-        assert record["argv"][-3:] == ["--verbose", "--output-format", "stream-json"]
-        assert record["stdin"] is None
+        assert record["argv"][-4:] == ["-p", "--verbose", "--output-format", "stream-json"]
+        assert prompt in record["stdin"], "claude -p reads its prompt from stdin"
+        assert not any(prompt in arg for arg in record["argv"])
     else:
         assert record["argv"][-3:] == ["exec", "--json", "-"]
         assert prompt in record["stdin"]
@@ -260,6 +261,53 @@ def test_run_stores_the_turn_as_a_one_shot_parse_does(world: World, backend: str
     assert f"» {prompt.splitlines()[0]}" in done.stdout and "✓ completed" in done.stdout
     assert world.turn_files(1) == [], "a turn that was stored whole leaves no file behind"
     assert world.follows() == []
+
+
+def big_context(world: World, size: int) -> int:
+    """A session whose context is about `size` bytes: turns of prompts and answers (with multi-byte
+    characters, quotes and newlines), each answer ending in a Complete. Its id."""
+    sid = world.client.create_session(world.root, "long").session.id
+    chunk = 'ünïcødé "quoted" 💥 and a line\n' * 1000  # ~36 KB of text, ~40 KB of UTF-8
+    turns = -(-size // (2 * len(chunk.encode())))  # rounded up
+    for turn in range(turns):
+        world.client.append_events(
+            world.root,
+            sid,
+            [
+                UserMessage(content=f"question {turn}\n{chunk}"),
+                AssistantText(text=f"answer {turn}\n{chunk}"),
+                Complete(success=True, duration_ms=5, cost_usd=0.0),
+            ],
+        )
+    return sid
+
+
+@pytest.mark.parametrize("size", [140 * 1024, 1024 * 1024], ids=["over-128KiB", "1MB"])
+@pytest.mark.parametrize("backend", ["claude", "codex"])
+def test_a_prompt_of_any_size_reaches_the_agent_whole(world: World, backend: Backend, size: int) -> None:
+    source = corpus(CLAUDE if backend == "claude" else CODEX)
+    world.configure(replay=source)
+    sid = big_context(world, size)
+    prompt = "and now, after all that, the next step"
+    expected = world.client.build_context(world.root, sid, prompt, backend=backend).prompt.encode()
+    if backend == "claude":
+        assert len(expected) > size * 0.9, "the context is smaller than the test means it to be"
+    else:
+        assert len(expected) <= 180_000, "Codex's prompt budget (spec §5.3) is kept"
+    before = len(world.raw_events(sid))
+
+    done = world.azs("run", "-s", f"S{sid}", "--backend", backend, prompt)
+
+    assert done.returncode == 0, world.explain(done)
+    [record] = world.records()
+    assert (record["stdin_bytes"], record["stdin_sha256"]) == (
+        len(expected),
+        hashlib.sha256(expected).hexdigest(),
+    ), "the agent did not receive the exact prompt bytes"
+    assert max(len(os.fsencode(arg)) for arg in record["argv"]) < 4096, "the prompt went into argv"
+    events = world.events(sid)
+    assert events[before:] == [UserMessage(content=prompt), *parsed(source, FORMATS[backend])]
+    assert world.view(sid).state == "succeeded"
 
 
 def test_run_json_prints_each_stored_event(world: World) -> None:
@@ -475,3 +523,83 @@ def test_the_async_client_follows_and_unfollows(world: World, tmp_path: Path) ->
     assert isinstance(unfollowed, p.OkReply)
     assert world.events(sid) == parsed(live, "codex-exec-json")
     assert world.follows() == []
+
+
+# -- a session's state tells the truth ----------------------------------------------------------------
+
+ALL_CORPUS = corpus_files()
+
+
+def test_no_ingested_corpus_file_shows_as_running(world: World) -> None:
+    assert len(ALL_CORPUS) >= 30
+    states: dict[str, str] = {}
+    for source in ALL_CORPUS:
+        sid = world.client.create_session(world.root, source.stem).session.id
+        world.client.ingest_file(world.root, sid, source)
+        events = world.raw_events(sid)
+        success = outcome(events)
+        expected = "new" if not events else {True: "succeeded", False: "failed", None: "ended"}[success]
+        states[source.name] = world.view(sid).state
+        assert states[source.name] == expected, source
+    assert "running" not in states.values(), states
+    assert "ended" in states.values(), "the corpus has transcripts without a completion marker"
+    listed = world.client.list_sessions(world.root).sessions
+    assert {v.state for v in listed} == set(states.values())
+    ls = world.azs("ls")
+    assert ls.returncode == 0, world.explain(ls)
+    assert "●" not in ls.stdout and "○" in ls.stdout
+
+
+def test_a_session_is_new_without_events_and_running_only_while_followed(
+    world: World, tmp_path: Path
+) -> None:
+    source = corpus(CLAUDE)
+    lines = source.read_bytes().splitlines(keepends=True)
+    half = lines[: len(lines) // 2]
+    live = tmp_path / "agent.jsonl"
+    live.write_bytes(b"")
+    sid = world.client.create_session(world.root, "followed").session.id
+    assert world.view(sid).state == "new"
+
+    world.client.follow(world.root, sid, live, "claude-stream-json")
+    assert world.view(sid).state == "running", "an active follow into an empty session"
+    live.write_bytes(b"".join(half))
+    wait_for(lambda: len(world.raw_events(sid)) > 2, "the file's lines stored")
+    assert outcome(world.raw_events(sid)) is None
+    assert world.view(sid).state == "running"
+    assert [v.state for v in world.client.list_sessions(world.root).sessions] == ["running"]
+    ls = world.azs("ls")
+    assert ls.returncode == 0 and "●" in ls.stdout, world.explain(ls)
+
+    world.client.unfollow(world.root, live)
+
+    assert world.view(sid).state == "ended", "nothing follows it and it has no completion marker"
+    assert [v.state for v in world.client.list_sessions(world.root).sessions] == ["ended"]
+    ls = world.azs("ls")
+    assert ls.returncode == 0 and "○" in ls.stdout and "●" not in ls.stdout, world.explain(ls)
+
+    world.client.follow(world.root, sid, live, "claude-stream-json")
+    assert world.view(sid).state == "running", "followed again"
+    with live.open("ab") as sink:
+        sink.write(b"".join(lines[len(half) :]))
+    wait_for(lambda: not world.follows(), "the follow to end at the turn's last event")
+    assert world.view(sid).state == "succeeded"
+
+
+def test_a_run_is_running_while_its_agent_writes_and_succeeded_after(world: World) -> None:
+    source = corpus(CLAUDE)
+    world.configure(replay=source, options=("--delay", "0.2"))
+    process = world.spawn("run", "slowly")
+    try:
+        wait_for(lambda: world.client.list_sessions(world.root).total, "the session created")
+        wait_for(lambda: len(world.raw_events()) >= 3, "the turn's first events stored")
+        during = world.view().state
+        out, err = process.communicate(timeout=TIMEOUT_S)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+
+    assert process.returncode == 0, f"{out}\n{err}"
+    assert during == "running"
+    assert world.view().state == "succeeded"

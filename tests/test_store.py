@@ -94,7 +94,7 @@ def test_list_orders_by_latest_activity_then_id(store: Store) -> None:
     # S1 has the newest event row, then S3; S2 and S4 have none and follow by id descending.
     assert listed == [ids[0], ids[2], ids[3], ids[1]]
     s1 = store.list_sessions()[0]
-    assert (s1.event_count, s1.message_count, s1.state) == (2, 2, "running")
+    assert (s1.event_count, s1.message_count, s1.state) == (2, 2, "ended")  # nothing follows it
     assert [s.id for s in store.list_sessions(limit=2, offset=1)] == [ids[2], ids[3]]
 
 
@@ -225,10 +225,10 @@ def test_completion_rules(store: Store) -> None:
     # Hook, Compacting, Compacted and ModelSwitch leave the badge alone.
     store.append_events(s.id, [Hook(name="h", output="o"), Compacting(), Compacted(), ModelSwitch(model="x")])
     assert completion(store, s.id) == (1, 5000, 0.05)
-    # New turn content resets it to running.
+    # New turn content resets it (AZUREAL's "running"): ended, since no follow is active into it.
     store.append_events(s.id, [Command(name="/compact")])
     assert completion(store, s.id) == (None, None, None)
-    assert store.get_session(s.id).state == "running"
+    assert store.get_session(s.id).state == "ended"
     # The last Complete of a batch wins, even with turn content after it.
     store.append_events(
         s.id,

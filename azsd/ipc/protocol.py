@@ -167,7 +167,12 @@ class UsageView(_Data, frozen=True):
 
 
 class SessionView(_Data, frozen=True):
-    """A session as `list_sessions` sees it, with its display name and badge state."""
+    """A session as `list_sessions` sees it, with its display name and badge state.
+
+    `state` is one of ``new`` (no events), ``running`` (a follow is active into it: `azs run`'s
+    agent or `azs follow`), ``succeeded`` / ``failed`` (its last turn's completion), or ``ended``
+    (events, but no completion marker and nothing following it: a transcript that just stops).
+    """
 
     id: int
     name: str

@@ -3,7 +3,9 @@
 :class:`SessionListing` owns how a session row becomes a :class:`azsd.model.SessionInfo` (with its
 archive mark and lineage from the side tables, or without them for a newer schema opened
 read-only), the lookups :meth:`~SessionListing.get_session`, :meth:`~SessionListing.list_sessions`,
-:meth:`~SessionListing.count_sessions` and :meth:`~SessionListing.session_names`, and the
+:meth:`~SessionListing.count_sessions` and :meth:`~SessionListing.session_names` (each session
+marked `following` while a follow is active into it, read from ``azsd_follows`` at every lookup, so
+its state says `running` only then), and the
 :class:`azsd.store.cache.SessionIndex` they are served from: built by one query the first time, kept
 by this Store's own writes (:meth:`~SessionListing._index_reread`, and the layers above that touch
 ``self._index``), dropped on a rollback or when another connection has committed.
@@ -14,6 +16,8 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 from typing import Any, Final
+
+import msgspec
 
 from azsd.errors import SessionNotFoundError
 from azsd.model import Archived, SessionInfo
@@ -68,7 +72,7 @@ class SessionListing(StoreCore):
             info = index.get(session_id)
             if info is None:
                 raise SessionNotFoundError(session_id)
-            return info
+            return self._with_follows([info])[0]
         rows = self._query(
             f"SELECT {_SESSION_COLUMNS}, COALESCE(e.n, 0), COALESCE(e.msgs, 0) FROM {self._sessions} "
             "LEFT JOIN (SELECT session_id, COUNT(*) AS n, SUM(kind IN ('UserMessage', 'AssistantText')) "
@@ -77,7 +81,7 @@ class SessionListing(StoreCore):
         )
         if not rows:
             raise SessionNotFoundError(session_id)
-        return _session_info(rows[0])
+        return self._with_follows([_session_info(rows[0])])[0]
 
     def has_session(self, session_id: int) -> bool:
         return bool(self._query("SELECT 1 FROM sessions WHERE id = ?", (session_id,)))
@@ -91,7 +95,9 @@ class SessionListing(StoreCore):
         by this Store's writes (rebuilt when another connection has committed).
         """
         index = self._fresh_index(build=True)
-        return [] if index is None else index.page(worktree, limit, max(0, offset), archived)
+        if index is None:
+            return []
+        return self._with_follows(index.page(worktree, limit, max(0, offset), archived))
 
     def count_sessions(self, worktree: str | None = None, *, archived: Archived = "include") -> int:
         index = self._fresh_index(build=True)
@@ -100,6 +106,17 @@ class SessionListing(StoreCore):
     def session_names(self) -> dict[int, str]:
         """Every session's display name (`name`, or `S{id}`)."""
         return {sid: name or f"S{sid}" for sid, name in self._query("SELECT id, name FROM sessions")}
+
+    def _with_follows(self, infos: list[SessionInfo]) -> list[SessionInfo]:
+        """`infos`, those a follow is active into marked `following` (not kept in the index: a
+        follow starts and ends in ``azsd_follows``, which the index does not watch)."""
+        if not infos or (self.read_only and not self._has_table("azsd_follows")):
+            return infos
+        rows = self._query("SELECT DISTINCT session_id FROM azsd_follows WHERE active")
+        followed = {sid for (sid,) in rows}
+        if not followed:
+            return infos
+        return [msgspec.structs.replace(i, following=True) if i.id in followed else i for i in infos]
 
     # -- the session index (see azsd.store.cache.SessionIndex) ---------------------------------------
 

@@ -13,7 +13,6 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Mapping
@@ -32,7 +31,6 @@ __all__ = [
     "agent_command",
     "agent_environment",
     "check_agent",
-    "check_argv",
     "turn_path",
 ]
 
@@ -42,9 +40,6 @@ FORMATS: Final[Mapping[Backend, str]] = {"claude": "claude-stream-json", "codex"
 #: How an agent is stopped: each signal, then how long it gets to exit before the next one.
 _ESCALATION: Final = ((signal.SIGINT, 2.0), (signal.SIGTERM, 3.0), (signal.SIGKILL, 5.0))
 
-#: Linux refuses a single argument longer than this (MAX_ARG_STRLEN): E2BIG at exec.
-_ARG_MAX_BYTES: Final = 128 * 1024
-
 #: Variables of a systemd service that must not leak into the agent (it would notify as the service).
 _SERVICE_VARIABLES: Final = ("NOTIFY_SOCKET",)
 _SERVICE_PREFIXES: Final = ("WATCHDOG_",)
@@ -52,30 +47,24 @@ _SERVICE_PREFIXES: Final = ("WATCHDOG_",)
 
 def agent_command(
     config: ResolvedConfig, backend: Backend, prompt: str, model: str | None = None
-) -> tuple[list[str], bytes | None]:
-    """The agent's argv, and what to write to its stdin (None: nothing, stdin is /dev/null).
+) -> tuple[list[str], bytes]:
+    """The agent's argv, and the prompt to write to its stdin.
 
-    Claude gets the prompt in argv (`-p`), Codex on stdin (`exec -`), as AZUREAL starts them.
+    Both agents read the prompt from stdin: `claude -p` given no prompt argument, `codex exec -`.
+    So a prompt of any size goes through (AZUREAL passes Claude's in argv, where Linux refuses
+    one argument of 128 KiB or more), and nothing of the session context shows in `ps`.
 
     >>> from azsd.config import resolve_config
     >>> config = resolve_config(environ={"AZSD_RUNTIME_DIR": "/tmp/x"}, config_file=None)
     >>> agent_command(config, "claude", "hi", "opus")
-    (['claude', '--model', 'opus', '-p', 'hi', '--verbose', '--output-format', 'stream-json'], None)
+    (['claude', '--model', 'opus', '-p', '--verbose', '--output-format', 'stream-json'], b'hi')
     >>> agent_command(config, "codex", "hi")
     (['codex', 'exec', '--json', '-'], b'hi')
     """
     model_args = ["--model", model] if model else []
     if backend == "claude":
-        argv = [
-            *config.claude_command,
-            *model_args,
-            "-p",
-            prompt,
-            "--verbose",
-            "--output-format",
-            "stream-json",
-        ]
-        return argv, None
+        argv = [*config.claude_command, *model_args, "-p", "--verbose", "--output-format", "stream-json"]
+        return argv, prompt.encode()
     return [*config.codex_command, "exec", "--json", *model_args, "-"], prompt.encode()
 
 
@@ -86,24 +75,6 @@ def check_agent(config: ResolvedConfig, backend: Backend) -> None:
         raise AzsdError(
             f"cannot run the {backend} agent: {program!r} is not an executable program "
             f"(set {backend}-command in the azsd config file)"
-        )
-
-
-def check_argv(argv: list[str]) -> None:
-    """Fail before anything is stored when the kernel would refuse the command line (Claude's prompt).
-
-    >>> check_argv(["claude", "-p", "x" * 200_000])  # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-    azsd.errors.AzsdError: the prompt with its session context is 200000 bytes, ...
-    """
-    if not sys.platform.startswith("linux"):
-        return
-    longest = max(len(os.fsencode(arg)) for arg in argv)
-    if longest >= _ARG_MAX_BYTES:
-        raise AzsdError(
-            f"the prompt with its session context is {longest} bytes, more than one command-line argument "
-            f"can hold ({_ARG_MAX_BYTES}): compact the session, or run the turn with --backend codex "
-            "(which reads its prompt from stdin)"
         )
 
 

@@ -33,7 +33,7 @@ from azsd_client.follow import FollowItem, SessionFollower
 from azsd_client.render.events import event_lines
 from azsd_client.render.text import Style
 
-from .agent import FORMATS, Agent, agent_command, check_agent, check_argv, turn_path
+from .agent import FORMATS, Agent, agent_command, check_agent, turn_path
 from .invocation import Invocation, UsageError
 
 __all__ = ["run_turn", "session_name"]
@@ -310,7 +310,6 @@ def run_turn(run: Invocation) -> int:
         view = run.client.get_session(run.root, session).session
     injected = run.client.build_context(run.root, view.id, prompt, backend=backend).prompt
     argv, stdin = agent_command(run.config, backend, injected, args.model)
-    check_argv(argv)
     _header(run, view.id, view.name, session is None, backend)
     stored = run.client.append_events(run.root, view.id, [UserMessage(content=prompt)]).events
     first = stored[-1].seq + 1 if stored else view.event_count + 1

@@ -15,7 +15,8 @@ __all__ = ["badge", "lineage", "session_header", "session_rows", "usage_summary"
 
 
 def badge(state: str, style: Style) -> Cell:
-    """✓ succeeded, ✗ failed, ● running, `new` for a session without events."""
+    """✓ succeeded, ✗ failed, ● running (a follow is active into it), ○ ended (events, but no
+    completion marker and nothing following it), `new` for a session without events."""
     match state:
         case "succeeded":
             return Cell("✓", style.green)
@@ -23,6 +24,8 @@ def badge(state: str, style: Style) -> Cell:
             return Cell("✗", style.red)
         case "running":
             return Cell("●", style.yellow)
+        case "ended":
+            return Cell("○", style.dim)
         case "new":
             return Cell("new", style.dim)
     return Cell("?", style.dim)
