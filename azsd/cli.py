@@ -13,7 +13,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from azsd import __version__
+from azsd import __version__, pricing
 from azsd.config import ResolvedConfig, resolve_config
 from azsd.errors import AzsdError
 
@@ -97,3 +97,6 @@ def _check_config(config: Path | None) -> None:
     print(f"open stores: at most {resolved.max_open_stores}")
     print(f"max message: {resolved.max_message_bytes} bytes")
     print(f"log level:   {resolved.log_level}")
+    table = pricing.default_table()
+    own = ", ".join(resolved.pricing) or "-"
+    print(f"pricing:     {len(table.prices)} models priced as of {table.date}; set in config: {own}")

@@ -15,6 +15,12 @@ The file is TOML; unknown keys are rejected::
     claude-command = ["claude"]            # how `azs run` starts each agent (argv prefix)
     codex-command = ["codex"]
 
+    [pricing."gpt-5-codex"]                # USD per million tokens; replaces or adds a model
+    input = 1.25                           # of azsd/data/pricing.json (same name rules)
+    output = 10.0
+    cache-read = 0.125
+    cache-write = 0.0
+
 >>> cfg = resolve_config(environ={"AZSD_RUNTIME_DIR": "/tmp/x"}, config_file=None)
 >>> cfg.rpc_endpoint
 'ipc:///tmp/x/rpc'
@@ -25,13 +31,14 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
 import msgspec
 
 from azsd.errors import ConfigError
+from azsd.pricing import Price
 
 __all__ = [
     "IPC_PATH_MAX",
@@ -60,6 +67,7 @@ class FileConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, rename
     max_open_stores: int = 128
     claude_command: list[str] = msgspec.field(default_factory=lambda: ["claude"])
     codex_command: list[str] = msgspec.field(default_factory=lambda: ["codex"])
+    pricing: dict[str, Price] = msgspec.field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -75,6 +83,8 @@ class ResolvedConfig:
     codex_command: tuple[str, ...]
     state_dir: Path
     max_open_stores: int = 128
+    #: The config file's `[pricing."model"]` tables, over the shipped price list.
+    pricing: Mapping[str, Price] = field(default_factory=dict)
 
     @property
     def rpc_endpoint(self) -> str:
@@ -197,6 +207,9 @@ def resolve_config(
         raise ConfigError("idle-close-s, follow-idle-s and max-message-bytes must be positive")
     if not 1 <= file.max_open_stores <= 400:  # each open store holds two ZeroMQ sockets of ~1023
         raise ConfigError(f"max-open-stores must be between 1 and 400, not {file.max_open_stores}")
+    for model, price in file.pricing.items():
+        if min(price.input, price.output, price.cache_read, price.cache_write) < 0:
+            raise ConfigError(f'pricing."{model}": a price cannot be negative')
     if not file.claude_command or not file.codex_command:
         raise ConfigError("claude-command and codex-command must name a program")
     return ResolvedConfig(
@@ -209,4 +222,5 @@ def resolve_config(
         codex_command=tuple(file.codex_command),
         state_dir=default_state_dir(environ),
         max_open_stores=file.max_open_stores,
+        pricing=dict(file.pricing),
     )

@@ -13,6 +13,8 @@ __all__ = [
     "Archived",
     "BackupInfo",
     "Compaction",
+    "Cost",
+    "CostSource",
     "FollowRecord",
     "ImportRecord",
     "LoadResult",
@@ -25,6 +27,9 @@ __all__ = [
 ]
 
 SessionState = Literal["new", "running", "succeeded", "failed", "ended"]
+
+#: Where a cost comes from: the agent reported it, or azsd priced the turn's tokens (azsd.pricing).
+CostSource = Literal["reported", "estimated"]
 
 #: Which sessions a listing holds: all but the archived ones, all, or only the archived ones.
 Archived = Literal["exclude", "include", "only"]
@@ -142,12 +147,22 @@ class Usage(msgspec.Struct, frozen=True, kw_only=True):
         return not (self.input or self.output or self.cache_read or self.cache_write or self.reasoning)
 
 
+class Cost(msgspec.Struct, frozen=True):
+    """A turn's cost in USD and where it comes from."""
+
+    usd: float
+    source: CostSource = "reported"
+
+
 class SessionUsage(msgspec.Struct, frozen=True):
-    """A session's token usage and cost, summed over its turns (side table `azsd_usage`)."""
+    """A session's token usage and cost, summed over its turns (side table `azsd_usage`).
+
+    `cost_source` is "estimated" when any turn's cost was (the sum is then an estimate too)."""
 
     usage: Usage
     cost_usd: float
     turns: int
+    cost_source: CostSource = "reported"
 
 
 class FollowRecord(msgspec.Struct, kw_only=True):

@@ -20,7 +20,7 @@ from azsd.events import (
     UserMessage,
 )
 from azsd.ingest.parsers.claude import ClaudeSessionParser, ClaudeStreamParser
-from azsd.model import Usage
+from azsd.model import Cost, Usage
 
 
 def line(obj: dict[str, Any]) -> bytes:
@@ -237,7 +237,7 @@ def test_stream_init_and_result() -> None:
     ) == [Init(cwd="/test", model="claude-3")]
     result = b'{"type":"result","session_id":"s1","is_error":false,"duration_ms":5000,"total_cost_usd":0.05}'
     assert p.feed(result) == [Complete(success=True, duration_ms=5000, cost_usd=0.05)]
-    assert p.report.agent_session_id == "s1" and p.report.cost_usd == 0.05
+    assert p.report.agent_session_id == "s1" and p.report.cost_usd == Cost(0.05, "reported")
 
 
 def test_stream_result_failure_signals_and_old_cost_key() -> None:

@@ -164,6 +164,8 @@ class UsageView(_Data, frozen=True):
     cache_write: int = 0
     reasoning: int = 0
     cost_usd: float = 0.0
+    #: "estimated" when any turn's cost was priced by azsd from its tokens (the agent reported none).
+    cost_source: str = "reported"
 
 
 class SessionView(_Data, frozen=True):
@@ -187,6 +189,8 @@ class SessionView(_Data, frozen=True):
     cost_usd: float | None = None
     usage: UsageView | None = None
     archived: bool = False
+    #: Where `cost_usd` comes from, when `usage` was read ("reported" or "estimated"); None: not read.
+    cost_source: str | None = None
     #: The session this one was forked from, and the parent's last seq it copied (None: not a fork,
     #: or the parent was deleted).
     parent: int | None = None

@@ -25,7 +25,7 @@ from typing import IO, Final
 import msgspec
 import zmq
 
-from azsd import __version__
+from azsd import __version__, pricing
 from azsd.backoff import Backoff
 from azsd.config import ResolvedConfig
 from azsd.errors import AlreadyRunning, ConfigError
@@ -76,6 +76,7 @@ class Daemon:
 
     def __init__(self, config: ResolvedConfig, environ: Mapping[str, str]) -> None:
         self.config = config
+        pricing.set_active_table(pricing.default_table().with_overrides(config.pricing))
         self._environ = environ
         self._stop = threading.Event()
         self._lock_file: IO[str] | None = None

@@ -26,7 +26,7 @@ from azsd.export import render_page
 from azsd.ingest.file import ingest_file
 from azsd.ingest.importer import Source, discover, import_source
 from azsd.ipc import protocol as p
-from azsd.model import SessionUsage, StoredEvent, Usage
+from azsd.model import CostSource, SessionUsage, StoredEvent, Usage
 from azsd.redact import redact_event, redact_text
 from azsd.search import event_kinds, words_query
 from azsd.server.views import appended_notes, changed_note, session_view, usage_view, wire_events
@@ -324,7 +324,8 @@ def _sum(totals: Sequence[SessionUsage]) -> SessionUsage:
     usage = Usage()
     for total in totals:
         usage += total.usage
-    return SessionUsage(usage, sum(t.cost_usd for t in totals), sum(t.turns for t in totals))
+    source: CostSource = "estimated" if any(t.cost_source == "estimated" for t in totals) else "reported"
+    return SessionUsage(usage, sum(t.cost_usd for t in totals), sum(t.turns for t in totals), source)
 
 
 def ingest(store: Store, req: p.IngestFile, publish: Publish | None = None) -> Outcome:

@@ -29,7 +29,9 @@ def wire_events(events: Sequence[StoredEvent]) -> list[p.WireEvent]:
 def usage_view(total: SessionUsage | None) -> p.UsageView:
     if total is None:
         return p.UsageView()
-    return p.UsageView(**msgspec.structs.asdict(total.usage), cost_usd=total.cost_usd)
+    return p.UsageView(
+        **msgspec.structs.asdict(total.usage), cost_usd=total.cost_usd, cost_source=total.cost_source
+    )
 
 
 def session_view(
@@ -61,6 +63,7 @@ def session_view(
         cost_usd=info.cost_usd,
         usage=usage_view(usage) if with_usage else None,
         archived=info.archived,
+        cost_source=(usage.cost_source if usage is not None else "reported") if with_usage else None,
         parent=info.parent,
         fork_seq=info.fork_seq,
         forks=tuple(forks),

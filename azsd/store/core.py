@@ -234,6 +234,8 @@ class StoreCore:
             columns = {row[1] for row in conn.execute("PRAGMA table_info(sessions)")}
             if "last_claude_uuid" not in columns:
                 conn.execute("ALTER TABLE sessions ADD COLUMN last_claude_uuid TEXT NOT NULL DEFAULT ''")
+            if "cost_source" not in {row[1] for row in conn.execute("PRAGMA table_info(azsd_usage)")}:
+                conn.execute("ALTER TABLE azsd_usage ADD COLUMN cost_source TEXT")  # NULL: not known
             for column in DROPPED_COLUMNS:
                 if column in columns:
                     conn.execute(f"ALTER TABLE sessions DROP COLUMN {column}")
@@ -402,6 +404,8 @@ def _is_current(conn: sqlite3.Connection) -> bool:
         return False
     columns = {row[1] for row in conn.execute("PRAGMA table_info(sessions)")}
     if "last_claude_uuid" not in columns or columns & set(DROPPED_COLUMNS):
+        return False
+    if "cost_source" not in {row[1] for row in conn.execute("PRAGMA table_info(azsd_usage)")}:
         return False
     return _read_schema_version(conn) == SCHEMA_VERSION
 

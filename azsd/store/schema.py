@@ -79,6 +79,7 @@ CREATE TABLE IF NOT EXISTS azsd_usage (
     reasoning   INTEGER NOT NULL DEFAULT 0,
     cost_usd    REAL,
     updated     TEXT NOT NULL DEFAULT (datetime('now')),
+    cost_source TEXT,
     PRIMARY KEY (session_id, source)
 );
 CREATE TABLE IF NOT EXISTS azsd_follows (

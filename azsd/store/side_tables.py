@@ -16,7 +16,7 @@ from typing import Any, Final
 from azsd.context import ContextPayload, render_event, strip_injected_context_indexed
 from azsd.errors import BadRequestError, StoreError
 from azsd.events import Event
-from azsd.model import Compaction, FollowRecord, ImportRecord, SessionUsage, Usage
+from azsd.model import Compaction, Cost, FollowRecord, ImportRecord, SessionUsage, Usage
 from azsd.store.events import EventLog
 from azsd.store.listing import _require_session
 
@@ -36,17 +36,20 @@ class SideTables(EventLog):
 
     # -- token usage (side table azsd_usage) --------------------------------------------------
 
-    def record_usage(self, session_id: int, source: str, usage: Usage, cost_usd: float | None) -> None:
-        """Set the usage of one turn (`source`: the agent run's id or file): replaced, never added."""
+    def record_usage(self, session_id: int, source: str, usage: Usage, cost: Cost | None) -> None:
+        """Set the usage of one turn (`source`: the agent run's id or file): replaced, never added.
+
+        `cost` keeps where it came from (reported by the agent, or estimated by azsd.pricing)."""
         with self.atomic() as conn:
             _require_session(conn, session_id)
             conn.execute(
                 "INSERT INTO azsd_usage (session_id, source, input, output, cache_read, cache_write, "
-                "reasoning, cost_usd) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (session_id, source) DO "
+                "reasoning, cost_usd, cost_source) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                "ON CONFLICT (session_id, source) DO "
                 "UPDATE SET input = excluded.input, output = excluded.output, "
                 "cache_read = excluded.cache_read, cache_write = excluded.cache_write, "
                 "reasoning = excluded.reasoning, "
-                "cost_usd = excluded.cost_usd, updated = datetime('now')",
+                "cost_usd = excluded.cost_usd, cost_source = excluded.cost_source, updated = datetime('now')",
                 (
                     session_id,
                     source,
@@ -55,7 +58,8 @@ class SideTables(EventLog):
                     usage.cache_read,
                     usage.cache_write,
                     usage.reasoning,
-                    cost_usd,
+                    None if cost is None else cost.usd,
+                    None if cost is None else cost.source,
                 ),
             )
 
@@ -73,14 +77,20 @@ class SideTables(EventLog):
             where = f"WHERE session_id IN ({', '.join('?' * len(params))})"
         rows = self._query(
             "SELECT session_id, SUM(input), SUM(output), SUM(cache_read), SUM(cache_write), SUM(reasoning), "
-            f"COALESCE(SUM(cost_usd), 0.0), COUNT(*) FROM azsd_usage {where} GROUP BY session_id",
+            "COALESCE(SUM(cost_usd), 0.0), COUNT(*), "
+            # a cost of unknown source (recorded before sources were) counts as an estimate
+            "COALESCE(MAX(cost_usd IS NOT NULL AND cost_source IS NOT 'reported'), 0) "
+            f"FROM azsd_usage {where} GROUP BY session_id",
             params,
         )
         return {
             sid: SessionUsage(
-                Usage(input=i, output=o, cache_read=cr, cache_write=cw, reasoning=r), float(cost), turns
+                Usage(input=i, output=o, cache_read=cr, cache_write=cw, reasoning=r),
+                float(cost),
+                turns,
+                "estimated" if estimated else "reported",
             )
-            for sid, i, o, cr, cw, r, cost, turns in rows
+            for sid, i, o, cr, cw, r, cost, turns, estimated in rows
         }
 
     # -- imported histories (side table azsd_imports) -------------------------------------------

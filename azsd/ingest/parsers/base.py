@@ -17,7 +17,7 @@ from typing import Any, BinaryIO, ClassVar, Final
 import msgspec
 
 from azsd.events import MAX_NESTING, Event, event_kind, nests_deeper
-from azsd.model import Usage
+from azsd.model import Cost, Usage
 
 __all__ = [
     "MAX_INT",
@@ -59,7 +59,8 @@ class ParseReport:
     events: Counter[str] = field(default_factory=Counter)
     skipped: Counter[str] = field(default_factory=Counter)
     usage: Usage = field(default_factory=Usage)
-    cost_usd: float | None = None
+    #: The run's cost: as the agent reported it, else estimated from its usage (azsd.pricing).
+    cost_usd: Cost | None = None
     agent_session_id: str | None = None
     model: str | None = None
 

@@ -25,6 +25,7 @@ from typing import Any, ClassVar, Final
 
 import msgspec
 
+from azsd import pricing
 from azsd.context import sanitize
 from azsd.events import (
     AssistantText,
@@ -41,6 +42,7 @@ from azsd.events import (
     UserMessage,
 )
 from azsd.ingest.parsers.base import MAX_INT, LineParser, Usage, message_text
+from azsd.model import Cost
 
 __all__ = ["ClaudeSessionParser", "ClaudeStreamParser"]
 
@@ -169,6 +171,18 @@ class _ClaudeParser(LineParser):
                 del self._tools[tool_id]
                 return
 
+    def _price_message(self, model: str | None, seen: Usage | None, current: Usage) -> None:
+        """Add a message's usage, priced at its own model, to the run's estimate (a transcript
+        reports no cost); a reported cost, once seen, is kept instead."""
+        if self.report.cost_usd is not None and self.report.cost_usd.source == "reported":
+            return
+        now = pricing.estimate(model, current)
+        before = pricing.estimate(model, seen) if seen is not None else 0.0
+        if now is None or before is None:
+            return  # an unknown model: its tokens count, its cost is not guessed
+        total = (self.report.cost_usd.usd if self.report.cost_usd else 0.0) + now - before
+        self.report.cost_usd = Cost(total, "estimated")
+
     def _note_usage(self, message: dict[str, Any]) -> None:
         usage = message.get("usage")
         model = message.get("model")
@@ -195,6 +209,7 @@ class _ClaudeParser(LineParser):
         else:
             total = total + current
         self._message_usage[key] = current
+        self._price_message(model if isinstance(model, str) else self.report.model, seen, current)
         if len(self._message_usage) > MESSAGES_KEPT:
             self._message_usage.popitem(last=False)
         self._usage_total = total
@@ -310,6 +325,7 @@ class ClaudeStreamParser(_ClaudeParser):
         if not isinstance(obj.get("session_id"), str):
             return []
         self.report.agent_session_id = obj["session_id"]
+        reported = "total_cost_usd" in obj or "cost_usd" in obj
         cost = _cost(obj.get("total_cost_usd", obj.get("cost_usd", 0.0)))
         duration = obj.get("duration_ms", 0)
         duration = _clamp(duration)
@@ -319,7 +335,12 @@ class ClaudeStreamParser(_ClaudeParser):
             self.report.usage = _claude_usage(usage)  # authoritative for the whole run
             self._message_usage.clear()
             self._usage_total = Usage()
-        self.report.cost_usd = cost
+        if reported:
+            self.report.cost_usd = Cost(cost, "reported")
+        else:
+            estimated = pricing.estimate(self.report.model, self.report.usage)
+            self.report.cost_usd = None if estimated is None else Cost(estimated, "estimated")
+            cost = estimated or 0.0
         return [Complete(success=not failed, duration_ms=duration, cost_usd=cost)]
 
 
@@ -417,5 +438,8 @@ class ClaudeSessionParser(_ClaudeParser):
         if not isinstance(duration, int | float):
             return []
         cost = _cost(obj.get("costUsd", obj.get("costUSD", 0.0)))
-        self.report.cost_usd = cost
+        if "costUsd" in obj or "costUSD" in obj:
+            self.report.cost_usd = Cost(cost, "reported")
+        elif self.report.cost_usd is not None:
+            cost = self.report.cost_usd.usd
         return [Complete(success=True, duration_ms=_clamp(duration), cost_usd=cost)]

@@ -53,7 +53,7 @@ from azsd.ingest.parsers.codex_tools import (
     _str,
     _todo_status,
     _with_ignored,
-    codex_cost_usd,
+    codex_cost,
     codex_usage,
 )
 
@@ -163,8 +163,13 @@ class CodexExecParser(LineParser):
             return [Complete(success=True, duration_ms=0, cost_usd=0.0)]
         # A running total for the thread: replaced, never added (agent-formats §3.1).
         self.report.usage = codex_usage(usage)
-        self.report.cost_usd = codex_cost_usd(usage)
-        return [Complete(success=True, duration_ms=0, cost_usd=self.report.cost_usd)]
+        return self._priced_complete()
+
+    def _priced_complete(self) -> list[Event]:
+        """A finished turn, priced from its usage (Codex reports no cost)."""
+        self.report.cost_usd = codex_cost(self.report.model, self.report.usage)
+        usd = self.report.cost_usd.usd if self.report.cost_usd else 0.0
+        return [Complete(success=True, duration_ms=0, cost_usd=usd)]
 
     def _on_turn_failed(self, obj: Json) -> list[Event]:
         message = _str(_obj(obj.get("error")).get("message"), "Turn failed")
@@ -343,5 +348,4 @@ class CodexExecParser(LineParser):
     def _on_task_complete(self, _: Json) -> list[Event]:
         if self._legacy_usage is None:
             return [Complete(success=True, duration_ms=0, cost_usd=0.0)]
-        self.report.cost_usd = codex_cost_usd(self._legacy_usage)
-        return [Complete(success=True, duration_ms=0, cost_usd=self.report.cost_usd)]
+        return self._priced_complete()

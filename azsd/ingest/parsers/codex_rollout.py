@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Iterable
+from datetime import datetime
 from itertools import chain, islice
 from typing import Any, ClassVar, Final
 
@@ -42,6 +43,7 @@ from azsd.ingest.parsers.codex_tools import (
     _result,
     _str,
     _with_ignored,
+    codex_cost,
     codex_usage,
     describe_write_stdin,
     normalize_tool_output,
@@ -66,7 +68,6 @@ _ROLLOUT_ITEMS_IGNORED: Final = frozenset(
 
 _ROLLOUT_MESSAGES_IGNORED: Final = frozenset(
     {
-        "task_started",
         "agent_reasoning_raw_content",
         "agent_reasoning_section_break",
         "context_compacted",
@@ -203,7 +204,9 @@ class CodexRolloutParser(LineParser):
       `compacted` gives `Compacted` (the `context_compacted` marker that accompanies it does not);
     - `local_shell_call` gives a Bash call; `shell` argv commands are joined; function-style
       `apply_patch` arguments `{"input": patch}` are unwrapped; list-shaped outputs are read.
-    Rollouts carry no cost, so :attr:`ParseReport.cost_usd` stays None.
+    - rollouts carry no cost: a turn is priced from its usage and model (azsd.pricing), as an
+      estimate; a turn's duration is `task_complete.duration_ms`, else the difference of the line
+      `timestamp`s from the turn's start (`task_started`, else its first line) to its completion.
     """
 
     format: ClassVar[str] = "codex-rollout"
@@ -213,6 +216,8 @@ class CodexRolloutParser(LineParser):
         self._recent: deque[Event] = deque(maxlen=ASSISTANT_DEDUP_WINDOW)
         self._calls: dict[str, tuple[str, str | None]] = {}
         self._init_done = False
+        self._line_time: datetime | None = None
+        self._turn_start: datetime | None = None
         self._by_kind: dict[str, Handler] = {
             "session_meta": self._on_session_meta,
             "turn_context": self._on_turn_context,
@@ -238,10 +243,11 @@ class CodexRolloutParser(LineParser):
                 "user_message": lambda p: self._user(_str(p.get("message"))),
                 "agent_message": lambda p: self._assistant([_str(p.get("message"))]),
                 "agent_reasoning": lambda p: self._assistant([_str(p.get("text"))]),
-                "task_complete": lambda p: [
-                    Complete(success=True, duration_ms=_count(p.get("duration_ms")), cost_usd=0.0)
+                "task_started": self._on_task_started,
+                "task_complete": self._on_task_complete,
+                "turn_aborted": lambda _: [
+                    Complete(success=False, duration_ms=self._turn_ms(), cost_usd=0.0)
                 ],
-                "turn_aborted": lambda _: [Complete(success=False, duration_ms=0, cost_usd=0.0)],
                 "token_count": self._on_token_count,
                 "function_call_output": self._on_event_tool_output,
             },
@@ -255,6 +261,9 @@ class CodexRolloutParser(LineParser):
         return events
 
     def _route(self, obj: Json) -> list[Event] | None:
+        self._line_time = _timestamp(obj.get("timestamp"))
+        if self._turn_start is None:
+            self._turn_start = self._line_time
         kind, payload = obj.get("type"), obj.get("payload")
         if isinstance(kind, str) and isinstance(payload, dict):
             handler = self._by_kind.get(kind)
@@ -289,11 +298,30 @@ class CodexRolloutParser(LineParser):
             self.report.model = model
         return []
 
+    def _on_task_started(self, _: Json) -> list[Event]:
+        self._turn_start = self._line_time
+        return []
+
+    def _on_task_complete(self, payload: Json) -> list[Event]:
+        duration = _count(payload.get("duration_ms")) or self._turn_ms()
+        usd = self.report.cost_usd.usd if self.report.cost_usd else 0.0
+        return [Complete(success=True, duration_ms=duration, cost_usd=usd)]
+
+    def _turn_ms(self) -> int:
+        """Milliseconds from the turn's first line to this one (0 when either has no timestamp);
+        the next line starts the next turn."""
+        start, end = self._turn_start, self._line_time
+        self._turn_start = None
+        if start is None or end is None:
+            return 0
+        return max(round((end - start).total_seconds() * 1000), 0)
+
     def _on_token_count(self, payload: Json) -> list[Event]:
         total = _obj(payload.get("info")).get("total_token_usage")
         if isinstance(total, dict):
             # Cumulative for the session: replaced, never added (agent-formats §4.3).
             self.report.usage = codex_usage(total)
+            self.report.cost_usd = codex_cost(self.report.model, self.report.usage)
         return []
 
     # -- messages and their dedup ---------------------------------------------------------------
@@ -372,3 +400,14 @@ class CodexRolloutParser(LineParser):
             return []
         is_error = output.startswith("Error") or "Exit code: 1" in output
         return [_result(call_id, "shell_command", output, is_error)]
+
+
+def _timestamp(value: Any) -> datetime | None:
+    """A line's ISO-8601 `timestamp` (`2025-09-25T21:12:14.126Z`), or None when absent or unusable."""
+    if not isinstance(value, str):
+        return None
+    try:
+        stamp = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return stamp if stamp.tzinfo is not None else None

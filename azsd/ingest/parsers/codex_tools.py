@@ -12,12 +12,14 @@ from typing import Any, Final
 
 import msgspec
 
+from azsd import pricing
 from azsd.events import AssistantText, Event, ToolCall, ToolResult
 from azsd.ingest.parsers.base import MAX_INT, Usage, message_text
+from azsd.model import Cost
 from azsd.rusttext import is_blank, rust_lines, trim
 
 __all__ = [
-    "codex_cost_usd",
+    "codex_cost",
     "codex_usage",
     "describe_write_stdin",
     "normalize_tool_output",
@@ -156,9 +158,10 @@ def codex_usage(raw: Json) -> Usage:
     )
 
 
-def codex_cost_usd(raw: Json) -> float:
-    """AZUREAL's estimate for a live turn: $10/M input tokens (cached included), $30/M output."""
-    return (_count(raw.get("input_tokens")) * 10.0 + _count(raw.get("output_tokens")) * 30.0) / 1_000_000.0
+def codex_cost(model: str | None, usage: Usage) -> Cost | None:
+    """Codex reports no cost: an estimate from the model's prices (azsd.pricing), None when unknown."""
+    usd = pricing.estimate(model, usage)
+    return None if usd is None else Cost(usd, "estimated")
 
 
 def _argv_command(value: Any) -> str | None:

@@ -84,9 +84,16 @@ def _tool_result(e: ToolResult, s: Style) -> list[str]:
 
 def _complete(e: Complete, s: Style) -> list[str]:
     cost = f" · {format_cost(e.cost_usd)}" if e.cost_usd else ""
+    took = f" in {format_duration(e.duration_ms)}" if e.duration_ms else ""  # 0: not measured
     if e.success:
-        return [s.green(f"✓ completed in {format_duration(e.duration_ms)}{cost}")]
-    return [s.red(f"✗ failed after {format_duration(e.duration_ms)}{cost}")]
+        return [s.green(f"✓ completed{took}{cost}")]
+    return [s.red(f"✗ failed{took.replace(' in ', ' after ')}{cost}")]
+
+
+def _init_text(e: Init) -> str:
+    """`session started: model M, cwd C`, leaving out a field the agent left empty."""
+    facts = [f"{name} {value}" for name, value in (("model", e.model), ("cwd", e.cwd)) if value.strip()]
+    return "session started" + (": " + ", ".join(facts) if facts else "")
 
 
 def _plan(e: Plan, s: Style) -> list[str]:
@@ -105,7 +112,7 @@ _RENDERERS: Final[dict[type[Any], Callable[[Any, Style], list[str]]]] = {
     Complete: _complete,
     Plan: _plan,
     Command: lambda e, s: [f"  ▸ {s.cyan(e.name)}"],
-    Init: _note("session started: model {e.model}, cwd {e.cwd}"),
+    Init: lambda e, s: [s.dim(f"  · {_init_text(e)}")],
     Hook: _note("hook {e.name}"),
     ModelSwitch: _note("model → {e.model}"),
     Compacting: _note("compacting…"),

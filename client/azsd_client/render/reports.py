@@ -78,7 +78,7 @@ _TOKEN_HEADERS: Final = ("in", "out", "cache read", "cache write", "reasoning", 
 
 def _token_cells(u: UsageView) -> list[Cell]:
     counts = (u.input, u.output, u.cache_read, u.cache_write, u.reasoning)
-    return [*(Cell(f"{n:,}") for n in counts), Cell(format_cost(u.cost_usd) or "-")]
+    return [*(Cell(f"{n:,}") for n in counts), Cell(format_cost(u.cost_usd, u.cost_source) or "-")]
 
 
 def _headers(names: Sequence[str], style: Style) -> list[Cell]:
@@ -115,11 +115,12 @@ def usage_lines(
         ]
         lines += ["", *table(rows, right=frozenset(range(1, 8)))]
     t = total
+    cost = format_cost(t.cost_usd, t.cost_source) or "$0"
     lines += [
         "",
         style.bold(
             f"total: {t.input:,} in, {t.output:,} out, {t.cache_read:,} cache read, "
-            f"{t.cache_write:,} cache write, {t.reasoning:,} reasoning · {format_cost(t.cost_usd) or '$0'}"
+            f"{t.cache_write:,} cache write, {t.reasoning:,} reasoning · {cost}"
         ),
     ]
     return lines

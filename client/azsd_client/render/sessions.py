@@ -54,13 +54,14 @@ def session_rows(views: Sequence[SessionView], style: Style, *, worktree: bool =
     rows = []
     for v in views:
         count = f"{v.event_count} event" + ("" if v.event_count == 1 else "s")
+        cost = v.cost_usd if v.cost_usd else v.usage.cost_usd if v.usage else None
         row = [
             badge(v.state, style),
             Cell(f"S{v.id}", style.bold),
             Cell(one_line(v.name, 60)),
             Cell(count, style.dim),
             Cell(format_duration(v.duration_ms)),
-            Cell(format_cost(v.cost_usd if v.cost_usd else v.usage.cost_usd if v.usage else None)),
+            Cell(format_cost(cost, v.cost_source)),
             Cell(usage_summary(v.usage), style.dim),
             Cell(v.created, style.dim),
             Cell(lineage(v), style.cyan),
@@ -85,7 +86,7 @@ def session_header(view: SessionView, style: Style) -> list[str]:
     if view.duration_ms is not None:
         facts.append(format_duration(view.duration_ms))
     if view.cost_usd:
-        facts.append(format_cost(view.cost_usd))
+        facts.append(format_cost(view.cost_usd, view.cost_source))
     lines = [title, style.dim(" · ".join(facts))]
     family = []
     if view.parent is not None:
@@ -100,5 +101,6 @@ def session_header(view: SessionView, style: Style) -> list[str]:
             f"{u.input} in, {u.output} out, {u.cache_read} cache read, {u.cache_write} cache write, "
             f"{u.reasoning} reasoning"
         )
-        lines.append(style.dim(f"tokens: {tokens}" + (f" · {format_cost(u.cost_usd)}" if u.cost_usd else "")))
+        cost = f" · {format_cost(u.cost_usd, u.cost_source)}" if u.cost_usd else ""
+        lines.append(style.dim(f"tokens: {tokens}{cost}"))
     return lines

@@ -122,9 +122,11 @@ def format_duration(ms: int | None) -> str:
     return f"{hours}h{minutes:02d}m"
 
 
-def format_cost(cost: float | None) -> str:
-    """`$0.1234`, or "" for no cost."""
-    return f"${cost:.4f}" if cost else ""
+def format_cost(cost: float | None, source: str | None = "reported") -> str:
+    """`$0.1234`, `~$0.1234` for an estimate (azsd priced the tokens), or "" for no cost."""
+    if not cost:
+        return ""
+    return f"{'~' if source == 'estimated' else ''}${cost:.4f}"
 
 
 def one_line(text: str, limit: int = LINE_MAX) -> str:

@@ -1,0 +1,134 @@
+"""Cost that tells the truth: the price list, estimates labelled as such, Codex durations, Init lines."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from azsd.config import resolve_config
+from azsd.errors import ConfigError
+from azsd.events import Complete, Init
+from azsd.ingest.parsers.codex_rollout import CodexRolloutParser
+from azsd.ipc.protocol import WireEvent
+from azsd.model import Usage
+from azsd.pricing import Price, default_table
+from azsd_client import Client
+from azsd_client.render.events import event_lines
+from azsd_client.render.text import Style
+from tests.conftest import corpus_files, requires_corpus
+from tests.test_cli import Azs, azs
+from tests.test_client import client, daemon, worktree
+
+__all__ = ["azs", "client", "daemon", "worktree"]  # the fixtures, re-exported for pytest
+
+TABLE = default_table()
+MILLION = Usage(input=1_000_000, output=1_000_000, cache_read=1_000_000, cache_write=1_000_000)
+
+
+def test_the_shipped_list_says_where_its_prices_come_from() -> None:
+    assert TABLE.source and TABLE.date.startswith("20")
+    assert TABLE.lookup("claude-sonnet-4-5") == Price(3.0, 15.0, 0.3, 3.75)
+
+
+def test_a_model_is_found_by_exact_name_then_by_family() -> None:
+    assert TABLE.lookup("gpt-5-codex") == Price(1.25, 10.0, 0.125, 0.0)
+    assert TABLE.lookup("claude-sonnet-4-5-20250929") == TABLE.lookup("claude-sonnet-4-5")
+    assert TABLE.lookup("claude-opus-4-1-20250805") == Price(15.0, 75.0, 1.5, 18.75)
+    assert TABLE.lookup("gpt-5.1-codex-max") == TABLE.lookup("gpt-5.1-codex")
+    assert TABLE.lookup("anthropic/claude-haiku-4-5") == TABLE.lookup("claude-haiku-4-5")
+    # the longest family wins: gpt-5-mini is not priced as gpt-5
+    assert TABLE.lookup("gpt-5-mini-2025-08-07") == TABLE.lookup("gpt-5-mini") != TABLE.lookup("gpt-5")
+    assert TABLE.estimate("claude-opus-4-1", MILLION) == pytest.approx(15 + 75 + 1.5 + 18.75)
+
+
+@pytest.mark.parametrize("model", ["", "codex", "gpt-5.5", "gpt-6", "claude-sonnet-5", "llama-3"])
+def test_an_unknown_model_gets_no_estimate(model: str) -> None:
+    assert TABLE.lookup(model) is None
+    assert TABLE.estimate(model, MILLION) is None
+
+
+def test_the_config_file_overrides_and_adds_prices(tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text(
+        '[pricing."gpt-5-codex"]\ninput = 2.0\noutput = 20.0\ncache-read = 0.5\n\n'
+        '[pricing."my-model"]\ninput = 1.0\noutput = 2.0\n'
+    )
+    resolved = resolve_config(environ={"AZSD_RUNTIME_DIR": str(tmp_path)}, config_file=config)
+    table = TABLE.with_overrides(resolved.pricing)
+    assert table.lookup("gpt-5-codex-20250915") == Price(2.0, 20.0, 0.5, 0.0)
+    assert table.estimate("my-model", Usage(input=1_000_000, output=1_000_000)) == pytest.approx(3.0)
+    assert table.lookup("claude-sonnet-4-5") == TABLE.lookup("claude-sonnet-4-5")  # the rest stays
+    config.write_text('[pricing."x"]\ninput = -1.0\noutput = 1.0\n')
+    with pytest.raises(ConfigError, match=r'pricing\."x"'):
+        resolve_config(environ={"AZSD_RUNTIME_DIR": str(tmp_path)}, config_file=config)
+    config.write_text('[pricing."x"]\ninput = 1.0\n')
+    with pytest.raises(ConfigError, match="output"):
+        resolve_config(environ={"AZSD_RUNTIME_DIR": str(tmp_path)}, config_file=config)
+
+
+def _line(timestamp: str, kind: str, **payload: object) -> bytes:
+    return json.dumps({"timestamp": timestamp, "type": kind, "payload": payload}).encode()
+
+
+def test_a_codex_turn_lasts_from_its_first_to_its_last_timestamp() -> None:
+    p = CodexRolloutParser()
+    lines = [
+        _line("2025-09-25T21:12:10.000Z", "session_meta", id="t1", cwd="/w"),
+        _line("2025-09-25T21:12:14.126Z", "event_msg", type="task_started"),
+        _line("2025-09-25T21:12:15.000Z", "event_msg", type="user_message", message="hi"),
+        _line("2025-09-25T21:12:21.626Z", "event_msg", type="task_complete", last_agent_message="done"),
+        _line("2025-09-25T21:13:00.000Z", "event_msg", type="user_message", message="again"),
+        _line("2025-09-25T21:13:02.500Z", "event_msg", type="task_complete", last_agent_message="ok"),
+    ]
+    done = [e for e in p.feed_all(lines) if isinstance(e, Complete)]
+    assert [e.duration_ms for e in done] == [7500, 2500]  # task_started → task_complete; then line → line
+
+
+def _render(event: Init | Complete) -> str:
+    from azsd.events import encode_event, event_kind
+
+    wire = WireEvent(seq=1, kind=event_kind(event), data=encode_event(event).decode())
+    return "\n".join(event_lines(wire, Style(color=False)))
+
+
+def test_an_init_prints_only_the_fields_it_has() -> None:
+    assert _render(Init(cwd="", model="")) == "  · session started"
+    assert _render(Init(cwd="/w", model="")) == "  · session started: cwd /w"
+    assert _render(Init(cwd="/w", model="gpt-5")) == "  · session started: model gpt-5, cwd /w"
+    assert "0.0s" not in _render(Complete(success=True, duration_ms=0, cost_usd=0.0))
+
+
+@requires_corpus
+def test_an_ingested_codex_rollout_shows_an_estimated_cost(azs: Azs, client: Client, worktree: Path) -> None:
+    [source] = [f for f in corpus_files("codex-rollout") if f.name.startswith("agentcmd__rollout-")]
+    sid = client.create_session(worktree).session.id
+    azs.ok("ingest", str(source), "-s", str(sid))
+    [report] = azs.json("usage", str(sid))
+    [row] = report["sessions"]
+    assert row["usage"]["cost_source"] == "estimated" and row["usage"]["cost_usd"] > 0
+    parser = CodexRolloutParser()
+    parser.feed_all(source.read_bytes().splitlines())
+    assert row["usage"]["cost_usd"] == pytest.approx(TABLE.estimate("gpt-5-codex", parser.report.usage))
+    assert report["total"]["cost_source"] == "estimated"
+    [listed] = [s for s in azs.json("ls") if s["id"] == sid]
+    assert listed["cost_source"] == "estimated"
+    line = next(x for x in azs.ok("ls").splitlines() if f"S{sid} " in x)
+    assert "~$" in line
+    assert "total:" in azs.ok("usage", str(sid)) and "~$" in azs.ok("usage", str(sid))
+
+
+@requires_corpus
+def test_a_claude_run_keeps_its_reported_cost(azs: Azs, client: Client, worktree: Path) -> None:
+    source = next(f for f in corpus_files("claude-stream-json") if "total_cost_usd" in f.read_text())
+    objs = [json.loads(x) for x in source.read_text().splitlines() if x.strip()]
+    reported = [o["total_cost_usd"] for o in objs if o.get("type") == "result" and "total_cost_usd" in o]
+    sid = client.create_session(worktree).session.id
+    azs.ok("ingest", str(source), "-s", str(sid))
+    [report] = azs.json("usage", str(sid))
+    [row] = report["sessions"]
+    assert row["usage"]["cost_source"] == "reported"
+    assert row["usage"]["cost_usd"] == pytest.approx(reported[-1])
+    line = next(x for x in azs.ok("ls").splitlines() if f"S{sid} " in x)
+    assert "~$" not in line
