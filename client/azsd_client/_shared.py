@@ -108,20 +108,28 @@ def check_protocol(status: Reply) -> StatusReply:
 def connecting(endpoint: str) -> Iterator[None]:
     """Turn a ZeroMQ error while opening a socket into :class:`DaemonUnavailable`; refuse an
     endpoint in a directory that is not private to this user (:class:`ConfigError`)."""
-    path = ipc_path(endpoint)
-    problem = private_dir_problem(path.parent) if path is not None else None
-    if problem is not None:
-        raise ConfigError(f"refusing to talk to azsd through {endpoint}: {problem}")
+    refuse_unless_private(endpoint)
     try:
         yield
     except zmq.ZMQError as exc:
         raise DaemonUnavailable(f"cannot connect to azsd on {endpoint}: {exc}") from None
 
 
+def refuse_unless_private(endpoint: str) -> None:
+    """Raise :class:`ConfigError` for an `ipc://` endpoint in a directory that is not private to
+    this user (someone else could answer as azsd)."""
+    path = ipc_path(endpoint)
+    problem = private_dir_problem(path.parent) if path is not None else None
+    if problem is not None:
+        raise ConfigError(f"refusing to talk to azsd through {endpoint}: {problem}")
+
+
 def refuse_unless_listening(endpoint: str) -> None:
     """Raise :class:`DaemonUnavailable` at once when nothing can be listening on an `ipc://`
     endpoint: its socket file is missing, or connecting to it is refused (a daemon that died left
-    it). Anything else (a daemon that is slow to answer, say) is left to the request's timeout."""
+    it). Anything else (a daemon that is slow to answer, say) is left to the request's timeout.
+    A directory that is not private is refused first (:func:`refuse_unless_private`)."""
+    refuse_unless_private(endpoint)
     path = ipc_path(endpoint)
     if path is None:
         return
