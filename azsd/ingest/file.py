@@ -32,6 +32,7 @@ from azsd.events import Complete, Event, Init
 from azsd.files import open_regular
 from azsd.ingest.parsers import UnknownFormatError, detect_format, iter_lines, make_parser
 from azsd.ingest.parsers.base import LineParser, ParseReport
+from azsd.ingest.usage import usage_record
 from azsd.model import StoredEvent
 from azsd.store import Store, completion_of
 from azsd.store.chunks import ChunkedWrite
@@ -199,9 +200,11 @@ def ingest_file(
         report = parser.report
         with chunks.step():
             store.set_completion(session_id, last_complete, running)
-            if not report.usage.is_zero or report.cost_usd is not None:
-                source = report.agent_session_id or str(path.resolve())
-                store.record_usage(session_id, source, report.usage, report.cost_usd)
+            record = usage_record(report, str(path.resolve()))
+            if record is not None:
+                store.record_usage(
+                    session_id, record.source, record.usage, record.cost_usd, replaces=record.path
+                )
     log.info("ingested %s into S%d: %d new of %d", path, session_id, appended, parsed)
     return IngestReport(path, report, parsed, appended, parsed - appended, kept)
 
