@@ -123,7 +123,7 @@ def test_overlap_prefix_len() -> None:
     assert overlap_prefix_len([init, a, b], [init, b, c]) == 2  # Init skipped, then b overlaps
     assert overlap_prefix_len([a, b, c], [b, c, d]) == 2
     assert overlap_prefix_len([a, b, c], [d]) == 0
-    assert overlap_prefix_len([a], [init, init]) == 2
+    assert overlap_prefix_len([a], [init, init]) == 0  # a new run that only began (issue 13)
     assert overlap_prefix_len([a, b, a, b], [a, b, a, b, c]) == 4
 
 
@@ -149,14 +149,15 @@ def test_ingest_appends_only_the_new_tail(tmp_path: Path) -> None:
     with Store.open(tmp_path) as store:
         sid = store.create_session().id
         store.append_events(sid, [UserMessage(content="prompt")])
-        # The session is not empty, so the run's leading Init is not repeated (spec §4.5).
-        assert ingest_file(store, sid, path).appended == 1
+        # The run's Init is stored: the session does not hold it yet (issue 13; spec §4.5 dropped it).
+        assert ingest_file(store, sid, path).appended == 2
         # The agent wrote more; only the new line is appended.
         path.write_text(init + text % (1, "one") + text % (2, "two"))
         report = ingest_file(store, sid, path)
         assert (report.appended, report.duplicates) == (1, 2)
         assert store.load_events(sid).plain() == [
             UserMessage(content="prompt"),
+            Init(cwd="/w", model="m"),
             AssistantText(text="one"),
             AssistantText(text="two"),
         ]

@@ -32,6 +32,7 @@ from azsd.events import Complete, Event, Init
 from azsd.files import open_regular
 from azsd.ingest.parsers import UnknownFormatError, detect_format, iter_lines, make_parser
 from azsd.ingest.parsers.base import LineParser, ParseReport
+from azsd.ingest.usage import usage_record
 from azsd.model import StoredEvent
 from azsd.store import Store, completion_of
 from azsd.store.chunks import ChunkedWrite
@@ -110,21 +111,32 @@ def _parsed_chunks(path: Path, parser: LineParser) -> Iterator[list[Event]]:
 
 
 def overlap_prefix_len(existing: Sequence[Event], appended: Sequence[Event]) -> int:
-    """How many leading events of `appended` the session already ends with (spec §4.5).
+    """How many leading events of `appended` the session already ends with (spec §4.5, amended).
 
-    Leading `Init`s are skipped when the session is not empty; then the largest k such that the
-    last k of `existing` equal the first k of the rest. Both sides must be compacted already.
+    The largest k such that the last k of `existing` equal the first k of `appended`. When there is
+    none, leading `Init`s are skipped and the rest is compared the same way: an `Init` is dropped
+    only in front of events the session already holds (the same run, announced again), never in
+    front of a new run, whose `Init` is news even when it equals an earlier run's. Both sides must
+    be compacted already.
     """
-    skipped = _leading_inits(appended) if existing else 0
-    rest = appended[skipped:]
-    if not rest:
-        return skipped
-    limit = min(len(existing), len(rest))
-    first = rest[0]
+    whole = _overlap(existing, appended)
+    if whole or not existing:
+        return whole
+    skipped = _leading_inits(appended)
+    rest = _overlap(existing, appended[skipped:]) if skipped else 0
+    return skipped + rest if rest else 0
+
+
+def _overlap(existing: Sequence[Event], appended: Sequence[Event]) -> int:
+    """The largest k such that the last k of `existing` equal the first k of `appended`."""
+    limit = min(len(existing), len(appended))
+    if not limit:
+        return 0
+    first = appended[0]
     for k in range(limit, 0, -1):
-        if existing[-k] == first and list(existing[len(existing) - k :]) == list(rest[:k]):
-            return skipped + k
-    return skipped
+        if existing[-k] == first and list(existing[len(existing) - k :]) == list(appended[:k]):
+            return k
+    return 0
 
 
 def ingest_file(
@@ -188,9 +200,9 @@ def ingest_file(
         report = parser.report
         with chunks.step():
             store.set_completion(session_id, last_complete, running)
-            if not report.usage.is_zero or report.cost_usd is not None:
-                source = report.agent_session_id or str(path.resolve())
-                store.record_usage(session_id, source, report.usage, report.cost_usd)
+            record = usage_record(report, str(path.resolve()))
+            if record is not None:
+                store.record_usage(session_id, record.source, record.usage, record.cost, replaces=record.path)
     log.info("ingested %s into S%d: %d new of %d", path, session_id, appended, parsed)
     return IngestReport(path, report, parsed, appended, parsed - appended, kept)
 

@@ -410,8 +410,11 @@ class Follower:
             self._inbox.put(Committed(follow, generation, exc, record))
 
         failed_ms = int((time.monotonic() - started) * 1000) if failed_if_open else None
+        usage = follow.take_usage()  # the run's usage so far, stored with the read when it changed
         self._registry.call(
-            root, lambda store: store_read(store, root, record, events, expected, failed_ms), then=committed
+            root,
+            lambda store: store_read(store, root, record, events, expected, failed_ms, usage),
+            then=committed,
         )
 
     def _committed(self, follow: Tail, generation: int, error: BaseException | None,

@@ -9,6 +9,7 @@ import msgspec
 
 from azsd.events import Event
 from azsd.ingest.tailing import Tail, is_final
+from azsd.ingest.usage import UsageRecord
 from azsd.ipc import protocol as p
 from azsd.model import FollowRecord
 from azsd.server.views import appended_notes, changed_note
@@ -38,12 +39,16 @@ def store_read(
     events: list[Event],
     expected: int,
     failed_ms: int | None = None,
+    usage: UsageRecord | None = None,
 ) -> list[p.Notification]:
     """Store one read of a followed file: its new position first (compare-and-swap with `expected`,
-    so a position another writer moved stores nothing), then its events; with `failed_ms`, a turn
+    so a position another writer moved stores nothing), then its events and the run's `usage` so
+    far (the record one-shot ingest makes, replaced as the totals grow); with `failed_ms`, a turn
     still open is marked failed after that long. The notifications to publish."""
     store.save_follow(record, expect_offset=expected)
     result = store.append_prepared(record.session_id, events)
+    if usage is not None:
+        store.record_usage(record.session_id, usage.source, usage.usage, usage.cost, replaces=usage.path)
     notes = appended_notes(root, record.session_id, result.events)
     completed = is_final([e.event for e in result.events])
     if failed_ms is not None and store.get_session(record.session_id).completed is None:

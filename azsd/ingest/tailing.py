@@ -26,6 +26,7 @@ from azsd.events import Complete, Event, encode_event
 from azsd.files import open_regular
 from azsd.ingest.parsers import FORMATS, MAX_LINE_BYTES, LineParser, detect_format, iter_lines, make_parser
 from azsd.ingest.parsers.base import read_lines
+from azsd.ingest.usage import UsageRecord, usage_record
 from azsd.ipc import protocol as p
 from azsd.ipc.transport import Envelope
 from azsd.model import FollowRecord
@@ -74,6 +75,7 @@ class Tail:
     in_flight: int = 0  # commits sent to the store and not yet answered
     store_since: float = 0.0  # monotonic: since when the store has not answered (while a call is out)
     end_reason: str = ""
+    usage_sent: UsageRecord | None = None  # the usage last handed to a commit (None: send it anew)
 
     @property
     def path(self) -> Path:
@@ -115,6 +117,17 @@ class Tail:
             return "waiting", "waiting for a first line that tells the file's format"
         return "following", ""
 
+    def take_usage(self) -> UsageRecord | None:
+        """The run's usage as the parser has it now, when a commit has not been handed it yet; the
+        commit stores it with its events (replacing the record as the running totals grow)."""
+        if self.parser is None:
+            return None
+        record = usage_record(self.parser.report, self.record.path)
+        if record is None or record == self.usage_sent:
+            return None
+        self.usage_sent = record
+        return record
+
     def prepare_parser(self) -> LineParser | None:
         """A fresh parser for the follow's format (detected from the file if need be), or None."""
         if not self.record.format:
@@ -123,6 +136,7 @@ class Tail:
                 return None
             self.record.format = fmt
         self.parser = make_parser(self.record.format)
+        self.usage_sent = None
         return self.parser
 
     def restore(self, stored: FollowRecord) -> None:
@@ -132,6 +146,7 @@ class Tail:
         self.record = stored
         self.parser = None
         self.skipping = False
+        self.usage_sent = None  # what was sent may not be stored: the next commit sends it again
         parser = self.prepare_parser() if stored.format else None
         if parser is None:
             return
@@ -195,6 +210,7 @@ class Tail:
         while same < min(len(fingerprints), len(self.produced)) and fingerprints[same] == self.produced[same]:
             same += 1
         self.parser, self.produced, self.gone = parser, fingerprints, False
+        self.usage_sent = None
         self.record.offset, self.record.inode, self.skipping = result.end, inode, result.skipping
         self.record.lines = len(result.lines)
         self.record.skipped = parser.report.skipped_total

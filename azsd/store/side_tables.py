@@ -36,12 +36,26 @@ class SideTables(EventLog):
 
     # -- token usage (side table azsd_usage) --------------------------------------------------
 
-    def record_usage(self, session_id: int, source: str, usage: Usage, cost: Cost | None) -> None:
+    def record_usage(
+        self,
+        session_id: int,
+        source: str,
+        usage: Usage,
+        cost: Cost | None,
+        *,
+        replaces: str | None = None,
+    ) -> None:
         """Set the usage of one turn (`source`: the agent run's id or file): replaced, never added.
 
-        `cost` keeps where it came from (reported by the agent, or estimated by azsd.pricing)."""
+        `cost` keeps where it came from (reported by the agent, or estimated by azsd.pricing).
+        `replaces` names a record of the same turn kept under another source until now (its file's
+        path, before the run's id was known): it is dropped, so the turn is counted once."""
         with self.atomic() as conn:
             _require_session(conn, session_id)
+            if replaces is not None and replaces != source:
+                conn.execute(
+                    "DELETE FROM azsd_usage WHERE session_id = ? AND source = ?", (session_id, replaces)
+                )
             conn.execute(
                 "INSERT INTO azsd_usage (session_id, source, input, output, cache_read, cache_write, "
                 "reasoning, cost_usd, cost_source) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
