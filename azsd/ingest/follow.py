@@ -6,11 +6,10 @@ poll of its own every :data:`POLL_S` make it read each file from its saved byte 
 (:class:`~azsd.ingest.tailing.Tail`: torn last lines wait, huge lines are skipped, a replaced or
 truncated file is re-read without storing anything twice).
 
-The events of each read are appended by the store's worker **in the same transaction** as the new
-offset (side table `azsd_follows`), saved with compare-and-swap: after a crash the follow resumes
-exactly after the last stored line, and when another writer moved the offset nothing of that read
-is stored. A follow ends on the turn's final event (a `Complete`), on `Unfollow`, or when its
-writer process is gone and the file has been idle for `follow_idle_s`.
+Each read's events, the new offset and the run's usage are stored **in one transaction**
+(:mod:`azsd.ingest.follow_store`; the offset with compare-and-swap), so a crash loses nothing and
+stores nothing twice. A follow ends on the turn's final event (a `Complete`), on `Unfollow`, or
+when its writer process is gone and the file has been idle for `follow_idle_s`.
 
 A follow never spins and never vanishes silently: a failed commit, a failed read of its position
 or a file it cannot read makes it back off (:mod:`azsd.backoff`), and after :data:`MAX_FAILURES`
@@ -28,6 +27,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future
+from functools import partial
 from pathlib import Path
 from typing import Final
 
@@ -54,8 +54,8 @@ log = logging.getLogger("azsd.ingest.follow")
 POLL_S: Final = 0.25
 #: How many ended follows `Status` still shows (the most recent ones).
 ENDED_KEPT: Final = 100
-#: Reads of one follow on their way to its store at most: the next read waits for a commit, so a
-#: file read faster than it is stored never piles up in memory (each read is up to READ_BUDGET).
+#: Reads of one follow on their way to its store at most (a file read faster than it is stored
+#: waits for its commits instead of piling up in memory).
 IN_FLIGHT_MAX: Final = 2
 
 
@@ -411,11 +411,8 @@ class Follower:
 
         failed_ms = int((time.monotonic() - started) * 1000) if failed_if_open else None
         usage = follow.take_usage()  # the run's usage so far, stored with the read when it changed
-        self._registry.call(
-            root,
-            lambda store: store_read(store, root, record, events, expected, failed_ms, usage),
-            then=committed,
-        )
+        write = partial(store_read, root=root, record=record, events=events, expected=expected)
+        self._registry.call(root, partial(write, failed_ms=failed_ms, usage=usage), then=committed)
 
     def _committed(self, follow: Tail, generation: int, error: BaseException | None,
                    record: FollowRecord) -> None:  # fmt: skip
