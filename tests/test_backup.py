@@ -36,8 +36,8 @@ def integrity(path: Path) -> str:
 def test_backup_path_names(tmp_path: Path) -> None:
     now = datetime(2026, 11, 21, 9, 5, 7, tzinfo=UTC)
     assert backup_path(Path("/w"), None, now) == Path("/w/.azureal/backups/sessions-20261121T090507Z.azs")
-    assert backup_path(Path("/w"), "/b", now) == Path("/b/sessions-20261121T090507Z.azs")
-    assert backup_path(Path("/w"), "/b/mine.azs", now) == Path("/b/mine.azs")
+    assert backup_path(Path("/w"), str(tmp_path), now) == tmp_path / "sessions-20261121T090507Z.azs"
+    assert backup_path(Path("/w"), f"{tmp_path}/mine.azs", now) == tmp_path / "mine.azs"
     with pytest.raises(ValueError, match="absolute"):
         backup_path(Path("/w"), "relative/dir", now)
     (tmp_path / "sessions-20261121T090507Z.azs").touch()
@@ -164,6 +164,11 @@ def test_backup_errors_through_the_daemon(env: tuple[DaemonProc, Path]) -> None:
     (root / "x.azs").write_bytes(b"")
     taken = d.request(p.Backup(root=str(root), dest=str(root / "x.azs")))
     assert isinstance(taken, p.ErrorReply) and "already exists" in taken.message
+    for dest in (root / "nowhere" / "x.azs", root / "nowhere" / "dir"):  # a typo never makes directories
+        missing = d.request(p.Backup(root=str(root), dest=str(dest)))
+        assert isinstance(missing, p.ErrorReply) and missing.code == "bad_request", missing
+        assert f"no such directory for the backup: {root / 'nowhere'}" in missing.message
+        assert not (root / "nowhere").exists()
     default = d.request(p.Backup(root=str(root)))
     assert isinstance(default, p.BackupReply)
     assert Path(default.path).parent == root / ".azureal" / "backups"

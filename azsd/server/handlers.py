@@ -232,6 +232,10 @@ def backup_path(root: Path, dest: str | None, now: datetime) -> Path:
         raise BadRequestError(
             f"a backup needs an absolute destination (the daemon has its own working directory): {dest}"
         )
+    if dest is not None:  # the directory that holds what the user names must exist (a typo never
+        named = Path(dest).parent  # makes a tree of directories; a backup directory itself may be new)
+        if not named.is_dir():
+            raise BadRequestError(f"no such directory for the backup: {named} (create it first)")
     if dest is not None and dest.endswith(".azs"):
         return Path(dest)
     folder = Path(dest) if dest is not None else store_path(root).parent / "backups"
