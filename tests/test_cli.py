@@ -556,6 +556,12 @@ def test_ingest_then_search(azs: Azs, client: Client, worktree: Path, monkeypatc
     assert out.startswith(f"S{sid}: claude-session: ") and ", 0 stored, " in out
     code, _, err = azs("ingest", "no-such-file.jsonl", "-s", str(sid))
     assert code == 1 and err == "azs: no such file: no-such-file.jsonl\n"
+    code, _, err = azs("ingest", ".", "-s", str(sid))  # it said "no such file"
+    assert code == 1 and err.startswith("azs: . is a directory: give one agent JSONL file"), err
+    empty = worktree / "empty.jsonl"  # (never written beside the corpus)
+    empty.write_bytes(b"")
+    code, _, err = azs("ingest", str(empty), "-s", str(sid))  # it said "not a JSONL file of any …"
+    assert code == 1 and f"{empty} is empty: nothing to ingest" in err, err
     prompt = next(decode_event(e.data) for e in client.get_events(worktree, sid) if e.kind == "UserMessage")
     assert isinstance(prompt, UserMessage)
     word = max(prompt.content.split(), key=len)

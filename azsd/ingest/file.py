@@ -79,7 +79,10 @@ def _parser_for(path: Path, fmt: str | None) -> LineParser:
     try:
         if fmt is None:
             with open_regular(path) as stream:
+                empty = os.fstat(stream.fileno()).st_size == 0
                 fmt = detect_format(iter_lines(stream))
+            if fmt is None and empty:
+                raise IngestError(f"{path} is empty: nothing to ingest (an agent writes its first line soon)")
             if fmt is None:
                 raise IngestError(f"{path}: not a JSONL file of any known agent format")
         return make_parser(fmt)

@@ -74,8 +74,14 @@ def _report_gap(run: Invocation, last: int, note: Notification) -> None:
 
 
 def _existing_file(run: Invocation) -> Path:
+    """The file argument, made absolute; a clear error when it is missing or is a directory (the
+    daemon names any other kind of file it refuses)."""
     path = Path(run.args.file).absolute()
-    if not path.is_file():
+    if path.is_dir():
+        raise AzsdError(
+            f"{run.args.file} is a directory: give one agent JSONL file (`azs import` reads them all)"
+        )
+    if not path.exists():
         raise AzsdError(f"no such file: {run.args.file}")
     return path
 
