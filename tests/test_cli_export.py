@@ -107,6 +107,9 @@ def test_backup_to_the_default_place_and_a_relative_dest(
     assert _sessions_in(path) == ("ok", sids, 15)
 
     monkeypatch.chdir(worktree.parent)  # a relative DEST: made absolute by azs, not by the daemon
+    code, _, err = azs("backup", "copies/mine.azs")  # like cp: the file's directory must exist
+    assert code == 1 and "no such directory for the backup" in err and not Path("copies").exists()
+    Path("copies").mkdir()
     (reply,) = azs.json("backup", "copies/mine.azs")
     assert reply["op"] == "backupreply" and reply["integrity"] == "ok"
     assert reply["path"] == str(worktree.parent / "copies" / "mine.azs")
