@@ -97,6 +97,7 @@ def _check_config(config: Path | None) -> None:
     print(f"open stores: at most {resolved.max_open_stores}")
     print(f"max message: {resolved.max_message_bytes} bytes")
     print(f"log level:   {resolved.log_level}")
+    print(f"compaction:  at {resolved.compaction_threshold:,} chars of context")
     table = pricing.default_table()
     own = ", ".join(resolved.pricing) or "-"
     print(f"pricing:     {len(table.prices)} models priced as of {table.date}; set in config: {own}")

@@ -14,6 +14,7 @@ The file is TOML; unknown keys are rejected::
     max-open-stores = 128                  # past it, the least recently used idle store is closed
     claude-command = ["claude"]            # how `azs run` starts each agent (argv prefix)
     codex-command = ["codex"]
+    compaction-threshold = 400000          # `azs run` compacts a session's context at this many chars
 
     [pricing."gpt-5-codex"]                # USD per million tokens; replaces or adds a model
     input = 1.25                           # of azsd/data/pricing.json (same name rules)
@@ -52,6 +53,10 @@ __all__ = [
     "resolve_config",
 ]
 
+#: The spec's compaction threshold (§6; `azsd.context.COMPACTION_THRESHOLD`, which the client does
+#: not import: it needs only the protocol side of azsd).
+COMPACTION_THRESHOLD: Final = 400_000
+
 #: `sun_path` is 108 bytes including the terminating NUL.
 IPC_PATH_MAX: Final = 107
 
@@ -67,6 +72,7 @@ class FileConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, rename
     max_open_stores: int = 128
     claude_command: list[str] = msgspec.field(default_factory=lambda: ["claude"])
     codex_command: list[str] = msgspec.field(default_factory=lambda: ["codex"])
+    compaction_threshold: int = COMPACTION_THRESHOLD
     pricing: dict[str, Price] = msgspec.field(default_factory=dict)
 
 
@@ -83,6 +89,8 @@ class ResolvedConfig:
     codex_command: tuple[str, ...]
     state_dir: Path
     max_open_stores: int = 128
+    #: `azs run` compacts a session first when its context meter is at or over this (spec §6).
+    compaction_threshold: int = COMPACTION_THRESHOLD
     #: The config file's `[pricing."model"]` tables, over the shipped price list.
     pricing: Mapping[str, Price] = field(default_factory=dict)
 
@@ -207,6 +215,10 @@ def resolve_config(
         raise ConfigError("idle-close-s, follow-idle-s and max-message-bytes must be positive")
     if not 1 <= file.max_open_stores <= 400:  # each open store holds two ZeroMQ sockets of ~1023
         raise ConfigError(f"max-open-stores must be between 1 and 400, not {file.max_open_stores}")
+    if file.compaction_threshold < 1:
+        raise ConfigError(
+            f"compaction-threshold must be a positive number of characters, not {file.compaction_threshold}"
+        )
     for model, price in file.pricing.items():
         if min(price.input, price.output, price.cache_read, price.cache_write) < 0:
             raise ConfigError(f'pricing."{model}": a price cannot be negative')
@@ -222,5 +234,6 @@ def resolve_config(
         codex_command=tuple(file.codex_command),
         state_dir=default_state_dir(environ),
         max_open_stores=file.max_open_stores,
+        compaction_threshold=file.compaction_threshold,
         pricing=dict(file.pricing),
     )

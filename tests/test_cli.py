@@ -175,7 +175,7 @@ def _refs(node: Any) -> Iterator[str]:
 def test_schema_names_every_message_with_its_op(capsys: pytest.CaptureFixture[str]) -> None:
     schema = _schema(capsys)
     defs = schema["$defs"]
-    assert len(MESSAGES) == 49  # 26 requests, 20 replies, 3 notifications
+    assert len(MESSAGES) == 53  # 28 requests, 22 replies, 3 notifications
     for cls in MESSAGES:
         name, op = cls.__name__, cls.__name__.lower()
         assert defs[name]["properties"]["op"] == {"enum": [op]}, name
@@ -477,7 +477,10 @@ def test_new_ls_rename_show_rm(azs: Azs, client: Client, worktree: Path) -> None
     )
     shown = azs.ok("show", str(sid)).splitlines()
     assert shown[0] == f"✓ S{sid}  better name"
+    chars = client.context_meter(worktree, sid).chars
+    assert chars > 0
     assert shown[2:] == [
+        f"context: {chars} of 400,000 chars (0%)",
         "",
         "» why does it panic",
         "  ⚙ Read /src/parser.rs",
@@ -487,6 +490,7 @@ def test_new_ls_rename_show_rm(azs: Azs, client: Client, worktree: Path) -> None
     ]
     view, *events = azs.json("show", f"S{sid}")
     assert view["state"] == "succeeded" and [e["seq"] for e in events] == [1, 2, 3, 4, 5]
+    assert view["context_chars"] == chars
     assert azs.ok("ls").splitlines()[0].split()[:3] == ["✓", f"S{sid}", "better"]
     assert azs.ok("rm", "-y", f"S{sid}") == f"deleted S{sid}\n"
     code, _, err = azs("show", f"S{sid}")

@@ -120,3 +120,19 @@ def test_idle_stores_are_closed_and_reopen_on_demand() -> None:
         d.close()
         shutil.rmtree(base, ignore_errors=True)
         shutil.rmtree(root, ignore_errors=True)
+
+
+def test_the_default_compaction_threshold_is_the_specs() -> None:
+    from azsd import config, context
+
+    assert config.COMPACTION_THRESHOLD == context.COMPACTION_THRESHOLD == 400_000
+    assert resolve_config(environ={"AZSD_RUNTIME_DIR": "/tmp/x"}, config_file=None).compaction_threshold == (
+        400_000
+    )
+
+
+def test_a_compaction_threshold_below_one_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text("compaction-threshold = 0\n")
+    with pytest.raises(ConfigError, match="compaction-threshold must be a positive number"):
+        resolve_config(environ={"AZSD_RUNTIME_DIR": "/tmp/x"}, config_file=path)

@@ -121,14 +121,17 @@ class World:
         codex: list[str] | None = None,
         replay: Path | None = None,
         options: tuple[str, ...] = (),
+        settings: dict[str, object] | None = None,
     ) -> None:
-        """Both agents replay `replay` (codex reading its stdin first), unless given a whole command."""
+        """Both agents replay `replay` (codex reading its stdin first), unless given a whole command;
+        `settings` are more config keys (`compaction-threshold`, …)."""
         fake = [sys.executable, str(FAKE_AGENT), "--record", str(self.record), *options]
         if replay is not None:
             fake += ["--replay", str(replay)]
-        commands = {
+        commands: dict[str, object] = {
             "claude-command": claude or fake,
             "codex-command": codex or [*fake[:2], "--read-stdin", *fake[2:]],
+            **(settings or {}),
         }
         self.config.write_text("".join(f"{key} = {json.dumps(value)}\n" for key, value in commands.items()))
 
@@ -296,7 +299,7 @@ def test_a_prompt_of_any_size_reaches_the_agent_whole(world: World, backend: Bac
         assert len(expected) <= 180_000, "Codex's prompt budget (spec §5.3) is kept"
     before = len(world.raw_events(sid))
 
-    done = world.azs("run", "-s", f"S{sid}", "--backend", backend, prompt)
+    done = world.azs("run", "-s", f"S{sid}", "--backend", backend, "--no-compact", prompt)
 
     assert done.returncode == 0, world.explain(done)
     [record] = world.records()

@@ -34,7 +34,10 @@ __all__ = [
     "BackupReply",
     "BoundaryReply",
     "BuildContext",
+    "CompactWithOutput",
     "CompactionBoundary",
+    "CompactionPlanReply",
+    "CompactionReply",
     "ContextMeter",
     "ContextReply",
     "CreateSession",
@@ -62,6 +65,7 @@ __all__ = [
     "MeterReply",
     "Notification",
     "OkReply",
+    "PlanCompaction",
     "Reindex",
     "ReindexReply",
     "RenameSession",
@@ -198,6 +202,9 @@ class SessionView(_Data, frozen=True):
     #: Sessions forked from this one (filled by `GetSession`; empty in listings). A tuple, so that a
     #: view without forks holds no container and a listing of thousands stays clear of the GC.
     forks: tuple[int, ...] = ()
+    #: The context meter: the characters stored since the latest compaction (what the next turn's
+    #: context is made of), when asked for with `with_meter`; None: not read.
+    context_chars: int | None = None
 
 
 class SessionUsageView(_Data, frozen=True):
@@ -293,10 +300,14 @@ class ListSessions(_StoreReq, frozen=True):
     offset: int = 0
     archived: Literal["exclude", "include", "only"] = "exclude"
     with_usage: bool = False
+    with_meter: bool = False
 
 
 class GetSession(_StoreReq, frozen=True):
+    """A session's view; `with_meter` fills its `context_chars`."""
+
     session: int
+    with_meter: bool = False
 
 
 class RenameSession(_KeyedReq, frozen=True):
@@ -362,6 +373,16 @@ class StoreCompaction(_KeyedReq, frozen=True):
     summary: str
 
 
+class CompactWithOutput(_KeyedReq, frozen=True):
+    """Store a compaction whose summary is the assistant text of `path`, the JSONL a compaction
+    agent wrote in `format` (spec §6: concatenated, trimmed). Nothing is stored when it holds none."""
+
+    session: int
+    after_seq: int
+    path: str
+    format: str
+
+
 class CompactionBoundary(_StoreReq, frozen=True):
     """Where to compact so the newest `keep` prompts stay raw (`from_seq` defaults to after the latest)."""
 
@@ -371,7 +392,19 @@ class CompactionBoundary(_StoreReq, frozen=True):
 
 
 class ContextMeter(_StoreReq, frozen=True):
+    """How full the session's context is: characters since the latest compaction, against
+    `threshold` (the caller's `compaction-threshold`; the spec's 400 000 when None)."""
+
     session: int
+    threshold: int | None = None
+
+
+class PlanCompaction(_StoreReq, frozen=True):
+    """What a compaction of the session would summarise, and the prompt that asks an agent for the
+    summary (spec §6). The newest `keep` prompts stay raw; None tries 3, then 2, then 1."""
+
+    session: int
+    keep: int | None = None
 
 
 class Search(_StoreReq, frozen=True):
@@ -479,8 +512,10 @@ StoreRequest = (
     | BuildContext
     | MarkCompleted
     | StoreCompaction
+    | CompactWithOutput
     | CompactionBoundary
     | ContextMeter
+    | PlanCompaction
     | Search
     | IngestFile
     | ForkSession
@@ -505,6 +540,7 @@ KeyedRequest = (
     | AppendEvents
     | MarkCompleted
     | StoreCompaction
+    | CompactWithOutput
     | Reindex
     | Backup
     | ImportSession
@@ -580,6 +616,27 @@ class ContextReply(_Versioned, frozen=True):
 
 class BoundaryReply(_Versioned, frozen=True):
     after_seq: int | None
+
+
+class CompactionPlanReply(_Versioned, frozen=True):
+    """`after_seq` None: fewer than two prompts since the latest compaction, nothing to compact.
+    Otherwise seqs `from_seq`..`after_seq` (`events` events, `chars` stored characters) are summarised
+    by the agent given `prompt`, and `StoreCompaction(after_seq, summary)` stores the result."""
+
+    after_seq: int | None
+    from_seq: int = 1
+    prompt: str = ""
+    events: int = 0
+    chars: int = 0
+    #: The newest prompts left raw after the boundary.
+    kept_prompts: int = 0
+
+
+class CompactionReply(_Versioned, frozen=True):
+    """`stored` False: the agent's output held no assistant text (AZUREAL asks once more)."""
+
+    stored: bool
+    summary_chars: int = 0
 
 
 class MeterReply(_Versioned, frozen=True):
@@ -659,6 +716,8 @@ Reply = (
     | EventsPage
     | ContextReply
     | BoundaryReply
+    | CompactionPlanReply
+    | CompactionReply
     | MeterReply
     | SearchReply
     | IngestReply
@@ -681,7 +740,7 @@ class SessionCreated(_Note, frozen=True):
 
 class SessionChanged(_Note, frozen=True):
     """`change` is `renamed`, `completed`, `archived`, `unarchived`, `unlinked` (its fork parent was
-    deleted) or `deleted`; `session` is None after a delete."""
+    deleted), `compacted` (a compaction was stored) or `deleted`; `session` is None after a delete."""
 
     session_id: int
     change: str

@@ -56,7 +56,7 @@ _PROBE_MS: Final = 300
 #: index must catch up first moves to the writer by itself).
 _READS: Final = (
     p.ListSessions, p.GetSession, p.GetEvents, p.BuildContext, p.ContextMeter, p.CompactionBoundary,
-    p.Export, p.Usage, p.Search,
+    p.PlanCompaction, p.Export, p.Usage, p.Search,
 )  # fmt: skip
 
 

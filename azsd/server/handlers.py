@@ -19,7 +19,7 @@ from typing import Final
 
 import msgspec
 
-from azsd.context import COMPACTION_THRESHOLD, build_context_prompt
+from azsd.context import build_context_prompt
 from azsd.errors import BadRequestError, IngestError, SessionNotFoundError
 from azsd.events import Complete, EventDecodeError, decode_new_event
 from azsd.export import render_page
@@ -29,6 +29,13 @@ from azsd.ipc import protocol as p
 from azsd.model import CostSource, SessionUsage, StoredEvent, Usage
 from azsd.redact import redact_event, redact_text
 from azsd.search import event_kinds, words_query
+from azsd.server.compaction import (
+    compact_with_output,
+    compaction_boundary,
+    context_meter,
+    plan_compaction,
+    store_compaction,
+)
 from azsd.server.views import appended_notes, changed_note, session_view, usage_view, wire_events
 from azsd.server.workers import Outcome
 from azsd.store import Store, store_path
@@ -65,15 +72,23 @@ def list_sessions(store: Store, req: p.ListSessions) -> Outcome:
     if req.limit < 0 or req.offset < 0:
         raise BadRequestError("limit and offset must not be negative")
     infos = store.list_sessions(req.worktree, limit=req.limit, offset=req.offset, archived=req.archived)
-    usage = store.usage_by_session([i.id for i in infos]) if req.with_usage else {}
-    views = [session_view(store, i, with_usage=req.with_usage, usage=usage.get(i.id)) for i in infos]
+    ids = [i.id for i in infos]
+    usage = store.usage_by_session(ids) if req.with_usage else {}
+    meter = store.context_chars(ids) if req.with_meter else {}
+    views = [
+        session_view(
+            store, i, with_usage=req.with_usage, usage=usage.get(i.id), context_chars=meter.get(i.id)
+        )
+        for i in infos
+    ]
     total = store.count_sessions(req.worktree, archived=req.archived)
     return Outcome(p.SessionsReply(sessions=views, total=total))
 
 
 def get_session(store: Store, req: p.GetSession) -> Outcome:
     info = store.get_session(req.session)
-    view = session_view(store, info, with_usage=True, forks=store.forks_of(req.session))
+    chars = store.total_chars_since_compaction(req.session) if req.with_meter else None
+    view = session_view(store, info, with_usage=True, forks=store.forks_of(req.session), context_chars=chars)
     return Outcome(p.SessionReply(session=view))
 
 
@@ -144,24 +159,6 @@ def mark_completed(store: Store, req: p.MarkCompleted) -> Outcome:
         raise BadRequestError("duration_ms must not be negative")
     store.mark_completed(req.session, req.success, req.duration_ms, req.cost_usd)
     return Outcome(p.OkReply(), [changed_note(store, req.root, req.session, "completed")])
-
-
-def store_compaction(store: Store, req: p.StoreCompaction) -> Outcome:
-    store.store_compaction(req.session, req.after_seq, req.summary)
-    return Outcome(p.OkReply())
-
-
-def compaction_boundary(store: Store, req: p.CompactionBoundary) -> Outcome:
-    _require(store, req.session)
-    from_seq = req.from_seq if req.from_seq is not None else store.first_seq_since_compaction(req.session)
-    return Outcome(p.BoundaryReply(after_seq=store.compaction_boundary(req.session, from_seq, req.keep)))
-
-
-def context_meter(store: Store, req: p.ContextMeter) -> Outcome:
-    _require(store, req.session)
-    chars = store.total_chars_since_compaction(req.session)
-    percent = round(100.0 * chars / COMPACTION_THRESHOLD, 1)
-    return Outcome(p.MeterReply(chars=chars, threshold=COMPACTION_THRESHOLD, percent=percent))
 
 
 def search(store: Store, req: p.Search) -> Outcome:
@@ -395,10 +392,14 @@ def handle(  # noqa: C901 (one flat case per request)
             return mark_completed(store, req)
         case p.StoreCompaction():
             return store_compaction(store, req)
+        case p.CompactWithOutput():
+            return compact_with_output(store, req)
         case p.CompactionBoundary():
             return compaction_boundary(store, req)
         case p.ContextMeter():
             return context_meter(store, req)
+        case p.PlanCompaction():
+            return plan_compaction(store, req)
         case p.Search():
             return search(store, req)
         case p.Reindex():

@@ -41,6 +41,7 @@ def session_view(
     with_usage: bool = False,
     usage: SessionUsage | None = None,
     forks: Sequence[int] = (),
+    context_chars: int | None = None,
 ) -> p.SessionView:
     """The wire view of a session; `with_usage` reads its usage (or takes the `usage` given).
 
@@ -67,6 +68,7 @@ def session_view(
         parent=info.parent,
         fork_seq=info.fork_seq,
         forks=tuple(forks),
+        context_chars=context_chars,
     )
 
 

@@ -238,12 +238,34 @@ class SideTables(EventLog):
         return latest.after_seq + 1 if latest else 1
 
     def total_chars_since_compaction(self, session_id: int) -> int:
-        first = self.first_seq_since_compaction(session_id)
+        return self.chars_between(session_id, self.first_seq_since_compaction(session_id))
+
+    def chars_between(self, session_id: int, from_seq: int, to_seq: int | None = None) -> int:
+        """The stored `char_len` of the rows with `from_seq <= seq <= to_seq` (§6 counts stored bytes)."""
+        last = to_seq if to_seq is not None else 2**63 - 1
         return int(
             self._scalar(
-                "SELECT SUM(char_len) FROM events WHERE session_id = ? AND seq >= ?", (session_id, first), 0
+                "SELECT SUM(char_len) FROM events WHERE session_id = ? AND seq >= ? AND seq <= ?",
+                (session_id, from_seq, last),
+                0,
             )
         )
+
+    def context_chars(self, session_ids: Sequence[int]) -> dict[int, int]:
+        """:meth:`total_chars_since_compaction` of many sessions in one query (0 for none stored)."""
+        found: dict[int, int] = dict.fromkeys(session_ids, 0)
+        for start in range(0, len(session_ids), _IN_LIST_MAX):
+            ids = session_ids[start : start + _IN_LIST_MAX]
+            marks = ", ".join("?" * len(ids))
+            rows = self._query(
+                "SELECT e.session_id, SUM(e.char_len) FROM events AS e "
+                "LEFT JOIN (SELECT session_id, MAX(after_seq) AS after_seq FROM compactions "
+                f"WHERE session_id IN ({marks}) GROUP BY session_id) AS c ON c.session_id = e.session_id "
+                f"WHERE e.session_id IN ({marks}) AND e.seq > COALESCE(c.after_seq, 0) GROUP BY e.session_id",
+                (*ids, *ids),
+            )
+            found.update((int(sid), int(total)) for sid, total in rows)
+        return found
 
     def compaction_boundary(self, session_id: int, from_seq: int, keep: int) -> int | None:
         """The seq to compact through so that the newest `keep` prompts stay raw, or None."""

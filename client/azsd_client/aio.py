@@ -27,6 +27,9 @@ from azsd.ipc.protocol import (
     BoundaryReply,
     BuildContext,
     CompactionBoundary,
+    CompactionPlanReply,
+    CompactionReply,
+    CompactWithOutput,
     ContextMeter,
     ContextReply,
     CreateSession,
@@ -49,6 +52,7 @@ from azsd.ipc.protocol import (
     MarkCompleted,
     MeterReply,
     OkReply,
+    PlanCompaction,
     Reindex,
     ReindexReply,
     RenameSession,
@@ -150,11 +154,12 @@ class AsyncClient(AsyncConnection):
         offset: int = 0,
         archived: Archived = "exclude",
         with_usage: bool = False,
+        with_meter: bool = False,
     ) -> SessionsReply:
         """One page of sessions, latest activity first; `worktree=None` lists every worktree's.
 
         Archived sessions are left out unless `archived` is `include` or `only`; `with_usage` fills
-        each view's token usage.
+        each view's token usage, `with_meter` its context meter (`context_chars`).
         """
         message = ListSessions(
             root=canonical_root(root),
@@ -163,12 +168,14 @@ class AsyncClient(AsyncConnection):
             offset=offset,
             archived=archived,
             with_usage=with_usage,
+            with_meter=with_meter,
         )
         return await self.call(message, SessionsReply)
 
-    async def get_session(self, root: RootLike, session: int) -> SessionReply:
-        """One session, with its token usage."""
-        return await self.call(GetSession(root=canonical_root(root), session=session), SessionReply)
+    async def get_session(self, root: RootLike, session: int, *, with_meter: bool = False) -> SessionReply:
+        """One session, with its token usage (and its context meter, `with_meter`)."""
+        message = GetSession(root=canonical_root(root), session=session, with_meter=with_meter)
+        return await self.call(message, SessionReply)
 
     async def rename_session(self, root: RootLike, session: int, name: str) -> SessionReply:
         """Rename a session (an empty name shows as `S<id>`)."""
@@ -250,9 +257,38 @@ class AsyncClient(AsyncConnection):
         message = CompactionBoundary(root=canonical_root(root), session=session, keep=keep, from_seq=from_seq)
         return await self.call(message, BoundaryReply)
 
-    async def context_meter(self, root: RootLike, session: int) -> MeterReply:
-        """Characters since the last compaction, against the compaction threshold."""
-        return await self.call(ContextMeter(root=canonical_root(root), session=session), MeterReply)
+    async def context_meter(
+        self,
+        root: RootLike,
+        session: int,
+        *,
+        threshold: int | None = None,
+    ) -> MeterReply:
+        """Characters since the last compaction, against `threshold` (the spec's 400 000 when None)."""
+        message = ContextMeter(root=canonical_root(root), session=session, threshold=threshold)
+        return await self.call(message, MeterReply)
+
+    async def compact_with_output(
+        self, root: RootLike, session: int, after_seq: int, path: RootLike, format: str
+    ) -> CompactionReply:
+        """Store a compaction whose summary is the assistant text of the agent output at `path`
+        (`stored` False: it held none)."""
+        message = CompactWithOutput(
+            root=canonical_root(root),
+            session=session,
+            after_seq=after_seq,
+            path=absolute_path(path),
+            format=format,
+        )
+        return await self.call(message, CompactionReply)
+
+    async def plan_compaction(
+        self, root: RootLike, session: int, *, keep: int | None = None
+    ) -> CompactionPlanReply:
+        """What a compaction would summarise and the prompt asking an agent for the summary
+        (`after_seq` None: too few prompts since the latest compaction)."""
+        message = PlanCompaction(root=canonical_root(root), session=session, keep=keep)
+        return await self.call(message, CompactionPlanReply)
 
     async def search(
         self,

@@ -2,7 +2,8 @@
 
 - :mod:`.sessions`: ls, new, show, rename, rm, fork, archive, unarchive, context.
 - :mod:`.live`: tail, watch, and the agent files the daemon reads (ingest, follow, unfollow).
-- :mod:`.turn`: `azs run`, one agent turn stored and shown live; :mod:`.agent`, the agent's process.
+- :mod:`.turn`: `azs run`, one agent turn stored and shown live; :mod:`.agent`, the agent's process;
+  :mod:`.compaction`: `azs compact` (and `azs run`'s compaction before a turn).
 - :mod:`.store`: search, usage, export, backup; :mod:`.imports`: `azs import`.
 - :mod:`.daemon`: status, protocol, doctor.
 - :mod:`.invocation`: what the commands of one run share; :mod:`.output`: ``--json`` or text;
@@ -18,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Final, NamedTuple
 
-from . import daemon, imports, live, sessions, store, turn
+from . import compaction, daemon, imports, live, sessions, store, turn
 from .arguments import (
     BACKEND,
     FORMAT,
@@ -56,6 +57,14 @@ _RUN_DESCRIPTION: Final = (
     "agent (claude-command / codex-command in the config), and store and show its output live. Without "
     "-s, a new session named after the prompt. Exit status: 0 the turn succeeded, 1 it failed, 130 "
     "interrupted (the agent is stopped; what it wrote stays stored, marked failed)."
+)
+_COMPACT_DESCRIPTION: Final = (
+    "Compact a session as AZUREAL does: the agent (claude-command / codex-command) summarises the turns "
+    "since the latest compaction but the newest three prompts (two, or one, when there are fewer), and "
+    "the next turn's context is that summary and what follows it. When the agent cannot be started the "
+    "other backend is tried; a summary that comes back empty is asked for once more. Until the summary "
+    "is stored nothing changes: a compaction that fails or is interrupted leaves the session as it was. "
+    "`azs run` does this by itself before a turn once the context reaches compaction-threshold."
 )
 _EXPORT_DESCRIPTION: Final = (
     "Write a session as Markdown, JSONL (one event a line) or a self-contained HTML page: to stdout, or "
@@ -155,8 +164,20 @@ COMMANDS: Final = (
             BACKEND,
             arg("--model", metavar="M", help="the model to ask the agent for"),
             arg("--worktree", metavar="W", help="label of a new session (default: the current branch)"),
+            arg(
+                "--no-compact",
+                action="store_true",
+                help="do not compact the session first, even when its context is over compaction-threshold",
+            ),
         ),
         _RUN_DESCRIPTION,
+    ),
+    Command(
+        "compact",
+        "summarise a session's older turns so later turns get a shorter context",
+        compaction.compact,
+        (SESSION, BACKEND, arg("--model", metavar="M", help="the model to ask the agent for")),
+        _COMPACT_DESCRIPTION,
     ),
     Command(
         "fork",

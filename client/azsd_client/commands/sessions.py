@@ -23,12 +23,19 @@ _PAGE: Final = 500
 
 
 def _all_sessions(run: Invocation, worktree: str | None, archived: Archived = "exclude") -> list[SessionView]:
-    """Every session of the store (with `worktree`, that worktree's), latest activity first, with usage."""
+    """Every session of the store (with `worktree`, that worktree's), latest activity first, with usage
+    (and, for `--json`, each one's context meter)."""
     views: dict[int, SessionView] = {}
     offset = 0
     while True:
         page = run.client.list_sessions(
-            run.root, worktree, limit=_PAGE, offset=offset, archived=archived, with_usage=True
+            run.root,
+            worktree,
+            limit=_PAGE,
+            offset=offset,
+            archived=archived,
+            with_usage=True,
+            with_meter=run.out.json,
         )
         for view in page.sessions:
             views.setdefault(view.id, view)
@@ -72,7 +79,9 @@ def new(run: Invocation) -> int:
 
 def show(run: Invocation) -> int:
     sid: int = run.args.session
-    run.out.result(run.client.get_session(run.root, sid).session, session_header)
+    view = run.client.get_session(run.root, sid, with_meter=True).session
+    threshold = run.config.compaction_threshold
+    run.out.result(view, lambda v, style: session_header(v, style, threshold=threshold))
     for event in run.client.get_events(run.root, sid):
         run.out.result(event, event_lines)
     return 0

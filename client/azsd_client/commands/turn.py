@@ -19,10 +19,8 @@ import contextlib
 import os
 import signal
 import sys
-import threading
 import time
-from collections.abc import Iterable, Iterator
-from types import FrameType
+from collections.abc import Iterable
 from typing import Final
 
 from azsd.errors import AzsdError, RemoteError
@@ -34,6 +32,8 @@ from azsd_client.render.events import event_lines
 from azsd_client.render.text import Style
 
 from .agent import FORMATS, Agent, agent_command, check_agent, turn_path
+from .compaction import NothingToCompact, compact_session, describe, say
+from .interrupts import Interrupted, raise_interrupted, stopping_signals
 from .invocation import Invocation, UsageError
 
 __all__ = ["run_turn", "session_name"]
@@ -51,7 +51,6 @@ _EXIT_WAIT_S: Final = 10.0
 _UNFOLLOW_TIMEOUT_S: Final = 60.0
 #: What an `Unfollow` of a follow that already ended may answer.
 _ALREADY_ENDED: Final = frozenset({"not_found"})
-_SIGNALS: Final = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 def session_name(prompt: str) -> str:
@@ -62,35 +61,6 @@ def session_name(prompt: str) -> str:
     """
     first = next((line.strip() for line in prompt.splitlines() if line.strip()), "")
     return first if len(first) <= _NAME_MAX else first[: _NAME_MAX - 1].rstrip() + "…"
-
-
-class _Interrupted(KeyboardInterrupt):
-    """SIGINT, SIGTERM or SIGHUP arrived during the turn."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(signum)
-        self.signum = signum
-
-
-def _raise_interrupted(signum: int, frame: FrameType | None) -> None:
-    raise _Interrupted(signum)
-
-
-@contextlib.contextmanager
-def _signals(handler: signal._HANDLER) -> Iterator[None]:
-    """`handler` for the stopping signals that are not ignored (nohup, background jobs), then as before."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = {}
-    for signum in _SIGNALS:
-        if signal.getsignal(signum) is not signal.SIG_IGN:
-            previous[signum] = signal.signal(signum, handler)
-    try:
-        yield
-    finally:
-        for signum, old in previous.items():
-            signal.signal(signum, old)
 
 
 class _Turn:
@@ -249,7 +219,7 @@ class _Turn:
 
     def _stop_agent(self) -> int | None:
         assert self.agent is not None
-        with _signals(signal.SIG_IGN):  # a second Ctrl-C must not leave the agent half-stopped
+        with stopping_signals(signal.SIG_IGN):  # a second Ctrl-C must not leave the agent half-stopped
             return self.agent.stop()
 
     def _following(self) -> bool:
@@ -293,6 +263,31 @@ def _header(run: Invocation, session: int, name: str, created: bool, backend: Ba
     run.out.note(("created " if created else "") + f"{title} · {backend}{model}", flush=True)
 
 
+def _compact_if_full(run: Invocation, session: int, backend: Backend) -> None:
+    """Compact the session first when its context meter is at or over `compaction-threshold`.
+
+    A compaction that cannot be done or fails is said, and the turn goes on with the whole context
+    (the session as it was); an interrupted one ends the command before the turn starts.
+    """
+    meter = run.client.context_meter(run.root, session, threshold=run.config.compaction_threshold)
+    if meter.chars < meter.threshold:
+        return
+    say(
+        f"S{session}'s context is {meter.chars:,} chars, at or over compaction-threshold "
+        f"({meter.threshold:,}): compacting it first (--no-compact skips this)"
+    )
+    try:
+        done = compact_session(run, session, backend, run.args.model)
+    except NothingToCompact as exc:
+        say(f"{exc}: the turn gets the whole context")
+    except RemoteError:
+        raise  # the daemon refused (or is gone): the turn would fail the same way
+    except AzsdError as exc:
+        say(f"{exc}; the turn gets the whole context")
+    else:
+        say(describe(done))
+
+
 def run_turn(run: Invocation) -> int:
     """`azs run`: exit status 0 when the turn succeeded, 1 when it failed, 128 + signal when interrupted."""
     args = run.args
@@ -308,6 +303,8 @@ def run_turn(run: Invocation) -> int:
         view = run.client.create_session(root, session_name(prompt), worktree=worktree).session
     else:
         view = run.client.get_session(run.root, session).session
+        if not args.no_compact:
+            _compact_if_full(run, view.id, backend)
     injected = run.client.build_context(run.root, view.id, prompt, backend=backend).prompt
     argv, stdin = agent_command(run.config, backend, injected, args.model)
     _header(run, view.id, view.name, session is None, backend)
@@ -316,13 +313,13 @@ def run_turn(run: Invocation) -> int:
     with SessionFollower(run.client, run.root, view.id, from_seq=first, idle_check_s=_REREAD_S) as follower:
         turn = _Turn(run, view.id, follower, backend)
         turn.show(stored)
-        with _signals(_raise_interrupted):
+        with stopping_signals(raise_interrupted):
             try:
                 turn.start(argv, stdin)
                 turn.watch()
                 return turn.finish()
             except KeyboardInterrupt as exc:
-                return turn.interrupted(exc.signum if isinstance(exc, _Interrupted) else signal.SIGINT)
+                return turn.interrupted(exc.signum if isinstance(exc, Interrupted) else signal.SIGINT)
             except AzsdError:
                 turn.abandon()
                 raise

@@ -73,8 +73,9 @@ def session_rows(views: Sequence[SessionView], style: Style, *, worktree: bool =
     return table(rows, right=frozenset({1, 3, 4, 5}))
 
 
-def session_header(view: SessionView, style: Style) -> list[str]:
-    """`azs show`: who the session is, where it comes from, where it stands, what it cost."""
+def session_header(view: SessionView, style: Style, *, threshold: int | None = None) -> list[str]:
+    """`azs show`: who the session is, where it comes from, where it stands, what it cost, and (with
+    its `context_chars` and the `threshold`) how full its context is."""
     mark = badge(view.state, style)
     title = f"{mark.paint(mark.text)} {style.bold(f'S{view.id}')}"
     if view.name:
@@ -103,4 +104,21 @@ def session_header(view: SessionView, style: Style) -> list[str]:
         )
         cost = f" · {format_cost(u.cost_usd, u.cost_source)}" if u.cost_usd else ""
         lines.append(style.dim(f"tokens: {tokens}{cost}"))
+    if view.context_chars is not None and threshold:
+        lines.append(context_meter_line(view.id, view.context_chars, threshold, style))
     return lines
+
+
+def context_meter_line(session: int, chars: int, threshold: int, style: Style) -> str:
+    """How full the next turn's context is, against the compaction threshold.
+
+    >>> context_meter_line(3, 412_345, 400_000, Style())
+    'context: 412,345 of 400,000 chars (103%): the next `azs run -s S3` compacts it first'
+    >>> context_meter_line(3, 1_000, 400_000, Style())
+    'context: 1,000 of 400,000 chars (0%)'
+    """
+    percent = 100 * chars // threshold
+    text = f"context: {chars:,} of {threshold:,} chars ({percent}%)"
+    if chars >= threshold:
+        return style.yellow(f"{text}: the next `azs run -s S{session}` compacts it first")
+    return style.dim(text)
