@@ -22,7 +22,7 @@ import psycopg
 import pytest
 
 from azsd.errors import ConfigError, SyncError
-from azsd.events import AssistantText, ToolCall, ToolResult, UserMessage
+from azsd.events import AssistantText, Complete, ToolCall, ToolResult, UserMessage
 from azsd.ipc import protocol as p
 from azsd.store import Store, store_path
 from azsd.sync import schema
@@ -100,6 +100,8 @@ def machines() -> Iterator[Callable[[str | None, str], Machine]]:
 
 def local_rows(root: Path) -> Rows:
     with sqlite3.connect(store_path(root)) as conn:
+        if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'azsd_sync_sessions'").fetchone():
+            return {}  # not prepared for sync yet
         rows = conn.execute(
             "SELECT u.uuid, e.seq, e.kind, e.data, e.char_len FROM events e "
             "LEFT JOIN azsd_sync_sessions u ON u.session_id = e.session_id"
@@ -356,3 +358,130 @@ def _append_more(machine: Machine, root: Path) -> None:
         machine.request(
             p.AppendEvents(root=str(root), session=sid, events=[encode_event(e).decode() for e in turn(i)])
         )
+
+
+# -- two machines: list, show, search, pull, continue --------------------------------------------------
+
+
+def azs(capsys: pytest.CaptureFixture[str], machine: Machine, root: Path, *argv: str) -> tuple[int, str, str]:
+    from azsd_client.cli import main
+
+    try:
+        main(["--runtime-dir", str(machine.base / "run"), "--root", str(root), *argv])
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_two_machines_list_show_search_and_pull_a_session_to_continue_it(
+    pg_url: str,
+    machines: Callable[..., Machine],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from azsd.events import encode_event
+
+    origin = "git@github.com:acme/widget.git"
+    laptop, box = machines(pg_url, "ada@laptop"), machines(pg_url, "bob@box")
+    here, there = laptop.root("widget", origin), box.root("widget", "https://github.com/Acme/widget")
+    sid = laptop.request(p.CreateSession(root=str(here), name="tokenizer panic")).session.id
+    for i in range(3):
+        events = [encode_event(e).decode() for e in turn(i)]
+        laptop.request(p.AppendEvents(root=str(here), session=sid, events=events))
+    laptop.request(
+        p.AppendEvents(
+            root=str(here),
+            session=sid,
+            events=[encode_event(Complete(success=True, duration_ms=900, cost_usd=0.5)).decode()],
+        )
+    )
+    laptop.request(
+        p.StoreCompaction(root=str(here), session=sid, after_seq=8, summary="two turns about the lexer")
+    )
+    wait_until("the laptop's session pushed", lambda: mirrored(pg_url, here))
+    uuid = _uuid_of(here, sid)
+    wait_until("the compaction pushed", lambda: _remote_count_compactions(pg_url, uuid) == 1)
+
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(box.base / "config"))
+    code, out, _ = azs(capsys, box, there, "ls", "--remote")
+    assert code == 0 and f"@{uuid[:8]}" in out and "ada@laptop" in out and "tokenizer panic" in out
+    code, out, _ = azs(capsys, box, there, "--json", "ls", "--remote")
+    (listed,) = [line for line in out.splitlines() if uuid in line]
+    assert '"mine":false' in listed.replace(" ", "")
+    code, out, _ = azs(capsys, box, there, "show", f"@{uuid[:8]}")
+    assert code == 0 and "ada@laptop" in out and "answer 2: an unwrap on None in the lexer" in out
+    code, out, _ = azs(capsys, box, there, "search", "--remote", "--all-worktrees", "unwrap lexer")
+    assert code == 0 and f"@{uuid[:8]}" in out and "lexer" in out, out
+    code, out, _ = azs(capsys, box, there, "search", "--remote", "--all-worktrees", "--kind", "user", "lexer")
+    assert code == 0 and f"@{uuid[:8]}" not in out  # the prompts never say lexer
+    code, _, err = azs(capsys, box, there, "show", "@ffffffff")
+    assert code == 1 and "no remote session" in err
+
+    code, out, err = azs(capsys, box, there, "pull", f"@{uuid[:8]}")
+    assert code == 0, err
+    pulled_id = int(out.split(" as S")[1].split(":")[0])
+    with Store.open(there) as store:
+        mine = store.list_sessions()
+        info = store.get_session(pulled_id)
+        pulled_context = store.build_context(pulled_id)
+    with Store.open(here) as store:
+        original_context = store.build_context(sid)
+    assert info.state == "succeeded" and info.name == "tokenizer panic" and len(mine) == 1
+    assert pulled_context == original_context  # `azs run -s` continues it with the full context
+    # events byte for byte, seqs kept
+    with sqlite3.connect(store_path(there)) as conn:
+        copied = conn.execute("SELECT seq, kind, data, char_len FROM events ORDER BY seq").fetchall()
+        (pulled_from,) = conn.execute("SELECT origin_uuid FROM azsd_sync_pulled").fetchone()
+    with sqlite3.connect(store_path(here)) as conn:
+        first = conn.execute("SELECT seq, kind, data, char_len FROM events ORDER BY seq").fetchall()
+    assert copied == first and pulled_from == uuid
+    # the copy is a session of the box's own, pushed with where it came from
+    wait_until("the pulled session pushed", lambda: mirrored(pg_url, there))
+    copy_uuid = _uuid_of(there, pulled_id)
+    assert str(_remote_session(pg_url, copy_uuid)["pulled_from"]) == uuid
+    code, out, _ = azs(capsys, box, there, "sync", "status")
+    assert code == 0 and "bob@box" in out and "caught up" in out
+
+
+def _remote_count_compactions(url: str, uuid: str) -> int:
+    with psycopg.connect(url) as conn:
+        row = conn.execute(
+            "SELECT COUNT(*) FROM azsd.compactions WHERE session_uuid = %s", (uuid,)
+        ).fetchone()
+    return int(row[0]) if row else 0
+
+
+def test_a_database_that_is_away_is_waited_for_and_caught_up_with(
+    make_db: Callable[[bool], str], machines: Callable[..., Machine]
+) -> None:
+    from tests.pg_fixture import url_of
+
+    name = f"azsd_test_{os.getpid()}_later"
+    url = url_of(name)
+    machine = machines(url, "ada@laptop")
+    root = machine.root()
+    sid = machine.request(p.CreateSession(root=str(root), name="offline")).session.id
+    machine.request(p.AppendEvents(root=str(root), session=sid, events=['{"UserMessage":{"content":"hi"}}']))
+
+    def behind() -> bool:
+        stores = machine.request(p.SyncStatus()).stores
+        return bool(stores) and stores[0].lag_events == 1 and bool(stores[0].last_error)
+
+    wait_until("the error and the lag shown", behind)
+    status = machine.request(p.SyncStatus())
+    assert "does not exist" in status.error or "cannot connect" in status.error
+    (view,) = status.stores
+    assert view.lag_events == 1 and view.last_error
+    # the database comes (back): created and initialized, the pusher catches up by itself
+    with psycopg.connect(pg_fixture.ADMIN, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    try:
+        schema.init_database(url)
+        wait_until("the catch-up", lambda: mirrored(url, root), timeout=60)
+        wait_until("the status clear", lambda: machine.request(p.SyncStatus()).stores[0].lag_events == 0)
+    finally:
+        machine.daemon.close()
+        with psycopg.connect(pg_fixture.ADMIN, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')

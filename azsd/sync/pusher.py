@@ -117,6 +117,9 @@ class Pusher(threading.Thread):
                 self._roots.add(root)
                 self._save_roots()
             self._dirty.add(root)
+            status = self._status.setdefault(root, StoreStatus(root=root))
+            if status.behind_since is None:  # the oldest commit not known to be pushed
+                status.behind_since = time.monotonic()
         self._wake.set()
 
     def statuses(self) -> list[StoreStatus]:
@@ -174,6 +177,8 @@ class Pusher(threading.Thread):
                 for root in roots:
                     self._status.setdefault(root, StoreStatus(root=root)).last_error = self.error
             self._close()
+            for root in roots:
+                self._observe(root)
             delay = self._backoff.fail(self.error, time.monotonic())
             if self._backoff.failures == 1 or self._backoff.failures % 10 == 0:
                 log.warning("sync: %s (trying again in %.1f s)", self.error, delay)
@@ -225,6 +230,10 @@ class Pusher(threading.Thread):
         try:
             version = store.sync_data_version()
             if not force and self._versions.get(root) == version:
+                with self._lock:  # nothing committed since the last push
+                    status = self._status.get(root)
+                    if status is not None and not status.lag_events:
+                        status.behind_since = None
                 return
             if not store.sync_ready():
                 repository = repository_identity(root)
@@ -269,6 +278,24 @@ class Pusher(threading.Thread):
             status.behind_since = (status.behind_since or now) if lag else None
         if was_behind and not lag and self._on_caught_up is not None:
             self._on_caught_up(root, status)
+
+    def _observe(self, root: str) -> None:
+        """While the database is away: how far the store is ahead of what was last pushed."""
+        store = self._reader(root)
+        if store is None:
+            return
+        try:
+            local = store.sync_max_event_id()
+            with self._lock:
+                pushed = self._status.setdefault(root, StoreStatus(root=root)).pushed_event_id
+            lag = store.sync_count_after(pushed) if local > pushed else 0
+        except AzsdError:
+            return
+        with self._lock:
+            status = self._status[root]
+            status.local_event_id, status.lag_events = local, lag
+            if lag and status.behind_since is None:
+                status.behind_since = time.monotonic()
 
     def _set(self, root: str, **values: Any) -> None:
         with self._lock:

@@ -84,7 +84,7 @@ class SyncService:
                 pushed_event_id=s.pushed_event_id,
                 local_event_id=s.local_event_id,
                 lag_events=s.lag_events,
-                lag_s=round(now - s.behind_since, 3) if s.behind_since is not None else 0.0,
+                lag_s=round(now - s.behind_since, 3) if s.behind_since is not None and s.lag_events else 0.0,
                 last_push=s.last_push,
                 last_error=s.last_error,
                 pushed=s.pushed,
