@@ -68,7 +68,6 @@ class SyncSession(NamedTuple):
     info: SessionInfo
     parent_uuid: str | None
     pulled_from: str | None
-    char_total: int
     usage: SessionUsage | None
 
 
@@ -175,7 +174,6 @@ class SyncState(Sessions, SideTables):
         """Every session that has a UUID, with what is pushed about it."""
         uuids = dict(self._query("SELECT session_id, uuid FROM azsd_sync_sessions"))
         pulled = dict(self._query("SELECT session_id, origin_uuid FROM azsd_sync_pulled"))
-        chars = dict(self._query("SELECT session_id, SUM(char_len) FROM events GROUP BY session_id"))
         usage = self.usage_by_session()
         out = []
         for info in self.list_sessions(None, archived="include"):
@@ -183,11 +181,7 @@ class SyncState(Sessions, SideTables):
             if sid is None:
                 continue
             parent = uuids.get(info.parent) if info.parent is not None else None
-            out.append(
-                SyncSession(
-                    sid, info, parent, pulled.get(info.id), int(chars.get(info.id) or 0), usage.get(info.id)
-                )
-            )
+            out.append(SyncSession(sid, info, parent, pulled.get(info.id), usage.get(info.id)))
         return out
 
     def sync_compactions_after(self, after_id: int) -> list[SyncCompaction]:

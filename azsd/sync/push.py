@@ -41,11 +41,11 @@ _STAGING: Final = (
 _SESSION_COLUMNS: Final = (
     "session_uuid, store_uuid, identity, repository, local_id, name, worktree, created, state, completed, "
     "duration_ms, cost_usd, archived, parent_uuid, fork_seq, pulled_from, event_count, message_count, "
-    "char_total, usage_input, usage_output, usage_cache_read, usage_cache_write, usage_reasoning, "
+    "usage_input, usage_output, usage_cache_read, usage_cache_write, usage_reasoning, "
     "usage_cost_usd, usage_turns, cost_source"
 )
 _UPSERT_SESSION: Final = (
-    f"INSERT INTO azsd.sessions ({_SESSION_COLUMNS}) VALUES ({', '.join(['%s'] * 27)}) "
+    f"INSERT INTO azsd.sessions ({_SESSION_COLUMNS}) VALUES ({', '.join(['%s'] * 26)}) "
     "ON CONFLICT (session_uuid) DO UPDATE SET "
     + ", ".join(f"{c} = excluded.{c}" for c in _SESSION_COLUMNS.split(", ")[1:])
     + ", updated = now()"
@@ -151,12 +151,16 @@ class StorePush:
             ) as copy:
                 for e in events:
                     copy.write_row((e.session_uuid, e.seq, e.kind, e.data, e.char_len, e.id, self._body(e)))
-            cur.execute(
-                "INSERT INTO azsd.events (session_uuid, seq, kind, data, char_len, local_id, body) "
+            cur.execute(  # the sizes grow by the rows inserted now (none, for a batch sent again)
+                "WITH ins AS (INSERT INTO azsd.events "
+                "(session_uuid, seq, kind, data, char_len, local_id, body) "
                 "SELECT session_uuid, seq, kind, data, char_len, local_id, body FROM azsd_staging "
-                "ON CONFLICT (session_uuid, seq) DO NOTHING"
+                "ON CONFLICT (session_uuid, seq) DO NOTHING RETURNING session_uuid, char_len) "
+                "UPDATE azsd.sessions s SET char_total = s.char_total + t.n FROM "
+                "(SELECT session_uuid, SUM(char_len) AS n FROM ins GROUP BY session_uuid) t "
+                "WHERE s.session_uuid = t.session_uuid"
             )
-            cur.execute("TRUNCATE azsd_staging")
+            cur.execute("DELETE FROM azsd_staging")  # (ON COMMIT empties it too; a batch may follow)
 
     def _body(self, event: SyncEvent) -> str | None:
         """The clean text search sees (as the local index does), or None."""
@@ -179,5 +183,5 @@ class StorePush:
         return (
             s.uuid, store_uuid, self.identity, repository, i.id, _clean(i.name), _clean(i.worktree),
             i.created, i.state, i.completed, i.duration_ms, i.cost_usd, i.archived, s.parent_uuid,
-            i.fork_seq, s.pulled_from, i.event_count, i.message_count, s.char_total, *usage,
+            i.fork_seq, s.pulled_from, i.event_count, i.message_count, *usage,
         )  # fmt: skip
