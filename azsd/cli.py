@@ -1,4 +1,5 @@
-"""The daemon-side command line: `azsd run`, `azsd install-service`, `azsd check-config`, `azsd version`.
+"""The daemon-side command line: `azsd run`, `azsd install-service`, `azsd check-config`, `azsd sync init`,
+`azsd version`.
 
 Exit codes: 0 success, 1 an error (one line on stderr), 2 a usage error.
 """
@@ -15,7 +16,7 @@ from pathlib import Path
 
 from azsd import __version__, pricing
 from azsd.config import ResolvedConfig, resolve_config
-from azsd.errors import AzsdError
+from azsd.errors import AzsdError, ConfigError
 
 __all__ = ["main"]
 
@@ -38,6 +39,10 @@ def _parser() -> argparse.ArgumentParser:
     install.add_argument("--force", action="store_true", help="replace a different existing unit")
     check = sub.add_parser("check-config", help="validate the configuration and print what is in force")
     check.add_argument("--config", type=Path)
+    sync = sub.add_parser("sync", help="the sync database (PostgreSQL): `azsd sync init`")
+    sync.add_argument("action", choices=("init",), help="init: create or migrate the schema")
+    sync.add_argument("--config", type=Path)
+    sync.add_argument("--url", help="the database (default: sync-url of the config file)")
     sub.add_parser("version", help="print the version")
     return parser
 
@@ -52,6 +57,8 @@ def main(argv: Sequence[str] | None = None) -> None:
                 _install_service(args.force)
             case "check-config":
                 _check_config(args.config)
+            case "sync":
+                _sync_init(args.config, args.url)
             case _:
                 print(__version__)
     except AzsdError as exc:
@@ -88,6 +95,19 @@ def _install_service(force: bool) -> None:
     print(f"now run: {ENABLE_HINT}")
 
 
+def _sync_init(config: Path | None, url: str | None) -> None:
+    """Create the sync schema, or migrate it to this azsd's version (idempotent)."""
+    from azsd.sync.schema import init_database
+    from azsd.sync.settings import redact_url
+
+    chosen = url or _resolve(config).sync_url
+    if not chosen:
+        raise ConfigError("no sync-url in the config file (or give --url): nothing to initialize")
+    applied, version = init_database(chosen)
+    done = f"applied {', '.join(applied)}" if applied else "already up to date"
+    print(f"{redact_url(chosen)}: schema version {version} ({done})")
+
+
 def _check_config(config: Path | None) -> None:
     resolved = _resolve(config)
     print(f"runtime dir: {resolved.runtime_dir}")
@@ -101,3 +121,9 @@ def _check_config(config: Path | None) -> None:
     table = pricing.default_table()
     own = ", ".join(resolved.pricing) or "-"
     print(f"pricing:     {len(table.prices)} models priced as of {table.date}; set in config: {own}")
+    if resolved.sync_url:
+        from azsd.sync.settings import redact_url
+
+        print(f"sync:        {redact_url(resolved.sync_url)} as {resolved.sync_identity}")
+    else:
+        print("sync:        off (no sync-url)")

@@ -16,6 +16,9 @@ The file is TOML; unknown keys are rejected::
     codex-command = ["codex"]
     compaction-threshold = 400000          # `azs run` compacts a session's context at this many chars
 
+    sync-url = "postgresql://db.example/azsd"  # sync every store to PostgreSQL (azsd.sync); off if unset
+    sync-identity = "ada@laptop"           # who and which machine pushes (default user@hostname)
+
     [pricing."gpt-5-codex"]                # USD per million tokens; replaces or adds a model
     input = 1.25                           # of azsd/data/pricing.json (same name rules)
     output = 10.0
@@ -46,6 +49,7 @@ __all__ = [
     "FileConfig",
     "ResolvedConfig",
     "default_config_path",
+    "default_identity",
     "default_runtime_dir",
     "default_state_dir",
     "load_config_file",
@@ -74,6 +78,8 @@ class FileConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, rename
     codex_command: list[str] = msgspec.field(default_factory=lambda: ["codex"])
     compaction_threshold: int = COMPACTION_THRESHOLD
     pricing: dict[str, Price] = msgspec.field(default_factory=dict)
+    sync_url: str | None = None
+    sync_identity: str | None = None
 
 
 @dataclass(frozen=True)
@@ -93,6 +99,10 @@ class ResolvedConfig:
     compaction_threshold: int = COMPACTION_THRESHOLD
     #: The config file's `[pricing."model"]` tables, over the shipped price list.
     pricing: Mapping[str, Price] = field(default_factory=dict)
+    #: The PostgreSQL database every store is pushed to (a libpq URL or key=value string); None: no sync.
+    sync_url: str | None = None
+    #: Who and which machine pushes (`sync-identity`, default ``user@hostname``).
+    sync_identity: str = ""
 
     @property
     def rpc_endpoint(self) -> str:
@@ -177,11 +187,16 @@ def load_config_file(path: Path) -> FileConfig:
     except OSError as exc:
         raise ConfigError(f"{path}: {exc.strerror}") from None
     try:
-        return msgspec.toml.decode(data, type=FileConfig)
+        file = msgspec.toml.decode(data, type=FileConfig)
     except msgspec.ValidationError as exc:
         raise ConfigError(f"{path}: {exc}") from None
     except msgspec.DecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    if file.sync_url is not None:
+        from azsd.sync.settings import check_url_in_file  # no psycopg: only the URL's text
+
+        check_url_in_file(file.sync_url, path)
+    return file
 
 
 def resolve_config(
@@ -236,4 +251,12 @@ def resolve_config(
         max_open_stores=file.max_open_stores,
         compaction_threshold=file.compaction_threshold,
         pricing=dict(file.pricing),
+        sync_url=file.sync_url or None,
+        sync_identity=file.sync_identity or default_identity(environ),
     )
+
+
+def default_identity(environ: Mapping[str, str]) -> str:
+    """``user@hostname``: who pushes sessions to the sync database, and from which machine."""
+    user = environ.get("USER") or environ.get("LOGNAME") or str(os.getuid())
+    return f"{user}@{os.uname().nodename}"

@@ -16,7 +16,9 @@ family::
      │    ├── SessionNotFoundError  no session with that id in the store
      │    └── StoreFullError        the disk (or the file's page limit) is full
      ├── IngestError            an agent file cannot be ingested (unreadable, unknown format)
-     ├── ProtocolError          a message on the wire could not be decoded or is invalid
+     ├── SyncError              the sync database (PostgreSQL) cannot be reached or used
+ │    └── RemoteSessionNotFound no session in the sync database answers to that REMOTE-REF
+ ├── ProtocolError          a message on the wire could not be decoded or is invalid
      ├── DaemonUnavailable      no daemon answers on the endpoint
      │    └── NoReply               a request was sent, and its reply did not come in time
      └── RemoteError            the daemon answered with an error reply
@@ -38,10 +40,12 @@ __all__ = [
     "ProtocolError",
     "ReadOnlyStoreError",
     "RemoteError",
+    "RemoteSessionNotFound",
     "SessionNotFoundError",
     "ShuttingDownError",
     "StoreError",
     "StoreFullError",
+    "SyncError",
     "UsageError",
 ]
 
@@ -123,3 +127,13 @@ class RemoteError(AzsdError):
         super().__init__(f"{code}: {message}")
         self.code = code
         self.message = message
+
+
+class SyncError(AzsdError):
+    """The sync database (PostgreSQL) cannot be reached or used: down, not initialized, refused.
+
+    Its message never holds a password (see azsd.sync.settings.redact_url)."""
+
+
+class RemoteSessionNotFound(SyncError):
+    """No session in the sync database answers to a REMOTE-REF; the error code is `not_found`."""

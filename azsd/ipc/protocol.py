@@ -66,8 +66,18 @@ __all__ = [
     "Notification",
     "OkReply",
     "PlanCompaction",
+    "Pull",
+    "PullReply",
     "Reindex",
     "ReindexReply",
+    "RemoteHit",
+    "RemoteList",
+    "RemoteSearch",
+    "RemoteSearchReply",
+    "RemoteSessionReply",
+    "RemoteSessionView",
+    "RemoteSessionsReply",
+    "RemoteShow",
     "RenameSession",
     "Reply",
     "Request",
@@ -88,6 +98,10 @@ __all__ = [
     "StatusReply",
     "StoreCompaction",
     "StoreRequest",
+    "SyncRequest",
+    "SyncStatus",
+    "SyncStatusReply",
+    "SyncStoreView",
     "Unfollow",
     "Usage",
     "UsageReply",
@@ -273,6 +287,74 @@ class SearchHit(_Data, frozen=True):
     snippet: str = ""
     highlights: list[tuple[int, int]] = []
     session_name: str = ""
+
+
+class SyncStoreView(_Data, frozen=True):
+    """One store's pushing: the last event pushed (`events.id`), how far the store is ahead of it (in
+    events, and in seconds since the oldest unpushed commit), when a push last committed (Unix time)
+    and the last error ("" when the last try worked)."""
+
+    root: str
+    store_uuid: str = ""
+    repository: str = ""
+    pushed_event_id: int = 0
+    local_event_id: int = 0
+    lag_events: int = 0
+    lag_s: float = 0.0
+    last_push: float | None = None
+    last_error: str = ""
+    pushed: int = 0
+
+
+class RemoteSessionView(_Data, frozen=True):
+    """A session in the sync database, as its origin store last pushed it.
+
+    `uuid` is its global id (a REMOTE-REF is ``@`` and a unique prefix of it); `identity` who pushed it
+    and from which machine (``user@host``), `root` the worktree there, `local_id` its number there,
+    `worktree` its branch label, `updated` when it was last pushed (ISO 8601), `char_total` its size
+    (the stored `char_len` summed). `parent` is the session it was forked from, `pulled_from` the one
+    it was pulled from (UUIDs). `mine`: pushed from the store the request named. `deleted`: when it was
+    deleted at its origin (a tombstone: no events left)."""
+
+    uuid: str
+    identity: str
+    repository: str
+    root: str
+    local_id: int
+    name: str
+    worktree: str
+    created: str
+    updated: str
+    state: str
+    event_count: int
+    message_count: int = 0
+    char_total: int = 0
+    archived: bool = False
+    completed: bool | None = None
+    duration_ms: int | None = None
+    cost_usd: float | None = None
+    parent: str | None = None
+    fork_seq: int | None = None
+    pulled_from: str | None = None
+    usage: UsageView | None = None
+    mine: bool = False
+    deleted: str | None = None
+
+
+class RemoteHit(_Data, frozen=True):
+    """An event of the sync database that matched a `RemoteSearch`: its session, seq and kind, its
+    rank (higher is better: PostgreSQL's ts_rank), a snippet with the matches in ``[[…]]``, and the
+    event's JSON."""
+
+    session: str
+    identity: str
+    session_name: str
+    seq: int
+    kind: str
+    rank: float
+    snippet: str
+    data: str
+    worktree: str = ""
 
 
 # -- requests ---------------------------------------------------------------------------------------
@@ -501,6 +583,55 @@ class Unfollow(_StoreReq, frozen=True):
     path: str
 
 
+class SyncStatus(_Req, frozen=True):
+    """Whether sync is configured, and each known store's pushing (see `SyncStoreView`)."""
+
+
+class RemoteList(_StoreReq, frozen=True):
+    """The sessions in the sync database of the repository `root` belongs to, from every machine and
+    person, last pushed first (`worktrees` narrows them to those branches). Tombstones only with
+    `deleted`."""
+
+    limit: int = 100
+    offset: int = 0
+    worktrees: list[str] | None = None
+    deleted: bool = False
+
+
+class RemoteShow(_StoreReq, frozen=True):
+    """One session of the sync database (`ref`: a UUID, or ``@`` and a unique prefix of it) and a
+    page of its events from `from_seq` (as stored; injected context is stripped)."""
+
+    ref: str
+    from_seq: int = 1
+    limit: int = 500
+
+
+class RemoteSearch(_StoreReq, frozen=True):
+    """Full-text search of the repository's sessions in the sync database (PostgreSQL text search),
+    best match first. `query` is web-search syntax (``a b``, ``"a phrase"``, ``a or b``, ``-a``), or
+    plain words that must all appear with `words`; the filters are those of `Search`."""
+
+    query: str
+    limit: int = 50
+    worktrees: list[str] | None = None
+    kinds: list[str] | None = None
+    words: bool = False
+
+
+class Pull(_StoreReq, frozen=True):
+    """Copy a session of the sync database into the store of `root`, as a new local session (events
+    byte for byte, compactions, badge), its lineage recorded as pulled from `ref`. Each pull makes a
+    new session: continuing it is a fork, never a merge."""
+
+    ref: str
+    name: str | None = None
+    worktree: str | None = None
+
+
+SyncRequest = SyncStatus | RemoteList | RemoteShow | RemoteSearch | Pull
+"""The requests the daemon's sync service answers (an error reply when sync is not configured)."""
+
 StoreRequest = (
     CreateSession
     | ListSessions
@@ -529,7 +660,7 @@ StoreRequest = (
 )
 """The requests a store's worker answers (see azsd.server.handlers); the daemon answers the rest."""
 
-Request = Status | Shutdown | Follow | Unfollow | StoreRequest
+Request = Status | Shutdown | Follow | Unfollow | StoreRequest | SyncRequest
 
 KeyedRequest = (
     CreateSession
@@ -562,6 +693,7 @@ ErrorCode = Literal[
     "ingest_error",
     "follow_error",
     "shutting_down",
+    "sync_error",
     "internal",
 ]
 
@@ -705,6 +837,41 @@ class IngestReply(_Versioned, frozen=True):
     events: dict[str, int]
 
 
+class SyncStatusReply(_Versioned, frozen=True):
+    """`configured` is False without a `sync-url`; `url` is shown without its password; `error` is
+    the connection's last failure ("" while it works)."""
+
+    configured: bool
+    identity: str = ""
+    url: str = ""
+    error: str = ""
+    stores: list[SyncStoreView] = []
+
+
+class RemoteSessionsReply(_Versioned, frozen=True):
+    sessions: list[RemoteSessionView]
+    total: int
+
+
+class RemoteSessionReply(_Versioned, frozen=True):
+    """A remote session and a page of its events; `next_seq` as in `EventsPage`."""
+
+    session: RemoteSessionView
+    events: list[WireEvent]
+    next_seq: int | None
+
+
+class RemoteSearchReply(_Versioned, frozen=True):
+    hits: list[RemoteHit]
+
+
+class PullReply(_Versioned, frozen=True):
+    """The new local session, and the remote one it was copied from."""
+
+    session: SessionView
+    origin: RemoteSessionView
+
+
 Reply = (
     StatusReply
     | ShutdownReply
@@ -728,6 +895,11 @@ Reply = (
     | SourcesReply
     | ImportReply
     | UsageReply
+    | SyncStatusReply
+    | RemoteSessionsReply
+    | RemoteSessionReply
+    | RemoteSearchReply
+    | PullReply
 )
 
 

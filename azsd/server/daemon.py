@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from concurrent.futures import Future
 from functools import partial
 from pathlib import Path
-from typing import IO, Final
+from typing import IO, TYPE_CHECKING, Final
 
 import msgspec
 import zmq
@@ -43,6 +43,9 @@ from azsd.server.registry import StoreRegistry
 from azsd.server.views import appended_notes
 from azsd.store import Store
 
+if TYPE_CHECKING:
+    from azsd.sync.service import SyncService
+
 __all__ = ["AlreadyRunning", "Daemon", "Discovery"]
 
 log = logging.getLogger("azsd.server.daemon")
@@ -58,6 +61,8 @@ _READS: Final = (
     p.ListSessions, p.GetSession, p.GetEvents, p.BuildContext, p.ContextMeter, p.CompactionBoundary,
     p.PlanCompaction, p.Export, p.Usage, p.Search,
 )  # fmt: skip
+#: Requests the sync service answers (azsd.sync; an error without a `sync-url`).
+_SYNC: Final = (p.SyncStatus, p.RemoteList, p.RemoteShow, p.RemoteSearch, p.Pull)
 
 
 class Discovery(msgspec.Struct, frozen=True):
@@ -85,6 +90,7 @@ class Daemon:
         self._registry: StoreRegistry | None = None
         self._keys: RequestKeys | None = None
         self._follower: Follower | None = None
+        self._sync: SyncService | None = None
         self._roots: set[str] = set()  # worktree roots with live follows (kept in `roots_path`)
         self._followed_now: set[str] = set()  # roots followed during this run
         self._roots_lock = threading.Lock()
@@ -120,6 +126,11 @@ class Daemon:
             max_open=self.config.max_open_stores,
         )
         self._keys = RequestKeys(self._registry)
+        if self.config.sync_url is not None:  # psycopg is imported only then
+            from azsd.sync.service import SyncService
+
+            self._sync = SyncService(self.config, self._registry)
+            self._sync.start()
         outbox = self._server.outbox
         self._follower = Follower(
             self._registry,
@@ -156,6 +167,8 @@ class Daemon:
         notify("STOPPING=1", self._environ)
         if self._follower is not None:
             self._follower.stop()
+        if self._sync is not None:
+            self._sync.stop()
         if self._registry is not None:
             self._registry.close()
         if self._server is not None:
@@ -183,6 +196,8 @@ class Daemon:
                 self._server.reply(envelope, p.ShutdownReply())
                 log.info("shutdown requested by a client")
                 self._stop.set()
+            case p.SyncStatus():
+                self._sync_answer(envelope, request)
             case _:
                 root = _worktree_root(request.root)
                 if root is None:
@@ -192,7 +207,21 @@ class Daemon:
                     )
                     self._server.reply(envelope, p.ErrorReply(code="no_such_root", message=message))
                     return
+                if isinstance(request, _SYNC):
+                    self._sync_answer(envelope, msgspec.structs.replace(request, root=root))
+                    return
                 self._route(envelope, msgspec.structs.replace(request, root=root))
+
+    def _sync_answer(self, envelope: Envelope, request: p.SyncRequest) -> None:
+        """Hand a sync request to the sync service; without a `sync-url`, say so."""
+        assert self._server is not None
+        if self._sync is not None:
+            self._sync.answer(envelope, request)
+        elif isinstance(request, p.SyncStatus):
+            self._server.reply(envelope, p.SyncStatusReply(configured=False))
+        else:
+            message = "sync is not configured: set sync-url in the config file (README: Sync to PostgreSQL)"
+            self._server.reply(envelope, p.ErrorReply(code="sync_error", message=message))
 
     def _route(self, envelope: Envelope, request: p.Follow | p.Unfollow | p.StoreRequest) -> None:
         """Hand a request about one store (its root made canonical) to whoever answers it."""

@@ -70,6 +70,8 @@ class StoreRegistry:
         self._note_seqs: dict[str, int] = {}
         self._lock = threading.RLock()  # futures may complete (and call back) while it is held
         self._closed = False
+        #: Called with a store's root after each batch its writer committed (the sync pusher's cue).
+        self.on_commit: Callable[[str], None] | None = None
 
     def call(
         self,
@@ -151,6 +153,14 @@ class StoreRegistry:
             numbered = msgspec.structs.replace(note, seq=self._next_note_seq(root))
             session = note.session.id if isinstance(note, p.SessionCreated) else note.session_id
             sender.publish(p.topic(root, session), p.encode(numbered))
+
+    def committed(self, root: str) -> None:
+        """A store's writer committed a batch (call from its thread): tell :attr:`on_commit`."""
+        if self.on_commit is not None:
+            try:
+                self.on_commit(root)
+            except Exception:
+                log.exception("the commit hook failed for %s", root)
 
     def forward(self, root: str, task: Task[Any]) -> None:
         """Run on the writer a read that must write or could not read (from the reader thread)."""

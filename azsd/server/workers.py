@@ -141,6 +141,7 @@ class Writer(threading.Thread):
             if self._first is not None:
                 self._complete([self._first], self._run_batch(store, [self._first]))
                 self._first = None
+                self._registry.committed(self.root)
             self.opened = True
             while True:
                 batch = self._next_batch()
@@ -156,6 +157,7 @@ class Writer(threading.Thread):
                         self._refuse(error)
                         return
                     self._complete(tasks, self._run_batch(store, tasks))
+                    self._registry.committed(self.root)
                 if len(tasks) < len(batch):
                     break  # a stop marker
         finally:

@@ -16,7 +16,8 @@ of them into one commit (nested calls become savepoints).
 :class:`Store` is built in layers, one module each; a layer subclasses the layers it uses and
 nothing else (``A → B``: A builds on B)::
 
-    Store (here) → Sessions, SideTables, Backup
+    Store (here) → SyncState, Sessions, SideTables, Backup
+    SyncState (sync_state.py)       sync's UUIDs, rows since a cursor, tombstones → Sessions, SideTables
     Sessions (sessions.py)          create, rename, delete, fork, archive, badge, agent uuid → EventLog
     SideTables (side_tables.py)     usage, imports, follows, compactions, context → EventLog
     EventLog (events.py)            append and load events, the completion badge → SearchIndex, SessionListing
@@ -36,9 +37,10 @@ from azsd.store.core import BUSY_TIMEOUT_S, STORE_DIR, STORE_FILE, store_path
 from azsd.store.events import completion_of
 from azsd.store.sessions import Sessions
 from azsd.store.side_tables import SideTables
+from azsd.store.sync_state import SyncState
 
 __all__ = ["BUSY_TIMEOUT_S", "STORE_DIR", "STORE_FILE", "Store", "completion_of", "store_path"]
 
 
-class Store(Sessions, SideTables, Backup):
+class Store(SyncState, Sessions, SideTables, Backup):
     """One `.azs` file, opened lazily: absent until the first session is created."""

@@ -8,7 +8,7 @@ import itertools
 import os
 import socket
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Final, Literal, TypeAlias, TypeVar
 
 import msgspec
@@ -199,3 +199,12 @@ class ConnectionBase:
             context if context is not None else zmq.Context.instance()
         )
         self._ids = request_ids()
+
+
+_Q = TypeVar("_Q", bound=msgspec.Struct)
+
+
+def store_request(kind: type[_Q], root: RootLike, options: Mapping[str, object]) -> _Q:
+    """A `kind` request about the store of `root`, its other fields from `options` (checked: a wrong
+    name or type is a :class:`msgspec.ValidationError`)."""
+    return msgspec.convert({"op": kind.__name__.lower(), "root": canonical_root(root), **options}, kind)

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import TypeVar
 
+import azsd.ipc.protocol as _p
 from azsd.errors import NoReply
 from azsd.events import Event
 from azsd.ipc.protocol import (
@@ -84,6 +85,7 @@ from ._shared import (
     encode_events,
     expect,
     long_timeout,
+    store_request,
     unavailable,
     with_request_key,
 )
@@ -456,3 +458,29 @@ class Client(Connection):
         """Stop following `path`, after storing what the file holds now."""
         message = Unfollow(root=canonical_root(root), path=absolute_path(path))
         return self.call(message, OkReply, timeout=long_timeout(timeout, self.timeout))
+
+    # -- sync (PostgreSQL): an error reply `sync_error` when the daemon has no sync-url; each method's
+    # `options` are its request's fields (see azsd.ipc.protocol)
+
+    def sync_status(self) -> _p.SyncStatusReply:
+        """Whether sync is configured, and each known store's pushing (last pushed event, lag, error)."""
+        return self.call(_p.SyncStatus(), _p.SyncStatusReply)
+
+    def remote_list(self, root: RootLike, **options: object) -> _p.RemoteSessionsReply:
+        """The sessions of `root`'s repository in the sync database, from every machine, last pushed first."""
+        return self.call(store_request(_p.RemoteList, root, options), _p.RemoteSessionsReply)
+
+    def remote_show(self, root: RootLike, ref: str, **options: object) -> _p.RemoteSessionReply:
+        """A session of the sync database (`ref`: ``@`` and a UUID prefix) and a page of its events."""
+        message = store_request(_p.RemoteShow, root, {"ref": ref, **options})
+        return self.call(message, _p.RemoteSessionReply)
+
+    def remote_search(self, root: RootLike, query: str, **options: object) -> _p.RemoteSearchReply:
+        """Ranked full-text search of the repository's sessions in the sync database, with snippets."""
+        message = store_request(_p.RemoteSearch, root, {"query": query, **options})
+        return self.call(message, _p.RemoteSearchReply)
+
+    def pull(self, root: RootLike, ref: str, **options: object) -> _p.PullReply:
+        """Copy a session of the sync database into `root`'s store as a new local session."""
+        message = store_request(_p.Pull, root, {"ref": ref, **options})
+        return self.call(message, _p.PullReply, timeout=long_timeout(None, self.timeout))

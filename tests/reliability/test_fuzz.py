@@ -80,6 +80,7 @@ MUTATING: Final = frozenset(
         "markcompleted",
         "storecompaction",
         "compactwithoutput",
+        "pull",
         "ingestfile",
         "follow",
         "unfollow",
@@ -119,6 +120,11 @@ EXPECTED_REPLY: Final[dict[type[Any], type[Any]]] = {
     p.ImportSources: p.SourcesReply,
     p.ImportSession: p.ImportReply,
     p.Usage: p.UsageReply,
+    p.SyncStatus: p.SyncStatusReply,
+    p.RemoteList: p.RemoteSessionsReply,
+    p.RemoteShow: p.RemoteSessionReply,
+    p.RemoteSearch: p.RemoteSearchReply,
+    p.Pull: p.PullReply,
 }
 HUGE_INTS: Final = [2**31, 2**53 + 1, 2**63 - 1, 2**63, 2**64 - 1, -(2**31), -(2**63)]
 

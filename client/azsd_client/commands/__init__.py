@@ -6,6 +6,7 @@
   :mod:`.compaction`: `azs compact` (and `azs run`'s compaction before a turn).
 - :mod:`.store`: search, usage, export, backup; :mod:`.imports`: `azs import`.
 - :mod:`.daemon`: status, protocol, doctor.
+- :mod:`.remote`: the sync database: sync status, ls --remote, show @REF, search --remote, pull.
 - :mod:`.invocation`: what the commands of one run share; :mod:`.output`: ``--json`` or text;
   :mod:`.arguments`: argument types and specs.
 
@@ -19,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Final, NamedTuple
 
-from . import compaction, daemon, imports, live, sessions, store, turn
+from . import compaction, daemon, imports, live, remote, sessions, store, turn
 from .arguments import (
     BACKEND,
     FORMAT,
@@ -83,6 +84,7 @@ _IMPORT_DESCRIPTION: Final = (
     "or ~/.codex), one session per file, labelled with the current branch. Running it again imports only "
     "what the files gained; the files are only read. --json: one importreply per file, then a summary."
 )
+_REMOTE: Final = arg("--remote", action="store_true", help="in the sync database (every machine's sessions)")
 _KINDS: Final = ("user", "assistant", "tool", "call", "result", "plan")
 _FILE: Final = arg("file")
 
@@ -92,9 +94,10 @@ COMMANDS: Final = (
     Command(
         "ls",
         "sessions of this worktree, latest activity first",
-        sessions.ls,
+        remote.either(sessions.ls, remote.ls),
         (
             WORKTREE_OPTIONS,
+            _REMOTE,
             OneOf(
                 (
                     arg("--archived", action="store_true", help="archived sessions only"),
@@ -113,7 +116,12 @@ COMMANDS: Final = (
             arg("--worktree", metavar="W", help="label (default: the current branch)"),
         ),
     ),
-    Command("show", "a session and its events", sessions.show, (SESSION,)),
+    Command(
+        "show",
+        "a session and its events (@REF: one of the sync database)",
+        remote.either(sessions.show, remote.show),
+        (arg("session", type=remote.session_or_ref, metavar="SESSION|@REF"),),
+    ),
     Command("rename", "rename a session", sessions.rename, (SESSION, arg("name"))),
     Command(
         "rm",
@@ -206,9 +214,10 @@ COMMANDS: Final = (
     Command(
         "search",
         "full-text search, best match first",
-        store.search,
+        remote.either(store.search, remote.search),
         (
             arg("query"),
+            _REMOTE,
             worktree_options("every session in the store (default: this branch's and the unlabelled ones)"),
             arg(
                 "-s",
@@ -278,5 +287,17 @@ COMMANDS: Final = (
                 "a SESSION alone: any)"
             ),
         ),
+    ),
+    Command(
+        "sync",
+        "sync to PostgreSQL: `azs sync status` shows each store's pushing",
+        remote.sync,
+        (arg("action", choices=("status",)),),
+    ),
+    Command(
+        "pull",
+        "copy a session of the sync database into this worktree's store",
+        remote.pull,
+        (arg("ref", metavar="@REF"), arg("--name", help="the new session's name (default: the original's)")),
     ),
 )

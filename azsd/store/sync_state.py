@@ -1,0 +1,245 @@
+"""What a store keeps for sync (azsd.sync), in side tables of its own; AZUREAL's tables never change.
+
+The tables are created the first time a store is pushed (:meth:`SyncState.sync_prepare`), never
+when sync is off:
+
+- ``azsd_sync_store``: the store's UUID and repository identity (key/value);
+- ``azsd_sync_sessions``: each session's global UUID (``ON DELETE CASCADE``);
+- ``azsd_sync_tombstones``: the UUIDs of sessions deleted since the last push, filled by the trigger
+  ``azsd_sync_tombstone`` (``BEFORE DELETE ON sessions``), so a delete by AZUREAL counts too;
+- ``azsd_sync_pulled``: the sessions `azs pull` copied from the database, and from which one.
+
+The push cursor is not here: it lives in the database, committed with the rows it covers (see
+azsd.sync.push). Everything a push reads comes from one snapshot (:meth:`StoreCore.snapshot`).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import uuid
+from collections.abc import Sequence
+from typing import Final, NamedTuple
+
+from azsd.model import SessionInfo, SessionUsage
+from azsd.store.core import _statements
+from azsd.store.sessions import Sessions
+from azsd.store.side_tables import SideTables
+
+__all__ = ["SYNC_DDL", "PulledSession", "SyncCompaction", "SyncEvent", "SyncSession", "SyncState"]
+
+SYNC_DDL: Final = """\
+CREATE TABLE IF NOT EXISTS azsd_sync_store (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS azsd_sync_sessions (
+    session_id INTEGER PRIMARY KEY REFERENCES sessions(id) ON DELETE CASCADE,
+    uuid       TEXT NOT NULL UNIQUE
+);
+CREATE TABLE IF NOT EXISTS azsd_sync_tombstones (
+    uuid    TEXT PRIMARY KEY,
+    deleted TEXT NOT NULL DEFAULT (datetime('now'))
+);
+CREATE TABLE IF NOT EXISTS azsd_sync_pulled (
+    session_id  INTEGER PRIMARY KEY REFERENCES sessions(id) ON DELETE CASCADE,
+    origin_uuid TEXT NOT NULL,
+    ref         TEXT NOT NULL,
+    pulled      TEXT NOT NULL DEFAULT (datetime('now'))
+);
+CREATE TRIGGER IF NOT EXISTS azsd_sync_tombstone BEFORE DELETE ON sessions BEGIN
+    INSERT OR IGNORE INTO azsd_sync_tombstones (uuid)
+        SELECT uuid FROM azsd_sync_sessions WHERE session_id = OLD.id;
+END;
+"""
+
+
+class SyncEvent(NamedTuple):
+    """One `events` row as stored, with its session's global UUID."""
+
+    id: int
+    session_uuid: str
+    seq: int
+    kind: str
+    data: bytes
+    char_len: int
+
+
+class SyncSession(NamedTuple):
+    """A session as pushed: its row, badge, archive, lineage (as UUIDs) and usage."""
+
+    uuid: str
+    info: SessionInfo
+    parent_uuid: str | None
+    pulled_from: str | None
+    usage: SessionUsage | None
+
+
+class SyncCompaction(NamedTuple):
+    id: int
+    session_uuid: str
+    after_seq: int
+    summary: str
+    created: str
+
+
+class PulledSession(NamedTuple):
+    """A session read from the database, to be copied into this store as a new one."""
+
+    origin_uuid: str
+    ref: str
+    name: str
+    worktree: str
+    completed: bool | None
+    duration_ms: int | None
+    cost_usd: float | None
+    events: Sequence[tuple[int, str, bytes, int]]  # seq, kind, data, char_len
+    compactions: Sequence[tuple[int, str, str]]  # after_seq, summary, created
+
+
+class SyncState(Sessions, SideTables):
+    """The store's side of sync: identity, session UUIDs, rows since a cursor, tombstones, pulls."""
+
+    def sync_ready(self) -> bool:
+        """Whether the sync tables exist and every session has its UUID (else :meth:`sync_prepare`)."""
+        if not self._has_table("azsd_sync_sessions") or not self._has_table("azsd_sync_store"):
+            return self._conn is None  # no file: nothing to prepare
+        missing = self._scalar(
+            "SELECT COUNT(*) FROM sessions WHERE id NOT IN (SELECT session_id FROM azsd_sync_sessions)",
+            (),
+            0,
+        )
+        has_uuid = self._scalar("SELECT 1 FROM azsd_sync_store WHERE key = 'store_uuid'")
+        return not missing and bool(has_uuid)
+
+    def sync_prepare(self, repository: str) -> str:
+        """Create the sync tables, give the store and each session without one a UUID, record the
+        repository identity; the store's UUID. (A write: the store's writer runs it.)"""
+        with self.atomic() as conn:
+            for statement in _statements(SYNC_DDL):
+                conn.execute(statement)
+            conn.execute(
+                "INSERT OR IGNORE INTO azsd_sync_store (key, value) VALUES ('store_uuid', ?)",
+                (str(uuid.uuid4()),),
+            )
+            conn.execute(
+                "INSERT INTO azsd_sync_store (key, value) VALUES ('repository', ?) "
+                "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                (repository,),
+            )
+            missing = conn.execute(
+                "SELECT id FROM sessions WHERE id NOT IN (SELECT session_id FROM azsd_sync_sessions)"
+            ).fetchall()
+            conn.executemany(
+                "INSERT INTO azsd_sync_sessions (session_id, uuid) VALUES (?, ?)",
+                [(sid, str(uuid.uuid4())) for (sid,) in missing],
+            )
+            row = conn.execute("SELECT value FROM azsd_sync_store WHERE key = 'store_uuid'").fetchone()
+            return str(row[0])
+
+    def sync_identity(self) -> tuple[str, str] | None:
+        """The store's UUID and repository identity, once :meth:`sync_prepare` gave them."""
+        if not self._has_table("azsd_sync_store"):
+            return None
+        values = dict(self._query("SELECT key, value FROM azsd_sync_store"))
+        if "store_uuid" not in values:
+            return None
+        return values["store_uuid"], values.get("repository", "")
+
+    def sync_data_version(self) -> int:
+        """SQLite's `data_version`: it changes when another connection commits to the file."""
+        return int(self._scalar("PRAGMA data_version", (), 0))
+
+    def sync_max_event_id(self) -> int:
+        return int(self._scalar("SELECT MAX(id) FROM events", (), 0))
+
+    def sync_count_after(self, after_id: int) -> int:
+        return int(self._scalar("SELECT COUNT(*) FROM events WHERE id > ?", (after_id,), 0))
+
+    def sync_events_after(self, after_id: int, limit: int) -> list[SyncEvent]:
+        """Rows with `events.id` > `after_id`, in id order, at most `limit`; it stops before the
+        first row of a session without a UUID yet (created after the last prepare)."""
+        rows = self._query(
+            "SELECT e.id, u.uuid, e.seq, e.kind, e.data, e.char_len FROM events e "
+            "LEFT JOIN azsd_sync_sessions u ON u.session_id = e.session_id "
+            "WHERE e.id > ? ORDER BY e.id LIMIT ?",
+            (after_id, limit),
+        )
+        out: list[SyncEvent] = []
+        for rid, suuid, seq, kind, data, char_len in rows:
+            if suuid is None:
+                break
+            out.append(
+                SyncEvent(rid, suuid, seq, kind, data.encode() if isinstance(data, str) else data, char_len)
+            )
+        return out
+
+    def sync_sessions(self) -> list[SyncSession]:
+        """Every session that has a UUID, with what is pushed about it."""
+        uuids = dict(self._query("SELECT session_id, uuid FROM azsd_sync_sessions"))
+        pulled = dict(self._query("SELECT session_id, origin_uuid FROM azsd_sync_pulled"))
+        usage = self.usage_by_session()
+        out = []
+        for info in self.list_sessions(None, archived="include"):
+            sid = uuids.get(info.id)
+            if sid is None:
+                continue
+            parent = uuids.get(info.parent) if info.parent is not None else None
+            out.append(SyncSession(sid, info, parent, pulled.get(info.id), usage.get(info.id)))
+        return out
+
+    def sync_compactions_after(self, after_id: int) -> list[SyncCompaction]:
+        rows = self._query(
+            "SELECT c.id, u.uuid, c.after_seq, c.summary, c.created FROM compactions c "
+            "JOIN azsd_sync_sessions u ON u.session_id = c.session_id WHERE c.id > ? ORDER BY c.id",
+            (after_id,),
+        )
+        return [SyncCompaction(*row) for row in rows]
+
+    def sync_tombstones(self) -> list[str]:
+        if not self._has_table("azsd_sync_tombstones"):
+            return []
+        return [r[0] for r in self._query("SELECT uuid FROM azsd_sync_tombstones ORDER BY uuid")]
+
+    def sync_forget_tombstones(self, uuids: Sequence[str]) -> None:
+        """Drop tombstones the database has recorded."""
+        with self.atomic() as conn:
+            conn.executemany("DELETE FROM azsd_sync_tombstones WHERE uuid = ?", [(u,) for u in uuids])
+
+    def sync_pulled(self, origin_uuid: str) -> list[int]:
+        """The local sessions pulled from `origin_uuid` (a pull again makes another)."""
+        if not self._has_table("azsd_sync_pulled"):
+            return []
+        return [
+            r[0]
+            for r in self._query(
+                "SELECT session_id FROM azsd_sync_pulled WHERE origin_uuid = ?", (origin_uuid,)
+            )
+        ]
+
+    def sync_insert_pulled(self, pulled: PulledSession) -> SessionInfo:
+        """Copy a session read from the database into this store, as a new session: its events byte
+        for byte (seqs kept), its compactions, its badge, and where it came from."""
+        with self.atomic(create=True) as conn:  # all of it, or none of it
+            info = self.create_session(pulled.name, pulled.worktree)
+            for statement in _statements(SYNC_DDL):
+                conn.execute(statement)
+            conn.executemany(
+                "INSERT INTO events (session_id, seq, kind, data, char_len) VALUES (?, ?, ?, ?, ?)",
+                [
+                    (info.id, seq, kind, sqlite3.Binary(data), char_len)
+                    for seq, kind, data, char_len in pulled.events
+                ],
+            )
+            conn.executemany(
+                "INSERT INTO compactions (session_id, after_seq, summary, created) VALUES (?, ?, ?, ?)",
+                [(info.id, after, summary, created) for after, summary, created in pulled.compactions],
+            )
+            completed = None if pulled.completed is None else int(pulled.completed)
+            conn.execute(
+                "UPDATE sessions SET completed = ?, duration_ms = ?, cost_usd = ? WHERE id = ?",
+                (completed, pulled.duration_ms, pulled.cost_usd, info.id),
+            )
+            conn.execute(
+                "INSERT INTO azsd_sync_pulled (session_id, origin_uuid, ref) VALUES (?, ?, ?)",
+                (info.id, pulled.origin_uuid, pulled.ref),
+            )
+            self._index = None
+            self._forget()
+        return self.get_session(info.id)

@@ -1,0 +1,187 @@
+"""One push of one store: the rows its file gained since the database's cursor, in one transaction.
+
+A push runs inside a Postgres transaction that first locks the store's row in ``azsd.stores``
+(``FOR UPDATE``) and reads its cursors there; the local rows after them are read from one SQLite
+snapshot; then sessions that changed are upserted, the events are copied in (``COPY`` into a
+temporary table, then ``INSERT … ON CONFLICT (session_uuid, seq) DO NOTHING``), compactions and
+tombstones follow, and the cursors move, all in the same commit. So a crash, a kill -9 or a lost
+connection at any point leaves the database either before the batch or after it, never between;
+and a batch pushed twice (after a commit whose answer was lost) inserts nothing twice.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Final, NamedTuple
+
+import psycopg
+
+from azsd.events import EventDecodeError, decode_event
+from azsd.search import search_text
+from azsd.store.codec import CodecError, RowCodec
+from azsd.store.sync_state import SyncEvent, SyncSession
+
+if TYPE_CHECKING:
+    from azsd.store import Store
+
+__all__ = ["BATCH", "BODY_MAX", "PushResult", "StorePush", "prepare_connection"]
+
+log = logging.getLogger("azsd.sync.push")
+
+#: The most events one push transaction carries (a catch-up is many of these).
+BATCH: Final = 10_000
+#: The most characters of an event's text the search index gets (a tsvector is at most 1 MB).
+BODY_MAX: Final = 100_000
+
+_STAGING: Final = (
+    "CREATE TEMP TABLE IF NOT EXISTS azsd_staging (session_uuid uuid, seq integer, kind text, "
+    "data bytea, char_len integer, local_id bigint, body text) ON COMMIT DELETE ROWS"
+)
+_SESSION_COLUMNS: Final = (
+    "session_uuid, store_uuid, identity, repository, local_id, name, worktree, created, state, completed, "
+    "duration_ms, cost_usd, archived, parent_uuid, fork_seq, pulled_from, event_count, message_count, "
+    "usage_input, usage_output, usage_cache_read, usage_cache_write, usage_reasoning, "
+    "usage_cost_usd, usage_turns, cost_source"
+)
+_UPSERT_SESSION: Final = (
+    f"INSERT INTO azsd.sessions ({_SESSION_COLUMNS}) VALUES ({', '.join(['%s'] * 26)}) "
+    "ON CONFLICT (session_uuid) DO UPDATE SET "
+    + ", ".join(f"{c} = excluded.{c}" for c in _SESSION_COLUMNS.split(", ")[1:])
+    + ", updated = now()"
+)
+
+
+def prepare_connection(conn: psycopg.Connection[Any]) -> None:
+    """What a pushing connection needs once: its staging table (temporary, emptied at each commit)."""
+    conn.execute(_STAGING)
+
+
+def _clean(text: str) -> str:
+    """Text Postgres can hold (it refuses NUL characters)."""
+    return text.replace("\x00", "") if "\x00" in text else text
+
+
+class PushResult(NamedTuple):
+    """What a committed push did: events sent, the event cursor now, the tombstones recorded."""
+
+    events: int
+    cursor: int
+    tombstones: list[str]
+
+
+@dataclass
+class StorePush:
+    """What one store's pushes keep between them: the sessions as last pushed (so that only those
+    that changed are sent again). Dropped with the connection: a new one starts over, safely."""
+
+    root: str
+    identity: str
+    sessions: dict[str, tuple[Any, ...]] = field(default_factory=dict)
+    codec: RowCodec = field(default_factory=RowCodec)
+
+    def push(
+        self, conn: psycopg.Connection[Any], store: Store, store_uuid: str, repository: str
+    ) -> PushResult:
+        """Push one batch (at most :data:`BATCH` events) and commit it."""
+        with conn.transaction():
+            conn.execute(
+                "INSERT INTO azsd.stores (store_uuid, identity, repository, root) VALUES (%s, %s, %s, %s) "
+                "ON CONFLICT (store_uuid) DO UPDATE SET identity = excluded.identity, "
+                "repository = excluded.repository, root = excluded.root, updated = now()",
+                (store_uuid, self.identity, repository, _clean(self.root)),
+            )
+            row = conn.execute(
+                "SELECT pushed_event_id, pushed_compaction_id FROM azsd.stores "
+                "WHERE store_uuid = %s FOR UPDATE",
+                (store_uuid,),
+            ).fetchone()
+            assert row is not None
+            cursor, ccursor = int(row[0]), int(row[1])
+            with store.snapshot():
+                sessions = store.sync_sessions()
+                events = store.sync_events_after(cursor, BATCH)
+                compactions = store.sync_compactions_after(ccursor)
+                tombstones = store.sync_tombstones()
+            rows = {s.uuid: self._session_row(s, store_uuid, repository) for s in sessions}
+            changed = {k: v for k, v in rows.items() if self.sessions.get(k) != v}
+            if changed:
+                with conn.cursor() as cur:
+                    cur.executemany(_UPSERT_SESSION, list(changed.values()))
+            if events:
+                self._copy_events(conn, events)
+            if compactions:
+                with conn.cursor() as cur:
+                    cur.executemany(
+                        "INSERT INTO azsd.compactions (store_uuid, local_id, session_uuid, after_seq, "
+                        "summary, created) VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
+                        [
+                            (store_uuid, c.id, c.session_uuid, c.after_seq, _clean(c.summary), c.created)
+                            for c in compactions
+                        ],
+                    )
+            if tombstones:
+                conn.execute(
+                    "UPDATE azsd.sessions SET deleted = now(), updated = now() "
+                    "WHERE session_uuid = ANY(%s::uuid[]) AND deleted IS NULL",
+                    (tombstones,),
+                )
+                conn.execute("DELETE FROM azsd.events WHERE session_uuid = ANY(%s::uuid[])", (tombstones,))
+                conn.execute(
+                    "DELETE FROM azsd.compactions WHERE session_uuid = ANY(%s::uuid[])", (tombstones,)
+                )
+            new_cursor = events[-1].id if events else cursor
+            new_ccursor = compactions[-1].id if compactions else ccursor
+            if (new_cursor, new_ccursor) != (cursor, ccursor):
+                conn.execute(
+                    "UPDATE azsd.stores SET pushed_event_id = %s, pushed_compaction_id = %s, updated = now() "
+                    "WHERE store_uuid = %s",
+                    (new_cursor, new_ccursor, store_uuid),
+                )
+        # committed: what the database now holds
+        self.sessions.update(changed)
+        for gone in tombstones:
+            self.sessions.pop(gone, None)
+        return PushResult(len(events), new_cursor, tombstones)
+
+    def _copy_events(self, conn: psycopg.Connection[Any], events: list[SyncEvent]) -> None:
+        with conn.cursor() as cur:
+            with cur.copy(
+                "COPY azsd_staging (session_uuid, seq, kind, data, char_len, local_id, body) FROM STDIN"
+            ) as copy:
+                for e in events:
+                    copy.write_row((e.session_uuid, e.seq, e.kind, e.data, e.char_len, e.id, self._body(e)))
+            cur.execute(  # the sizes grow by the rows inserted now (none, for a batch sent again)
+                "WITH ins AS (INSERT INTO azsd.events "
+                "(session_uuid, seq, kind, data, char_len, local_id, body) "
+                "SELECT session_uuid, seq, kind, data, char_len, local_id, body FROM azsd_staging "
+                "ON CONFLICT (session_uuid, seq) DO NOTHING RETURNING session_uuid, char_len) "
+                "UPDATE azsd.sessions s SET char_total = s.char_total + t.n FROM "
+                "(SELECT session_uuid, SUM(char_len) AS n FROM ins GROUP BY session_uuid) t "
+                "WHERE s.session_uuid = t.session_uuid"
+            )
+            cur.execute("DELETE FROM azsd_staging")  # (ON COMMIT empties it too; a batch may follow)
+
+    def _body(self, event: SyncEvent) -> str | None:
+        """The clean text search sees (as the local index does), or None."""
+        try:
+            text = search_text(decode_event(self.codec.decode(event.data)))
+        except (CodecError, EventDecodeError):
+            return None
+        return None if text is None else _clean(text[:BODY_MAX])
+
+    def _session_row(self, s: SyncSession, store_uuid: str, repository: str) -> tuple[Any, ...]:
+        i, u = s.info, s.usage
+        usage = (
+            (0, 0, 0, 0, 0, 0.0, 0, "reported")
+            if u is None
+            else (
+                u.usage.input, u.usage.output, u.usage.cache_read, u.usage.cache_write, u.usage.reasoning,
+                u.cost_usd, u.turns, u.cost_source,
+            )
+        )  # fmt: skip
+        return (
+            s.uuid, store_uuid, self.identity, repository, i.id, _clean(i.name), _clean(i.worktree),
+            i.created, i.state, i.completed, i.duration_ms, i.cost_usd, i.archived, s.parent_uuid,
+            i.fork_seq, s.pulled_from, i.event_count, i.message_count, *usage,
+        )  # fmt: skip

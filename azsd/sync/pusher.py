@@ -1,0 +1,308 @@
+"""The daemon's pusher: one background thread that pushes every known store to the sync database.
+
+A store becomes known when the daemon commits to it (:meth:`Pusher.note`, called after each commit
+of a store's writer) or was known before (the ``sync-roots`` file in the state dir). The thread
+wakes on those notes and, every :data:`POLL_S`, looks at each known store for commits by other
+programs (AZUREAL): SQLite's ``data_version`` tells it without reading anything. It reads each
+store through a read-only connection of its own; the few writes sync needs (UUIDs, tombstones
+forgotten) go through the store's writer (:meth:`StoreRegistry.call`).
+
+Local writes never wait for it. While the database is away, it retries with capped backoff
+(azsd.backoff) and catches up when it returns, in batches of :data:`~azsd.sync.push.BATCH`.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
+
+import psycopg
+
+from azsd.backoff import Backoff
+from azsd.errors import AzsdError, SyncError
+from azsd.files import write_atomic
+from azsd.store import Store
+from azsd.sync import schema
+from azsd.sync.identity import repository_identity
+from azsd.sync.push import BATCH, StorePush, prepare_connection
+from azsd.sync.settings import redact_url
+
+if TYPE_CHECKING:
+    from azsd.server.registry import StoreRegistry
+
+__all__ = ["POLL_S", "Pusher", "StoreStatus", "connect"]
+
+log = logging.getLogger("azsd.sync.pusher")
+
+#: How often every known store is looked at for commits by other programs.
+POLL_S: Final = 1.0
+#: How long a store's writer may take to give it its sync UUIDs.
+_PREPARE_TIMEOUT_S: Final = 30.0
+
+
+def connect(url: str, *, autocommit: bool = True) -> psycopg.Connection[Any]:
+    """A connection to the sync database; :class:`SyncError` (with no password in it) when refused."""
+    try:
+        return psycopg.connect(url, autocommit=autocommit, connect_timeout=5, application_name="azsd")
+    except psycopg.Error as exc:
+        raise SyncError(f"cannot connect to the sync database {redact_url(url)}: {_reason(exc)}") from None
+
+
+def _reason(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
+@dataclass
+class StoreStatus:
+    """Where one store's pushing is (what `azs sync status` shows)."""
+
+    root: str
+    store_uuid: str = ""
+    repository: str = ""
+    pushed_event_id: int = 0
+    local_event_id: int = 0
+    lag_events: int = 0
+    behind_since: float | None = None  # time.monotonic() when it first saw unpushed rows
+    last_push: float | None = None  # time.time() of the last commit that moved the cursor
+    last_error: str = ""
+    pushed: int = 0  # events pushed by this daemon
+
+
+class Pusher(threading.Thread):
+    """Pushes every known store; `note(root)` after a commit, `stop()` at the end."""
+
+    def __init__(
+        self,
+        url: str,
+        identity: str,
+        registry: StoreRegistry,
+        roots_path: Path,
+        on_caught_up: Callable[[str, StoreStatus], None] | None = None,
+    ) -> None:
+        super().__init__(name="azsd-sync-push", daemon=True)
+        self.url, self.identity = url, identity
+        self._registry = registry
+        self._roots_path = roots_path
+        self._on_caught_up = on_caught_up
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._stopping = threading.Event()
+        self._dirty: set[str] = set()
+        self._roots: set[str] = set()
+        self._status: dict[str, StoreStatus] = {}
+        self._pushes: dict[str, StorePush] = {}
+        self._readers: dict[str, Store] = {}
+        self._versions: dict[str, int] = {}
+        self._backoff = Backoff()
+        self._conn: psycopg.Connection[Any] | None = None
+        self.error = ""  # the connection's last failure, "" while it works
+        try:
+            self._roots = {r for r in roots_path.read_text().splitlines() if r}
+        except FileNotFoundError:
+            pass
+        self._dirty = set(self._roots)
+
+    # -- from other threads ---------------------------------------------------------------------
+
+    def note(self, root: str) -> None:
+        """The store of `root` committed: push it soon (and remember it from now on)."""
+        with self._lock:
+            if root not in self._roots:
+                self._roots.add(root)
+                self._save_roots()
+            self._dirty.add(root)
+            status = self._status.setdefault(root, StoreStatus(root=root))
+            if status.behind_since is None:  # the oldest commit not known to be pushed
+                status.behind_since = time.monotonic()
+        self._wake.set()
+
+    def statuses(self) -> list[StoreStatus]:
+        with self._lock:
+            return [
+                self._status.get(r) or StoreStatus(root=r, last_error=self.error) for r in sorted(self._roots)
+            ]
+
+    def stop(self, timeout: float = 2.0) -> None:
+        self._stopping.set()
+        self._wake.set()
+        if self.is_alive():
+            self.join(timeout)
+
+    # -- the thread ------------------------------------------------------------------------------
+
+    def run(self) -> None:
+        try:
+            next_poll = 0.0
+            while not self._stopping.is_set():
+                now = time.monotonic()
+                wait = max(0.0, min(next_poll, self._backoff.retry_at) - now)
+                if not self._backoff.ready(now):
+                    wait = self._backoff.retry_at - now
+                self._wake.wait(wait)
+                self._wake.clear()
+                if self._stopping.is_set() or not self._backoff.ready(time.monotonic()):
+                    continue
+                poll = time.monotonic() >= next_poll
+                if poll:
+                    next_poll = time.monotonic() + POLL_S
+                with self._lock:
+                    roots = set(self._roots) if poll else set(self._dirty)
+                    forced = set(self._dirty)
+                    self._dirty.clear()
+                self._push_roots(sorted(roots), forced)
+        finally:
+            self._close()
+            for store in self._readers.values():
+                store.close()
+            self._registry.outbox.release()
+
+    def _push_roots(self, roots: list[str], forced: set[str]) -> None:
+        try:
+            conn = self._connection()
+            for root in roots:
+                if self._stopping.is_set():
+                    return
+                self._push_root(conn, root, force=root in forced)
+        except (psycopg.Error, SyncError) as exc:
+            reason = exc if isinstance(exc, SyncError) else _reason(exc)
+            self.error = str(reason)
+            with self._lock:
+                self._dirty.update(roots)  # all of them again, once it is back
+                for root in roots:
+                    self._status.setdefault(root, StoreStatus(root=root)).last_error = self.error
+            self._close()
+            for root in roots:
+                self._observe(root)
+            delay = self._backoff.fail(self.error, time.monotonic())
+            if self._backoff.failures == 1 or self._backoff.failures % 10 == 0:
+                log.warning("sync: %s (trying again in %.1f s)", self.error, delay)
+        else:
+            if self._backoff.failures:
+                log.info("sync: the database answers again")
+            self._backoff.reset()
+            self.error = ""
+
+    def _connection(self) -> psycopg.Connection[Any]:
+        if self._conn is None or self._conn.closed:
+            conn = connect(self.url)
+            try:
+                schema.check(conn)
+                prepare_connection(conn)
+            except BaseException:
+                conn.close()
+                raise
+            self._conn = conn
+            self._pushes.clear()  # what a lost connection committed is not known: start over
+        return self._conn
+
+    def _close(self) -> None:
+        if self._conn is not None:
+            try:
+                self._conn.close()
+            except psycopg.Error:
+                pass
+            self._conn = None
+
+    def _reader(self, root: str) -> Store | None:
+        store = self._readers.get(root)
+        try:
+            if store is None:
+                store = self._readers[root] = Store.open(Path(root), reader=True)
+            else:
+                store.check_file()
+        except AzsdError as exc:
+            self._readers.pop(root, None)
+            self._set(root, last_error=f"cannot read the store: {exc}")
+            return None
+        return store if store.exists else None
+
+    def _push_root(self, conn: psycopg.Connection[Any], root: str, *, force: bool) -> None:
+        """Push what the store of `root` gained; a store that cannot be read now is tried later."""
+        store = self._reader(root)
+        if store is None:
+            return
+        try:
+            version = store.sync_data_version()
+            if not force and self._versions.get(root) == version:
+                with self._lock:  # nothing committed since the last push
+                    status = self._status.get(root)
+                    if status is not None and not status.lag_events:
+                        status.behind_since = None
+                return
+            if not store.sync_ready():
+                repository = repository_identity(root)
+                self._registry.call(root, lambda s: s.sync_prepare(repository)).result(_PREPARE_TIMEOUT_S)
+                store.check_file()
+            ident = store.sync_identity()
+            if ident is None:
+                return
+            job = self._pushes.setdefault(root, StorePush(root, self.identity))
+            while True:
+                done = job.push(conn, store, *ident)
+                self._after_push(root, store, ident, done.events, done.cursor)
+                if done.tombstones:
+                    self._forget_tombstones(root, done.tombstones)
+                if done.events < BATCH or self._stopping.is_set():
+                    break
+            self._versions[root] = version
+        except AzsdError as exc:  # the store, not the database: the others go on
+            self._set(root, last_error=str(exc))
+        except TimeoutError:
+            self._set(root, last_error="the store's writer is busy; trying again")
+            with self._lock:
+                self._dirty.add(root)
+
+    def _forget_tombstones(self, root: str, uuids: list[str]) -> None:
+        """The database has them: the store's writer drops them (not waited for; again if it fails)."""
+        self._registry.call(root, lambda store: store.sync_forget_tombstones(uuids))
+
+    def _after_push(self, root: str, store: Store, ident: tuple[str, str], events: int, cursor: int) -> None:
+        local = store.sync_max_event_id()
+        lag = store.sync_count_after(cursor) if local > cursor else 0
+        now = time.monotonic()
+        with self._lock:
+            status = self._status.setdefault(root, StoreStatus(root=root))
+            was_behind = status.behind_since is not None
+            status.store_uuid, status.repository = ident
+            if events or status.last_push is None:
+                status.last_push = time.time()
+            status.pushed += events
+            status.pushed_event_id, status.local_event_id, status.lag_events = cursor, local, lag
+            status.last_error = ""
+            status.behind_since = (status.behind_since or now) if lag else None
+        if was_behind and not lag and self._on_caught_up is not None:
+            self._on_caught_up(root, status)
+
+    def _observe(self, root: str) -> None:
+        """While the database is away: how far the store is ahead of what was last pushed."""
+        store = self._reader(root)
+        if store is None:
+            return
+        try:
+            local = store.sync_max_event_id()
+            with self._lock:
+                pushed = self._status.setdefault(root, StoreStatus(root=root)).pushed_event_id
+            lag = store.sync_count_after(pushed) if local > pushed else 0
+        except AzsdError:
+            return
+        with self._lock:
+            status = self._status[root]
+            status.local_event_id, status.lag_events = local, lag
+            if lag and status.behind_since is None:
+                status.behind_since = time.monotonic()
+
+    def _set(self, root: str, **values: Any) -> None:
+        with self._lock:
+            status = self._status.setdefault(root, StoreStatus(root=root))
+            for key, value in values.items():
+                setattr(status, key, value)
+
+    def _save_roots(self) -> None:
+        self._roots_path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(self._roots_path, "".join(f"{r}\n" for r in sorted(self._roots)).encode(), mode=0o600)

@@ -1,0 +1,211 @@
+"""Reads of the sync database: a repository's sessions, one session's events, search, and what a
+pull copies. Pure SQL over one connection; the daemon's sync service turns the results into replies.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Final
+
+import psycopg
+from psycopg.rows import dict_row
+
+from azsd.errors import BadRequestError, RemoteSessionNotFound
+from azsd.ipc import protocol as p
+from azsd.search import event_kinds
+from azsd.store.codec import RowCodec
+from azsd.store.sync_state import PulledSession
+
+__all__ = ["fetch_for_pull", "list_sessions", "resolve_ref", "search", "session_events", "session_view"]
+
+_REF: Final = re.compile(r"^@?([0-9a-fA-F-]{4,36})$")
+_HEADLINE: Final = "StartSel=[[, StopSel=]], MaxWords=24, MinWords=8, MaxFragments=0"
+_VIEW_COLUMNS: Final = (
+    "s.session_uuid::text AS uuid, s.identity, s.repository, st.root, s.local_id, s.name, s.worktree, "
+    "s.created, to_char(s.updated AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') AS updated, s.state, "
+    "s.event_count, s.message_count, s.char_total, s.archived, s.completed, s.duration_ms, s.cost_usd, "
+    "s.parent_uuid::text AS parent, s.fork_seq, s.pulled_from::text AS pulled_from, "
+    "s.usage_input, s.usage_output, s.usage_cache_read, s.usage_cache_write, s.usage_reasoning, "
+    "s.usage_cost_usd, s.usage_turns, s.cost_source, "
+    "to_char(s.deleted AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') AS deleted"
+)
+
+
+def session_view(row: dict[str, Any], *, identity: str = "", root: str = "") -> p.RemoteSessionView:
+    """The wire view of a session row (`mine` when pushed by `identity` from `root`)."""
+    usage = None
+    if row["usage_turns"]:
+        usage = p.UsageView(
+            input=row["usage_input"], output=row["usage_output"], cache_read=row["usage_cache_read"],
+            cache_write=row["usage_cache_write"], reasoning=row["usage_reasoning"],
+            cost_usd=row["usage_cost_usd"], cost_source=row["cost_source"],
+        )  # fmt: skip
+    return p.RemoteSessionView(
+        uuid=row["uuid"], identity=row["identity"], repository=row["repository"], root=row["root"],
+        local_id=row["local_id"], name=row["name"], worktree=row["worktree"], created=row["created"],
+        updated=row["updated"], state=row["state"], event_count=row["event_count"],
+        message_count=row["message_count"], char_total=row["char_total"], archived=row["archived"],
+        completed=row["completed"], duration_ms=row["duration_ms"], cost_usd=row["cost_usd"],
+        parent=row["parent"], fork_seq=row["fork_seq"], pulled_from=row["pulled_from"], usage=usage,
+        mine=bool(identity) and row["identity"] == identity and row["root"] == root, deleted=row["deleted"],
+    )  # fmt: skip
+
+
+def list_sessions(
+    conn: psycopg.Connection[Any], repository: str, req: p.RemoteList, identity: str
+) -> p.RemoteSessionsReply:
+    """The repository's sessions, last pushed first."""
+    if req.limit < 0 or req.offset < 0:
+        raise BadRequestError("limit and offset must not be negative")
+    where = "s.repository = %(repo)s AND (%(deleted)s OR s.deleted IS NULL)"
+    if req.worktrees is not None:
+        where += " AND s.worktree = ANY(%(worktrees)s)"
+    params = {"repo": repository, "deleted": req.deleted, "worktrees": req.worktrees}
+    with conn.cursor(row_factory=dict_row) as cur:
+        rows = cur.execute(
+            f"SELECT {_VIEW_COLUMNS} FROM azsd.sessions s JOIN azsd.stores st USING (store_uuid) "
+            f"WHERE {where} ORDER BY s.updated DESC, s.session_uuid LIMIT %(limit)s OFFSET %(offset)s",
+            {**params, "limit": req.limit, "offset": req.offset},
+        ).fetchall()
+        total = cur.execute(f"SELECT COUNT(*) AS n FROM azsd.sessions s WHERE {where}", params).fetchone()
+    views = [session_view(r, identity=identity, root=req.root) for r in rows]
+    return p.RemoteSessionsReply(sessions=views, total=int(total["n"]) if total else 0)
+
+
+def resolve_ref(conn: psycopg.Connection[Any], ref: str) -> str:
+    """The UUID a REMOTE-REF names: a UUID, or ``@`` and a unique prefix of one (4 hex digits or more)."""
+    match = _REF.match(ref.strip())
+    if not match:
+        raise BadRequestError(
+            f"not a remote session: {ref!r} (expected @ and a UUID prefix, as `azs ls --remote` shows)"
+        )
+    prefix = match.group(1).lower()
+    rows = conn.execute(
+        "SELECT session_uuid::text FROM azsd.sessions WHERE session_uuid::text LIKE %s ORDER BY 1 LIMIT 6",
+        (prefix.replace("%", "") + "%",),
+    ).fetchall()
+    if not rows:
+        raise RemoteSessionNotFound(f"no remote session @{prefix}")
+    if len(rows) > 1:
+        some = ", ".join("@" + str(r[0])[:12] for r in rows[:5])
+        raise BadRequestError(f"@{prefix} names more than one remote session ({some}…): give more of it")
+    return str(rows[0][0])
+
+
+def _session_row(conn: psycopg.Connection[Any], uuid: str) -> dict[str, Any]:
+    with conn.cursor(row_factory=dict_row) as cur:
+        row = cur.execute(
+            f"SELECT {_VIEW_COLUMNS} FROM azsd.sessions s JOIN azsd.stores st USING (store_uuid) "
+            "WHERE s.session_uuid = %s",
+            (uuid,),
+        ).fetchone()
+    if row is None:
+        raise RemoteSessionNotFound(f"no remote session @{uuid}")
+    return row
+
+
+def session_events(
+    conn: psycopg.Connection[Any], req: p.RemoteShow, identity: str, codec: RowCodec
+) -> p.RemoteSessionReply:
+    """A remote session, and a page of its events (their JSON, as stored)."""
+    if req.limit < 1 or req.from_seq < 1:
+        raise BadRequestError("limit and from_seq must be at least 1")
+    uuid = resolve_ref(conn, req.ref)
+    view = session_view(_session_row(conn, uuid), identity=identity, root=req.root)
+    rows = conn.execute(
+        "SELECT seq, kind, data FROM azsd.events WHERE session_uuid = %s AND seq >= %s ORDER BY seq LIMIT %s",
+        (uuid, req.from_seq, req.limit + 1),
+    ).fetchall()
+    more = len(rows) > req.limit
+    rows = rows[: req.limit]
+    events = [
+        p.WireEvent(seq=seq, kind=kind, data=codec.decode(bytes(data)).decode("utf-8", "replace"))
+        for seq, kind, data in rows
+    ]
+    return p.RemoteSessionReply(session=view, events=events, next_seq=rows[-1][0] + 1 if more else None)
+
+
+def search(
+    conn: psycopg.Connection[Any], repository: str, req: p.RemoteSearch, codec: RowCodec
+) -> p.RemoteSearchReply:
+    """Ranked full-text search of the repository's live sessions, with snippets."""
+    if req.limit < 1:
+        raise BadRequestError("limit must be at least 1")
+    if not req.query.strip():
+        raise BadRequestError("an empty query matches nothing")
+    parse = "plainto_tsquery" if req.words else "websearch_to_tsquery"
+    where = "e.tsv @@ q.q AND s.repository = %(repo)s AND s.deleted IS NULL"
+    if req.worktrees is not None:
+        where += " AND s.worktree = ANY(%(worktrees)s)"
+    kinds = event_kinds(req.kinds) if req.kinds is not None else None
+    if kinds is not None:
+        where += " AND e.kind = ANY(%(kinds)s)"
+    sql = (
+        "SELECT m.*, ts_headline('simple', m.body, m.q, %(headline)s) AS snippet FROM ("
+        "SELECT e.session_uuid::text AS uuid, s.identity, s.name, s.local_id, s.worktree, e.seq, e.kind, "
+        "e.data, e.body, q.q, ts_rank(e.tsv, q.q) AS rank "
+        "FROM azsd.events e JOIN azsd.sessions s USING (session_uuid), "
+        f"{parse}('simple', %(query)s) AS q(q) "
+        f"WHERE {where} ORDER BY rank DESC, e.session_uuid, e.seq LIMIT %(limit)s"
+        ") m ORDER BY m.rank DESC, m.uuid, m.seq"
+    )
+    params = {
+        "repo": repository, "worktrees": req.worktrees, "kinds": kinds, "query": req.query,
+        "limit": req.limit, "headline": _HEADLINE,
+    }  # fmt: skip
+    with conn.cursor(row_factory=dict_row) as cur:
+        rows = cur.execute(sql, params).fetchall()
+    hits = [
+        p.RemoteHit(
+            session=r["uuid"],
+            identity=r["identity"],
+            session_name=r["name"] or f"S{r['local_id']}",
+            seq=r["seq"],
+            kind=r["kind"],
+            rank=float(r["rank"]),
+            snippet=r["snippet"] or "",
+            data=codec.decode(bytes(r["data"])).decode("utf-8", "replace"),
+            worktree=r["worktree"],
+        )
+        for r in rows
+    ]
+    return p.RemoteSearchReply(hits=hits)
+
+
+def fetch_for_pull(
+    conn: psycopg.Connection[Any], ref: str, name: str | None, worktree: str | None
+) -> tuple[PulledSession, dict[str, Any]]:
+    """Everything `azs pull` copies of a remote session (read in one snapshot), and its row."""
+    with conn.transaction():
+        conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        uuid = resolve_ref(conn, ref)
+        row = _session_row(conn, uuid)
+        if row["deleted"] is not None:
+            raise BadRequestError(f"@{uuid} was deleted at its origin ({row['deleted']}): nothing to pull")
+        events = [
+            (seq, kind, bytes(data), char_len)
+            for seq, kind, data, char_len in conn.execute(
+                "SELECT seq, kind, data, char_len FROM azsd.events WHERE session_uuid = %s ORDER BY seq",
+                (uuid,),
+            )
+        ]
+        compactions = [
+            (after, summary, created)
+            for after, summary, created in conn.execute(
+                "SELECT after_seq, summary, created FROM azsd.compactions WHERE session_uuid = %s "
+                "ORDER BY local_id",
+                (uuid,),
+            )
+        ]
+    pulled = PulledSession(
+        origin_uuid=uuid,
+        ref="@" + uuid,
+        name=name if name is not None else row["name"],
+        worktree=worktree if worktree is not None else row["worktree"],
+        completed=row["completed"],
+        duration_ms=row["duration_ms"],
+        cost_usd=row["cost_usd"],
+        events=events,
+        compactions=compactions,
+    )
+    return pulled, row

@@ -1,0 +1,174 @@
+"""What the daemon runs when `sync-url` is set: the pusher, and the answers to sync requests.
+
+:class:`SyncService` owns the :class:`~azsd.sync.pusher.Pusher` and a few threads that answer
+:data:`~azsd.ipc.protocol.SyncRequest` s (remote reads wait on the network, so they never run in a
+store's threads). A pull reads the remote session here, then writes it through the store's writer
+like any other write, and publishes the new session once it is committed.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from typing import TYPE_CHECKING, Any, Final
+
+import psycopg
+
+from azsd.errors import AzsdError, BadRequestError, RemoteSessionNotFound, SyncError
+from azsd.ipc import protocol as p
+from azsd.ipc.transport import Envelope
+from azsd.server.views import session_view
+from azsd.store import Store
+from azsd.store.codec import RowCodec
+from azsd.sync import remote
+from azsd.sync.identity import repository_identity
+from azsd.sync.pusher import Pusher, connect
+from azsd.sync.settings import redact_url
+
+if TYPE_CHECKING:
+    from azsd.config import ResolvedConfig
+    from azsd.server.registry import StoreRegistry
+
+__all__ = ["SyncService"]
+
+log = logging.getLogger("azsd.sync.service")
+
+#: Threads answering sync requests (each holds one connection to the database while it works).
+_THREADS: Final = 2
+#: How long a pull waits for the store's writer to commit it.
+_PULL_WRITE_S: Final = 120.0
+
+
+class SyncService:
+    """The pusher and the sync request threads; `start()`, `answer()`, `stop()`."""
+
+    def __init__(self, config: ResolvedConfig, registry: StoreRegistry) -> None:
+        assert config.sync_url is not None
+        self.url, self.identity = config.sync_url, config.sync_identity
+        self._registry = registry
+        self.pusher = Pusher(self.url, self.identity, registry, config.state_dir / "sync-roots")
+        self._queue: queue.SimpleQueue[tuple[Envelope, p.SyncRequest] | None] = queue.SimpleQueue()
+        self._threads = [
+            threading.Thread(target=self._serve, name=f"azsd-sync-{i}", daemon=True) for i in range(_THREADS)
+        ]
+
+    def start(self) -> None:
+        registry = self._registry
+        registry.on_commit = self.pusher.note
+        self.pusher.start()
+        for thread in self._threads:
+            thread.start()
+        log.info("sync: pushing every store to %s as %s", redact_url(self.url), self.identity)
+
+    def stop(self) -> None:
+        self._registry.on_commit = None
+        for _ in self._threads:
+            self._queue.put(None)
+        self.pusher.stop()
+        for thread in self._threads:
+            thread.join(2.0)
+
+    def answer(self, envelope: Envelope, request: p.SyncRequest) -> None:
+        """Queue a sync request; its reply is sent from a sync thread."""
+        self._queue.put((envelope, request))
+
+    def status(self) -> p.SyncStatusReply:
+        now = time.monotonic()
+        stores = [
+            p.SyncStoreView(
+                root=s.root,
+                store_uuid=s.store_uuid,
+                repository=s.repository,
+                pushed_event_id=s.pushed_event_id,
+                local_event_id=s.local_event_id,
+                lag_events=s.lag_events,
+                lag_s=round(now - s.behind_since, 3) if s.behind_since is not None and s.lag_events else 0.0,
+                last_push=s.last_push,
+                last_error=s.last_error,
+                pushed=s.pushed,
+            )
+            for s in self.pusher.statuses()
+        ]
+        return p.SyncStatusReply(
+            configured=True, identity=self.identity, url=redact_url(self.url), error=self.pusher.error,
+            stores=stores,
+        )  # fmt: skip
+
+    # -- the request threads ---------------------------------------------------------------------
+
+    def _serve(self) -> None:
+        codec = RowCodec()
+        sender = self._registry.outbox.sender()
+        try:
+            while (item := self._queue.get()) is not None:
+                envelope, request = item
+                try:
+                    reply = self._reply(request, codec)
+                except Exception as exc:
+                    reply = _error_reply(exc)
+                sender.reply(envelope, p.encode(reply))
+        finally:
+            self._registry.outbox.release()
+
+    def _reply(self, request: p.SyncRequest, codec: RowCodec) -> p.Reply:
+        if isinstance(request, p.SyncStatus):
+            return self.status()
+        conn = connect(self.url)
+        try:
+            match request:
+                case p.RemoteList():
+                    return remote.list_sessions(
+                        conn, repository_identity(request.root), request, self.identity
+                    )
+                case p.RemoteShow():
+                    return remote.session_events(conn, request, self.identity, codec)
+                case p.RemoteSearch():
+                    return remote.search(conn, repository_identity(request.root), request, codec)
+                case p.Pull():
+                    return self._pull(conn, request)
+            raise AssertionError(f"not a sync request: {request!r}")
+        except psycopg.Error as exc:
+            raise SyncError(f"the sync database failed: {str(exc).strip().splitlines()[0]}") from None
+        finally:
+            conn.close()
+
+    def _pull(self, conn: psycopg.Connection[Any], req: p.Pull) -> p.PullReply:
+        pulled, row = remote.fetch_for_pull(conn, req.ref, req.name, req.worktree)
+        origin = remote.session_view(row, identity=self.identity, root=req.root)
+        root = req.root
+
+        def write(store: Store) -> p.SessionView:
+            return session_view(store, store.sync_insert_pulled(pulled))
+
+        def announce(done: Any) -> None:
+            if done.exception() is None:
+                note = p.SessionCreated(root=root, seq=0, session=done.result())
+                self._registry.publish(root, [note])
+
+        view = self._registry.call(root, write, then=announce).result(_PULL_WRITE_S)
+        return p.PullReply(session=view, origin=origin)
+
+
+def _error_reply(exc: BaseException) -> p.ErrorReply:
+    code: p.ErrorCode
+    match exc:
+        case RemoteSessionNotFound():
+            code = "not_found"
+        case SyncError():
+            code = "sync_error"
+        case BadRequestError():
+            code = "bad_request"
+        case AzsdError():
+            from azsd.server.workers import error_reply
+
+            return error_reply(exc)
+        case TimeoutError():
+            return p.ErrorReply(
+                code="sync_error", message="the store's writer did not commit the pull in time"
+            )
+        case _:
+            log.exception("a sync request failed", exc_info=exc)
+            code = "internal"
+    return p.ErrorReply(code=code, message=str(exc) or type(exc).__name__)

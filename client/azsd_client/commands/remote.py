@@ -1,0 +1,126 @@
+"""The `azs` commands over the sync database (PostgreSQL): sync status, ls --remote, show @REF,
+search --remote, pull. The daemon does the work; these only ask and print.
+
+Each takes its :class:`~.invocation.Invocation` and returns its exit status.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from collections.abc import Callable
+from typing import Final
+
+from azsd_client.render.events import event_lines
+from azsd_client.render.remote import (
+    remote_header,
+    remote_hit_row,
+    remote_ref,
+    remote_rows,
+    sync_status_lines,
+)
+from azsd_client.render.text import table
+
+from .arguments import session_id
+from .invocation import Invocation
+from .store import worktree_scope
+
+__all__ = ["RemoteRef", "either", "ls", "pull", "search", "session_or_ref", "show", "sync"]
+
+Command = Callable[[Invocation], int]
+_UUID_PREFIX: Final = re.compile(r"@?[0-9a-fA-F][0-9a-fA-F-]{3,35}")
+_PAGE: Final = 500
+
+
+class RemoteRef(str):
+    """A session of the sync database, as the user names it: ``@`` and a UUID prefix (or a UUID)."""
+
+
+def session_or_ref(text: str) -> int | RemoteRef:
+    """A local session (``S3``, ``3``) or a remote one (``@1a2b3c4d``, or a whole UUID).
+
+    >>> session_or_ref("S3"), session_or_ref("@1a2b3c4d")
+    (3, '@1a2b3c4d')
+    """
+    text = text.strip()
+    if text.startswith("@") or (len(text) == 36 and text.count("-") == 4):
+        if not _UUID_PREFIX.fullmatch(text):
+            raise argparse.ArgumentTypeError(f"not a remote session: {text!r} (expected @ and a UUID prefix)")
+        return RemoteRef(text)
+    return session_id(text)
+
+
+def either(local: Command, remote: Command) -> Command:
+    """`remote` when the command was given `--remote` or a REMOTE-REF, else `local`."""
+
+    def run(invocation: Invocation) -> int:
+        args = invocation.args
+        chosen = getattr(args, "remote", False) or isinstance(getattr(args, "session", None), RemoteRef)
+        return remote(invocation) if chosen else local(invocation)
+
+    return run
+
+
+def sync(run: Invocation) -> int:
+    """`azs sync status`: the database, and each store's last pushed event, lag and last error."""
+    run.out.result(run.client.sync_status(), sync_status_lines)
+    return 0
+
+
+def ls(run: Invocation) -> int:
+    """`azs ls --remote`: the repository's sessions in the sync database, from every machine."""
+    a = run.args
+    worktrees = [a.worktree] if a.worktree is not None else None
+    views, offset = [], 0
+    while True:
+        page = run.client.remote_list(run.root, limit=_PAGE, offset=offset, worktrees=worktrees)
+        views += page.sessions
+        offset += len(page.sessions)
+        if not page.sessions or offset >= page.total:
+            break
+    run.out.results(views, remote_rows)
+    if not views:
+        run.out.hint("no sessions of this repository in the sync database yet")
+    return 0
+
+
+def show(run: Invocation) -> int:
+    """`azs show @REF`: a remote session and its events."""
+    ref = str(run.args.session)
+    reply = run.client.remote_show(run.root, ref)
+    run.out.result(reply.session, remote_header)
+    while True:
+        for event in reply.events:
+            run.out.result(event, event_lines)
+        if reply.next_seq is None:
+            return 0
+        reply = run.client.remote_show(run.root, ref, from_seq=reply.next_seq, limit=_PAGE)
+
+
+def search(run: Invocation) -> int:
+    """`azs search --remote QUERY`: ranked full-text search of the repository's remote sessions."""
+    a = run.args
+    if a.sessions:
+        run.out.hint("-s names local sessions: searching every remote session of the repository")
+    reply = run.client.remote_search(
+        run.root, a.query, limit=a.limit, worktrees=worktree_scope(run), kinds=a.kinds, words=a.words
+    )
+    run.out.results(reply.hits, lambda hits, style: table([remote_hit_row(h, style) for h in hits]))
+    if not reply.hits:
+        run.out.hint("no matches in the sync database")
+    return 0
+
+
+def pull(run: Invocation) -> int:
+    """`azs pull @REF`: a copy of a remote session, as a new session of this worktree's store."""
+    a = run.args
+    reply = run.client.pull(run.new_root, a.ref, name=a.name, worktree=run.branch)
+    v, origin = reply.session, reply.origin
+    run.out.result(
+        reply,
+        lambda _r, _s: [
+            f"pulled {remote_ref(origin.uuid)} ({origin.identity}) as S{v.id}: {v.event_count} events; "
+            f"continue it with `azs run -s S{v.id} PROMPT`"
+        ],
+    )
+    return 0

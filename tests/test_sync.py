@@ -1,0 +1,487 @@
+"""Sync to PostgreSQL (azsd.sync), against the machine's real server and the real daemon.
+
+Each daemon plays a machine: a runtime, state and config dir of its own, its own `sync-identity`.
+Every comparison is of the rows themselves: the remote rows of a store equal its local rows (seq,
+kind, the stored bytes, char_len), one for one.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+
+from azsd.errors import ConfigError, SyncError
+from azsd.events import AssistantText, Complete, ToolCall, ToolResult, UserMessage
+from azsd.ipc import protocol as p
+from azsd.store import Store, store_path
+from azsd.sync import schema
+from azsd.sync.settings import check_url_in_file, redact_url
+from tests import pg_fixture
+from tests.daemon_fixture import DaemonProc, short_tmpdir, start_daemon
+
+make_db = pg_fixture.make_db
+pg_url = pg_fixture.pg_url
+
+Rows = dict[tuple[str, int], tuple[str, bytes, int]]
+
+
+def wait_until(what: str, check: Callable[[], bool], timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.02)
+
+
+class Machine:
+    """A daemon with a home of its own (runtime, state, config) and sync set to `url`."""
+
+    def __init__(self, url: str | None, identity: str) -> None:
+        self.base = short_tmpdir()
+        (self.base / "run").mkdir(mode=0o700)
+        config = self.base / "config" / "azsd"
+        config.mkdir(parents=True)
+        text = f'sync-identity = "{identity}"\n'
+        if url is not None:
+            text += f'sync-url = "{url}"\n'
+        (config / "config.toml").write_text(text)
+        self.identity = identity
+        self.daemon: DaemonProc = start_daemon(self.base / "run")
+
+    def root(self, name: str = "wt", origin: str | None = None) -> Path:
+        root = self.base / name
+        root.mkdir(exist_ok=True)
+        if origin is not None:
+            subprocess.run(["git", "init", "-q", str(root)], check=True)
+            subprocess.run(["git", "-C", str(root), "remote", "add", "origin", origin], check=True)
+        return root.resolve()
+
+    def restart(self) -> None:
+        self.daemon.close()
+        self.daemon = start_daemon(self.base / "run")
+
+    def kill9(self) -> None:
+        self.daemon.proc.send_signal(signal.SIGKILL)
+        self.daemon.proc.wait()
+        self.daemon.close()
+
+    def request(self, message: p._Msg, timeout_ms: int = 20_000) -> Any:
+        reply = self.daemon.request(message, timeout_ms)
+        assert not isinstance(reply, p.ErrorReply), reply
+        return reply
+
+    def close(self) -> None:
+        self.daemon.close()
+        shutil.rmtree(self.base, ignore_errors=True)
+
+
+@pytest.fixture
+def machines() -> Iterator[Callable[[str | None, str], Machine]]:
+    made: list[Machine] = []
+
+    def make(url: str | None, identity: str) -> Machine:
+        made.append(Machine(url, identity))
+        return made[-1]
+
+    yield make
+    for machine in made:
+        machine.close()
+
+
+def local_rows(root: Path) -> Rows:
+    with sqlite3.connect(store_path(root)) as conn:
+        if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'azsd_sync_sessions'").fetchone():
+            return {}  # not prepared for sync yet
+        rows = conn.execute(
+            "SELECT u.uuid, e.seq, e.kind, e.data, e.char_len FROM events e "
+            "LEFT JOIN azsd_sync_sessions u ON u.session_id = e.session_id"
+        ).fetchall()
+    return {(u, seq): (kind, bytes(data), n) for u, seq, kind, data, n in rows}
+
+
+def remote_rows(url: str, root: Path) -> Rows:
+    with psycopg.connect(url) as conn:
+        rows = conn.execute(
+            "SELECT e.session_uuid::text, e.seq, e.kind, e.data, e.char_len FROM azsd.events e "
+            "JOIN azsd.sessions s USING (session_uuid) JOIN azsd.stores st USING (store_uuid) "
+            "WHERE st.root = %s",
+            (str(root),),
+        ).fetchall()
+    return {(u, seq): (kind, bytes(data), n) for u, seq, kind, data, n in rows}
+
+
+def mirrored(url: str, root: Path) -> bool:
+    local = local_rows(root)
+    return bool(local) and local == remote_rows(url, root)
+
+
+def turn(i: int) -> list[Any]:
+    return [
+        UserMessage(content=f"prompt {i}: why does the tokenizer panic on empty input"),
+        ToolCall(tool_use_id=f"t{i}", tool_name="Bash", file_path=None, input={"command": f"cargo test {i}"}),
+        ToolResult(tool_use_id=f"t{i}", tool_name="Bash", file_path=None, content="ok", is_error=False),
+        AssistantText(text=f"answer {i}: an unwrap on None in the lexer"),
+    ]
+
+
+# -- configuration -----------------------------------------------------------------------------------
+
+
+def test_a_password_in_a_file_others_can_read_is_refused(tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text("")
+    os.chmod(config, 0o644)
+    with pytest.raises(ConfigError, match="chmod 600"):
+        check_url_in_file("postgresql://ada:s3cret@db/azsd", config)
+    with pytest.raises(ConfigError, match="chmod 600"):
+        check_url_in_file("host=db password=s3cret", config)
+    check_url_in_file("postgresql://ada@db/azsd?sslmode=verify-full", config)  # .pgpass does the rest
+    os.chmod(config, 0o600)
+    check_url_in_file("postgresql://ada:s3cret@db/azsd", config)
+    assert "s3cret" not in redact_url("postgresql://ada:s3cret@db/azsd?password=s3cret")
+
+
+def test_the_config_file_check_runs_on_load(tmp_path: Path) -> None:
+    from azsd.config import load_config_file
+
+    config = tmp_path / "config.toml"
+    config.write_text('sync-url = "postgresql://ada:pw@db/azsd"\n')
+    os.chmod(config, 0o640)
+    with pytest.raises(ConfigError, match="holds a password"):
+        load_config_file(config)
+    os.chmod(config, 0o600)
+    assert load_config_file(config).sync_url == "postgresql://ada:pw@db/azsd"
+
+
+def test_sync_off_changes_nothing_and_never_imports_psycopg(machines: Callable[..., Machine]) -> None:
+    code = (
+        "import sys, azsd.cli, azsd.config, azsd.server.daemon, azsd.store, azsd_client.cli;"
+        "assert 'psycopg' not in sys.modules, 'psycopg imported'"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+    machine = machines(None, "ada@laptop")
+    assert machine.request(p.SyncStatus()) == p.SyncStatusReply(configured=False)
+    reply = machine.daemon.request(p.RemoteList(root=str(machine.root())))
+    assert isinstance(reply, p.ErrorReply) and reply.code == "sync_error" and "sync-url" in reply.message
+    root = machine.root()
+    created = machine.request(p.CreateSession(root=str(root), name="x")).session
+    machine.request(
+        p.AppendEvents(root=str(root), session=created.id, events=['{"UserMessage":{"content":"hi"}}'])
+    )
+    with sqlite3.connect(store_path(root)) as conn:
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
+    assert not {t for t in tables if t.startswith("azsd_sync")}
+
+
+# -- schema ------------------------------------------------------------------------------------------
+
+
+def test_init_creates_the_schema_once_and_a_push_needs_it(make_db: Callable[[bool], str]) -> None:
+    url = make_db(False)
+    with psycopg.connect(url, autocommit=True) as conn:
+        with pytest.raises(SyncError, match="azsd sync init"):
+            schema.check(conn)
+    assert schema.init_database(url) == (["001_init.sql"], 1)
+    assert schema.init_database(url) == ([], 1)
+    with psycopg.connect(url, autocommit=True) as conn:
+        assert schema.check(conn) == 1
+    out = subprocess.run(
+        [sys.executable, "-m", "azsd", "sync", "init", "--url", url],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert "schema version 1 (already up to date)" in out
+
+
+# -- push --------------------------------------------------------------------------------------------
+
+
+def _remote_session(url: str, uuid: str) -> dict[str, Any]:
+    with psycopg.connect(url, row_factory=psycopg.rows.dict_row) as conn:
+        row = conn.execute("SELECT * FROM azsd.sessions WHERE session_uuid = %s", (uuid,)).fetchone()
+    assert row is not None
+    return row
+
+
+def _uuid_of(root: Path, session: int) -> str:
+    with sqlite3.connect(store_path(root)) as conn:
+        return str(
+            conn.execute("SELECT uuid FROM azsd_sync_sessions WHERE session_id = ?", (session,)).fetchone()[0]
+        )
+
+
+def test_every_change_is_pushed_and_deletes_become_tombstones(
+    pg_url: str, machines: Callable[..., Machine]
+) -> None:
+    machine = machines(pg_url, "ada@laptop")
+    root = machine.root()
+    r = str(root)
+    a = machine.request(p.CreateSession(root=r, name="parser")).session
+    b = machine.request(p.CreateSession(root=r, name="doomed")).session
+    from azsd.events import encode_event
+
+    for i in range(3):
+        events = [encode_event(e).decode() for e in turn(i)]
+        machine.request(p.AppendEvents(root=r, session=a.id, events=events))
+    machine.request(p.AppendEvents(root=r, session=b.id, events=['{"UserMessage":{"content":"bye"}}']))
+    machine.request(p.StoreCompaction(root=r, session=a.id, after_seq=4, summary="the first turn, summed up"))
+    machine.request(p.MarkCompleted(root=r, session=a.id, success=True, duration_ms=1500, cost_usd=0.25))
+    machine.request(p.RenameSession(root=r, session=a.id, name="parser panic"))
+    fork = machine.request(p.ForkSession(root=r, session=a.id, at_seq=4, name="fork")).session
+    wait_until("the events pushed", lambda: mirrored(pg_url, root))
+    ua, ub, uf = _uuid_of(root, a.id), _uuid_of(root, b.id), _uuid_of(root, fork.id)
+    wait_until("the rename pushed", lambda: _remote_session(pg_url, ua)["name"] == "parser panic")
+    row = _remote_session(pg_url, ua)
+    assert (row["completed"], row["duration_ms"], row["cost_usd"], row["state"]) == (
+        True,
+        1500,
+        0.25,
+        "succeeded",
+    )
+    assert row["identity"] == "ada@laptop" and row["event_count"] == 12
+    assert _remote_session(pg_url, uf)["parent_uuid"] is not None
+    assert str(_remote_session(pg_url, uf)["parent_uuid"]) == ua
+    with psycopg.connect(pg_url) as conn:
+        summaries = conn.execute(
+            "SELECT after_seq, summary FROM azsd.compactions WHERE session_uuid = %s", (ua,)
+        ).fetchall()
+    assert summaries == [(4, "the first turn, summed up")]
+
+    # an AZUREAL-style foreign writer: rows appended by another program, the daemon not asked
+    from azsd.store.codec import RowCodec
+
+    with sqlite3.connect(store_path(root)) as conn:
+        conn.execute(
+            "INSERT INTO events (session_id, seq, kind, data, char_len) "
+            "VALUES (?, 13, 'AssistantText', ?, 7)",
+            (a.id, RowCodec().encode(b'{"AssistantText":{"text":"foreign"}}')),
+        )
+    wait_until("the foreign row pushed", lambda: (ua, 13) in remote_rows(pg_url, root))
+    assert mirrored(pg_url, root)
+
+    machine.request(p.ArchiveSession(root=r, session=fork.id))
+    wait_until("the archive pushed", lambda: _remote_session(pg_url, uf)["archived"])
+    machine.request(p.DeleteSession(root=r, session=b.id))
+    wait_until("the tombstone pushed", lambda: _remote_session(pg_url, ub)["deleted"] is not None)
+    assert mirrored(pg_url, root)
+    assert not [k for k in remote_rows(pg_url, root) if k[0] == ub]
+    wait_until("the tombstone forgotten locally", lambda: not Store.open(root).sync_tombstones())
+
+    status = machine.request(p.SyncStatus())
+    assert status.configured and status.identity == "ada@laptop" and status.error == ""
+    (view,) = [s for s in status.stores if s.root == r]
+    assert view.lag_events == 0 and view.lag_s == 0.0 and view.last_error == ""
+    assert view.pushed_event_id == view.local_event_id == max(local_id for local_id in [_max_id(root)])
+
+
+def _max_id(root: Path) -> int:
+    with sqlite3.connect(store_path(root)) as conn:
+        return int(conn.execute("SELECT MAX(id) FROM events").fetchone()[0])
+
+
+def _fill(root: Path, sessions: int, turns: int) -> None:
+    with Store.open(root) as store:
+        for s in range(sessions):
+            sid = store.create_session(f"bulk {s}", "main").id
+            store.append_events(sid, [e for i in range(turns) for e in turn(i)])
+
+
+def test_kill9_mid_push_and_a_dropped_connection_lose_nothing_and_push_nothing_twice(
+    pg_url: str, machines: Callable[..., Machine]
+) -> None:
+    machine = machines(pg_url, "ada@box")
+    root = machine.root("bulk")
+    _fill(root, 4, 2500)  # 40 000 events: four push batches
+    total = len(local_rows_plain(root))
+    machine.request(p.ListSessions(root=str(root)))  # the daemon opens the store: it is known from now on
+    kills = 0
+    seen = 0
+    deadline = time.monotonic() + 60
+    while kills < 5 and time.monotonic() < deadline:
+        now = _remote_count(pg_url, root)
+        if now >= total:
+            break
+        if now > seen:  # mid-catch-up: kill it, and start it again (it resumes from the cursor)
+            seen = now
+            machine.kill9()
+            kills += 1
+            machine.daemon = start_daemon(machine.base / "run")
+        else:
+            time.sleep(0.01)
+    # a dropped connection, mid-push of new rows
+    _append_more(machine, root)
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        for _ in range(50):
+            killed = conn.execute(
+                "SELECT COUNT(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE application_name = 'azsd' AND datname = current_database()) t"
+            ).fetchone()
+            if killed and killed[0]:
+                break
+            time.sleep(0.02)
+    wait_until("every row pushed", lambda: mirrored(pg_url, root), timeout=90)
+    assert len(remote_rows(pg_url, root)) == _remote_count(pg_url, root)  # one row per (session, seq)
+    assert kills >= 1
+
+
+def local_rows_plain(root: Path) -> list[Any]:
+    with sqlite3.connect(store_path(root)) as conn:
+        return conn.execute("SELECT id FROM events").fetchall()
+
+
+def _remote_count(url: str, root: Path) -> int:
+    with psycopg.connect(url) as conn:
+        row = conn.execute(
+            "SELECT COUNT(*) FROM azsd.events e JOIN azsd.sessions s USING (session_uuid) "
+            "JOIN azsd.stores st USING (store_uuid) WHERE st.root = %s",
+            (str(root),),
+        ).fetchone()
+    return int(row[0]) if row else 0
+
+
+def _append_more(machine: Machine, root: Path) -> None:
+    from azsd.events import encode_event
+
+    sid = machine.request(p.CreateSession(root=str(root), name="more")).session.id
+    for i in range(20):
+        machine.request(
+            p.AppendEvents(root=str(root), session=sid, events=[encode_event(e).decode() for e in turn(i)])
+        )
+
+
+# -- two machines: list, show, search, pull, continue --------------------------------------------------
+
+
+def azs(capsys: pytest.CaptureFixture[str], machine: Machine, root: Path, *argv: str) -> tuple[int, str, str]:
+    from azsd_client.cli import main
+
+    try:
+        main(["--runtime-dir", str(machine.base / "run"), "--root", str(root), *argv])
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_two_machines_list_show_search_and_pull_a_session_to_continue_it(
+    pg_url: str,
+    machines: Callable[..., Machine],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from azsd.events import encode_event
+
+    origin = "git@github.com:acme/widget.git"
+    laptop, box = machines(pg_url, "ada@laptop"), machines(pg_url, "bob@box")
+    here, there = laptop.root("widget", origin), box.root("widget", "https://github.com/Acme/widget")
+    sid = laptop.request(p.CreateSession(root=str(here), name="tokenizer panic")).session.id
+    for i in range(3):
+        events = [encode_event(e).decode() for e in turn(i)]
+        laptop.request(p.AppendEvents(root=str(here), session=sid, events=events))
+    laptop.request(
+        p.AppendEvents(
+            root=str(here),
+            session=sid,
+            events=[encode_event(Complete(success=True, duration_ms=900, cost_usd=0.5)).decode()],
+        )
+    )
+    laptop.request(
+        p.StoreCompaction(root=str(here), session=sid, after_seq=8, summary="two turns about the lexer")
+    )
+    wait_until("the laptop's session pushed", lambda: mirrored(pg_url, here))
+    uuid = _uuid_of(here, sid)
+    wait_until("the compaction pushed", lambda: _remote_count_compactions(pg_url, uuid) == 1)
+
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(box.base / "config"))
+    code, out, _ = azs(capsys, box, there, "ls", "--remote")
+    assert code == 0 and f"@{uuid[:8]}" in out and "ada@laptop" in out and "tokenizer panic" in out
+    code, out, _ = azs(capsys, box, there, "--json", "ls", "--remote")
+    (listed,) = [line for line in out.splitlines() if uuid in line]
+    assert '"mine":false' in listed.replace(" ", "")
+    code, out, _ = azs(capsys, box, there, "show", f"@{uuid[:8]}")
+    assert code == 0 and "ada@laptop" in out and "answer 2: an unwrap on None in the lexer" in out
+    code, out, _ = azs(capsys, box, there, "search", "--remote", "--all-worktrees", "unwrap lexer")
+    assert code == 0 and f"@{uuid[:8]}" in out and "lexer" in out, out
+    code, out, _ = azs(capsys, box, there, "search", "--remote", "--all-worktrees", "--kind", "user", "lexer")
+    assert code == 0 and f"@{uuid[:8]}" not in out  # the prompts never say lexer
+    code, _, err = azs(capsys, box, there, "show", "@ffffffff")
+    assert code == 1 and "no remote session" in err
+
+    code, out, err = azs(capsys, box, there, "pull", f"@{uuid[:8]}")
+    assert code == 0, err
+    pulled_id = int(out.split(" as S")[1].split(":")[0])
+    with Store.open(there) as store:
+        mine = store.list_sessions()
+        info = store.get_session(pulled_id)
+        pulled_context = store.build_context(pulled_id)
+    with Store.open(here) as store:
+        original_context = store.build_context(sid)
+    assert info.state == "succeeded" and info.name == "tokenizer panic" and len(mine) == 1
+    assert pulled_context == original_context  # `azs run -s` continues it with the full context
+    # events byte for byte, seqs kept
+    with sqlite3.connect(store_path(there)) as conn:
+        copied = conn.execute("SELECT seq, kind, data, char_len FROM events ORDER BY seq").fetchall()
+        (pulled_from,) = conn.execute("SELECT origin_uuid FROM azsd_sync_pulled").fetchone()
+    with sqlite3.connect(store_path(here)) as conn:
+        first = conn.execute("SELECT seq, kind, data, char_len FROM events ORDER BY seq").fetchall()
+    assert copied == first and pulled_from == uuid
+    # the copy is a session of the box's own, pushed with where it came from
+    wait_until("the pulled session pushed", lambda: mirrored(pg_url, there))
+    copy_uuid = _uuid_of(there, pulled_id)
+    assert str(_remote_session(pg_url, copy_uuid)["pulled_from"]) == uuid
+    code, out, _ = azs(capsys, box, there, "sync", "status")
+    assert code == 0 and "bob@box" in out and "caught up" in out
+
+
+def _remote_count_compactions(url: str, uuid: str) -> int:
+    with psycopg.connect(url) as conn:
+        row = conn.execute(
+            "SELECT COUNT(*) FROM azsd.compactions WHERE session_uuid = %s", (uuid,)
+        ).fetchone()
+    return int(row[0]) if row else 0
+
+
+def test_a_database_that_is_away_is_waited_for_and_caught_up_with(
+    make_db: Callable[[bool], str], machines: Callable[..., Machine]
+) -> None:
+    from tests.pg_fixture import url_of
+
+    name = f"azsd_test_{os.getpid()}_later"
+    url = url_of(name)
+    machine = machines(url, "ada@laptop")
+    root = machine.root()
+    sid = machine.request(p.CreateSession(root=str(root), name="offline")).session.id
+    machine.request(p.AppendEvents(root=str(root), session=sid, events=['{"UserMessage":{"content":"hi"}}']))
+
+    def behind() -> bool:
+        stores = machine.request(p.SyncStatus()).stores
+        return bool(stores) and stores[0].lag_events == 1 and bool(stores[0].last_error)
+
+    wait_until("the error and the lag shown", behind)
+    status = machine.request(p.SyncStatus())
+    assert "does not exist" in status.error or "cannot connect" in status.error
+    (view,) = status.stores
+    assert view.lag_events == 1 and view.last_error
+    # the database comes (back): created and initialized, the pusher catches up by itself
+    with psycopg.connect(pg_fixture.ADMIN, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    try:
+        schema.init_database(url)
+        wait_until("the catch-up", lambda: mirrored(url, root), timeout=60)
+        wait_until("the status clear", lambda: machine.request(p.SyncStatus()).stores[0].lag_events == 0)
+    finally:
+        machine.daemon.close()
+        with psycopg.connect(pg_fixture.ADMIN, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
