@@ -184,6 +184,6 @@ def follow(run: Invocation) -> int:
 def unfollow(run: Invocation) -> int:
     """Stop following a file, after the daemon stored what it holds now."""
     path = Path(run.args.file).absolute()
-    reply = run.client.unfollow(run.root, path)
-    run.out.result(reply, lambda _, __: [f"stopped following {path}"])
+    run.client.unfollow(run.root, path)
+    run.out.result({"path": str(path), "following": False}, lambda _, __: [f"stopped following {path}"])
     return 0
