@@ -101,7 +101,8 @@ class SessionFollower:
         rather than after a request's timeout, and waited for."""
         before = self.next_seq
         try:
-            refuse_unless_listening(self.client.config.rpc_endpoint)
+            if self.on_daemon is not None:  # someone to tell: look at the socket, not a request's timeout
+                refuse_unless_listening(self.client.config.rpc_endpoint)
             events = list(self.read())
         except DaemonUnavailable:
             self.next_seq = before  # what a broken read got is read again

@@ -11,8 +11,8 @@ import sys
 from pathlib import Path
 from typing import Any, Final
 
-from azsd.errors import AzsdError, DaemonUnavailable, IngestError
-from azsd.ipc.protocol import IngestReply, Notification, SessionChanged, WireEvent
+from azsd.errors import AzsdError, DaemonUnavailable
+from azsd.ipc.protocol import Notification, SessionChanged, WireEvent
 from azsd_client._shared import refuse_unless_listening
 from azsd_client.follow import FollowItem, follow_session
 from azsd_client.render.events import event_lines, notification_line
@@ -138,8 +138,8 @@ def _existing_file(run: Invocation) -> Path:
 
 
 def ingest(run: Invocation) -> int:
-    """Store a finished file. A file of which nothing parsed is an error that names the format the
-    file looks like; Ctrl-C leaves the daemon storing it, and says so."""
+    """Store a finished file (a file of which nothing parses is the daemon's error, naming the format
+    the file looks like); Ctrl-C leaves the daemon storing it, and says so."""
     path = _existing_file(run)
     sid: int = run.args.session
     try:
@@ -150,27 +150,10 @@ def ingest(run: Invocation) -> int:
             f"is never stored twice); `azs show S{sid}` shows what is there\n"
         )
         return 130
-    _check_parsed(path, run.args.format, reply)
     run.out.result(
         reply, lambda r, _: ingest_lines(sid, r), shape=lambda r: {"session": sid, **shapes.plain(r)}
     )
     return 0
-
-
-def _check_parsed(path: Path, given: str | None, reply: IngestReply) -> None:
-    """Nothing parsed out of lines that are there: the wrong format (or not an agent file at all)."""
-    if reply.parsed or not reply.lines:
-        return
-    from azsd.ingest.tailing import detect
-
-    found = detect(path)
-    skipped = ", ".join(f"{why} {n:,}" for why, n in sorted(reply.skipped.items()))
-    read = f"read as {reply.format}, none of its {plural(reply.lines, 'line')} parsed ({skipped})"
-    if given and found and found != given:
-        raise IngestError(
-            f"{path}: {read}: it looks like {found}: give `--format {found}`, or leave --format out"
-        )
-    raise IngestError(f"{path}: {read}: is it an agent's JSONL file?")
 
 
 def follow(run: Invocation) -> int:
