@@ -9,13 +9,16 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import shlex
 import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+import msgspec
+
 from azsd import __version__, pricing
-from azsd.config import ResolvedConfig, resolve_config
+from azsd.config import ResolvedConfig, default_config_path, resolve_config
 from azsd.errors import AzsdError, ConfigError
 
 __all__ = ["main"]
@@ -108,22 +111,61 @@ def _sync_init(config: Path | None, url: str | None) -> None:
     print(f"{redact_url(chosen)}: schema version {version} ({done})")
 
 
-def _check_config(config: Path | None) -> None:
-    resolved = _resolve(config)
-    print(f"runtime dir: {resolved.runtime_dir}")
-    print(f"rpc:         {resolved.rpc_endpoint}")
-    print(f"pub:         {resolved.pub_endpoint}")
-    print(f"idle close:  {resolved.idle_close_s:g} s")
-    print(f"open stores: at most {resolved.max_open_stores}")
-    print(f"max message: {resolved.max_message_bytes} bytes")
-    print(f"log level:   {resolved.log_level}")
-    print(f"compaction:  at {resolved.compaction_threshold:,} chars of context")
-    table = pricing.default_table()
-    own = ", ".join(resolved.pricing) or "-"
-    print(f"pricing:     {len(table.prices)} models priced as of {table.date}; set in config: {own}")
-    if resolved.sync_url:
-        from azsd.sync.settings import redact_url
+def _config_path(config: Path | None) -> Path:
+    """The file `check-config` and `run` read: `--config`, else ``AZSD_CONFIG``, else the default."""
+    if config:
+        return config
+    given = os.environ.get("AZSD_CONFIG")
+    return Path(given) if given else default_config_path(os.environ)
 
-        print(f"sync:        {redact_url(resolved.sync_url)} as {resolved.sync_identity}")
+
+def _check_config(config: Path | None) -> None:
+    """Every key in force, its value, and where it came from (the file, the environment, a default)."""
+    from azsd.sync.settings import redact_url  # no psycopg: settings only
+
+    resolved = _resolve(config)
+    path = _config_path(config)
+    try:
+        in_file = set(msgspec.toml.decode(path.read_bytes()))
+        print(f"config file: {path}")
+    except FileNotFoundError:
+        in_file = set()
+        print(f"config file: {path} (not there: every key has its default)")
+
+    def origin(key: str) -> str:
+        return "config file" if key in in_file else "default"
+
+    if os.environ.get("AZSD_RUNTIME_DIR"):
+        rdir_from = "AZSD_RUNTIME_DIR"
     else:
-        print("sync:        off (no sync-url)")
+        rdir_from = origin("runtime-dir")
+    table = pricing.default_table()
+    own = ", ".join(resolved.pricing) or "none"
+    rows = [
+        ("runtime-dir", str(resolved.runtime_dir), rdir_from),
+        ("  rpc", resolved.rpc_endpoint, "runtime-dir"),
+        ("  pub", resolved.pub_endpoint, "runtime-dir"),
+        ("idle-close-s", f"{resolved.idle_close_s:g}", origin("idle-close-s")),
+        ("follow-idle-s", f"{resolved.follow_idle_s:g}", origin("follow-idle-s")),
+        ("max-open-stores", str(resolved.max_open_stores), origin("max-open-stores")),
+        ("max-message-bytes", f"{resolved.max_message_bytes:,}", origin("max-message-bytes")),
+        ("log-level", resolved.log_level, origin("log-level")),
+        ("claude-command", shlex.join(resolved.claude_command), origin("claude-command")),
+        ("codex-command", shlex.join(resolved.codex_command), origin("codex-command")),
+        (
+            "compaction-threshold",
+            f"{resolved.compaction_threshold:,} chars",
+            origin("compaction-threshold"),
+        ),
+        ("sync-url", redact_url(resolved.sync_url) if resolved.sync_url else "off", origin("sync-url")),
+        ("sync-identity", resolved.sync_identity, origin("sync-identity")),
+        ("pricing", f"{own} (over {len(table.prices)} models priced as of {table.date})", origin("pricing")),
+        (
+            "state dir",
+            str(resolved.state_dir),
+            "XDG_STATE_HOME" if os.environ.get("XDG_STATE_HOME") else "default",
+        ),
+    ]
+    width = max(len(key) for key, _, _ in rows)
+    for key, value, where in rows:
+        print(f"{key:<{width}}  {value}  ({where})")

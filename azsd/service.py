@@ -40,9 +40,8 @@ _TEMPLATE_EXEC_START: Final = "ExecStart=%h/.local/bin/azsd run"
 
 #: The packaged user unit, byte for byte the same as ``systemd/azsd.service``.
 UNIT_TEMPLATE: Final = """# azsd: the per-user session-store daemon, as a systemd *user* unit.
-# `azsd install-service` writes this file to ~/.config/systemd/user/azsd.service with ExecStart=
-# pointing at the absolute path of the azsd executable. Keep it identical to UNIT_TEMPLATE in
-# azsd/service.py (a test compares them).
+# Written by `azsd install-service`. To change a setting, run `systemctl --user edit azsd` (your
+# changes then survive a reinstall); `journalctl --user -u azsd` shows the daemon's log.
 
 [Unit]
 Description=azsd session-store daemon for AI coding agents (AZUREAL stores)

@@ -50,6 +50,7 @@ from azsd_client.cli import main, session_id
 from azsd_client.commands.invocation import git_branch, git_root
 from azsd_client.render.events import event_lines, key_param, notification_line
 from azsd_client.render.sessions import badge
+from azsd_client.render.term import console, plain_lines, write
 from azsd_client.render.text import Cell, Style, table
 from tests.conftest import corpus_files, requires_corpus
 from tests.daemon_fixture import DaemonProc, short_tmpdir
@@ -288,17 +289,28 @@ EXPECTED_FIRST_LINES = [
 ]
 
 
+def _shown(event: p.WireEvent) -> list[str]:
+    """An event as `show` prints it, less its seq's margin (`    1 `)."""
+    lines = plain_lines(event_lines(event, Style()))
+    assert all(line[:6].strip() in ("", str(event.seq)) for line in lines), lines
+    return [line[6:] for line in lines]
+
+
 def test_every_event_kind_renders_for_humans() -> None:
     assert {type(e) for e in ALL_EVENTS} == set(typing.get_args(Event))
     for event, first in zip(ALL_EVENTS, EXPECTED_FIRST_LINES, strict=True):
         wire = p.WireEvent(seq=1, kind=event_kind(event), data=encode_event(event).decode())
-        assert event_lines(wire, Style())[0] == first, event
+        assert _shown(wire)[0] == first, event
     prompt = p.WireEvent(seq=1, kind="UserMessage", data=encode_event(ALL_EVENTS[2]).decode())
-    assert event_lines(prompt, Style()) == ["", "» fix the parser", "  please"]
+    assert _shown(prompt) == ["", "» fix the parser", "  please"]
+    assert plain_lines(event_lines(prompt, Style()))[1] == "    1 » fix the parser"  # the seq, in a margin
     result = p.WireEvent(seq=1, kind="ToolResult", data=encode_event(ALL_EVENTS[10]).decode())
-    assert event_lines(result, Style())[1:] == ["      l1", "      l2", "      … (+6 more lines)"]
+    assert _shown(result)[1:] == ["      l1", "      l2", "      … (+6 more lines)"]
+    one_more = ToolResult(tool_use_id="t", tool_name="Bash", content="a\nb\nc\nd", is_error=False)
+    wire = p.WireEvent(seq=2, kind="ToolResult", data=encode_event(one_more).decode())
+    assert _shown(wire)[-1] == "      … (+1 more line)"
     broken = p.WireEvent(seq=4, kind="Mystery", data='{"Mystery":{}}')
-    assert event_lines(broken, Style())[0].startswith("  ? Mystery #4 (unreadable")
+    assert _shown(broken)[0].startswith("  ? Mystery (unreadable")
 
 
 def test_key_params() -> None:
@@ -316,14 +328,16 @@ def test_key_params() -> None:
 def test_badges_and_colour() -> None:
     states = ("succeeded", "failed", "running", "ended", "new")
     assert [badge(s, Style()).text for s in states] == ["✓", "✗", "●", "○", "new"]
-    plain = table([[badge("failed", Style()), Cell("S1")]])
-    coloured = table([[badge("failed", Style(color=True)), Cell("S1")]])
-    assert plain == ["✗  S1"] and "\x1b[" not in plain[0]
-    assert coloured == ["\x1b[31m✗\x1b[0m  S1"]
+    assert badge("failed", Style()).paint("✗") == "✗"  # no colour: plain text, rich not needed
+    rows = [[badge("failed", Style(color=True)), Cell("S1")]]
+    out = io.StringIO()
+    write(console(out, {}, color=True), table(rows)[0])
+    assert out.getvalue() == "\x1b[31m✗\x1b[0m  S1\n"
+    assert plain_lines(table(rows)) == ["✗  S1"]
 
 
 def test_table_aligns_wide_characters() -> None:
-    lines = table([[Cell("修正"), Cell("a")], [Cell("abc"), Cell("b")]])
+    lines = plain_lines(table([[Cell("修正"), Cell("a")], [Cell("abc"), Cell("b")]]))
     assert lines == ["修正  a", "abc   b"]
 
 
@@ -331,7 +345,7 @@ def test_notification_lines() -> None:
     view = _view(id=4, name="x", worktree="main", event_count=1, state="failed")
     style = Style()
     assert notification_line(p.SessionCreated(root="/r", seq=1, session=view), style) == (
-        "+ S4 created: x (worktree main)"
+        "+ S4 created: x (branch main)"
     )
     changed = p.SessionChanged(root="/r", seq=2, session_id=4, change="renamed", session=view)
     assert notification_line(changed, style) == "~ S4 renamed to x"
@@ -453,7 +467,8 @@ def test_status(azs: Azs, daemon: DaemonProc) -> None:
     out = azs.ok("status")
     assert out.startswith("azsd ") and f"endpoint ipc://{daemon.runtime_dir}/rpc" in out
     (status,) = azs.json("status")
-    assert status["op"] == "statusreply" and status["protocol"] == p.PROTOCOL_VERSION
+    assert status["running"] is True and status["pid"] == daemon.proc.pid
+    assert "op" not in status and "protocol" not in status
 
 
 def test_new_ls_rename_show_rm(azs: Azs, client: Client, worktree: Path) -> None:
@@ -482,19 +497,32 @@ def test_new_ls_rename_show_rm(azs: Azs, client: Client, worktree: Path) -> None
     assert shown[2:] == [
         f"context: {chars} of 400,000 chars (0%)",
         "",
-        "» why does it panic",
-        "  ⚙ Read /src/parser.rs",
-        "    ↳ fn main() {}",
-        "  found it",
-        "✓ completed in 2.0s · $0.1000",
+        "    1 » why does it panic",
+        "    2   ⚙ Read /src/parser.rs",
+        "    3     ↳ fn main() {}",
+        "    4   found it",
+        "    5 ✓ completed in 2.0s · $0.1000",
     ]
-    view, *events = azs.json("show", f"S{sid}")
-    assert view["state"] == "succeeded" and [e["seq"] for e in events] == [1, 2, 3, 4, 5]
-    assert view["context_chars"] == chars
-    assert azs.ok("ls").splitlines()[0].split()[:3] == ["✓", f"S{sid}", "better"]
+    (shown_json,) = azs.json("show", f"S{sid}")
+    assert shown_json["session"]["state"] == "succeeded"
+    assert shown_json["session"]["context_chars"] == chars
+    events = shown_json["events"]
+    assert [e["seq"] for e in events] == [1, 2, 3, 4, 5]
+    assert events[0] == {
+        "seq": 1,
+        "kind": "UserMessage",
+        "event": {"UserMessage": {"content": "why does it panic"}},
+    }
+    listed = azs.ok("ls").splitlines()  # one without events yet first: its making is its latest activity
+    assert [line.split()[:3] for line in listed] == [["new", f"S{sid + 1}", "0"], ["✓", f"S{sid}", "better"]]
     assert azs.ok("rm", "-y", f"S{sid}") == f"deleted S{sid}\n"
     code, _, err = azs("show", f"S{sid}")
-    assert code == 1 and err == f"azs: not_found: no session S{sid} in this store\n"
+    assert code == 1 and err == f"azs: no session S{sid} in this store\n"
+    code, out, err = azs("--json", "show", f"S{sid}")
+    assert (code, err) == (1, "")
+    assert json_lines(out) == [
+        {"error": {"code": "not_found", "message": f"no session S{sid} in this store"}}
+    ]
 
 
 def test_rm_asks_on_a_terminal(azs: Azs, client: Client, worktree: Path, monkeypatch: Any) -> None:
@@ -541,11 +569,14 @@ def test_ls_default_is_this_branch_and_unlabelled(daemon: DaemonProc, client: Cl
 
 def test_context_prints_the_exact_prompt(azs: Azs, client: Client, worktree: Path) -> None:
     sid = client.create_session(worktree).session.id
-    assert azs.ok("context", f"S{sid}", "first prompt") == "first prompt"  # no transcript yet: the raw prompt
+    assert azs.ok("context", f"S{sid}", "first prompt") == "first prompt\n"  # no transcript yet: the prompt
     client.append_events(worktree, sid, [UserMessage(content="earlier"), AssistantText(text="reply")])
     expected = client.build_context(worktree, sid, "next\n", backend="codex").prompt
-    assert azs.ok("context", str(sid), "next\n", "--backend", "codex") == expected
-    assert azs.json("context", str(sid), "x")[0]["prompt"].endswith("</azureal-session-context>\n\nx")
+    assert expected.endswith("next\n")
+    assert azs.ok("context", str(sid), "next\n", "--backend", "codex") == expected  # no second newline
+    (reply,) = azs.json("context", str(sid), "x")
+    assert reply["prompt"].endswith("</azureal-session-context>\n\nx")  # to the byte
+    assert (reply["session"], reply["backend"]) == (sid, "claude") and "op" not in reply
 
 
 @requires_corpus
@@ -554,7 +585,8 @@ def test_ingest_then_search(azs: Azs, client: Client, worktree: Path, monkeypatc
     sid = client.create_session(worktree).session.id
     monkeypatch.chdir(source.parent)  # a relative path: azs makes it absolute for the daemon
     (reply,) = azs.json("ingest", source.name, "-s", f"S{sid}")
-    assert reply["op"] == "ingestreply" and reply["format"] == "claude-session" and reply["appended"] > 0
+    assert "op" not in reply and reply["session"] == sid
+    assert reply["format"] == "claude-session" and reply["appended"] > 0
     assert client.get_session(worktree, sid).session.event_count == reply["appended"]
     out = azs.ok("ingest", source.name, "-s", str(sid))
     assert out.startswith(f"S{sid}: claude-session: ") and ", 0 stored, " in out
@@ -571,9 +603,13 @@ def test_ingest_then_search(azs: Azs, client: Client, worktree: Path, monkeypatc
     word = max(prompt.content.split(), key=len)
     hits = azs.json("search", "--words", word)  # taken literally, not as FTS5 syntax
     assert hits and all(h["session"] == sid for h in hits)
-    texts = [decode_event(h["data"]) for h in hits]
+    texts = [decode_event(json.dumps(h["event"])) for h in hits]
     assert any(word in t.content for t in texts if isinstance(t, UserMessage))
     assert azs.ok("search", "--words", word).splitlines()[0].startswith(f"S{sid}  ")
+    wrong = worktree / "claude.jsonl"
+    shutil.copy(source, wrong)  # it said "0 events parsed … skipped: unknown_type 41" and exited 0
+    code, _, err = azs("ingest", str(wrong), "-s", str(sid), "--format", "codex-rollout")
+    assert code == 1 and "it looks like claude-session: give `--format claude-session`" in err, err
     assert azs.json("search", "no such text anywhere 9f8e7d") == []
 
 
@@ -582,12 +618,14 @@ def test_tail_follows_an_append_by_another_client(azs: Azs, client: Client, work
     client.append_events(worktree, sid, [UserMessage(content="first prompt")])
     tail = Lines(azs.spawn("tail", "-f", f"S{sid}"))
     try:
-        tail.wait_for(lambda line: line == "» first prompt")
+        tail.wait_for(lambda line: line == "    1 » first prompt")
         time.sleep(1.0)  # past the start-up re-read: what comes now comes through a notification
         client.append_events(worktree, sid, [AssistantText(text="appended later")])
-        tail.wait_for(lambda line: line == "  appended later", timeout=3.5)  # before the 5 s idle re-read
+        tail.wait_for(
+            lambda line: line == "    2   appended later", timeout=1.5
+        )  # before the 3 s idle re-read
         client.append_events(worktree, sid, [Complete(success=True, duration_ms=500, cost_usd=0.0)])
-        tail.wait_for(lambda line: line == "✓ completed in 0.5s")
+        tail.wait_for(lambda line: line == "    3 ✓ completed in 0.5s")
     finally:
         assert tail.stop() == 0  # Ctrl-C is the way out of `tail -f`
 
@@ -595,8 +633,8 @@ def test_tail_follows_an_append_by_another_client(azs: Azs, client: Client, work
 def test_tail_without_follow_and_last_n(azs: Azs, client: Client, worktree: Path) -> None:
     sid = client.create_session(worktree).session.id
     client.append_events(worktree, sid, [AssistantText(text=f"t{i}") for i in range(1, 6)])
-    assert azs.ok("tail", f"S{sid}").split() == ["t1", "t2", "t3", "t4", "t5"]
-    assert azs.ok("tail", "-n", "2", f"S{sid}").split() == ["t4", "t5"]
+    assert azs.ok("tail", f"S{sid}").split() == ["1", "t1", "2", "t2", "3", "t3", "4", "t4", "5", "t5"]
+    assert azs.ok("tail", "-n", "2", f"S{sid}").split() == ["4", "t4", "5", "t5"]
     assert [e["seq"] for e in azs.json("tail", "-n", "3", f"S{sid}")] == [3, 4, 5]
 
 
@@ -644,9 +682,10 @@ async def _async_changes_reach_the_cli(
 ) -> None:
     await aclient.append_events(root, sid, [UserMessage(content="from asyncio")])
     data = encode_event(UserMessage(content="from asyncio")).decode()
-    note = await asyncio.to_thread(watch.json_for, lambda n: n["op"] == "eventsappended")
-    assert note["session_id"] == sid and [e["data"] for e in note["events"]] == [data]
-    event = await asyncio.to_thread(tail.json_for, lambda n: n.get("data") == data)
+    note = await asyncio.to_thread(watch.json_for, lambda n: n["type"] == "appended")
+    stored = json.loads(data)
+    assert note["session_id"] == sid and [e["event"] for e in note["events"]] == [stored]
+    event = await asyncio.to_thread(tail.json_for, lambda n: n.get("event") == stored)
     assert event["kind"] == "UserMessage"
 
 
@@ -664,7 +703,7 @@ async def _cli_changes_reach_the_others(
     new_id = json.loads(made.stdout)["id"]
     note = await subscription.recv(5)
     assert isinstance(note, p.SessionCreated) and note.session.id == new_id
-    seen = await asyncio.to_thread(watch.json_for, lambda n: n["op"] == "sessioncreated")
+    seen = await asyncio.to_thread(watch.json_for, lambda n: n["type"] == "created")
     assert seen["session"]["name"] == "from another azs"
     removed = subprocess.run(
         [sys.executable, "-m", "azsd_client.cli", *azs.argv("rm", "-y", f"S{sid}")],

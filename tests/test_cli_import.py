@@ -101,8 +101,8 @@ def test_import_twice_creates_once_and_leaves_sources_alone(
     )
     assert [v.id for v in client.list_sessions(worktree).sessions] == [v.id for v in sessions]
     assert digests(home) == before  # the agent's own files are only read
-    *replies, summary = azs.json("import", agent)
-    assert replies == [] and summary["sources"] == count and summary["current"] == count
+    (summary,) = azs.json("import", agent)
+    assert summary["imported"] == [] and summary["sources"] == count and summary["current"] == count
 
 
 def test_import_json_progress_and_a_bad_source(
@@ -118,10 +118,11 @@ def test_import_json_progress_and_a_bad_source(
     terminal = Terminal()
     monkeypatch.setattr(sys, "stderr", terminal)
     code, out, _ = azs("--json", "import", "claude", "--project", str(worktree))
-    *replies, summary = [json.loads(line) for line in out.splitlines()]
+    (summary,) = [json.loads(line) for line in out.splitlines()]  # one object, the files in it
+    replies = summary["imported"]
     n = len(_claude_sources())
-    assert code == 1 and len(replies) == n and all(r["op"] == "importreply" and r["created"] for r in replies)
-    assert {r["session"]["id"] for r in replies} == {v.id for v in client.list_sessions(worktree).sessions}
+    assert code == 1 and len(replies) == n and all(r["created"] for r in replies)
+    assert {r["session"] for r in replies} == {v.id for v in client.list_sessions(worktree).sessions}
     assert (summary["sources"], summary["created"], summary["events"]) == (
         n + 1,
         n,
@@ -129,9 +130,8 @@ def test_import_json_progress_and_a_bad_source(
     )
     assert [f["path"] for f in summary["failed"]] == [str(stray)]
     shown = terminal.getvalue()
-    assert f"\rimporting [--------------------] 0/{n + 1} " in shown
+    assert "importing" in shown and f"0/{n + 1}" in shown  # rich's bar, on a terminal's stderr
     assert f"azs: {stray}: " in shown and shown.endswith(f"azs: 1 of {n + 1} sources failed to import\n")
-    assert "\r" + " " * 20 in shown  # the bar is wiped before anything else is written
 
 
 def test_import_from_claude_config_dir_and_nothing_found(
@@ -155,7 +155,7 @@ def test_usage_matches_the_usage_request(azs: Azs, client: Client, worktree: Pat
     u = mine.usage
     assert mine.session == sid and u.input + u.output > 0 and reply.total == u
     (got,) = azs.json("usage")
-    assert got["op"] == "usagereply" and got["total"]["input"] == u.input and len(got["sessions"]) == 1
+    assert "op" not in got and got["total"]["input"] == u.input and len(got["sessions"]) == 1
     assert len(azs.json("usage", "--all-worktrees")[0]["sessions"]) == 2
     assert [s["session"] for s in azs.json("usage", f"S{other}")[0]["sessions"]] == [other]  # any worktree
     lines = azs.ok("usage").splitlines()
@@ -173,5 +173,5 @@ def test_usage_matches_the_usage_request(azs: Azs, client: Client, worktree: Pat
     assert shown.endswith(f" · {format_tokens(u.cache_read + u.cache_write)} cache")
     header = azs.ok("show", f"S{sid}").splitlines()
     tokens = next(line for line in header if line.startswith("tokens: "))
-    assert tokens.startswith(f"tokens: {u.input} in, {u.output} out, {u.cache_read} cache read, ")
-    assert f"{u.reasoning} reasoning" in tokens
+    assert tokens.startswith(f"tokens: {u.input:,} in, {u.output:,} out, {u.cache_read:,} cache read, ")
+    assert f"{u.reasoning:,} reasoning" in tokens  # one number format: as in `azs usage`

@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
+import io
 import json
 import shutil
 from pathlib import Path
 
-import msgspec
 import pytest
 
 from azsd.events import AssistantText, Event, ToolCall, ToolResult, UserMessage
 from azsd.ipc import protocol as p
 from azsd_client import Client
 from azsd_client.render.reports import highlighted, search_row
+from azsd_client.render.term import console, write
 from azsd_client.render.text import Style
 from tests.daemon_fixture import short_tmpdir
 from tests.test_cli import Azs, azs, run_main
@@ -50,12 +51,16 @@ def test_hits_are_ranked_with_snippets_and_highlights(azs: Azs, client: Client, 
         for start, end in hit["highlights"]:
             assert hit["snippet"][start:end].lower().startswith("panic")
     reply = client.search(worktree, "panic", worktrees=[""])
-    assert json.loads(msgspec.json.encode(reply.hits)) == hits
+    assert [(h.session, h.seq, h.kind, h.snippet) for h in reply.hits] == [
+        (h["session"], h["seq"], h["kind"], h["snippet"]) for h in hits
+    ]
+    assert [h["event"] for h in hits] == [json.loads(h.data) for h in reply.hits]  # objects, not strings
+    assert "data" not in hits[0]
     lines = azs.ok("search", "panic").splitlines()
     assert len(lines) == len(hits)
     for line, hit in zip(lines, hits, strict=True):
         kind = {"UserMessage": "user", "AssistantText": "assistant", "ToolResult": "result"}[hit["kind"]]
-        assert line.split()[:3] == [f"S{here}", f"#{hit['seq']}", kind]
+        assert line.split()[:3] == [f"S{here}", str(hit["seq"]), kind]
         assert " ".join(hit["snippet"].split()) in line and line.endswith("parser panic")
 
 
@@ -65,8 +70,10 @@ def test_highlights_are_painted_on_a_terminal() -> None:
         highlights=[(11, 17)], session_name="S3",
     )  # fmt: skip
     cells = search_row(hit, Style(color=True))
-    assert [c.text for c in cells] == ["S3", "#2", "assistant", "the parser panics here", ""]
-    assert cells[3].paint(cells[3].text) == "the parser \x1b[1m\x1b[33mpanics\x1b[0m\x1b[0m here"
+    assert [c.text for c in cells] == ["S3", "2", "assistant", "the parser panics here", ""]
+    out = io.StringIO()
+    write(console(out, {}, color=True), cells[3].paint(cells[3].text))
+    assert out.getvalue() == "the parser \x1b[1;33mpanics\x1b[0m here\n"
     assert search_row(hit, Style())[3].paint("x") == "the parser panics here"
     assert highlighted("ab", [(5, 9), (0, 1)], str.upper) == "Ab"  # out-of-range ranges are ignored
 
@@ -94,7 +101,9 @@ def test_fts_syntax_errors_and_plain_words(azs: Azs, client: Client, worktree: P
     for bad in ("panic AND", '"unbalanced', "unwrap()"):
         code, out, err = azs("search", bad)
         assert (code, out) == (1, ""), bad
-        assert err.startswith("azs: bad_request: ") and err.count("\n") == 1, err
+        assert err.startswith("azs: cannot search for ") and err.count("\n") == 1, err
+        code, out, err = azs("--json", "search", bad)
+        assert (code, err) == (1, "") and json.loads(out)["error"]["code"] == "bad_request"
     hits = azs.json("search", "--words", "unwrap()")
     assert [(h["session"], h["seq"]) for h in hits] == [(here, 1)]
     assert azs.json("search", "--words", "parser unwrap() nowhere-else") == []  # every word must match
@@ -110,10 +119,10 @@ def test_doctor_checks_and_reindexes(azs: Azs, client: Client, worktree: Path) -
     lines = azs.ok("doctor", "--reindex").splitlines()
     assert lines[1] == f"✓ store: {worktree}/.azureal/sessions.azs: 2 sessions"
     assert lines[2] == "✓ search: the index answers"
-    assert lines[3] == "✓ search index rebuilt: 6 events"  # 5 indexed here (all searchable), 1 there
+    assert lines[3] == "✓ reindex: search index rebuilt: 6 events"  # 5 indexed here (all searchable), 1 there
     found = azs.json("doctor", "--reindex")
-    assert [f.get("check") for f in found] == ["daemon", "store", "search", None]
-    assert all(f["ok"] for f in found[:3]) and found[3] == {"op": "reindexreply", "indexed": 6, "protocol": 1}
+    assert [f["check"] for f in found] == ["daemon", "store", "search", "reindex"]
+    assert all(f["ok"] for f in found) and found[3]["detail"] == "search index rebuilt: 6 events"
     assert len(azs.json("search", "panic")) == 3  # the rebuilt index answers as before
 
 

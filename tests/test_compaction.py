@@ -24,6 +24,7 @@ from azsd.events import AssistantText, Complete, Event, UserMessage
 from azsd.summary import compaction_summary
 from azsd_client._shared import Backend
 from tests.daemon_fixture import DaemonProc, daemon_in_tmpdir
+from tests.test_cli_json import check as json_check
 from tests.test_run import CLAUDE, CODEX, FAKE_AGENT, World, corpus, wait_for
 
 pytestmark = pytest.mark.corpus
@@ -98,6 +99,7 @@ def test_compact_stores_the_summary_and_the_next_contexts_are_built_on_it(world:
 
     assert done.returncode == 0, world.explain(done)
     report = json.loads(done.stdout)
+    json_check("compact", [report])
     assert (report["after_seq"], report["from_seq"], report["backend"]) == (boundary, 1, "claude")
     assert report["summary_chars"] == len(summary)
     [record] = world.records()

@@ -76,6 +76,18 @@ def test_azsd_cli_version_check_config_and_errors(tmp_path: Path) -> None:
         "check-config", env={"AZSD_RUNTIME_DIR": "/tmp/azsd-shown", "AZSD_CONFIG": str(tmp_path / "none")}
     )
     assert shown.returncode == 0 and "ipc:///tmp/azsd-shown/rpc" in shown.stdout
+    assert shown.stdout.startswith(f"config file: {tmp_path / 'none'} (not there")
+    given = tmp_path / "given.toml"
+    given.write_text('claude-command = ["claude", "--verbose"]\nfollow-idle-s = 10\n')
+    lines = azsd("check-config", env={"AZSD_CONFIG": str(given)}).stdout.splitlines()
+    assert lines[0] == f"config file: {given}"
+    keys = {line.split()[0]: line for line in lines[1:]}
+    for key in ("runtime-dir", "idle-close-s", "follow-idle-s", "max-open-stores", "max-message-bytes",
+                "log-level", "claude-command", "codex-command", "pricing"):  # fmt: skip
+        assert key in keys, lines
+    assert keys["claude-command"].split()[1:] == ["claude", "--verbose", "(config", "file)"]
+    assert keys["follow-idle-s"].split()[1:] == ["10", "(config", "file)"]
+    assert keys["codex-command"].split()[1:] == ["codex", "(default)"]
     bad = tmp_path / "bad.toml"
     bad.write_text("nope = 1\n")
     failed = azsd("run", "--config", str(bad))

@@ -16,6 +16,7 @@ from azsd.model import Usage
 from azsd.pricing import Price, default_table
 from azsd_client import Client
 from azsd_client.render.events import event_lines
+from azsd_client.render.term import plain_lines
 from azsd_client.render.text import Style
 from tests.conftest import corpus_files, requires_corpus
 from tests.test_cli import Azs, azs
@@ -90,7 +91,7 @@ def _render(event: Init | Complete) -> str:
     from azsd.events import encode_event, event_kind
 
     wire = WireEvent(seq=1, kind=event_kind(event), data=encode_event(event).decode())
-    return "\n".join(event_lines(wire, Style(color=False)))
+    return "\n".join(line[6:] for line in plain_lines(event_lines(wire, Style(color=False))))
 
 
 def test_an_init_prints_only_the_fields_it_has() -> None:

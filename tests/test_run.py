@@ -321,7 +321,10 @@ def test_run_json_prints_each_stored_event(world: World) -> None:
 
     assert done.returncode == 0, world.explain(done)
     printed = [json.loads(line) for line in done.stdout.splitlines()]
-    stored = [{"seq": e.seq, "kind": e.kind, "data": e.data} for e in world.client.get_events(world.root, 1)]
+    stored = [
+        {"seq": e.seq, "kind": e.kind, "event": json.loads(e.data)}
+        for e in world.client.get_events(world.root, 1)
+    ]
     assert printed == stored
     assert len(stored) == 1 + len(parsed(source, "claude-stream-json"))
 

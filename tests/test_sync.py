@@ -7,6 +7,7 @@ kind, the stored bytes, char_len), one for one.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -29,6 +30,7 @@ from azsd.sync import schema
 from azsd.sync.settings import check_url_in_file, redact_url
 from tests import pg_fixture
 from tests.daemon_fixture import DaemonProc, short_tmpdir, start_daemon
+from tests.test_cli_json import check as json_check
 
 make_db = pg_fixture.make_db
 pg_url = pg_fixture.pg_url
@@ -410,6 +412,12 @@ def test_two_machines_list_show_search_and_pull_a_session_to_continue_it(
     code, out, _ = azs(capsys, box, there, "--json", "ls", "--remote")
     (listed,) = [line for line in out.splitlines() if uuid in line]
     assert '"mine":false' in listed.replace(" ", "")
+    json_check("ls", [json.loads(line) for line in out.splitlines()])
+    code, out, _ = azs(capsys, box, there, "--json", "show", f"@{uuid[:8]}")
+    json_check("show", [json.loads(out)])
+    assert json.loads(out)["events"][0]["event"] == {"UserMessage": {"content": turn(0)[0].content}}
+    code, out, _ = azs(capsys, box, there, "--json", "search", "--remote", "--all-worktrees", "lexer")
+    json_check("search", [json.loads(line) for line in out.splitlines()])
     code, out, _ = azs(capsys, box, there, "show", f"@{uuid[:8]}")
     assert code == 0 and "ada@laptop" in out and "answer 2: an unwrap on None in the lexer" in out
     code, out, _ = azs(capsys, box, there, "search", "--remote", "--all-worktrees", "unwrap lexer")
@@ -443,6 +451,10 @@ def test_two_machines_list_show_search_and_pull_a_session_to_continue_it(
     assert str(_remote_session(pg_url, copy_uuid)["pulled_from"]) == uuid
     code, out, _ = azs(capsys, box, there, "sync", "status")
     assert code == 0 and "bob@box" in out and "caught up" in out
+    code, out, _ = azs(capsys, box, there, "--json", "sync", "status")
+    json_check("sync", [json.loads(out)])
+    code, out, _ = azs(capsys, box, there, "--json", "pull", f"@{uuid[:8]}")
+    json_check("pull", [json.loads(out)])
 
 
 def _remote_count_compactions(url: str, uuid: str) -> int:

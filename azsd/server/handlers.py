@@ -25,6 +25,8 @@ from azsd.events import Complete, EventDecodeError, decode_new_event
 from azsd.export import render_page
 from azsd.ingest.file import ingest_file
 from azsd.ingest.importer import Source, discover, import_source
+from azsd.ingest.parsers.base import ParseReport
+from azsd.ingest.tailing import detect
 from azsd.ipc import protocol as p
 from azsd.model import CostSource, SessionUsage, StoredEvent, Usage
 from azsd.redact import redact_event, redact_text
@@ -347,6 +349,8 @@ def ingest(store: Store, req: p.IngestFile, publish: Publish | None = None) -> O
         req.format,
         on_stored=lambda events: send(appended_notes(req.root, req.session, events)),
     )
+    if report.parsed == 0 and report.parse.lines > 0:  # nothing was stored: say why, not "0 events"
+        raise IngestError(_nothing_parsed(path, req.format, report.parse.format, report.parse))
     reply = p.IngestReply(
         format=report.parse.format,
         lines=report.parse.lines,
@@ -357,6 +361,18 @@ def ingest(store: Store, req: p.IngestFile, publish: Publish | None = None) -> O
         events=dict(report.parse.events),
     )
     return Outcome(reply, notes)
+
+
+def _nothing_parsed(path: Path, given: str | None, read_as: str, parse: ParseReport) -> str:
+    """Why a file with lines gave no event: read in a format it is not in (named, with the one its
+    first lines look like), or not an agent's file at all."""
+    skipped = ", ".join(f"{why} {n:,}" for why, n in sorted(parse.skipped.items()))
+    lines = f"{parse.lines:,} line{'' if parse.lines == 1 else 's'}"
+    said = f"{path}: read as {read_as}, none of its {lines} parsed ({skipped})"
+    found = detect(path)
+    if given and found and found != given:
+        return f"{said}: it looks like {found}: give `--format {found}`, or leave --format out"
+    return f"{said}: is it an agent's JSONL file?"
 
 
 def handle(  # noqa: C901 (one flat case per request)

@@ -38,13 +38,25 @@ import io
 import os
 import sys
 from collections.abc import Sequence
+from typing import Final
 
-from azsd.errors import AzsdError
+import msgspec
+
+from azsd.errors import (
+    AzsdError,
+    ConfigError,
+    DaemonUnavailable,
+    IngestError,
+    NoReply,
+    ProtocolError,
+    RemoteError,
+)
 from azsd.ipc.protocol import PROTOCOL_VERSION
 
 from .commands import COMMANDS
 from .commands.arguments import add_arguments, seconds, session_id
 from .commands.invocation import Invocation, UsageError
+from .commands.shapes import error
 
 __all__ = ["main", "session_id"]
 
@@ -115,8 +127,33 @@ def parser() -> argparse.ArgumentParser:
     return top
 
 
-def _fail(message: str, status: int) -> None:
-    sys.stderr.write(f"azs: {' '.join(message.split())}\n")
+def _code(exc: AzsdError) -> str:
+    """The ``code`` of an error in ``--json`` output: the daemon's own, else what kind of failure."""
+    if isinstance(exc, RemoteError):
+        return exc.code
+    for kind, code in _CODES:
+        if isinstance(exc, kind):
+            return code
+    return "error"
+
+
+_CODES: Final = (
+    (UsageError, "usage"),
+    (NoReply, "no_reply"),
+    (DaemonUnavailable, "not_running"),
+    (ConfigError, "config"),
+    (IngestError, "ingest_error"),
+    (ProtocolError, "protocol"),
+)
+
+
+def _fail(exc: AzsdError, status: int, json: bool) -> None:
+    """One line for people on stderr (``azs: …``), or with ``--json`` the error object on stdout."""
+    message = " ".join((exc.message if isinstance(exc, RemoteError) else str(exc)).split())
+    if json:
+        sys.stdout.write(msgspec.json.encode(error(_code(exc), message)).decode() + "\n")
+    else:
+        sys.stderr.write(f"azs: {message}\n")
     sys.exit(status)
 
 
@@ -129,9 +166,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     try:
         status = next(c for c in COMMANDS if c.name == args.command).run(run)
     except UsageError as exc:
-        _fail(str(exc), 2)
+        _fail(exc, 2, args.json)
     except AzsdError as exc:
-        _fail(str(exc), 1)
+        _fail(exc, 1, args.json)
     except KeyboardInterrupt:
         status = 130
     except BrokenPipeError:

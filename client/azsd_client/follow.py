@@ -14,14 +14,14 @@ itself, between checks on the agent it started.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from types import TracebackType
 from typing import Final, TypeAlias
 
 from azsd.errors import DaemonUnavailable
 from azsd.ipc.protocol import EventsAppended, SessionChanged, WireEvent
 
-from ._shared import RootLike
+from ._shared import RootLike, refuse_unless_listening
 from .client import Client
 
 __all__ = ["FollowItem", "SessionFollower", "follow_session"]
@@ -41,12 +41,22 @@ class SessionFollower:
     """
 
     def __init__(
-        self, client: Client, root: RootLike, session: int, *, from_seq: int = 1, idle_check_s: float = 5.0
+        self,
+        client: Client,
+        root: RootLike,
+        session: int,
+        *,
+        from_seq: int = 1,
+        idle_check_s: float = 5.0,
+        on_daemon: Callable[[bool], None] | None = None,
     ) -> None:
         self.client, self.root, self.session = client, root, session
         #: The seq of the next event this follower yields.
         self.next_seq = from_seq
         self.idle_check_s = idle_check_s
+        #: Told False when a re-read finds the daemon gone, True when it is back.
+        self.on_daemon = on_daemon
+        self._daemon_up = True
         self._subscription = client.subscribe(root, session)
         self._check_at = time.monotonic() + _SETTLE_S  # re-read if nothing arrives by then
 
@@ -87,10 +97,25 @@ class SessionFollower:
                 yield event
 
     def _read_quietly(self) -> Iterator[WireEvent]:
+        """A re-read after a quiet spell; a daemon that is gone is noticed at once (its socket)
+        rather than after a request's timeout, and waited for."""
+        before = self.next_seq
         try:
-            yield from self.read()
+            if self.on_daemon is not None:  # someone to tell: look at the socket, not a request's timeout
+                refuse_unless_listening(self.client.config.rpc_endpoint)
+            events = list(self.read())
         except DaemonUnavailable:
-            pass  # stopped or restarting: try again after the next quiet spell
+            self.next_seq = before  # what a broken read got is read again
+            self._daemon(False)  # stopped or restarting: try again after the next quiet spell
+            return
+        self._daemon(True)
+        yield from events
+
+    def _daemon(self, up: bool) -> None:
+        if up != self._daemon_up:
+            self._daemon_up = up
+            if self.on_daemon is not None:
+                self.on_daemon(up)
 
     def close(self) -> None:
         """Stop receiving notifications (idempotent)."""
@@ -113,17 +138,21 @@ def follow_session(
     from_seq: int = 1,
     follow: bool = True,
     idle_check_s: float = 5.0,
+    on_daemon: Callable[[bool], None] | None = None,
 ) -> Iterator[FollowItem]:
     """Yield the session's events from `from_seq` on, then (with `follow`) live ones, until deleted.
 
     A `SessionChanged` is yielded for each rename, completion and the deletion, which ends the
     iteration. While following, a daemon that stops answering is waited for (re-reads retry every
-    `idle_check_s`); any other error ends the iteration by raising.
+    `idle_check_s`, and `on_daemon` hears when it goes and comes back); any other error ends the
+    iteration by raising.
     """
     if not follow:
         yield from (e for e in client.get_events(root, session, from_seq=from_seq) if e.seq >= from_seq)
         return
-    with SessionFollower(client, root, session, from_seq=from_seq, idle_check_s=idle_check_s) as follower:
+    with SessionFollower(
+        client, root, session, from_seq=from_seq, idle_check_s=idle_check_s, on_daemon=on_daemon
+    ) as follower:
         yield from follower.read()
         while True:
             for item in follower.poll():

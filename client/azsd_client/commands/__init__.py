@@ -31,6 +31,7 @@ from .arguments import (
     Spec,
     arg,
     count,
+    fork_point,
     session_id,
     worktree_options,
 )
@@ -193,7 +194,13 @@ COMMANDS: Final = (
         sessions.fork,
         (
             SESSION,
-            arg("--at", type=count, metavar="SEQ", required=True, help="the last event to copy"),
+            arg(
+                "--at",
+                type=fork_point,
+                metavar="SEQ",
+                required=True,
+                help="the last event to copy; -N: all but the last N events",
+            ),
             arg("--name", help="the new session's name"),
         ),
     ),

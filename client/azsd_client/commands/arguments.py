@@ -24,6 +24,7 @@ __all__ = [
     "add_arguments",
     "arg",
     "count",
+    "fork_point",
     "seconds",
     "session_id",
     "worktree_options",
@@ -61,6 +62,20 @@ def count(text: str) -> int:
     """A positive whole number."""
     if not text.isdigit() or int(text) < 1:
         raise argparse.ArgumentTypeError(f"not a positive number: {text!r}")
+    return int(text)
+
+
+def fork_point(text: str) -> int:
+    """`fork --at`: a seq (``12``), or ``-N`` for all but the session's last N events.
+
+    >>> fork_point("12"), fork_point("-2")
+    (12, -2)
+    """
+    digits = text[1:] if text.startswith("-") else text
+    if not digits.isdigit() or int(digits) < 1:
+        raise argparse.ArgumentTypeError(
+            f"not a seq or -N: {text!r} (12: up to seq 12; -2: all but the last 2)"
+        )
     return int(text)
 
 

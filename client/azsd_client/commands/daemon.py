@@ -11,11 +11,12 @@ from typing import Any, Final
 
 import msgspec
 
-from azsd.errors import AzsdError, RemoteError
+from azsd.errors import AzsdError, DaemonUnavailable, NoReply, RemoteError
 from azsd.ipc.protocol import PROTOCOL_VERSION, json_schema
 from azsd_client.render.status import status_lines
-from azsd_client.render.text import Style
+from azsd_client.render.text import Line, Style, join, plural
 
+from . import shapes
 from .invocation import Invocation
 
 __all__ = ["doctor", "protocol", "status"]
@@ -24,10 +25,29 @@ __all__ = ["doctor", "protocol", "status"]
 _STORE_FILE: Final = Path(".azureal") / "sessions.azs"
 
 
+#: `azs status`'s exit status when the daemon is not running (as `systemctl status` of a stopped unit).
+NOT_RUNNING: Final = 3
+
+
 def status(run: Invocation) -> int:
-    reply = run.client.status()
-    run.out.result(reply, lambda r, style: status_lines(r, run.config.rpc_endpoint, style))
+    """What the daemon has open; exit status 3 when it is not running (``--json``:
+    ``{"running": false, "endpoint", "reason", "start"}``)."""
+    endpoint = run.config.rpc_endpoint
+    try:
+        reply = run.client.status()
+    except NoReply:
+        raise
+    except DaemonUnavailable as exc:
+        said = str(exc)
+        down = {"running": False, "endpoint": endpoint, "reason": said, "start": _START}
+        run.out.result(down, lambda _, __: [said])
+        return NOT_RUNNING
+    up = {"running": True, "endpoint": endpoint, **shapes.plain(reply)}
+    run.out.result(reply, lambda r, style: status_lines(r, endpoint, style), shape=lambda _: up)
     return 0
+
+
+_START: Final = "systemctl --user start azsd  # or: azsd run"
 
 
 def _pretty_json(value: Any, _style: object) -> list[str]:
@@ -44,8 +64,8 @@ def protocol(run: Invocation) -> int:
 
 
 def _finding(run: Invocation, check: str, ok: bool, detail: str) -> bool:
-    def human(_: object, style: Style) -> list[str]:
-        return [f"{style.green('✓') if ok else style.red('✗')} {check}: {detail}"]
+    def human(_: object, style: Style) -> list[Line]:
+        return [join(style.green("✓") if ok else style.red("✗"), f" {check}: {detail}")]
 
     run.out.result({"check": check, "ok": ok, "detail": detail}, human)
     return ok
@@ -70,16 +90,16 @@ def doctor(run: Invocation) -> int:
     else:
         exists = path.is_file()
         said = (
-            f"{path}: {total} sessions" if exists else f"no store at {path} yet (the first session makes it)"
+            f"{path}: {plural(total, 'session')}"
+            if exists
+            else f"no store at {path} yet (the first session makes it)"
         )
         _finding(run, "store", True, said)
         if exists:
             healthy = _check_search(run) and healthy
     if run.args.reindex:
-        reply = run.client.reindex(run.root)
-        run.out.result(
-            reply, lambda r, style: [f"{style.green('✓')} search index rebuilt: {r.indexed} events"]
-        )
+        indexed = run.client.reindex(run.root).indexed
+        _finding(run, "reindex", True, f"search index rebuilt: {plural(indexed, 'event')}")
     return 0 if healthy else 1
 
 

@@ -16,7 +16,8 @@ from typing import Any, TextIO
 
 from azsd.errors import RemoteError
 from azsd.ipc.protocol import ImportReply
-from azsd_client.render.reports import import_summary, progress_line
+from azsd_client.render.reports import import_summary
+from azsd_client.render.text import one_line, plural
 
 from .invocation import Invocation
 
@@ -37,26 +38,36 @@ def source_dir(agent: str, environ: Mapping[str, str]) -> Path:
 
 
 class _Progress:
-    """A one-line bar on a terminal's stderr, redrawn with ``\\r``; nothing at all on a pipe."""
+    """A progress bar on a terminal's stderr (rich's, made on the first file); nothing on a pipe."""
 
-    def __init__(self, stream: TextIO) -> None:
-        self.stream = stream
+    def __init__(self, stream: TextIO, environ: Mapping[str, str]) -> None:
+        self.stream, self.environ = stream, environ
         isatty = getattr(stream, "isatty", None)
         self.enabled = bool(isatty and isatty())
-        self._width = 0
+        self._bar: Any = None
+        self._task: Any = None
 
     def show(self, done: int, total: int, name: str) -> None:
-        if self.enabled:
-            line = progress_line(done, total, name)
-            self.stream.write("\r" + line.ljust(self._width))
-            self.stream.flush()
-            self._width = max(self._width, len(line))
+        if not self.enabled:
+            return
+        if self._bar is None:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+            from azsd_client.render.term import console
+
+            self._bar = Progress(
+                TextColumn("importing"), BarColumn(), MofNCompleteColumn(),
+                TextColumn("{task.description}", style="dim"),
+                console=console(self.stream, self.environ), transient=True,
+            )  # fmt: skip
+            self._bar.start()
+            self._task = self._bar.add_task("", total=total)
+        self._bar.update(self._task, completed=done, description=one_line(name, 50))
 
     def clear(self) -> None:
-        if self.enabled and self._width:
-            self.stream.write("\r" + " " * self._width + "\r")
-            self.stream.flush()
-            self._width = 0
+        if self._bar is not None:
+            self._bar.stop()
+            self._bar = None
 
 
 @dataclass
@@ -66,8 +77,13 @@ class _Tally:
     current: int = 0
     events: int = 0
     failed: list[tuple[str, str]] = field(default_factory=list)
+    imported: list[dict[str, Any]] = field(default_factory=list)
 
     def add(self, reply: ImportReply) -> None:
+        self.imported.append(
+            {"path": reply.path, "session": reply.session.id, "created": reply.created,
+             "appended": reply.appended, "lines": reply.lines, "skipped": reply.skipped}
+        )  # fmt: skip
         if reply.created:
             self.created += 1
         elif reply.appended:
@@ -80,13 +96,9 @@ class _Tally:
         return {
             "agent": agent, "project": project, "sources": sources, "created": self.created,
             "updated": self.updated, "current": self.current, "events": self.events,
+            "imported": self.imported,
             "failed": [{"path": path, "error": error} for path, error in self.failed],
         }  # fmt: skip
-
-
-def _progress_shows_it(reply: ImportReply, style: object) -> list[str]:
-    """People see each import as the progress bar moves on, not as a line of its own."""
-    return []
 
 
 def import_sessions(run: Invocation) -> int:
@@ -95,22 +107,28 @@ def import_sessions(run: Invocation) -> int:
     root = run.new_root
     project = os.path.realpath(run.args.project) if run.args.project else root
     where = source_dir(agent, run.environ)
+    with run.creating_store(root):
+        return _import(run, agent, root, project, where)
+
+
+def _import(run: Invocation, agent: str, root: str, project: str, where: Path) -> int:
     sources = run.client.import_sources(root, run.args.agent, where, project).sources
     todo = [source for source in sources if not source.current]
     tally = _Tally(current=len(sources) - len(todo))
-    progress = _Progress(sys.stderr)
-    for i, source in enumerate(todo):
-        progress.show(i, len(todo), Path(source.path).name)
-        try:
-            reply = run.client.import_session(root, run.args.agent, source.path, worktree=run.branch)
-        except RemoteError as exc:
-            progress.clear()
-            sys.stderr.write(f"azs: {source.path}: {exc}\n")
-            tally.failed.append((source.path, str(exc)))
-            continue
-        tally.add(reply)
-        run.out.result(reply, _progress_shows_it, flush=True)
-    progress.clear()
+    progress = _Progress(sys.stderr, run.environ)
+    try:
+        for i, source in enumerate(todo):
+            progress.show(i, len(todo), Path(source.path).name)
+            try:
+                reply = run.client.import_session(root, run.args.agent, source.path, worktree=run.branch)
+            except RemoteError as exc:
+                progress.clear()
+                sys.stderr.write(f"azs: {source.path}: {exc.message}\n")
+                tally.failed.append((source.path, exc.message))
+                continue
+            tally.add(reply)
+    finally:
+        progress.clear()
     said = (
         import_summary(tally.created, tally.updated, tally.current, tally.events)
         if sources
@@ -119,6 +137,6 @@ def import_sessions(run: Invocation) -> int:
     run.out.result(tally.summary(agent, project, len(sources)), lambda _, __: [said])
     if tally.failed:
         n = len(tally.failed)
-        sys.stderr.write(f"azs: {n} of {len(sources)} sources failed to import\n")
+        sys.stderr.write(f"azs: {n:,} of {plural(len(sources), 'source')} failed to import\n")
         return 1
     return 0

@@ -3,23 +3,26 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import os
 import subprocess
 import sys
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Iterator, Mapping
 
 from azsd.config import ResolvedConfig, resolve_config
 from azsd.errors import UsageError
 from azsd_client.client import Client
+from azsd_client.render.term import wants_color
 from azsd_client.render.text import Style
 
 from .output import Output
 
-__all__ = ["Invocation", "UsageError", "git", "git_branch", "git_root"]
+__all__ = ["Invocation", "UsageError", "git", "git_branch", "git_root", "ignore_advice"]
 
 _GIT_TIMEOUT_S = 10.0
+#: Where AZUREAL keeps a worktree's store, relative to the worktree (spec/store-format.md).
+_STORE = os.path.join(".azureal", "sessions.azs")
 
 
 def git(args: list[str], cwd: str) -> str | None:
@@ -31,6 +34,26 @@ def git(args: list[str], cwd: str) -> str | None:
     except (OSError, subprocess.SubprocessError):
         return None
     return done.stdout.strip() if done.returncode == 0 else None
+
+
+def ignore_advice(root: str) -> str | None:
+    """What to do when git at `root` does not ignore the store; None when it does, or outside git.
+
+    `git check-ignore` exits 0 for an ignored path, 1 for one that is not, 128 outside a repository.
+    """
+    try:
+        done = subprocess.run(
+            ["git", "check-ignore", "-q", _STORE], cwd=root, capture_output=True, timeout=_GIT_TIMEOUT_S
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if done.returncode != 1:
+        return None
+    return (
+        "made the session store .azureal/sessions.azs; git does not ignore .azureal/ — add it to "
+        'this clone\'s excludes with `echo .azureal/ >> "$(git rev-parse --git-path info/exclude)"` '
+        "(or to .gitignore)"
+    )
 
 
 def git_root(cwd: str) -> str:
@@ -49,11 +72,6 @@ def git_branch(root: str) -> str:
     return "" if not branch or branch == "HEAD" else branch
 
 
-def _wants_color(stream: Any, environ: Mapping[str, str]) -> bool:
-    isatty = getattr(stream, "isatty", None)
-    return bool(isatty and isatty()) and not environ.get("NO_COLOR") and environ.get("TERM") != "dumb"
-
-
 class Invocation:
     """What the commands of one `azs` run share."""
 
@@ -61,10 +79,12 @@ class Invocation:
         self.args = args
         self.environ: Mapping[str, str] = os.environ if environ is None else environ
         json: bool = args.json
+        tty = bool(getattr(sys.stdout, "isatty", None) and sys.stdout.isatty())
         self.out = Output(
             json=json,
-            tty=bool(getattr(sys.stdout, "isatty", None) and sys.stdout.isatty()),
-            style=Style(color=not json and _wants_color(sys.stdout, self.environ)),
+            tty=tty,
+            style=Style(color=not json and wants_color(sys.stdout, self.environ), relative=tty),
+            environ=self.environ,
         )
         self._client: Client | None = None
 
@@ -101,6 +121,17 @@ class Invocation:
                 ".azureal/: run this inside one, or give --root DIR to keep them in DIR"
             )
         return os.path.realpath(found)
+
+    @contextlib.contextmanager
+    def creating_store(self, root: str) -> Iterator[None]:
+        """Around a request that may create `root`'s store: once it has, say (once, on stderr) how to
+        keep ``.azureal/`` out of git when git does not ignore it (a store grows to hundreds of MB)."""
+        existed = os.path.exists(os.path.join(root, _STORE))
+        yield
+        if not existed and os.path.exists(os.path.join(root, _STORE)):
+            advice = ignore_advice(root)
+            if advice:
+                sys.stderr.write(f"azs: {advice}\n")
 
     @functools.cached_property
     def branch(self) -> str:

@@ -7,25 +7,59 @@ the turn it starts, is :mod:`.run`.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
+from typing import Any, Final
 
-from azsd.errors import AzsdError
-from azsd.ipc.protocol import Notification, WireEvent
+from azsd.errors import AzsdError, DaemonUnavailable
+from azsd.ipc.protocol import Notification, SessionChanged, WireEvent
+from azsd_client._shared import refuse_unless_listening
 from azsd_client.follow import FollowItem, follow_session
 from azsd_client.render.events import event_lines, notification_line
 from azsd_client.render.status import follow_line, ingest_lines
-from azsd_client.render.text import Style
+from azsd_client.render.text import Line, Style, join, plural
 
+from . import shapes
 from .invocation import Invocation
 
 __all__ = ["follow", "ingest", "tail", "unfollow", "watch"]
 
 
-def _item_lines(item: FollowItem, style: Style) -> list[str]:
+#: How long `watch` waits in silence before it looks whether the daemon is still there.
+_CHECK_S: Final = 2.0
+#: How long `tail -f` waits in silence before it re-reads the session (and so sees the daemon gone).
+_TAIL_CHECK_S: Final = 3.0
+
+
+def _item_lines(item: FollowItem, style: Style) -> list[Line]:
     """An event as `show` prints it; a rename, completion or deletion as a dim line."""
     if isinstance(item, WireEvent):
         return event_lines(item, style)
-    return [style.dim(notification_line(item, style))]
+    return [join(style.dim("      "), notification_line(item, style))]
+
+
+def _item_shape(item: FollowItem) -> dict[str, Any]:
+    return shapes.change(item) if isinstance(item, SessionChanged) else shapes.event(item)
+
+
+def _daemon_news(run: Invocation) -> Any:
+    """What `tail -f` and `watch` say (on stderr, and as a JSON line with ``--json``) when the daemon
+    goes away and when it is back."""
+
+    def said(up: bool) -> None:
+        if up:
+            message = "azsd is back: following again"
+        else:
+            message = (
+                "azsd went away: waiting for it to come back (`systemctl --user start azsd` or `azsd run`)"
+            )
+        if run.out.json:
+            run.out.emit({"type": "daemon", "running": up, "message": message}, flush=True)
+        else:
+            sys.stderr.write(f"azs: {message}\n")
+            sys.stderr.flush()
+
+    return said
 
 
 def tail(run: Invocation) -> int:
@@ -34,42 +68,59 @@ def tail(run: Invocation) -> int:
     if run.args.lines is not None:
         view = run.client.get_session(run.root, sid).session
         start = max(1, view.event_count - run.args.lines + 1)
-    items = follow_session(run.client, run.root, sid, from_seq=start, follow=run.args.follow)
+    items = follow_session(
+        run.client, run.root, sid, from_seq=start, follow=run.args.follow, idle_check_s=_TAIL_CHECK_S,
+        on_daemon=_daemon_news(run),
+    )  # fmt: skip
     try:
         for item in items:
-            run.out.result(item, _item_lines, flush=True)
+            run.out.result(item, _item_lines, shape=_item_shape, flush=True)
     except KeyboardInterrupt:
         return 0  # the way out of `tail -f`
     return 0
 
 
-def _notification_lines(note: Notification, style: Style) -> list[str]:
+def _notification_lines(note: Notification, style: Style) -> list[Line]:
     return [notification_line(note, style)]
 
 
 def watch(run: Invocation) -> int:
-    """Every notification of the store, one a line; a gap in their seqs is reported, not hidden."""
+    """Every notification of the store, one a line; a gap in their seqs is reported, not hidden; the
+    daemon going away and coming back is said (its socket is looked at after each quiet spell)."""
     run.client.status()  # fail now, not never, when the daemon is not there
-    last = 0
+    news = _daemon_news(run)
+    last, up = 0, True
     try:
         with run.client.subscribe(run.root) as subscription:
             while True:
-                note = subscription.recv(timeout=None)
+                note = subscription.recv(timeout=_CHECK_S)
                 if note is None:
+                    now_up = _listening(run)
+                    if now_up != up:
+                        up, last = now_up, 0  # a new daemon numbers its notifications from 1
+                        news(up)
                     continue
                 _report_gap(run, last, note)
                 last = note.seq
-                run.out.result(note, _notification_lines, flush=True)
+                run.out.result(note, _notification_lines, shape=shapes.notification, flush=True)
     except KeyboardInterrupt:
         return 0
+
+
+def _listening(run: Invocation) -> bool:
+    try:
+        refuse_unless_listening(run.config.rpc_endpoint)
+    except DaemonUnavailable:
+        return False
+    return True
 
 
 def _report_gap(run: Invocation, last: int, note: Notification) -> None:
     missed = note.seq - last - 1
     if last == 0 or missed <= 0:
         return  # the first one seen, or the daemon restarted and counts from 1 again
-    gap = {"op": "gap", "root": note.root, "missed": missed, "seq": note.seq}
-    said = f"! missed {missed} notifications (`azs ls` re-reads the store)"
+    gap = {"type": "gap", "root": note.root, "missed": missed, "seq": note.seq}
+    said = f"! missed {plural(missed, 'notification')} (`azs ls` re-reads the store)"
     run.out.result(gap, lambda _, style: [style.yellow(said)], flush=True)
 
 
@@ -87,9 +138,21 @@ def _existing_file(run: Invocation) -> Path:
 
 
 def ingest(run: Invocation) -> int:
+    """Store a finished file (a file of which nothing parses is the daemon's error, naming the format
+    the file looks like); Ctrl-C leaves the daemon storing it, and says so."""
     path = _existing_file(run)
-    reply = run.client.ingest_file(run.root, run.args.session, path, format=run.args.format)
-    run.out.result(reply, lambda r, _: ingest_lines(run.args.session, r))
+    sid: int = run.args.session
+    try:
+        reply = run.client.ingest_file(run.root, sid, path, format=run.args.format)
+    except KeyboardInterrupt:
+        sys.stderr.write(
+            f"azs: interrupted: azsd goes on storing {path} into S{sid} to its end (what is stored once "
+            f"is never stored twice); `azs show S{sid}` shows what is there\n"
+        )
+        return 130
+    run.out.result(
+        reply, lambda r, _: ingest_lines(sid, r), shape=lambda r: {"session": sid, **shapes.plain(r)}
+    )
     return 0
 
 
@@ -104,6 +167,6 @@ def follow(run: Invocation) -> int:
 def unfollow(run: Invocation) -> int:
     """Stop following a file, after the daemon stored what it holds now."""
     path = Path(run.args.file).absolute()
-    reply = run.client.unfollow(run.root, path)
-    run.out.result(reply, lambda _, __: [f"stopped following {path}"])
+    run.client.unfollow(run.root, path)
+    run.out.result({"path": str(path), "following": False}, lambda _, __: [f"stopped following {path}"])
     return 0

@@ -11,6 +11,7 @@ import re
 from collections.abc import Callable
 from typing import Final
 
+from azsd.ipc.protocol import WireEvent
 from azsd_client.render.events import event_lines
 from azsd_client.render.remote import (
     remote_header,
@@ -21,6 +22,7 @@ from azsd_client.render.remote import (
 )
 from azsd_client.render.text import table
 
+from . import shapes
 from .arguments import session_id
 from .invocation import Invocation
 from .store import worktree_scope
@@ -88,13 +90,22 @@ def show(run: Invocation) -> int:
     """`azs show @REF`: a remote session and its events."""
     ref = str(run.args.session)
     reply = run.client.remote_show(run.root, ref)
-    run.out.result(reply.session, remote_header)
+    session = reply.session
+    if not run.out.json:
+        run.out.result(session, remote_header)
+    events: list[WireEvent] = []
     while True:
-        for event in reply.events:
-            run.out.result(event, event_lines)
+        if run.out.json:
+            events.extend(reply.events)
+        else:
+            for event in reply.events:
+                run.out.result(event, event_lines)
         if reply.next_seq is None:
-            return 0
+            break
         reply = run.client.remote_show(run.root, ref, from_seq=reply.next_seq, limit=_PAGE)
+    if run.out.json:  # one object, as `azs show` prints a local session
+        run.out.emit({"session": shapes.plain(session), "events": [shapes.event(e) for e in events]})
+    return 0
 
 
 def search(run: Invocation) -> int:
@@ -105,7 +116,11 @@ def search(run: Invocation) -> int:
     reply = run.client.remote_search(
         run.root, a.query, limit=a.limit, worktrees=worktree_scope(run), kinds=a.kinds, words=a.words
     )
-    run.out.results(reply.hits, lambda hits, style: table([remote_hit_row(h, style) for h in hits]))
+    run.out.results(
+        reply.hits,
+        lambda hits, style: table([remote_hit_row(h, style) for h in hits], flex=3, optional=(5, 4)),
+        shape=shapes.remote_hit,
+    )
     if not reply.hits:
         run.out.hint("no matches in the sync database")
     return 0

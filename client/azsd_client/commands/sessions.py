@@ -13,8 +13,10 @@ from azsd.errors import AzsdError
 from azsd.ipc.protocol import SessionView
 from azsd_client._shared import Archived
 from azsd_client.render.events import event_lines
-from azsd_client.render.sessions import session_header, session_rows
+from azsd_client.render.sessions import by_latest, session_header, session_rows
+from azsd_client.render.text import plural
 
+from . import shapes
 from .invocation import Invocation, UsageError
 
 __all__ = ["archive", "context", "fork", "ls", "new", "rename", "rm", "show", "unarchive"]
@@ -55,13 +57,14 @@ def ls(run: Invocation) -> int:
         everything = _all_sessions(run, None, archived)
         views = [v for v in everything if v.worktree in (run.branch, "")]
         hidden = len(everything) - len(views)
+    views = by_latest(views)
     run.out.results(views, lambda vs, style: session_rows(vs, style, worktree=args.all_worktrees))
     if not views:
         run.out.hint(
             "no archived sessions" if args.archived else "no sessions yet: `azs new NAME` creates one"
         )
     if hidden:
-        run.out.hint(f"{hidden} more in other worktrees: `azs ls --all-worktrees`")
+        run.out.hint(f"{hidden:,} more on other branches: `azs ls --all-worktrees`")
     return 0
 
 
@@ -72,14 +75,21 @@ def _named(view: SessionView) -> str:
 def new(run: Invocation) -> int:
     worktree = run.args.worktree if run.args.worktree is not None else run.branch
     root = run.new_root
-    view = run.client.create_session(root, run.args.name or None, worktree=worktree).session
+    with run.creating_store(root):
+        view = run.client.create_session(root, run.args.name or None, worktree=worktree).session
     run.out.result(view, lambda v, _: [f"created S{v.id}{_named(v)} in {root}"])
     return 0
 
 
 def show(run: Invocation) -> int:
+    """The session's header, then each event beside its seq; with ``--json`` one object:
+    ``{"session", "events"}``."""
     sid: int = run.args.session
     view = run.client.get_session(run.root, sid, with_meter=True).session
+    if run.out.json:
+        events = [shapes.event(e) for e in run.client.get_events(run.root, sid)]
+        run.out.emit({"session": shapes.plain(view), "events": events})
+        return 0
     threshold = run.config.compaction_threshold
     run.out.result(view, lambda v, style: session_header(v, style, threshold=threshold))
     for event in run.client.get_events(run.root, sid):
@@ -113,23 +123,34 @@ def rm(run: Invocation) -> int:
             raise UsageError(f"not deleting S{sid} without confirmation: stdin is not a terminal (add -y)")
         view = run.client.get_session(run.root, sid).session
         forks = view.forks
-        question = f"delete S{sid} “{view.display_name}” and its {view.event_count} events?"
+        question = f"delete S{sid} “{view.display_name}” and its {plural(view.event_count, 'event')}?"
         if forks:
             question += f" (with its {_forks(forks)})" if with_forks else f" (its {_forks(forks)} stay)"
         if not _confirm(question):
             raise AzsdError(f"S{sid} was not deleted")
     elif with_forks:
         forks = run.client.get_session(run.root, sid).session.forks
-    reply = run.client.delete_session(run.root, sid, with_forks=with_forks)
+    run.client.delete_session(run.root, sid, with_forks=with_forks)
     gone = f" and its {_forks(forks)}" if with_forks and forks else ""
-    run.out.result(reply, lambda _, __: [f"deleted S{sid}{gone}"])
+    deleted = {"deleted": [sid, *(forks if with_forks else ())]}
+    run.out.result(deleted, lambda _, __: [f"deleted S{sid}{gone}"])
     return 0
 
 
 def fork(run: Invocation) -> int:
+    """`--at SEQ`, or `--at -N`: all but the session's last N events."""
     a = run.args
-    view = run.client.fork_session(run.root, a.session, a.at, a.name).session
-    at = view.fork_seq if view.fork_seq is not None else a.at
+    at: int = a.at
+    if at < 0:
+        stored = run.client.get_session(run.root, a.session).session.event_count
+        if stored + at < 1:
+            raise AzsdError(
+                f"S{a.session} has {plural(stored, 'event')}: --at {at} leaves none to copy "
+                "(`azs show` lists them with their seqs)"
+            )
+        at = stored + at
+    view = run.client.fork_session(run.root, a.session, at, a.name).session
+    at = view.fork_seq if view.fork_seq is not None else at
     run.out.result(view, lambda v, _: [f"forked S{a.session} at seq {at} into S{v.id}{_named(v)}"])
     return 0
 
@@ -150,8 +171,9 @@ def unarchive(run: Invocation) -> int:
 
 
 def context(run: Invocation) -> int:
-    """Exactly the prompt (with a newline after it only on a terminal, so its prompt starts clean)."""
-    reply = run.client.build_context(run.root, run.args.session, run.args.prompt, backend=run.args.backend)
-    newline = run.out.tty and not reply.prompt.endswith("\n")
-    run.out.result(reply, lambda r, _: [r.prompt], end="\n" if newline else "")
+    """Exactly the prompt, ended by a newline (``--json``: ``{"session", "backend", "prompt"}``, the
+    prompt to the byte)."""
+    a = run.args
+    reply = run.client.build_context(run.root, a.session, a.prompt, backend=a.backend)
+    run.out.text({"session": a.session, "backend": a.backend, "prompt": reply.prompt}, reply.prompt)
     return 0

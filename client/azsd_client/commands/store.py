@@ -14,9 +14,10 @@ from pathlib import Path
 from azsd.errors import AzsdError
 from azsd.files import atomic_write
 from azsd.ipc.protocol import ExportReply
-from azsd_client.render.reports import backup_line, search_row, usage_lines
-from azsd_client.render.text import format_size, table
+from azsd_client.render.reports import backup_line, search_table, usage_lines
+from azsd_client.render.text import format_size, plural
 
+from . import shapes
 from .invocation import Invocation
 
 __all__ = ["backup", "export", "search", "usage", "worktree_scope"]
@@ -40,11 +41,9 @@ def search(run: Invocation) -> int:
         run.root, a.query, limit=a.limit, worktrees=None if named else worktree_scope(run),
         sessions=a.sessions, kinds=a.kinds, words=a.words,
     )  # fmt: skip
-    run.out.results(reply.hits, lambda hits, style: table([search_row(hit, style) for hit in hits]))
+    run.out.results(reply.hits, search_table, shape=shapes.hit)
     if not reply.hits:
-        where = (
-            "" if a.all_worktrees else " in this worktree's sessions (`--all-worktrees` searches every one)"
-        )
+        where = "" if a.all_worktrees else " in this branch's sessions (`--all-worktrees` searches every one)"
         run.out.hint("no matches" + where)
     return 0
 
@@ -67,9 +66,7 @@ def export(run: Invocation) -> int:
     if a.redact:
         counts = ", ".join(f"{name}: {n}" for name, n in sorted(masked.items()))
         total = sum(masked.values())
-        sys.stderr.write(
-            f"masked {total} secret{'' if total == 1 else 's'}{f' ({counts})' if counts else ''}\n"
-        )
+        sys.stderr.write(f"masked {plural(total, 'secret')}{f' ({counts})' if counts else ''}\n")
     if path is not None:
         summary = {"session": a.session, "format": a.format, "bytes": size, "path": str(path)}
         said = f"exported S{a.session} as {a.format} to {path} ({format_size(size)})"

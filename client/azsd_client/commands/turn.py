@@ -29,8 +29,9 @@ from azsd.ipc.protocol import SessionChanged, WireEvent
 from azsd_client._shared import Backend
 from azsd_client.follow import FollowItem, SessionFollower
 from azsd_client.render.events import event_lines
-from azsd_client.render.text import Style
+from azsd_client.render.text import Line, Style
 
+from . import shapes
 from .agent import FORMATS, Agent, agent_command, check_agent, turn_path
 from .compaction import NothingToCompact, compact_session, describe, say
 from .interrupts import Interrupted, raise_interrupted, stopping_signals
@@ -98,7 +99,7 @@ class _Turn:
         """One stored event, as `show` prints it (a JSON line with `--json`); a turn's end with the turn's
         wall time when the agent reports none."""
 
-        def human(item: WireEvent, style: Style) -> list[str]:
+        def human(item: WireEvent, style: Style) -> list[Line]:
             if isinstance(event, Complete) and event.duration_ms == 0:  # Codex reports no duration
                 timed = Complete(
                     success=event.success, duration_ms=self.elapsed_ms(), cost_usd=event.cost_usd
@@ -106,7 +107,7 @@ class _Turn:
                 item = WireEvent(seq=item.seq, kind=item.kind, data=encode_event(timed).decode())
             return event_lines(item, style)
 
-        self.run.out.result(item, human, flush=True)
+        self.run.out.result(item, human, shape=shapes.event, flush=True)
 
     def note(self, message: str, details: Iterable[str] = ()) -> None:
         sys.stderr.write(f"azs: {message}\n" + "".join(f"  │ {line}\n" for line in details))
@@ -300,7 +301,8 @@ def run_turn(run: Invocation) -> int:
     check_agent(run.config, backend)
     if session is None:
         worktree = args.worktree if args.worktree is not None else run.branch
-        view = run.client.create_session(root, session_name(prompt), worktree=worktree).session
+        with run.creating_store(root):
+            view = run.client.create_session(root, session_name(prompt), worktree=worktree).session
     else:
         view = run.client.get_session(run.root, session).session
         if not args.no_compact:

@@ -7,7 +7,7 @@ Pure functions from protocol values to lines of text.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
 from azsd.errors import ProtocolError
 from azsd.events import (
@@ -32,11 +32,15 @@ from azsd.ipc.protocol import EventsAppended, Notification, SessionChanged, Sess
 from azsd.tools import display_key
 
 from .sessions import badge
-from .text import LINE_MAX, Cell, Style, format_cost, format_duration, one_line
+from .text import LINE_MAX, Cell, Line, Style, format_cost, format_duration, gutter, join, one_line, plural
+
+if TYPE_CHECKING:
+    from rich.text import Text
 
 __all__ = ["event_lines", "key_param", "notification_line"]
 
 _RESULT_LINES: Final = 3
+_Piece: TypeAlias = "str | Text"
 
 
 def key_param(call: ToolCall) -> str:
@@ -59,30 +63,31 @@ def _shorten(content: str) -> list[str]:
     cut = content.split("<system-reminder>", 1)[0].rstrip()
     lines = [one_line(line) if len(line) > LINE_MAX else line for line in cut.splitlines()]
     if len(lines) > _RESULT_LINES:
-        return [*lines[:_RESULT_LINES], f"… (+{len(lines) - _RESULT_LINES} more lines)"]
+        more = len(lines) - _RESULT_LINES
+        return [*lines[:_RESULT_LINES], f"… (+{plural(more, 'more line', 'more lines')})"]
     return lines or ["(no output)"]
 
 
-def _user(e: UserMessage, s: Style) -> list[str]:
-    return ["", *(s.bold(line) for line in _indented(e.content, "» ", "  "))]
+def _user(e: UserMessage, s: Style) -> list[_Piece]:
+    return [s.bold(line) for line in _indented(e.content, "» ", "  ")]
 
 
-def _assistant(e: AssistantText, s: Style) -> list[str]:
-    return _indented(e.text, "  ", "  ")
+def _assistant(e: AssistantText, s: Style) -> list[_Piece]:
+    return list(_indented(e.text, "  ", "  "))
 
 
-def _tool_call(e: ToolCall, s: Style) -> list[str]:
+def _tool_call(e: ToolCall, s: Style) -> list[_Piece]:
     param = one_line(key_param(e), 120)
-    return [f"  ⚙ {s.cyan(e.tool_name)}" + (f" {s.dim(param)}" if param else "")]
+    return [join("  ⚙ ", s.cyan(e.tool_name), *((" ", s.dim(param)) if param else ()))]
 
 
-def _tool_result(e: ToolResult, s: Style) -> list[str]:
+def _tool_result(e: ToolResult, s: Style) -> list[_Piece]:
     lines = _shorten(e.content)
     mark, paint = ("✗", s.red) if e.is_error else ("↳", s.dim)
     return [paint(f"    {mark} {lines[0]}"), *(paint(f"      {line}") for line in lines[1:])]
 
 
-def _complete(e: Complete, s: Style) -> list[str]:
+def _complete(e: Complete, s: Style) -> list[_Piece]:
     cost = f" · {format_cost(e.cost_usd)}" if e.cost_usd else ""
     took = f" in {format_duration(e.duration_ms)}" if e.duration_ms else ""  # 0: not measured
     if e.success:
@@ -96,22 +101,22 @@ def _init_text(e: Init) -> str:
     return "session started" + (": " + ", ".join(facts) if facts else "")
 
 
-def _plan(e: Plan, s: Style) -> list[str]:
-    return [f"  ▤ plan {s.bold(e.name)}", *(f"    {line}" for line in _shorten(e.content))]
+def _plan(e: Plan, s: Style) -> list[_Piece]:
+    return [join("  ▤ plan ", s.bold(e.name)), *(f"    {line}" for line in _shorten(e.content))]
 
 
-def _note(text: str) -> Callable[[Any, Style], list[str]]:
+def _note(text: str) -> Callable[[Any, Style], list[_Piece]]:
     return lambda e, s: [s.dim(f"  · {text.format(e=e)}")]
 
 
-_RENDERERS: Final[dict[type[Any], Callable[[Any, Style], list[str]]]] = {
+_RENDERERS: Final[dict[type[Any], Callable[[Any, Style], list[_Piece]]]] = {
     UserMessage: _user,
     AssistantText: _assistant,
     ToolCall: _tool_call,
     ToolResult: _tool_result,
     Complete: _complete,
     Plan: _plan,
-    Command: lambda e, s: [f"  ▸ {s.cyan(e.name)}"],
+    Command: lambda e, s: [join("  ▸ ", s.cyan(e.name))],
     Init: lambda e, s: [s.dim(f"  · {_init_text(e)}")],
     Hook: _note("hook {e.name}"),
     ModelSwitch: _note("model → {e.model}"),
@@ -122,31 +127,40 @@ _RENDERERS: Final[dict[type[Any], Callable[[Any, Style], list[str]]]] = {
 }
 
 
-def event_lines(event: WireEvent, style: Style) -> list[str]:
-    """How `show` and `tail` print one stored event."""
+def event_pieces(event: WireEvent, style: Style) -> list[_Piece]:
+    """The lines of one stored event, without its seq."""
     try:
         decoded = decode_event(event.data)
     except EventDecodeError as exc:
-        return [style.dim(f"  ? {event.kind} #{event.seq} (unreadable: {exc})")]
+        return [style.dim(f"  ? {event.kind} (unreadable: {exc})")]
     return _RENDERERS[type(decoded)](decoded, style)
 
 
-def notification_line(note: Notification, style: Style) -> str:
+def event_lines(event: WireEvent, style: Style) -> list[Line]:
+    """How `show`, `tail` and `run` print one stored event: its lines beside its seq, dim, in a left
+    margin (the seq `fork --at` and search hits name). A prompt starts a new paragraph."""
+    pieces = event_pieces(event, style)
+    seq = gutter(str(event.seq), pieces)
+    return ["", seq] if event.kind == "UserMessage" else [seq]
+
+
+def notification_line(note: Notification, style: Style) -> str | Text:
     """`azs watch`: one line per notification."""
     match note:
         case SessionCreated(session=v):
-            where = f" (worktree {v.worktree})" if v.worktree else ""
-            return f"{style.green('+')} S{v.id} created{': ' + one_line(v.name, 80) if v.name else ''}{where}"
+            where = f" (branch {v.worktree})" if v.worktree else ""
+            name = ": " + one_line(v.name, 80) if v.name else ""
+            return join(style.green("+"), f" S{v.id} created{name}{where}")
         case SessionChanged(session_id=sid, change="deleted"):
-            return f"{style.red('-')} S{sid} deleted"
+            return join(style.red("-"), f" S{sid} deleted")
         case SessionChanged(session_id=sid, change="renamed", session=v):
-            return (
-                f"{style.cyan('~')} S{sid} renamed to {one_line(v.name, 80) if v and v.name else f'S{sid}'}"
+            return join(
+                style.cyan("~"), f" S{sid} renamed to {one_line(v.name, 80) if v and v.name else f'S{sid}'}"
             )
         case SessionChanged(session_id=sid, change=change, session=v):
             mark = badge(v.state, style) if v else Cell("?")
-            return f"{mark.paint(mark.text)} S{sid} {change}" + (f" ({v.state})" if v else "")
+            return join(mark.paint(mark.text), f" S{sid} {change}" + (f" ({v.state})" if v else ""))
         case EventsAppended(session_id=sid, events=events):
             kinds = ", ".join(dict.fromkeys(e.kind for e in events))
-            return f"{style.dim('·')} S{sid} +{len(events)} event{'s' if len(events) != 1 else ''}: {kinds}"
+            return join(style.dim("·"), f" S{sid} +{plural(len(events), 'event')}: {kinds}")
     raise ProtocolError(f"unknown notification {type(note).__name__}")

@@ -5,12 +5,15 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Sequence
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from azsd.ipc.protocol import RemoteHit, RemoteSessionView, SyncStatusReply
 
 from .sessions import badge
-from .text import Cell, Style, format_cost, format_duration, format_size, one_line, table
+from .text import Cell, Line, Style, format_cost, format_duration, format_size, join, one_line, table
+
+if TYPE_CHECKING:
+    from rich.text import Text
 
 __all__ = ["remote_header", "remote_hit_row", "remote_ref", "remote_rows", "sync_status_lines"]
 
@@ -42,11 +45,11 @@ def _ago(seconds: float) -> str:
     return f"{int(seconds // 3600)}h{int(seconds % 3600 // 60):02d}m"
 
 
-def sync_status_lines(reply: SyncStatusReply, style: Style) -> list[str]:
+def sync_status_lines(reply: SyncStatusReply, style: Style) -> list[Line]:
     """`azs sync status`: the database and identity, then one line per store."""
     if not reply.configured:
         return ["sync: off (no sync-url in the config file; README: Sync to PostgreSQL)"]
-    lines = [f"sync: {reply.url} as {reply.identity}"]
+    lines: list[Line] = [f"sync: {reply.url} as {reply.identity}"]
     if reply.error:
         lines.append(style.red(f"  database: {reply.error}"))
     rows = []
@@ -62,10 +65,10 @@ def sync_status_lines(reply: SyncStatusReply, style: Style) -> list[str]:
                 Cell(one_line(s.last_error, 80), style.red),
             ]
         )
-    return lines + (table(rows) if rows else ["  no store pushed yet"])
+    return lines + (table(rows, flex=0, optional=(4, 3)) if rows else ["  no store pushed yet"])
 
 
-def remote_rows(views: Sequence[RemoteSessionView], style: Style) -> list[str]:
+def remote_rows(views: Sequence[RemoteSessionView], style: Style) -> list[Line]:
     """`azs ls --remote`: badge, ref, name, who and where, branch, size, last push."""
     rows = []
     for v in views:
@@ -82,24 +85,28 @@ def remote_rows(views: Sequence[RemoteSessionView], style: Style) -> list[str]:
                 Cell("deleted" if v.deleted else "archived" if v.archived else "", style.yellow),
             ]
         )
-    return table(rows)
+    return table(rows, flex=2, optional=(6, 5, 4, 7))
 
 
-def remote_header(view: RemoteSessionView, style: Style) -> list[str]:
+def remote_header(view: RemoteSessionView, style: Style) -> list[Line]:
     """`azs show @REF`: the session, who pushed it from where, where it stands."""
     mark = badge(view.state, style)
-    title = (
-        f"{mark.paint(mark.text)} {style.bold(remote_ref(view.uuid))}  {style.bold(one_line(view.name, 100))}"
+    title = join(
+        mark.paint(mark.text),
+        " ",
+        style.bold(remote_ref(view.uuid)),
+        "  ",
+        style.bold(one_line(view.name, 100)),
     )
     facts = [
-        view.state, f"{view.identity}:{view.root} S{view.local_id}", f"worktree {view.worktree or '-'}",
+        view.state, f"{view.identity}:{view.root} S{view.local_id}", f"branch {view.worktree or '-'}",
         f"created {view.created}", f"pushed {view.updated}", f"{view.event_count} events",
     ]  # fmt: skip
     if view.duration_ms is not None:
         facts.append(format_duration(view.duration_ms))
     if view.cost_usd:
         facts.append(format_cost(view.cost_usd))
-    lines = [title, style.dim(" · ".join(facts))]
+    lines: list[Line] = [title, style.dim(" · ".join(facts))]
     if view.pulled_from:
         lines.append(style.cyan(f"pulled from {remote_ref(view.pulled_from)}"))
     if view.parent:
@@ -112,7 +119,7 @@ def remote_header(view: RemoteSessionView, style: Style) -> list[str]:
 def remote_hit_row(hit: RemoteHit, style: Style) -> list[Cell]:
     """`azs search --remote`: ref and seq, kind, the snippet with its matches painted, name, who."""
     plain = one_line(_MARK.sub(r"\1", hit.snippet), 100)
-    painted = _MARK.sub(lambda m: style.bold(style.yellow(m.group(1))), one_line(hit.snippet, 104))
+    painted = _painted(one_line(hit.snippet, 104), style)
     return [
         Cell(remote_ref(hit.session), style.bold),
         Cell(f"#{hit.seq}", style.dim),
@@ -121,3 +128,18 @@ def remote_hit_row(hit: RemoteHit, style: Style) -> list[Cell]:
         Cell(one_line(hit.session_name, 40), style.dim),
         Cell(hit.identity, style.dim),
     ]
+
+
+def _painted(snippet: str, style: Style) -> str | Text:
+    """The snippet with each ``[[match]]`` highlighted and its brackets gone.
+
+    >>> _painted("a [[panic]] here", Style())
+    'a panic here'
+    """
+    parts: list[str | Text] = []
+    last = 0
+    for match in _MARK.finditer(snippet):
+        parts += [snippet[last : match.start()], style.highlight(match.group(1))]
+        last = match.end()
+    parts.append(snippet[last:])
+    return join(*parts)

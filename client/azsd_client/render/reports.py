@@ -5,19 +5,23 @@ Pure functions from protocol values to lines of text.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Sequence
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from azsd.ipc.protocol import BackupReply, SearchHit, SessionUsageView, UsageView, WorktreeUsageView
 
-from .text import Cell, Style, format_cost, format_size, one_line, table
+from .text import Cell, Line, Style, count, format_cost, format_size, join, one_line, plural, table
+
+if TYPE_CHECKING:
+    from rich.text import Text
 
 __all__ = [
     "backup_line",
     "highlighted",
     "import_summary",
-    "progress_line",
     "search_row",
+    "search_table",
     "usage_lines",
 ]
 
@@ -30,25 +34,36 @@ _KIND_NAMES: Final = {
 }
 
 
-def highlighted(text: str, ranges: Sequence[tuple[int, int]], paint: Callable[[str], str]) -> str:
+def highlighted(
+    text: str, ranges: Sequence[tuple[int, int]], paint: Callable[[str], str | Text]
+) -> str | Text:
     """`text` on one line with each `[start, end)` range painted (whitespace runs become one space).
 
     >>> highlighted("a  panic\\nhere", [(3, 8)], lambda t: f"[{t}]")
     'a [panic] here'
     """
-    pieces: list[str] = []
-    at = 0
-    for start, end in sorted(ranges):
-        start, end = max(start, at), min(end, len(text))
-        if start < end:
-            pieces += [text[at:start], paint(text[start:end])]
-            at = end
-    pieces.append(text[at:])
-    return " ".join("".join(pieces).split())  # ANSI codes hold no whitespace
+    marked = [False] * len(text)
+    for start, end in ranges:
+        for i in range(max(start, 0), min(end, len(text))):
+            marked[i] = True
+    kept: list[tuple[str, bool]] = []
+    for char, mark in zip(text, marked, strict=True):
+        if char.isspace():
+            if kept and kept[-1][0] != " ":
+                kept.append((" ", False))
+        else:
+            kept.append((char, mark))
+    while kept and kept[-1][0] == " ":
+        kept.pop()
+    pieces = [
+        paint(chunk) if mark else chunk
+        for mark, group in itertools.groupby(kept, key=lambda pair: pair[1])
+        for chunk in ["".join(char for char, _ in group)]
+    ]
+    return join(*pieces) if pieces else ""
 
 
-def _same(text: str) -> str:
-    return text
+_SEARCH_OPTIONAL: Final = (4, 2, 1)
 
 
 def search_row(hit: SearchHit, style: Style) -> list[Cell]:
@@ -57,18 +72,30 @@ def search_row(hit: SearchHit, style: Style) -> list[Cell]:
     >>> hit = SearchHit(session=3, data="", seq=12, kind="AssistantText", snippet="a panic",
     ...     highlights=[(2, 7)], session_name="fix parser")
     >>> [cell.text for cell in search_row(hit, Style())]
-    ['S3', '#12', 'assistant', 'a panic', 'fix parser']
+    ['S3', '12', 'assistant', 'a panic', 'fix parser']
     """
-    plain = highlighted(hit.snippet, hit.highlights, _same)
-    painted = highlighted(hit.snippet, hit.highlights, lambda t: style.bold(style.yellow(t)))
+    plain = highlighted(hit.snippet, hit.highlights, str)
+    painted = highlighted(hit.snippet, hit.highlights, style.highlight)
     name = hit.session_name if hit.session_name != f"S{hit.session}" else ""
     return [
         Cell(f"S{hit.session}", style.bold),
-        Cell(f"#{hit.seq}", style.dim),
+        Cell(str(hit.seq), style.dim),
         Cell(_KIND_NAMES.get(hit.kind, hit.kind), style.cyan),
-        Cell(plain, lambda _text: painted),
-        Cell(one_line(name, 40), style.dim),
+        Cell(str(plain), lambda _text: painted),
+        Cell(one_line(name, 200), style.dim),
     ]
+
+
+def search_table(hits: Sequence[SearchHit], style: Style) -> list[Line]:
+    """`azs search`: one row per hit, fitted to the terminal (the snippet is cut, then the name goes)."""
+    header = [Cell(name, style.dim) for name in ("id", "seq", "kind", "match", "name")]
+    return table(
+        [search_row(hit, style) for hit in hits],
+        right=frozenset({0, 1}),
+        flex=3,
+        optional=_SEARCH_OPTIONAL,
+        header=header if style.relative and hits else None,
+    )
 
 
 # -- usage ------------------------------------------------------------------------------------------
@@ -90,9 +117,9 @@ def usage_lines(
     worktrees: Sequence[WorktreeUsageView],
     total: UsageView,
     style: Style,
-) -> list[str]:
-    """`azs usage`: a table of sessions, one of worktrees, and the total (token counts in full)."""
-    lines: list[str] = []
+) -> list[Line]:
+    """`azs usage`: a table of sessions, one of branches, and the total (token counts in full)."""
+    lines: list[Line] = []
     numbers = frozenset(range(2, 9))
     if sessions:
         rows = [_headers(("session", "worktree", "turns", *_TOKEN_HEADERS, "name"), style)]
@@ -106,14 +133,14 @@ def usage_lines(
             ]
             for s in sessions
         ]
-        lines += table(rows, right=numbers)
+        lines += table(rows, right=numbers, flex=9, optional=(7, 6, 5, 1, 2))
     if worktrees:
         rows = [_headers(("worktree", "sessions", *_TOKEN_HEADERS), style)]
         rows += [
             [Cell(w.worktree or "-", style.cyan), Cell(str(w.sessions)), *_token_cells(w.usage)]
             for w in worktrees
         ]
-        lines += ["", *table(rows, right=frozenset(range(1, 8)))]
+        lines += ["", *table(rows, right=frozenset(range(1, 8)), optional=(6, 5, 4, 1))]
     t = total
     cost = format_cost(t.cost_usd, t.cost_source) or "$0"
     lines += [
@@ -129,29 +156,16 @@ def usage_lines(
 # -- backup and import ------------------------------------------------------------------------------
 
 
-def _plural(n: int, word: str) -> str:
-    return f"{n:,} {word}" + ("" if n == 1 else "s")
-
-
-def backup_line(reply: BackupReply, style: Style) -> str:
+def backup_line(reply: BackupReply, style: Style) -> Line:
     """`azs backup`: what was copied where, and whether the copy checked out."""
     check = (
         style.green("integrity ok") if reply.integrity == "ok" else style.red(f"integrity {reply.integrity}")
     )
-    return (
-        f"backed up {_plural(reply.sessions, 'session')}, {_plural(reply.events, 'event')} "
-        f"({format_size(reply.bytes)}) to {reply.path} · {check}"
+    return join(
+        f"backed up {plural(reply.sessions, 'session')}, {plural(reply.events, 'event')} "
+        f"({format_size(reply.bytes)}) to {reply.path} · ",
+        check,
     )
-
-
-def progress_line(done: int, total: int, name: str, width: int = 20) -> str:
-    """One frame of `azs import`'s progress bar.
-
-    >>> progress_line(3, 10, "abc.jsonl", width=10)
-    'importing [###-------] 3/10 abc.jsonl…'
-    """
-    filled = width * done // total if total else width
-    return f"importing [{'#' * filled}{'-' * (width - filled)}] {done}/{total} {one_line(name, 50)}…"
 
 
 def import_summary(created: int, updated: int, current: int, events: int) -> str:
@@ -160,8 +174,8 @@ def import_summary(created: int, updated: int, current: int, events: int) -> str
     >>> import_summary(3, 2, 3, 1234)
     'imported 8 sessions (3 new, 2 updated, 3 already current), 1,234 events'
     """
-    sessions = _plural(created + updated + current, "session")
+    sessions = plural(created + updated + current, "session")
     return (
-        f"imported {sessions} ({created} new, {updated} updated, {current} already current), "
-        f"{_plural(events, 'event')}"
+        f"imported {sessions} ({count(created)} new, {count(updated)} updated, {count(current)} already "
+        f"current), {plural(events, 'event')}"
     )

@@ -6,12 +6,29 @@ Pure functions from protocol values to lines of text.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, Final
 
 from azsd.ipc.protocol import SessionView, UsageView
 
-from .text import Cell, Style, format_cost, format_duration, format_tokens, one_line, table
+if TYPE_CHECKING:
+    from rich.text import Text
 
-__all__ = ["badge", "lineage", "session_header", "session_rows", "usage_summary"]
+from .text import (
+    Cell,
+    Line,
+    Style,
+    count,
+    format_cost,
+    format_duration,
+    format_time,
+    format_tokens,
+    join,
+    one_line,
+    plural,
+    table,
+)
+
+__all__ = ["badge", "by_latest", "lineage", "session_header", "session_rows", "usage_summary"]
 
 
 def badge(state: str, style: Style) -> Cell:
@@ -49,46 +66,77 @@ def lineage(view: SessionView) -> str:
     return f"⑂S{view.parent}@{view.fork_seq}" if view.parent is not None else ""
 
 
-def session_rows(views: Sequence[SessionView], style: Style, *, worktree: bool = False) -> list[str]:
-    """`azs ls`: one aligned line per session, badge first."""
+def by_latest(views: Sequence[SessionView]) -> list[SessionView]:
+    """`azs ls`'s order: the sessions without events yet first, newest first (making one is its latest
+    activity), then the daemon's order, latest activity first (the last event stored).
+
+    The store keeps no time for its events, so the order cannot be by a time shown; this puts what a
+    person just did at the top either way: the session just made, or the one that just ran.
+
+    >>> def v(i, n): return SessionView(id=i, name="", display_name="", worktree="", created="",
+    ...     event_count=n, message_count=0, state="new")
+    >>> [x.id for x in by_latest([v(3, 5), v(1, 9), v(4, 0), v(2, 0)])]
+    [4, 2, 3, 1]
+    """
+    empty = sorted((v for v in views if not v.event_count), key=lambda v: (v.created, v.id), reverse=True)
+    return [*empty, *(v for v in views if v.event_count)]
+
+
+_LS_HEADER: Final = ("", "id", "name", "events", "took", "cost", "tokens", "created", "", "", "branch")
+#: `azs ls`'s columns, in the order they are left out on a narrow terminal (the name is cut last).
+_LS_OPTIONAL: Final = (6, 4, 8, 5, 10, 3, 7, 9)
+
+
+def session_rows(views: Sequence[SessionView], style: Style, *, worktree: bool = False) -> list[Line]:
+    """`azs ls`: one row per session, badge first, fitted to the terminal (a header on a terminal)."""
     rows = []
     for v in views:
-        count = f"{v.event_count} event" + ("" if v.event_count == 1 else "s")
         cost = v.cost_usd if v.cost_usd else v.usage.cost_usd if v.usage else None
         row = [
             badge(v.state, style),
             Cell(f"S{v.id}", style.bold),
-            Cell(one_line(v.name, 60)),
-            Cell(count, style.dim),
+            Cell(one_line(v.name, 200)),
+            Cell(plural(v.event_count, "event"), style.dim),
             Cell(format_duration(v.duration_ms)),
             Cell(format_cost(cost, v.cost_source)),
             Cell(usage_summary(v.usage), style.dim),
-            Cell(v.created, style.dim),
+            Cell(format_time(v.created, relative=style.relative), style.dim),
             Cell(lineage(v), style.cyan),
             Cell("archived" if v.archived else "", style.yellow),
         ]
         if worktree:
             row.append(Cell(v.worktree or "-", style.cyan))
         rows.append(row)
-    return table(rows, right=frozenset({1, 3, 4, 5}))
+    header = [Cell(name, style.dim) for name in _LS_HEADER[: 11 if worktree else 10]]
+    return table(
+        rows,
+        right=frozenset({1, 3, 4, 5}),
+        flex=2,
+        optional=_LS_OPTIONAL,
+        header=header if style.relative and rows else None,
+    )
 
 
-def session_header(view: SessionView, style: Style, *, threshold: int | None = None) -> list[str]:
+def session_header(view: SessionView, style: Style, *, threshold: int | None = None) -> list[Line]:
     """`azs show`: who the session is, where it comes from, where it stands, what it cost, and (with
     its `context_chars` and the `threshold`) how full its context is."""
     mark = badge(view.state, style)
-    title = f"{mark.paint(mark.text)} {style.bold(f'S{view.id}')}"
+    title: list[str | Text] = [mark.paint(mark.text), " ", style.bold(f"S{view.id}")]
     if view.name:
-        title += f"  {style.bold(one_line(view.name, 100))}"
+        title += ["  ", style.bold(one_line(view.name, 200))]
     if view.archived:
-        title += f"  {style.yellow('(archived)')}"
-    facts = [f"{view.state}", f"worktree {view.worktree or '-'}", f"created {view.created}"]
-    facts.append(f"{view.event_count} events, {view.message_count} messages")
+        title += ["  ", style.yellow("(archived)")]
+    facts = [
+        f"{view.state}",
+        f"branch {view.worktree or '-'}",
+        f"created {format_time(view.created, relative=style.relative)}",
+    ]
+    facts.append(f"{plural(view.event_count, 'event')}, {plural(view.message_count, 'message')}")
     if view.duration_ms is not None:
         facts.append(format_duration(view.duration_ms))
     if view.cost_usd:
         facts.append(format_cost(view.cost_usd, view.cost_source))
-    lines = [title, style.dim(" · ".join(facts))]
+    lines: list[Line] = [join(*title), style.dim(" · ".join(facts))]
     family = []
     if view.parent is not None:
         family.append(f"forked from S{view.parent} at seq {view.fork_seq}")
@@ -99,8 +147,8 @@ def session_header(view: SessionView, style: Style, *, threshold: int | None = N
     u = view.usage
     if u is not None and (u.input or u.output or u.cache_read or u.cache_write or u.reasoning):
         tokens = (
-            f"{u.input} in, {u.output} out, {u.cache_read} cache read, {u.cache_write} cache write, "
-            f"{u.reasoning} reasoning"
+            f"{count(u.input)} in, {count(u.output)} out, {count(u.cache_read)} cache read, "
+            f"{count(u.cache_write)} cache write, {count(u.reasoning)} reasoning"
         )
         cost = f" · {format_cost(u.cost_usd, u.cost_source)}" if u.cost_usd else ""
         lines.append(style.dim(f"tokens: {tokens}{cost}"))
@@ -109,7 +157,7 @@ def session_header(view: SessionView, style: Style, *, threshold: int | None = N
     return lines
 
 
-def context_meter_line(session: int, chars: int, threshold: int, style: Style) -> str:
+def context_meter_line(session: int, chars: int, threshold: int, style: Style) -> str | Text:
     """How full the next turn's context is, against the compaction threshold.
 
     >>> context_meter_line(3, 412_345, 400_000, Style())

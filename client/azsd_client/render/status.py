@@ -7,16 +7,13 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
+from typing import Final
 
 from azsd.ipc.protocol import FollowView, IngestReply, StatusReply
 
-from .text import Cell, Style, format_duration, table
+from .text import Cell, Line, Style, count, format_duration, format_time, join, plural, table
 
 __all__ = ["follow_line", "follow_rows", "ingest_lines", "status_lines"]
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}" + ("" if n == 1 else "s")
 
 
 def _state(view: FollowView, style: Style) -> Cell:
@@ -30,75 +27,80 @@ def _state(view: FollowView, style: Style) -> Cell:
         case "waiting":
             return Cell("◐ waiting" + writer, style.yellow)
         case "retrying":
-            return Cell(f"↻ retrying ({_plural(view.failures, 'failure')})" + writer, style.red)
+            return Cell(f"↻ retrying ({plural(view.failures, 'failure')})" + writer, style.red)
         case "ended":
             return Cell("○ ended" + (f" {view.ended}" if view.ended else ""), style.dim)
         case _:  # a state a newer daemon added
             return Cell(state + writer)
 
 
-def follow_rows(follows: Sequence[FollowView], style: Style) -> list[str]:
-    """The followed files, grouped by store root: state, session, format, progress, last activity,
-    path; under a follow that waits, retries or ended, why.
+#: The follow table's columns, in the order they are left out on a narrow terminal (the path is cut last).
+_FOLLOW_OPTIONAL: Final = (5, 2, 6, 4, 3)
 
-    >>> v = FollowView(root="/p", session=3, path="/t/a.jsonl", format="codex-exec-json", offset=120,
+
+def follow_rows(follows: Sequence[FollowView], style: Style) -> list[Line]:
+    """The followed files, grouped by store root: state, session, format, progress, last activity,
+    path (cut to fit); after each group, why a follow waits, retries or ended.
+
+    >>> from azsd_client.render.term import plain_lines
+    >>> v = FollowView(root="/p", session=3, path="/t/a.jsonl", format="codex-exec-json", offset=1200,
     ...     lines=2, skipped=0, active=True, last_activity="2025-01-01 10:00:00")
-    >>> follow_rows([v], Style())[0]
-    '  /p'
-    >>> follow_rows([v], Style())[1].split("  ")[2:5]
-    ['● active', 'S3', 'codex-exec-json']
     >>> w = FollowView(root="/p", session=4, path="/t/b.jsonl", format="", offset=0, lines=0, skipped=0,
     ...     active=True, last_activity="", state="waiting", reason="its store is busy")
-    >>> row, why = follow_rows([w], Style())[1:]
-    >>> row.split("  ")[2], why.strip()
-    ('◐ waiting', '↳ its store is busy')
+    >>> for line in plain_lines(follow_rows([v, w], Style())): print(line)
+      /p
+        ● active   S3  codex-exec-json  2 lines  0 skipped  1,200 bytes  2025-01-01 10:00  /t/a.jsonl
+        ◐ waiting  S4                   0 lines  0 skipped      0 bytes                    /t/b.jsonl
+          ↳ S4: its store is busy
     """
     ordered = sorted(follows, key=lambda v: (v.root, not v.active, v.session, v.path))
-    rows = [
-        [
-            _state(v, style),
-            Cell(f"S{v.session}", style.bold),
-            Cell(v.format, style.cyan),
-            Cell(_plural(v.lines, "line")),
-            Cell(f"{v.skipped} skipped", style.red if v.skipped else style.dim),
-            Cell(f"{v.offset} bytes", style.dim),
-            Cell(f"last activity {v.last_activity}", style.dim),
-            Cell(v.path),
-        ]
-        for v in ordered
-    ]
-    lines = iter(table(rows, right=frozenset({1, 3, 4, 5})))
-    out: list[str] = []
+    out: list[Line] = []
     for root, group in itertools.groupby(ordered, key=lambda v: v.root):
+        views = list(group)
+        rows = [
+            [
+                _state(v, style),
+                Cell(f"S{v.session}", style.bold),
+                Cell(v.format, style.cyan),
+                Cell(plural(v.lines, "line")),
+                Cell(f"{count(v.skipped)} skipped", style.red if v.skipped else style.dim),
+                Cell(f"{count(v.offset)} bytes", style.dim),
+                Cell(
+                    format_time(v.last_activity, relative=style.relative) if v.last_activity else "",
+                    style.dim,
+                ),
+                Cell(v.path),
+            ]
+            for v in views
+        ]
         out.append(f"  {root}")
-        for view, line in zip(group, lines, strict=False):
-            out.append(f"    {line}")
-            if view.reason:
-                out.append("      " + style.dim(f"↳ {view.reason}"))
+        out += table(rows, right=frozenset({1, 3, 4, 5}), flex=7, optional=_FOLLOW_OPTIONAL, indent=4)
+        out += [style.dim(f"      ↳ S{v.session}: {v.reason}") for v in views if v.reason]
     return out
 
 
-def status_lines(status: StatusReply, endpoint: str, style: Style | None = None) -> list[str]:
+def status_lines(status: StatusReply, endpoint: str, style: Style | None = None) -> list[Line]:
     """`azs status`."""
     style = style or Style()
-    lines = [
+    lines: list[Line] = [
         f"azsd {status.version} (protocol {status.protocol}), pid {status.pid}, "
         f"up {format_duration(int(status.uptime_s * 1000))}",
         f"endpoint {endpoint}",
-        f"open stores: {len(status.stores)}",
+        f"open stores: {count(len(status.stores))}",
         *(f"  {root}" for root in status.stores),
     ]
     if status.follows:
         active = sum(1 for v in status.follows if v.active)
         waiting = sum(1 for v in status.follows if v.active and v.state in ("waiting", "retrying"))
         lines.append(
-            f"follows: {len(status.follows)} ({active} active" + (f", {waiting} waiting)" if waiting else ")")
+            f"follows: {count(len(status.follows))} ({count(active)} active"
+            + (f", {count(waiting)} waiting)" if waiting else ")")
         )
         lines += follow_rows(status.follows, style)
     return lines
 
 
-def follow_line(view: FollowView, style: Style) -> str:
+def follow_line(view: FollowView, style: Style) -> Line:
     """`azs follow`: what the daemon now follows, and from where.
 
     >>> v = FollowView(root="/p", session=3, path="/t/a.jsonl", format="", offset=0, lines=0,
@@ -107,19 +109,19 @@ def follow_line(view: FollowView, style: Style) -> str:
     'following /t/a.jsonl into S3 (format: detected once it has a line), from its start'
     """
     state = "" if view.active else style.dim(" — already ended" + (f" ({view.ended})" if view.ended else ""))
-    start = f"from byte {view.offset}" if view.offset else "from its start"
+    start = f"from byte {count(view.offset)}" if view.offset else "from its start"
     fmt = f"as {view.format}" if view.format else "(format: detected once it has a line)"
-    return f"following {view.path} into S{view.session} {fmt}, {start}{state}"
+    return join(f"following {view.path} into S{view.session} {fmt}, {start}", state)
 
 
 def ingest_lines(session: int, reply: IngestReply) -> list[str]:
     """`azs ingest`: what was read, stored, and skipped."""
     lines = [
-        f"S{session}: {reply.format}: {reply.lines} lines, {reply.parsed} events parsed, "
-        f"{reply.appended} stored, {reply.duplicates} already there"
+        f"S{session}: {reply.format}: {plural(reply.lines, 'line')}, {plural(reply.parsed, 'event')} parsed, "
+        f"{count(reply.appended)} stored, {count(reply.duplicates)} already there"
     ]
     if reply.skipped:
-        lines.append("skipped: " + ", ".join(f"{why} {n}" for why, n in sorted(reply.skipped.items())))
+        lines.append("skipped: " + ", ".join(f"{why} {count(n)}" for why, n in sorted(reply.skipped.items())))
     if reply.events:
-        lines.append("events: " + ", ".join(f"{kind} {n}" for kind, n in sorted(reply.events.items())))
+        lines.append("events: " + ", ".join(f"{kind} {count(n)}" for kind, n in sorted(reply.events.items())))
     return lines

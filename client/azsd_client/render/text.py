@@ -1,107 +1,247 @@
-"""The building blocks of `azs`'s human output: colour, aligned columns, short numbers and durations.
+"""The building blocks of `azs`'s human output: styled text, tables that fit the terminal, numbers.
 
-Colour only when a :class:`Style` says so (a terminal, and no ``NO_COLOR``).
+The drawing is rich's (``rich.text.Text``, ``rich.table.Table``): this module and :mod:`.term` are the
+only ones that import it, and only inside functions, so that ``--json`` and the commands that print
+plain lines never load it (it costs about 15 ms of start-up). A renderer returns *lines*: a plain
+``str`` is written as it is; anything else (styled text, a table) is printed by a rich console that
+knows the terminal's width and whether colour is wanted (:func:`.term.console`).
+
+Numbers, one format everywhere: counts in full with thousands separators (``12,345 events``); the
+compact ``12.3k``/``4.1M`` only in the token column of `azs ls`, where space is short.
 """
 
 from __future__ import annotations
 
-import unicodedata
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Final
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Final, TypeAlias
+
+if TYPE_CHECKING:
+    from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
+    from rich.text import Text
 
 __all__ = [
     "LINE_MAX",
     "Cell",
+    "Line",
     "Style",
-    "display_width",
+    "count",
     "format_cost",
     "format_duration",
     "format_size",
+    "format_time",
     "format_tokens",
+    "gutter",
+    "join",
     "one_line",
+    "plural",
     "table",
 ]
 
 #: The longest line :func:`one_line` makes by default.
 LINE_MAX: Final = 160
 
+#: One line of human output: plain text, or something rich draws (styled text, a table).
+Line: TypeAlias = "str | RenderableType"
+
 
 @dataclass(frozen=True)
 class Style:
-    """ANSI colour, or none at all."""
+    """How to show things to people. With `color` off (a pipe, ``NO_COLOR``, ``--json``) each style is
+    the plain text itself, so nothing needs rich; with it on, a ``rich.text.Text`` in that style."""
 
     color: bool = False
+    #: Times relative to now (``3 min ago``), for a person at a terminal; else as stored.
+    relative: bool = False
 
-    def _sgr(self, code: str, text: str) -> str:
-        return f"\x1b[{code}m{text}\x1b[0m" if self.color and text else text
+    def paint(self, text: str, style: str) -> str | Text:
+        if not self.color or not text:
+            return text
+        from rich.text import Text
 
-    def bold(self, text: str) -> str:
-        return self._sgr("1", text)
+        return Text(text, style=style)
 
-    def dim(self, text: str) -> str:
-        return self._sgr("2", text)
+    def bold(self, text: str) -> str | Text:
+        return self.paint(text, "bold")
 
-    def red(self, text: str) -> str:
-        return self._sgr("31", text)
+    def dim(self, text: str) -> str | Text:
+        return self.paint(text, "dim")
 
-    def green(self, text: str) -> str:
-        return self._sgr("32", text)
+    def red(self, text: str) -> str | Text:
+        return self.paint(text, "red")
 
-    def yellow(self, text: str) -> str:
-        return self._sgr("33", text)
+    def green(self, text: str) -> str | Text:
+        return self.paint(text, "green")
 
-    def cyan(self, text: str) -> str:
-        return self._sgr("36", text)
+    def yellow(self, text: str) -> str | Text:
+        return self.paint(text, "yellow")
+
+    def cyan(self, text: str) -> str | Text:
+        return self.paint(text, "cyan")
+
+    def highlight(self, text: str) -> str | Text:
+        return self.paint(text, "bold yellow")
 
 
-def _plain(text: str) -> str:
+def join(*parts: str | Text) -> str | Text:
+    """The parts side by side: a plain ``str`` when none is styled.
+
+    >>> join("S3", " ", "fix")
+    'S3 fix'
+    """
+    if all(isinstance(part, str) for part in parts):
+        return "".join(parts)  # type: ignore[arg-type]
+    from rich.text import Text
+
+    return Text.assemble(*parts)
+
+
+def _plain(text: str) -> str | Text:
     return text
 
 
 @dataclass(frozen=True)
 class Cell:
-    """A table cell: its text (which sets the width) and how to paint it once padded."""
+    """A table cell: its text, and how to paint it (one of :class:`Style`'s methods)."""
 
     text: str
-    paint: Callable[[str], str] = _plain
+    paint: Callable[[str], str | Text] = _plain
 
 
-def display_width(text: str) -> int:
-    """Terminal columns of `text`: wide East Asian characters take two, combining marks none.
+@dataclass(frozen=True)
+class _Table:
+    """Rows in columns two spaces apart, as wide as the terminal allows (rich's protocol).
 
-    >>> display_width("S3"), display_width("修正"), display_width("e\\u0301")
-    (2, 4, 1)
+    When the rows are wider than the terminal, the columns in `optional` are left out, first one
+    first, as long as that is still needed; then the `flex` column (a name, a snippet, a path) is cut
+    with an ellipsis. No line is wider than the terminal, and each row stays on one line.
     """
-    if text.isascii():  # one column each: no ASCII character is wide or combining
-        return len(text)
-    width = 0
-    for char in text:
-        if unicodedata.combining(char):
-            continue
-        width += 2 if unicodedata.east_asian_width(char) in ("W", "F") else 1
-    return width
+
+    rows: Sequence[Sequence[Cell]]
+    right: frozenset[int]
+    flex: int | None
+    optional: tuple[int, ...]
+    header: Sequence[Cell] | None
+    indent: int = 0
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        from rich.padding import Padding
+        from rich.table import Table
+
+        rows = [*([self.header] if self.header else []), *self.rows]
+        widths = _widths(rows)
+        room = options.max_width - self.indent
+        filled = _widths(self.rows)
+        shown = [i for i in range(len(filled)) if filled[i]]  # a column empty in every row: no gap
+        for drop in self.optional:
+            if _needed(widths, shown, self.flex) <= room:
+                break
+            if drop in shown:
+                shown.remove(drop)
+        table = Table(
+            box=None, show_header=False, pad_edge=False, padding=(0, 2, 0, 0), collapse_padding=True
+        )
+        fixed = sum(widths[i] for i in shown if i != self.flex) + 2 * (len(shown) - 1)
+        for i in shown:
+            width = max(1, min(widths[i], room - fixed)) if i == self.flex else widths[i]
+            table.add_column(
+                justify="right" if i in self.right else "left",
+                no_wrap=True,
+                overflow="ellipsis",
+                min_width=width,
+                max_width=width,
+            )
+        for row in rows:
+            table.add_row(*(row[i].paint(row[i].text) if i < len(row) else "" for i in shown))
+        yield Padding(table, (0, 0, 0, self.indent)) if self.indent else table
 
 
-def table(rows: Sequence[Sequence[Cell]], right: frozenset[int] = frozenset()) -> list[str]:
-    """Rows aligned in columns two spaces apart; columns in `right` are right-aligned.
+def _widths(rows: Sequence[Sequence[Cell]]) -> list[int]:
+    from rich.cells import cell_len
 
-    >>> table([[Cell("S3"), Cell("x")], [Cell("S12"), Cell("yy")]], right=frozenset({0}))
+    widths: list[int] = []
+    for row in rows:
+        for i, cell in enumerate(row):
+            if i == len(widths):
+                widths.append(0)
+            widths[i] = max(widths[i], cell_len(cell.text))
+    return widths
+
+
+def _needed(widths: Sequence[int], shown: Sequence[int], flex: int | None) -> int:
+    """Columns of the rows with only `shown` columns, the `flex` one cut to 8."""
+    return sum(min(widths[i], 8) if i == flex else widths[i] for i in shown) + 2 * (len(shown) - 1)
+
+
+def table(
+    rows: Sequence[Sequence[Cell]],
+    right: frozenset[int] = frozenset(),
+    *,
+    flex: int | None = None,
+    optional: Iterable[int] = (),
+    header: Sequence[Cell] | None = None,
+    indent: int = 0,
+) -> list[Line]:
+    """Rows aligned in columns two spaces apart; columns in `right` are right-aligned. It fits the
+    terminal: the `optional` columns go first (in that order), then the `flex` one is cut with ``…``.
+    One line of output (rich draws it at the width it is given).
+
+    >>> from azsd_client.render.term import plain_lines
+    >>> plain_lines(table([[Cell("S3"), Cell("x")], [Cell("S12"), Cell("yy")]], right=frozenset({0})))
     [' S3  x', 'S12  yy']
+    >>> rows = [[Cell("S3"), Cell("a long name"), Cell("2 events")]]
+    >>> plain_lines(table(rows, flex=1, optional=(2,)), width=20), plain_lines(table(rows, flex=1), width=20)
+    (['S3  a long name'], ['S3  a lon…  2 events'])
     """
-    cell_widths = [[display_width(cell.text) for cell in row] for row in rows]
-    widths: dict[int, int] = {}
-    for row_widths in cell_widths:
-        for i, width in enumerate(row_widths):
-            widths[i] = max(widths.get(i, 0), width)
-    lines = []
-    for row, row_widths in zip(rows, cell_widths, strict=True):
-        parts = []
-        for i, (cell, width) in enumerate(zip(row, row_widths, strict=True)):
-            pad = " " * (widths[i] - width)
-            parts.append(pad + cell.paint(cell.text) if i in right else cell.paint(cell.text) + pad)
-        lines.append("  ".join(parts).rstrip())
-    return lines
+    return [_Table(rows, right, flex, tuple(optional), header, indent)] if rows else []
+
+
+@dataclass(frozen=True)
+class _Gutter:
+    """Lines with a label in a dim left margin (a seq), wrapped at the terminal's width beside it."""
+
+    label: str
+    lines: Sequence[Line]
+    width: int = field(default=5)
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        from rich.table import Table
+
+        grid = Table.grid(padding=(0, 1, 0, 0))
+        grid.add_column(justify="right", width=max(self.width, len(self.label)), style="dim", no_wrap=True)
+        grid.add_column(overflow="fold")
+        for i, line in enumerate(self.lines):
+            grid.add_row(self.label if i == 0 else "", line)
+        yield grid
+
+
+def gutter(label: str, lines: Sequence[Line], width: int = 5) -> Line:
+    """`lines` beside `label` in a left margin `width` columns wide (`azs show`'s seqs).
+
+    >>> from azsd_client.render.term import plain_lines
+    >>> plain_lines([gutter("12", ["» fix it", "  please"])])
+    ['   12 » fix it', '        please']
+    """
+    return _Gutter(label, lines, width)
+
+
+def plural(n: int, word: str, words: str | None = None) -> str:
+    """`n` and the word, in the singular for 1 (counts with thousands separators).
+
+    >>> plural(1, "event"), plural(12345, "event"), plural(2, "match", "matches")
+    ('1 event', '12,345 events', '2 matches')
+    """
+    return f"{n:,} " + (word if n == 1 else words or word + "s")
+
+
+def count(n: int) -> str:
+    """A count in full, with thousands separators: the one way `azs` writes counts.
+
+    >>> count(865396)
+    '865,396'
+    """
+    return f"{n:,}"
 
 
 def format_duration(ms: int | None) -> str:
@@ -122,6 +262,32 @@ def format_duration(ms: int | None) -> str:
     return f"{hours}h{minutes:02d}m"
 
 
+def format_time(stamp: str, now: datetime | None = None, *, relative: bool = True) -> str:
+    """A stored UTC time (``2025-01-01 10:00:00``) for people: ``3 min ago`` within a month (with
+    `relative`), else the date and minute; a stamp that is not a time as it is.
+
+    >>> now = datetime(2025, 1, 2, 10, 0, tzinfo=UTC)
+    >>> [format_time(t, now) for t in ("2025-01-02 09:59:30", "2025-01-02 09:57:00", "2025-01-01 10:00:00")]
+    ['just now', '3 min ago', '1 day ago']
+    >>> format_time("2024-06-01 08:30:00", now), format_time("2025-01-02 09:57:00", now, relative=False)
+    ('2024-06-01 08:30', '2025-01-02 09:57')
+    """
+    try:
+        then = datetime.fromisoformat(stamp).replace(tzinfo=UTC)
+    except ValueError:
+        return stamp
+    age = int(((now or datetime.now(UTC)) - then).total_seconds())
+    if not relative or not 0 <= age < 30 * 86_400:
+        return then.strftime("%Y-%m-%d %H:%M")
+    if age < 60:
+        return "just now"
+    if age < 3_600:
+        return f"{age // 60} min ago"
+    if age < 86_400:
+        return f"{age // 3_600} h ago"
+    return f"{plural(age // 86_400, 'day')} ago"
+
+
 def format_cost(cost: float | None, source: str | None = "reported") -> str:
     """`$0.1234`, `~$0.1234` for an estimate (azsd priced the tokens), or "" for no cost."""
     if not cost:
@@ -136,7 +302,7 @@ def one_line(text: str, limit: int = LINE_MAX) -> str:
 
 
 def format_tokens(n: int) -> str:
-    """A token count in a few characters.
+    """A token count in a few characters, for the one column that is short of space (`azs ls`).
 
     >>> format_tokens(950), format_tokens(12_345), format_tokens(4_100_000)
     ('950', '12.3k', '4.1M')
