@@ -454,12 +454,15 @@ class Follow(_StoreReq, frozen=True):
 
     `format` is detected when None. `writer_pid` is the agent writing the file: once it is gone
     and the file stops growing, the follow ends. A follow also ends on the turn's final event.
+    `model` is the model the agent was started with, for a format that names none (`codex exec
+    --json`): its usage is recorded as that model's, and priced at its prices.
     """
 
     session: int
     path: str
     format: str | None = None
     writer_pid: int | None = None
+    model: str | None = None
 
 
 class Unfollow(_StoreReq, frozen=True):

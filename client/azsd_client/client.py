@@ -399,6 +399,7 @@ class Client(Connection):
         format: str | None = None,
         writer_pid: int | None = None,
         *,
+        model: str | None = None,
         timeout: float | None = None,
     ) -> FollowReply:
         """Follow an agent JSONL file live into a session, from its saved offset (or its start).
@@ -406,6 +407,8 @@ class Client(Connection):
         The daemon stores each line as it is written and ends the follow by itself on the turn's final
         event, or once `writer_pid` is gone and the file has been idle a while. `format` is detected
         when None. The first read may take a while: the default timeout is as for `ingest_file`.
+        `model` is the model the agent was started with, for a format that does not name it (Codex's
+        `exec --json`), so that the run's usage is recorded and priced as that model's.
         """
         message = Follow(
             root=canonical_root(root),
@@ -413,6 +416,7 @@ class Client(Connection):
             path=absolute_path(path),
             format=format,
             writer_pid=writer_pid,
+            model=model,
         )
         return self.call(message, FollowReply, timeout=long_timeout(timeout, self.timeout))
 
