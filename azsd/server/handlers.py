@@ -25,6 +25,7 @@ from azsd.events import Complete, EventDecodeError, decode_new_event
 from azsd.export import render_page
 from azsd.ingest.file import ingest_file
 from azsd.ingest.importer import Source, discover, import_source
+from azsd.ingest.subagents import subagents_current
 from azsd.ipc import protocol as p
 from azsd.model import CostSource, SessionUsage, StoredEvent, Usage
 from azsd.redact import redact_event, redact_text
@@ -258,7 +259,8 @@ def import_sources(store: Store, req: p.ImportSources) -> Outcome:
             p.SourceView(
                 path=str(source.path), agent=source.agent, size=source.size,
                 session=record.session_id if record else None,
-                current=record is not None and record.size == source.size,
+                current=record is not None and record.size == source.size
+                and (source.agent != "claude" or subagents_current(store, record.session_id, source.path)),
             )
         )  # fmt: skip
     return Outcome(p.SourcesReply(sources=views))
