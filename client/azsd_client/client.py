@@ -365,11 +365,25 @@ class Client(Connection):
         return self.call(message, ImportReply, timeout=long_timeout(timeout, self.timeout))
 
     def usage(
-        self, root: RootLike, session: int | None = None, *, worktrees: Sequence[str] | None = None
+        self,
+        root: RootLike,
+        session: int | None = None,
+        *,
+        worktrees: Sequence[str] | None = None,
+        by: str | None = None,
+        by_model: bool = False,
+        since: str | None = None,
+        until: str | None = None,
+        timezone: str | None = None,
     ) -> UsageReply:
-        """Token usage and cost per session, per worktree, and in total (`session`, `worktrees` narrow it)."""
+        """Token usage and cost per session, per worktree, and in total (`session`, `worktrees` narrow it);
+        with `by` (``day``, ``week``, ``month``, ``session``, ``block``) by period too, each split by
+        model with `by_model`; `since`, `until` (local days, inclusive) keep only those days' usage."""
         wanted = None if worktrees is None else list(worktrees)
-        message = Usage(root=canonical_root(root), session=session, worktrees=wanted)
+        message = Usage(
+            root=canonical_root(root), session=session, worktrees=wanted, by=by, by_model=by_model,
+            since=since, until=until, timezone=timezone,
+        )  # fmt: skip
         return self.call(message, UsageReply)
 
     def ingest_file(
