@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Final, Literal
 
 import msgspec
 
 from azsd.events import Event
 
 __all__ = [
+    "SLOT_SECONDS",
     "AppendResult",
     "Archived",
     "BackupInfo",
@@ -24,7 +25,13 @@ __all__ = [
     "SessionUsage",
     "StoredEvent",
     "Usage",
+    "UsagePart",
+    "UsageRow",
 ]
+
+#: The length of a usage slot (`azsd_usage.slot`): a quarter hour, the finest step of any UTC offset,
+#: so that a local day, an hour or a 5-hour block starts on a slot boundary in every time zone.
+SLOT_SECONDS: Final = 900
 
 SessionState = Literal["new", "running", "succeeded", "failed", "ended"]
 
@@ -154,6 +161,37 @@ class Cost(msgspec.Struct, frozen=True):
     source: CostSource = "reported"
 
 
+class UsagePart(msgspec.Struct, frozen=True, kw_only=True):
+    """The part of one run's usage that one model spent within one time slot (a row of `azsd_usage`).
+
+    `slot` is the start (Unix seconds, UTC) of the `SLOT_SECONDS` slot its turns fall in, `first` and
+    `last` the times of its first and last turn; all three are None when the run's lines carry no
+    time (Claude's stream-json, `codex exec --json`): the store then gives it the time it was first
+    recorded. `model` is "" when the run never named one.
+    """
+
+    model: str
+    usage: Usage
+    cost: Cost | None = None
+    slot: int | None = None
+    first: float | None = None
+    last: float | None = None
+
+
+class UsageRow(msgspec.Struct, frozen=True, kw_only=True):
+    """One stored row of `azsd_usage`: a part of a run (`source`) of a session, with its times."""
+
+    session_id: int
+    source: str
+    model: str
+    slot: int
+    first: float
+    last: float
+    usage: Usage
+    cost_usd: float | None
+    cost_source: CostSource | None
+
+
 class SessionUsage(msgspec.Struct, frozen=True):
     """A session's token usage and cost, summed over its turns (side table `azsd_usage`).
 
@@ -184,6 +222,8 @@ class FollowRecord(msgspec.Struct, kw_only=True):
     started: str = ""
     last_activity: str = ""
     ended: str | None = None
+    #: The model the agent was started with, for a format that does not say (`codex exec --json`).
+    model: str = ""
 
 
 class SearchResult(msgspec.Struct, frozen=True, kw_only=True):

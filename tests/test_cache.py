@@ -16,7 +16,8 @@ from azsd.events import AssistantText, Complete, Event, ToolCall, ToolResult, Us
 from azsd.ingest import file as ingest
 from azsd.ingest.file import ingest_file
 from azsd.ingest.parsers import make_parser
-from azsd.ingest.parsers.claude import MESSAGES_KEPT, TOOL_CALLS_KEPT
+from azsd.ingest.parsers.claude import TOOL_CALLS_KEPT
+from azsd.ingest.parsers.claude_usage import MESSAGES_KEPT
 from azsd.model import SessionInfo
 from azsd.server.views import wire_events
 from azsd.store import Store, store_path
@@ -258,4 +259,4 @@ def test_claude_parser_state_stays_bounded_and_usage_exact() -> None:
     assert isinstance(task[0], ToolResult) and task[0].tool_name == "Task"  # a running sub-agent is kept
     assert parser.report.usage.input == 2 * n and parser.report.usage.output == output
     assert len(parser._tools) == TOOL_CALLS_KEPT  # type: ignore[attr-defined]
-    assert len(parser._message_usage) == MESSAGES_KEPT  # type: ignore[attr-defined]
+    assert len(parser._usage._messages) == MESSAGES_KEPT  # type: ignore[attr-defined]

@@ -25,7 +25,7 @@ import msgspec
 import pytest
 
 from azsd.compact import prepare_for_store
-from azsd.events import AssistantText, Complete, Event, UserMessage, decode_event, encode_event
+from azsd.events import AssistantText, Complete, Event, Init, UserMessage, decode_event, encode_event
 from azsd.ingest.file import parse_file
 from azsd.ipc import protocol as p
 from azsd_client import AsyncClient
@@ -351,7 +351,13 @@ def test_second_turn_gets_the_first_as_context_and_stores_the_clean_prompt(world
     assert injected.rstrip().endswith(prompt)
     events = world.events()
     assert events[: len(turn1)] == turn1
-    assert events[len(turn1) :] == [UserMessage(content=prompt), *parsed(second_source, "codex-exec-json")]
+    # `--model` is passed to the follow too: Codex's `exec --json` never names its model, so the
+    # turn's Init (and its usage estimate) carry the one asked for
+    told = [
+        msgspec.structs.replace(e, model="gpt-test") if isinstance(e, Init) and not e.model else e
+        for e in parsed(second_source, "codex-exec-json")
+    ]
+    assert events[len(turn1) :] == [UserMessage(content=prompt), *told]
     stored_prompt = world.client.get_events_page(world.root, 1, from_seq=len(turn1) + 1, limit=1).events[0]
     assert stored_prompt.data == encode_event(UserMessage(content=prompt)).decode()
     assert world.view().state == "succeeded"

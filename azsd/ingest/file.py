@@ -204,10 +204,19 @@ def ingest_file(
         with chunks.step():
             store.set_completion(session_id, last_complete, running)
             record = usage_record(report, str(path.resolve()))
-            if record is not None:
-                store.record_usage(session_id, record.source, record.usage, record.cost, replaces=record.path)
+            if record is not None:  # a run whose lines carry no time is dated by the file's last change
+                store.record_usage(
+                    session_id, record.source, record.parts, replaces=record.path, at=_mtime(path)
+                )
     log.info("ingested %s into S%d: %d new of %d", path, session_id, appended, parsed)
     return IngestReport(path, report, parsed, appended, parsed - appended, kept)
+
+
+def _mtime(path: Path) -> float | None:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return None
 
 
 def _overlap_decidable(existing: Sequence[Event], pending: Sequence[Event]) -> bool:

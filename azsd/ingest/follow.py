@@ -173,7 +173,11 @@ class Follower:
             return
         fmt = request.format or detect(Path(path)) or ""
         record = FollowRecord(
-            session_id=request.session, path=path, format=fmt, writer_pid=request.writer_pid
+            session_id=request.session,
+            path=path,
+            format=fmt,
+            writer_pid=request.writer_pid,
+            model=request.model or "",
         )
         follow = Tail(root, record)
         follow.resync = True  # not read before `start` has saved where it begins: _rebuild loads that

@@ -31,6 +31,7 @@ from azsd.events import Event, UserMessage
 from azsd.files import open_regular
 from azsd.ingest.file import IngestReport, ingest_file
 from azsd.ingest.parsers import Format, detect_format, head_value, iter_lines
+from azsd.ingest.subagents import import_subagents
 from azsd.model import ImportRecord, StoredEvent
 from azsd.rusttext import RUST_WHITESPACE, is_blank, rust_lines, trim, trim_end
 from azsd.store import Store
@@ -141,9 +142,10 @@ def discover(agent: Agent, source_dir: Path, project: Path) -> list[Source]:
 
     Claude's (`source_dir` is ``~/.claude`` or ``$CLAUDE_CONFIG_DIR``) are the top-level
     ``*.jsonl`` of ``projects/<claude_slug(project)>`` (of the path as given and of its realpath);
-    subagent files are not sessions. Codex's (`source_dir` is ``~/.codex`` or ``$CODEX_HOME``) are
-    the ``sessions/**/rollout-*.jsonl`` whose first `session_meta` has a `cwd` that is `project` or
-    inside it. A missing directory gives no sources.
+    subagent files are not sessions (their usage is imported with their session's, see
+    :mod:`azsd.ingest.subagents`). Codex's (`source_dir` is ``~/.codex`` or ``$CODEX_HOME``) are the
+    ``sessions/**/rollout-*.jsonl`` whose first `session_meta` has a `cwd` that is `project` or inside
+    it. A missing directory gives no sources.
     """
     source_dir = Path(os.path.abspath(source_dir))
     paths = _claude_paths(source_dir, project) if agent == "claude" else _codex_paths(source_dir, project)
@@ -303,6 +305,7 @@ def import_source(
     if record is not None and not store.has_session(record.session_id):
         record = None
     if record is not None and record.size == size:
+        _subagents(store, record.session_id, source)
         return ImportOutcome(record.session_id, False, 0, 0, 0, current=True)
     if record is not None and record.size != UNFINISHED:
         if record.last_seq and store.max_seq(record.session_id) != record.last_seq:
@@ -316,6 +319,7 @@ def import_source(
         stored = _drop if on_stored is None else partial(on_stored, sid)
         report = ingest_file(store, sid, path, fmt, on_stored=stored)
         store.record_import(_record(source, sid, size, store.max_seq(sid)))
+        _subagents(store, sid, source)
         return _outcome(sid, report, created=False)
     if record is None:
         _check_format(path, fmt, size)
@@ -330,8 +334,15 @@ def import_source(
         if name is not None and store.get_session(sid).name == path.stem:
             store.rename_session(sid, name)
         store.record_import(_record(source, sid, size, store.max_seq(sid)))
+    _subagents(store, sid, source)
     log.info("imported %s into S%d (%d events)", path, sid, report.appended)
     return _outcome(sid, report, created=True)
+
+
+def _subagents(store: Store, session_id: int, source: Source) -> None:
+    """A Claude session's sub-agent transcripts: their usage is the session's (azsd.ingest.subagents)."""
+    if source.agent == "claude":
+        import_subagents(store, session_id, source.path)
 
 
 def _drop(events: list[StoredEvent]) -> None:

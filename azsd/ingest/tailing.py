@@ -135,7 +135,7 @@ class Tail:
             if fmt is None:
                 return None
             self.record.format = fmt
-        self.parser = make_parser(self.record.format)
+        self.parser = make_parser(self.record.format, self.record.model)
         self.usage_sent = None
         return self.parser
 
@@ -143,6 +143,7 @@ class Tail:
         """Take the record the store holds, and rebuild the parser's state by replaying the file up
         to its offset (unless the file was replaced or truncated meanwhile: the next read re-reads it)."""
         stored.writer_pid = self.record.writer_pid or stored.writer_pid
+        stored.model = self.record.model or stored.model
         self.record = stored
         self.parser = None
         self.skipping = False
@@ -201,7 +202,7 @@ class Tail:
     def reread(self, inode: int) -> list[Event]:
         """The file was replaced or truncated: parse it whole; the events the session lacks."""
         assert self.record.format
-        parser = make_parser(self.record.format)
+        parser = make_parser(self.record.format, self.record.model)
         with open_regular(self.path, nofollow=True) as stream:
             result = read_lines(stream, 0, budget=READ_BUDGET)
         prepared = prepare_for_store([e for line in result.lines for e in parser.feed(line)])

@@ -6,22 +6,32 @@ transaction as that read's events. Both key it by the run's agent session id (th
 while the parser has not seen one), so a file followed and later ingested, or ingested twice, is
 counted once: the later record replaces the earlier (`Store.record_usage`).
 
+A record holds the run's parts, one per model and time slot (:mod:`azsd.ingest.parsers.tally`),
+each with its cost: the agent's own (Claude's per-model `modelUsage`, else the run's reported cost
+shared out in proportion to what each part would cost at list prices), or an estimate from the price
+list (azsd.pricing), or none for a model without a price.
+
 >>> from azsd.ingest.parsers.base import ParseReport
 >>> report = ParseReport("codex-exec-json")
 >>> usage_record(report, "/t/a.jsonl") is None
 True
 >>> report.usage, report.agent_session_id = Usage(input=3, output=2), "thread-1"
+>>> report.tally.follow(report.usage, "gpt-5-codex", None)
 >>> record = usage_record(report, "/t/a.jsonl")
->>> record.source, record.usage.input, record.keyed_by_path
-('thread-1', 3, False)
+>>> record.source, record.usage.input, record.keyed_by_path, record.parts[0].model
+('thread-1', 3, False, 'gpt-5-codex')
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import msgspec
 
+from azsd import pricing
 from azsd.ingest.parsers.base import ParseReport
-from azsd.model import Cost, Usage
+from azsd.ingest.parsers.tally import Part, PartTotal, slot_of
+from azsd.model import Cost, Usage, UsagePart
 
 __all__ = ["UsageRecord", "usage_record"]
 
@@ -30,8 +40,7 @@ class UsageRecord(msgspec.Struct, frozen=True):
     """The usage of one run as a parse of `path` saw it so far, to be stored under `source`."""
 
     source: str
-    usage: Usage
-    cost: Cost | None  # reported by the agent, or estimated from the price list
+    parts: tuple[UsagePart, ...]
     path: str
 
     @property
@@ -39,10 +48,53 @@ class UsageRecord(msgspec.Struct, frozen=True):
         """Whether the record is stored under the file's path (no agent session id was seen)."""
         return self.source == self.path
 
+    @property
+    def usage(self) -> Usage:
+        """The run's usage: its parts summed."""
+        total = Usage()
+        for part in self.parts:
+            total += part.usage
+        return total
 
-def usage_record(report: ParseReport, path: str) -> UsageRecord | None:
-    """The record `report` makes for the file at `path` (its resolved path), or None while it has no
-    usage and no cost to tell."""
-    if report.usage.is_zero and report.cost_usd is None:
+
+def usage_record(report: ParseReport, path: str, source: str | None = None) -> UsageRecord | None:
+    """The record `report` makes for the file at `path` (its resolved path), stored under `source`
+    (default: the run's agent session id, else `path`), or None while it has no usage to tell."""
+    parts = report.tally.parts()
+    if not parts and report.cost_usd is None:
         return None
-    return UsageRecord(report.agent_session_id or path, report.usage, report.cost_usd, path)
+    if not parts:  # a cost, and no tokens to go with it
+        at = report.tally.latest
+        parts = [Part(report.model or "", slot_of(at), PartTotal(Usage(), at, at))]
+    costs = _costs(report, parts)
+    return UsageRecord(
+        source or report.agent_session_id or path,
+        tuple(
+            UsagePart(
+                model=part.model, usage=part.usage, cost=cost, slot=part.slot,
+                first=part.total.first, last=part.total.last,
+            )
+            for part, cost in zip(parts, costs, strict=True)
+        ),
+        path,
+    )  # fmt: skip
+
+
+def _costs(report: ParseReport, parts: Sequence[Part]) -> list[Cost | None]:
+    """Each part's cost: as reported (per part, or the run's shared out), else estimated."""
+    estimates = [pricing.estimate(part.model or report.model, part.usage) for part in parts]
+    reported = report.cost_usd
+    if reported is None or reported.source != "reported":
+        return [None if usd is None else Cost(usd, "estimated") for usd in estimates]
+    if all(part.total.reported_usd is not None for part in parts):
+        return [Cost(part.total.reported_usd or 0.0, "reported") for part in parts]
+    weights: list[float] = [usd or 0.0 for usd in estimates]
+    if None in estimates or not sum(weights):
+        weights = [float(_tokens(part.usage)) for part in parts]
+    whole = sum(weights)
+    share = [w / whole if whole else 1.0 / len(parts) for w in weights]
+    return [Cost(reported.usd * s, "reported") for s in share]
+
+
+def _tokens(usage: Usage) -> int:
+    return usage.input + usage.output + usage.cache_read + usage.cache_write

@@ -104,6 +104,7 @@ __all__ = [
     "SyncStoreView",
     "Unfollow",
     "Usage",
+    "UsagePeriodView",
     "UsageReply",
     "UsageView",
     "WireEvent",
@@ -229,6 +230,28 @@ class SessionUsageView(_Data, frozen=True):
     worktree: str
     turns: int
     usage: UsageView
+
+
+class UsagePeriodView(_Data, frozen=True):
+    """The usage of one period of a `Usage` request's `by` (and of one model, with `by_model`).
+
+    `period` names it (``2025-10-02``, ``2025-W40``, ``2025-10``, ``S12``, or a block's local start
+    ``2025-10-02 14:00``); `start` and `end` are its bounds in local ISO 8601 (a session's: its first
+    and last turn; a block's end is its start + 5 h). `models` are the models it used ("" for turns
+    of a run that named none), `model` the one of this row with `by_model`. `total_tokens` is input,
+    output, cache read and cache write together.
+    """
+
+    period: str
+    start: str
+    end: str
+    usage: UsageView
+    total_tokens: int = 0
+    models: list[str] = msgspec.field(default_factory=list)
+    model: str | None = None
+    session: int | None = None
+    name: str = ""
+    turns: int = 0
 
 
 class WorktreeUsageView(_Data, frozen=True):
@@ -550,10 +573,24 @@ class ImportSession(_KeyedReq, frozen=True):
 
 
 class Usage(_StoreReq, frozen=True):
-    """Token usage and cost per session and per worktree (`session` or `worktrees` narrow it)."""
+    """Token usage and cost per session and per worktree (`session` or `worktrees` narrow it).
+
+    `by` also groups it by period, into the reply's `periods`: ``day``, ``week`` (ISO, from Monday)
+    or ``month`` of local time, ``session``, or ``block`` (Claude's 5-hour billing blocks: a block
+    starts at its first turn's time floored to the hour and lasts 5 hours; a gap of more than 5
+    hours starts a new one). `by_model` splits each period by model. `since` and `until` (local
+    dates, ``YYYY-MM-DD`` or ``YYYYMMDD``, both inclusive) keep only the usage of those days, in every
+    part of the reply. Local time is that of `timezone` (an IANA name such as ``Europe/Paris``),
+    else the daemon's.
+    """
 
     session: int | None = None
     worktrees: list[str] | None = None
+    by: str | None = None
+    by_model: bool = False
+    since: str | None = None
+    until: str | None = None
+    timezone: str | None = None
 
 
 class IngestFile(_KeyedReq, frozen=True):
@@ -569,12 +606,15 @@ class Follow(_StoreReq, frozen=True):
 
     `format` is detected when None. `writer_pid` is the agent writing the file: once it is gone
     and the file stops growing, the follow ends. A follow also ends on the turn's final event.
+    `model` is the model the agent was started with, for a format that names none (`codex exec
+    --json`): its usage is recorded as that model's, and priced at its prices.
     """
 
     session: int
     path: str
     format: str | None = None
     writer_pid: int | None = None
+    model: str | None = None
 
 
 class Unfollow(_StoreReq, frozen=True):
@@ -825,6 +865,9 @@ class UsageReply(_Versioned, frozen=True):
     sessions: list[SessionUsageView]
     worktrees: list[WorktreeUsageView]
     total: UsageView
+    #: The request's `by` ("" without one) and its periods, oldest first.
+    by: str = ""
+    periods: list[UsagePeriodView] = msgspec.field(default_factory=list)
 
 
 class IngestReply(_Versioned, frozen=True):

@@ -26,9 +26,10 @@ from azsd.export import render_page
 from azsd.ingest.file import ingest_file
 from azsd.ingest.importer import Source, discover, import_source
 from azsd.ingest.parsers.base import ParseReport
+from azsd.ingest.subagents import subagents_current
 from azsd.ingest.tailing import detect
 from azsd.ipc import protocol as p
-from azsd.model import CostSource, SessionUsage, StoredEvent, Usage
+from azsd.model import StoredEvent
 from azsd.redact import redact_event, redact_text
 from azsd.search import event_kinds, words_query
 from azsd.server.compaction import (
@@ -38,7 +39,8 @@ from azsd.server.compaction import (
     plan_compaction,
     store_compaction,
 )
-from azsd.server.views import appended_notes, changed_note, session_view, usage_view, wire_events
+from azsd.server.usage import usage_reply
+from azsd.server.views import appended_notes, changed_note, session_view, wire_events
 from azsd.server.workers import Outcome
 from azsd.store import Store, store_path
 
@@ -257,7 +259,8 @@ def import_sources(store: Store, req: p.ImportSources) -> Outcome:
             p.SourceView(
                 path=str(source.path), agent=source.agent, size=source.size,
                 session=record.session_id if record else None,
-                current=record is not None and record.size == source.size,
+                current=record is not None and record.size == source.size
+                and (source.agent != "claude" or subagents_current(store, record.session_id, source.path)),
             )
         )  # fmt: skip
     return Outcome(p.SourcesReply(sources=views))
@@ -292,43 +295,7 @@ def import_session(store: Store, req: p.ImportSession, publish: Publish | None =
 
 
 def usage(store: Store, req: p.Usage) -> Outcome:
-    if req.session is not None:
-        _require(store, req.session)
-    by_session = store.usage_by_session()
-    wanted = None if req.worktrees is None else set(req.worktrees)
-    sessions: list[p.SessionUsageView] = []
-    worktrees: dict[str, list[SessionUsage]] = {}
-    for info in store.list_sessions(archived="include"):
-        if (req.session is not None and info.id != req.session) or (
-            wanted is not None and info.worktree not in wanted
-        ):
-            continue
-        total = by_session.get(info.id)
-        worktrees.setdefault(info.worktree, []).append(total or _NO_USAGE)
-        if total is not None:
-            sessions.append(
-                p.SessionUsageView(
-                    session=info.id, name=info.display_name, worktree=info.worktree, turns=total.turns,
-                    usage=usage_view(total),
-                )
-            )  # fmt: skip
-    rollups = [
-        p.WorktreeUsageView(worktree=w, sessions=len(totals), usage=usage_view(_sum(totals)))
-        for w, totals in sorted(worktrees.items())
-    ]
-    grand = _sum([t for totals in worktrees.values() for t in totals])
-    return Outcome(p.UsageReply(sessions=sessions, worktrees=rollups, total=usage_view(grand)))
-
-
-_NO_USAGE: Final = SessionUsage(Usage(), 0.0, 0)
-
-
-def _sum(totals: Sequence[SessionUsage]) -> SessionUsage:
-    usage = Usage()
-    for total in totals:
-        usage += total.usage
-    source: CostSource = "estimated" if any(t.cost_source == "estimated" for t in totals) else "reported"
-    return SessionUsage(usage, sum(t.cost_usd for t in totals), sum(t.turns for t in totals), source)
+    return Outcome(usage_reply(store, req))
 
 
 def ingest(store: Store, req: p.IngestFile, publish: Publish | None = None) -> Outcome:

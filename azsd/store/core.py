@@ -27,14 +27,8 @@ from typing import Any, Final, NoReturn, Self
 
 from azsd.errors import NotAStoreError, ReadOnlyStoreError, StoreError, StoreFullError
 from azsd.store.codec import RowCodec
-from azsd.store.schema import (
-    AZSD_DDL,
-    AZUREAL_DDL,
-    DROPPED_COLUMNS,
-    REQUIRED_OBJECTS,
-    SCHEMA_VERSION,
-    SEARCH_HWM_KEY,
-)
+from azsd.store.migration import migrate, read_schema_version
+from azsd.store.schema import SCHEMA_VERSION
 
 __all__ = [
     "BUSY_TIMEOUT_S",
@@ -166,7 +160,7 @@ class StoreCore:
         )
         self._file_id = _file_id(self.path)
         try:
-            version = _read_schema_version(conn)
+            version = read_schema_version(conn)
         except sqlite3.DatabaseError as exc:
             conn.close()
             _raise_open_error(self.path, exc)
@@ -208,7 +202,7 @@ class StoreCore:
         file_id = _file_id(self.path)
         try:
             conn.execute("PRAGMA query_only = 1")
-            version = _read_schema_version(conn)
+            version = read_schema_version(conn)
         except sqlite3.DatabaseError as exc:
             conn.close()
             _raise_open_error(self.path, exc)
@@ -221,29 +215,7 @@ class StoreCore:
 
     def _migrate(self) -> None:
         """Run AZUREAL's DDL and v3 migration (spec §1.4) when the file is not already v3."""
-        conn = self._require()
-        if _is_current(conn):
-            return
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            had_index = conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'azsd_search'").fetchone()
-            for statement in _statements(AZUREAL_DDL + AZSD_DDL):
-                conn.execute(statement)
-            if not had_index:  # a new, empty index: whatever mark a meta row holds is not about it
-                conn.execute("DELETE FROM meta WHERE key = ?", (SEARCH_HWM_KEY,))
-            columns = {row[1] for row in conn.execute("PRAGMA table_info(sessions)")}
-            if "last_claude_uuid" not in columns:
-                conn.execute("ALTER TABLE sessions ADD COLUMN last_claude_uuid TEXT NOT NULL DEFAULT ''")
-            if "cost_source" not in {row[1] for row in conn.execute("PRAGMA table_info(azsd_usage)")}:
-                conn.execute("ALTER TABLE azsd_usage ADD COLUMN cost_source TEXT")  # NULL: not known
-            for column in DROPPED_COLUMNS:
-                if column in columns:
-                    conn.execute(f"ALTER TABLE sessions DROP COLUMN {column}")
-            conn.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
+        migrate(self._require())
 
     def _require(self) -> sqlite3.Connection:
         assert self._conn is not None
@@ -363,20 +335,6 @@ def _not_a_file(path: Path) -> str | None:
     return "a directory" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else "a special file"
 
 
-def _read_schema_version(conn: sqlite3.Connection) -> int | None:
-    """The file's `schema_version`, or None for a file without AZUREAL's tables yet."""
-    has_meta = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'").fetchone()
-    if not has_meta:
-        return None
-    row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-    if row is None:
-        return None
-    try:
-        return int(row[0])
-    except (TypeError, ValueError):
-        raise sqlite3.DatabaseError(f"schema_version {row[0]!r} is not a number") from None
-
-
 def _raise_open_error(path: Path, exc: sqlite3.DatabaseError) -> NoReturn:
     """Why the file could not be read when opened: locked (or unreadable), or not a store at all."""
     if isinstance(exc, sqlite3.OperationalError):  # e.g. another program holds an EXCLUSIVE lock
@@ -396,31 +354,6 @@ def _file_id(path: Path) -> tuple[int, int] | None:
     except OSError:
         return None
     return info.st_dev, info.st_ino
-
-
-def _is_current(conn: sqlite3.Connection) -> bool:
-    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
-    if not REQUIRED_OBJECTS <= tables:
-        return False
-    columns = {row[1] for row in conn.execute("PRAGMA table_info(sessions)")}
-    if "last_claude_uuid" not in columns or columns & set(DROPPED_COLUMNS):
-        return False
-    if "cost_source" not in {row[1] for row in conn.execute("PRAGMA table_info(azsd_usage)")}:
-        return False
-    return _read_schema_version(conn) == SCHEMA_VERSION
-
-
-def _statements(script: str) -> list[str]:
-    """The statements of an SQL script (a trigger's body keeps its own semicolons)."""
-    statements: list[str] = []
-    pending = ""
-    for piece in script.split(";"):
-        pending += piece + ";"
-        if sqlite3.complete_statement(pending):
-            if pending.strip(" \n;"):
-                statements.append(pending.strip())
-            pending = ""
-    return statements
 
 
 @contextmanager

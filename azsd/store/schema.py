@@ -15,6 +15,8 @@ __all__ = [
     "REQUIRED_OBJECTS",
     "SCHEMA_VERSION",
     "SEARCH_HWM_KEY",
+    "USAGE_DDL",
+    "USAGE_V1_COPY",
 ]
 
 #: The `schema_version` AZUREAL writes and azsd understands.
@@ -60,16 +62,12 @@ DROPPED_COLUMNS: Final = ("context_tokens", "output_tokens", "context_window")
 #: `meta` key of the session-number high-water mark: numbers at or below it are never handed out.
 HWM_KEY: Final = "azsd_session_hwm"
 
-#: azsd's side tables. Each references `sessions(id)` with ON DELETE CASCADE; AZUREAL ignores them.
-#: The exception is the search index `azsd_search`, an FTS5 table (which cannot hold a foreign key):
-#: contentless (it stores the index, not the text, which stays compressed in `events`) and keyed by
-#: `events.id`. AUTOINCREMENT never reuses an id, so an entry whose event AZUREAL deleted matches no
-#: row of `events` and is never returned; azsd takes its own deletes out, and a reindex drops the rest.
-#: The other is `azsd_requests`, which is about requests, not sessions: the keys of recent mutating
-#: requests (`request_key`), a digest of each request and its encoded reply, so that a retry is answered
-#: instead of carried out twice (see azsd.server.idempotency). Rows older than the retention are pruned.
-AZSD_DDL: Final = """\
-CREATE TABLE IF NOT EXISTS azsd_usage (
+#: The usage of each run (`source`), in parts: one row per model and time slot (`slot`, the start in
+#: Unix seconds of the quarter hour its turns fall in; `first_at` and `last_at` the times of its first
+#: and last turn). Stores from before models were recorded had one row per run, keyed by
+#: (session_id, source): their rows are copied into this shape (model '', timed when last updated).
+USAGE_DDL: Final = """\
+CREATE TABLE IF NOT EXISTS {name} (
     session_id  INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
     source      TEXT NOT NULL,
     input       INTEGER NOT NULL DEFAULT 0,
@@ -80,8 +78,35 @@ CREATE TABLE IF NOT EXISTS azsd_usage (
     cost_usd    REAL,
     updated     TEXT NOT NULL DEFAULT (datetime('now')),
     cost_source TEXT,
-    PRIMARY KEY (session_id, source)
+    model       TEXT NOT NULL DEFAULT '',
+    slot        INTEGER NOT NULL DEFAULT 0,
+    first_at    REAL NOT NULL DEFAULT 0,
+    last_at     REAL NOT NULL DEFAULT 0,
+    PRIMARY KEY (session_id, source, model, slot)
 );
+"""
+
+#: Copies the rows of a `azsd_usage_v1` (one per run) into the new `azsd_usage`.
+USAGE_V1_COPY: Final = """\
+INSERT INTO azsd_usage (session_id, source, input, output, cache_read, cache_write, reasoning, cost_usd,
+    updated, cost_source, model, slot, first_at, last_at)
+SELECT session_id, source, input, output, cache_read, cache_write, reasoning, cost_usd, updated,
+    cost_source, '', CAST(strftime('%s', updated) AS INTEGER) / 900 * 900,
+    CAST(strftime('%s', updated) AS REAL), CAST(strftime('%s', updated) AS REAL)
+FROM azsd_usage_v1
+"""
+
+#: azsd's side tables. Each references `sessions(id)` with ON DELETE CASCADE; AZUREAL ignores them.
+#: The exception is the search index `azsd_search`, an FTS5 table (which cannot hold a foreign key):
+#: contentless (it stores the index, not the text, which stays compressed in `events`) and keyed by
+#: `events.id`. AUTOINCREMENT never reuses an id, so an entry whose event AZUREAL deleted matches no
+#: row of `events` and is never returned; azsd takes its own deletes out, and a reindex drops the rest.
+#: The other is `azsd_requests`, which is about requests, not sessions: the keys of recent mutating
+#: requests (`request_key`), a digest of each request and its encoded reply, so that a retry is answered
+#: instead of carried out twice (see azsd.server.idempotency). Rows older than the retention are pruned.
+AZSD_DDL: Final = (
+    USAGE_DDL.format(name="azsd_usage")
+    + """\
 CREATE TABLE IF NOT EXISTS azsd_follows (
     session_id    INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
     path          TEXT NOT NULL,
@@ -95,6 +120,7 @@ CREATE TABLE IF NOT EXISTS azsd_follows (
     started       TEXT NOT NULL DEFAULT (datetime('now')),
     last_activity TEXT NOT NULL DEFAULT (datetime('now')),
     ended         TEXT,
+    model         TEXT NOT NULL DEFAULT '',
     PRIMARY KEY (session_id, path)
 );
 CREATE TABLE IF NOT EXISTS azsd_lineage (
@@ -128,6 +154,7 @@ CREATE VIRTUAL TABLE IF NOT EXISTS azsd_search USING fts5(
     text, content='', tokenize='unicode61 remove_diacritics 2'
 );
 """
+)
 
 #: `meta` key of the highest `events.id` the search index has seen (rows above it wait to be indexed).
 #: Its name carries the version of :func:`azsd.search.search_text`: a store indexed by another version

@@ -10,13 +10,27 @@ newer schema may lack azsd's tables; the reads here then return nothing.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import Any, Final
+
+import msgspec
 
 from azsd.context import ContextPayload, render_event, strip_injected_context_indexed
 from azsd.errors import BadRequestError, StoreError
 from azsd.events import Event
-from azsd.model import Compaction, Cost, FollowRecord, ImportRecord, SessionUsage, Usage
+from azsd.model import (
+    SLOT_SECONDS,
+    Compaction,
+    Cost,
+    CostSource,
+    FollowRecord,
+    ImportRecord,
+    SessionUsage,
+    Usage,
+    UsagePart,
+    UsageRow,
+)
 from azsd.store.events import EventLog
 from azsd.store.listing import _require_session
 
@@ -24,6 +38,24 @@ __all__ = ["FollowMovedError", "SideTables"]
 
 #: Ids a query names in one `IN (…)` list (SQLite allows 32 766 parameters); more read everything.
 _IN_LIST_MAX: Final = 1000
+
+
+def _merged(a: UsagePart, b: UsagePart) -> UsagePart:
+    """Two parts of one model that fell in the same slot (one timed, one given a time), as one."""
+    cost = a.cost if b.cost is None else b.cost if a.cost is None else None
+    if a.cost is not None and b.cost is not None:
+        source: CostSource = "reported" if a.cost.source == b.cost.source == "reported" else "estimated"
+        cost = Cost(a.cost.usd + b.cost.usd, source)
+    first = min(t for t in (a.first, b.first) if t is not None)
+    last = max(t for t in (a.last, b.last) if t is not None)
+    return UsagePart(model=a.model, usage=a.usage + b.usage, cost=cost, slot=a.slot, first=first, last=last)
+
+
+def _cost_source(usd: float | None, stored: str | None) -> CostSource | None:
+    """A stored cost's source (a cost of unknown source, recorded before sources were, is an estimate)."""
+    if usd is None:
+        return None
+    return "reported" if stored == "reported" else "estimated"
 
 
 class FollowMovedError(StoreError):
@@ -40,42 +72,86 @@ class SideTables(EventLog):
         self,
         session_id: int,
         source: str,
-        usage: Usage,
-        cost: Cost | None,
+        parts: Sequence[UsagePart],
         *,
         replaces: str | None = None,
+        at: float | None = None,
     ) -> None:
-        """Set the usage of one turn (`source`: the agent run's id or file): replaced, never added.
+        """Set the usage of one run (`source`: the agent run's id or file): replaced, never added.
 
-        `cost` keeps where it came from (reported by the agent, or estimated by azsd.pricing).
-        `replaces` names a record of the same turn kept under another source until now (its file's
-        path, before the run's id was known): it is dropped, so the turn is counted once."""
+        Each part is one model's usage within one time slot, with its cost (reported by the agent, or
+        estimated by azsd.pricing). A part without a time (the run's lines carry none) keeps the times
+        the run's earlier record of that model had, or takes `at` (default: now) the first time, so
+        that recording the same run again changes nothing. `replaces` names a record of the same
+        run kept under another source until now (its file's path, before the run's id was known): it
+        is dropped, so the run is counted once."""
+        now = time.time() if at is None else at
         with self.atomic() as conn:
             _require_session(conn, session_id)
-            if replaces is not None and replaces != source:
-                conn.execute(
-                    "DELETE FROM azsd_usage WHERE session_id = ? AND source = ?", (session_id, replaces)
+            olds = (source,) if replaces is None or replaces == source else (source, replaces)
+            marks = ", ".join("?" * len(olds))
+            known = {
+                model: (first, last)
+                for model, first, last in conn.execute(
+                    "SELECT model, MIN(first_at), MAX(last_at) FROM azsd_usage "
+                    f"WHERE session_id = ? AND source IN ({marks}) GROUP BY model",
+                    (session_id, *olds),
                 )
+            }
             conn.execute(
-                "INSERT INTO azsd_usage (session_id, source, input, output, cache_read, cache_write, "
-                "reasoning, cost_usd, cost_source) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
-                "ON CONFLICT (session_id, source) DO "
-                "UPDATE SET input = excluded.input, output = excluded.output, "
-                "cache_read = excluded.cache_read, cache_write = excluded.cache_write, "
-                "reasoning = excluded.reasoning, "
-                "cost_usd = excluded.cost_usd, cost_source = excluded.cost_source, updated = datetime('now')",
-                (
-                    session_id,
-                    source,
-                    usage.input,
-                    usage.output,
-                    usage.cache_read,
-                    usage.cache_write,
-                    usage.reasoning,
-                    None if cost is None else cost.usd,
-                    None if cost is None else cost.source,
-                ),
+                f"DELETE FROM azsd_usage WHERE session_id = ? AND source IN ({marks})", (session_id, *olds)
             )
+            rows: dict[tuple[str, int], UsagePart] = {}
+            for part in parts:
+                if part.first is None or part.last is None:
+                    first, last = known.get(part.model, (now, now))
+                    part = msgspec.structs.replace(
+                        part, first=first, last=max(last, now) if part.model in known else last,
+                        slot=int(first // SLOT_SECONDS) * SLOT_SECONDS,
+                    )  # fmt: skip
+                key = (part.model, part.slot or 0)
+                rows[key] = part if key not in rows else _merged(rows[key], part)
+            conn.executemany(
+                "INSERT INTO azsd_usage (session_id, source, model, slot, first_at, last_at, input, output, "
+                "cache_read, cache_write, reasoning, cost_usd, cost_source) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (
+                        session_id, source, p.model, slot, p.first, p.last, p.usage.input, p.usage.output,
+                        p.usage.cache_read, p.usage.cache_write, p.usage.reasoning,
+                        None if p.cost is None else p.cost.usd, None if p.cost is None else p.cost.source,
+                    )
+                    for (_, slot), p in rows.items()
+                ],
+            )  # fmt: skip
+
+    def usage_rows(
+        self, sessions: Sequence[int] | None = None, *, start: float | None = None, end: float | None = None
+    ) -> list[UsageRow]:
+        """The stored parts of every run (of `sessions`, when given) whose slot starts within
+        [`start`, `end`) (Unix seconds), oldest first."""
+        if self.read_only and not self._has_table("azsd_usage"):  # a newer schema may lack it
+            return []
+        where, params = ["slot >= ?", "slot < ?"], [start or float("-inf"), end or float("inf")]
+        if sessions is not None and len(sessions) <= _IN_LIST_MAX:
+            where.append(f"session_id IN ({', '.join('?' * len(sessions))})")
+            params += list(sessions)
+        wanted = None if sessions is None else set(sessions)
+        rows = self._query(
+            "SELECT session_id, source, model, slot, first_at, last_at, input, output, cache_read, "
+            f"cache_write, reasoning, cost_usd, cost_source FROM azsd_usage WHERE {' AND '.join(where)} "
+            "ORDER BY first_at, session_id, source, model",
+            params,
+        )
+        return [
+            UsageRow(
+                session_id=sid, source=src, model=model, slot=slot, first=first, last=last,
+                usage=Usage(input=i, output=o, cache_read=cr, cache_write=cw, reasoning=r),
+                cost_usd=usd, cost_source=_cost_source(usd, cs),
+            )
+            for sid, src, model, slot, first, last, i, o, cr, cw, r, usd, cs in rows
+            if wanted is None or sid in wanted
+        ]  # fmt: skip
 
     def session_usage(self, session_id: int) -> SessionUsage:
         """The session's usage and cost, summed over its turns."""
@@ -91,7 +167,7 @@ class SideTables(EventLog):
             where = f"WHERE session_id IN ({', '.join('?' * len(params))})"
         rows = self._query(
             "SELECT session_id, SUM(input), SUM(output), SUM(cache_read), SUM(cache_write), SUM(reasoning), "
-            "COALESCE(SUM(cost_usd), 0.0), COUNT(*), "
+            "COALESCE(SUM(cost_usd), 0.0), COUNT(DISTINCT source), "
             # a cost of unknown source (recorded before sources were) counts as an estimate
             "COALESCE(MAX(cost_usd IS NOT NULL AND cost_source IS NOT 'reported'), 0) "
             f"FROM azsd_usage {where} GROUP BY session_id",
@@ -149,13 +225,14 @@ class SideTables(EventLog):
             int(record.active),
             record.writer_pid,
             record.ended,
+            record.model,
         )
         with self.atomic() as conn:
             _require_session(conn, record.session_id)
             if expect_offset is not None:
                 cursor = conn.execute(
                     "UPDATE azsd_follows SET format = ?, offset = ?, inode = ?, lines = ?, skipped = ?, "
-                    "active = ?, writer_pid = ?, ended = ?, last_activity = datetime('now') "
+                    "active = ?, writer_pid = ?, ended = ?, model = ?, last_activity = datetime('now') "
                     "WHERE session_id = ? AND path = ? AND offset = ?",
                     (*values, record.session_id, record.path, expect_offset),
                 )
@@ -172,11 +249,11 @@ class SideTables(EventLog):
                 return
             conn.execute(
                 "INSERT INTO azsd_follows (session_id, path, format, offset, inode, lines, skipped, active, "
-                "writer_pid, ended) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                "writer_pid, ended, model) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
                 "ON CONFLICT (session_id, path) DO UPDATE SET format = excluded.format, "
                 "offset = excluded.offset, inode = excluded.inode, lines = excluded.lines, "
                 "skipped = excluded.skipped, active = excluded.active, writer_pid = excluded.writer_pid, "
-                "ended = excluded.ended, last_activity = datetime('now')",
+                "ended = excluded.ended, model = excluded.model, last_activity = datetime('now')",
                 (record.session_id, record.path, *values),
             )
 
@@ -203,13 +280,14 @@ class SideTables(EventLog):
             return []
         rows = self._query(
             "SELECT session_id, path, format, offset, inode, lines, skipped, active, writer_pid, "
-            f"started, last_activity, ended FROM azsd_follows WHERE {where} ORDER BY started, path",
+            f"started, last_activity, ended, model FROM azsd_follows WHERE {where} ORDER BY started, path",
             params,
         )
         return [
             FollowRecord(
                 session_id=r[0], path=r[1], format=r[2], offset=r[3], inode=r[4], lines=r[5], skipped=r[6],
                 active=bool(r[7]), writer_pid=r[8], started=r[9], last_activity=r[10], ended=r[11],
+                model=r[12],
             )
             for r in rows
         ]  # fmt: skip

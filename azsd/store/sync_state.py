@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from typing import Final, NamedTuple
 
 from azsd.model import SessionInfo, SessionUsage
-from azsd.store.core import _statements
+from azsd.store.migration import split_statements
 from azsd.store.sessions import Sessions
 from azsd.store.side_tables import SideTables
 
@@ -112,7 +112,7 @@ class SyncState(Sessions, SideTables):
         """Create the sync tables, give the store and each session without one a UUID, record the
         repository identity; the store's UUID. (A write: the store's writer runs it.)"""
         with self.atomic() as conn:
-            for statement in _statements(SYNC_DDL):
+            for statement in split_statements(SYNC_DDL):
                 conn.execute(statement)
             conn.execute(
                 "INSERT OR IGNORE INTO azsd_sync_store (key, value) VALUES ('store_uuid', ?)",
@@ -218,7 +218,7 @@ class SyncState(Sessions, SideTables):
         for byte (seqs kept), its compactions, its badge, and where it came from."""
         with self.atomic(create=True) as conn:  # all of it, or none of it
             info = self.create_session(pulled.name, pulled.worktree)
-            for statement in _statements(SYNC_DDL):
+            for statement in split_statements(SYNC_DDL):
                 conn.execute(statement)
             conn.executemany(
                 "INSERT INTO events (session_id, seq, kind, data, char_len) VALUES (?, ?, ?, ?, ?)",

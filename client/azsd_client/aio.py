@@ -403,11 +403,25 @@ class AsyncClient(AsyncConnection):
         return await self.call(message, ImportReply, timeout=long_timeout(timeout, self.timeout))
 
     async def usage(
-        self, root: RootLike, session: int | None = None, *, worktrees: Sequence[str] | None = None
+        self,
+        root: RootLike,
+        session: int | None = None,
+        *,
+        worktrees: Sequence[str] | None = None,
+        by: str | None = None,
+        by_model: bool = False,
+        since: str | None = None,
+        until: str | None = None,
+        timezone: str | None = None,
     ) -> UsageReply:
-        """Token usage and cost per session, per worktree, and in total (`session`, `worktrees` narrow it)."""
+        """Token usage and cost per session, per worktree, and in total (`session`, `worktrees` narrow it);
+        with `by` (``day``, ``week``, ``month``, ``session``, ``block``) by period too, each split by
+        model with `by_model`; `since`, `until` (local days, inclusive) keep only those days' usage."""
         wanted = None if worktrees is None else list(worktrees)
-        message = Usage(root=canonical_root(root), session=session, worktrees=wanted)
+        message = Usage(
+            root=canonical_root(root), session=session, worktrees=wanted, by=by, by_model=by_model,
+            since=since, until=until, timezone=timezone,
+        )  # fmt: skip
         return await self.call(message, UsageReply)
 
     async def ingest_file(
@@ -437,6 +451,7 @@ class AsyncClient(AsyncConnection):
         format: str | None = None,
         writer_pid: int | None = None,
         *,
+        model: str | None = None,
         timeout: float | None = None,
     ) -> FollowReply:
         """Follow an agent JSONL file live into a session, from its saved offset (or its start).
@@ -444,6 +459,8 @@ class AsyncClient(AsyncConnection):
         The daemon stores each line as it is written and ends the follow by itself on the turn's final
         event, or once `writer_pid` is gone and the file has been idle a while. `format` is detected
         when None. The first read may take a while: the default timeout is as for `ingest_file`.
+        `model` is the model the agent was started with, for a format that does not name it (Codex's
+        `exec --json`), so that the run's usage is recorded and priced as that model's.
         """
         message = Follow(
             root=canonical_root(root),
@@ -451,6 +468,7 @@ class AsyncClient(AsyncConnection):
             path=absolute_path(path),
             format=format,
             writer_pid=writer_pid,
+            model=model,
         )
         return await self.call(message, FollowReply, timeout=long_timeout(timeout, self.timeout))
 

@@ -58,8 +58,9 @@ class UnknownFormatError(BadRequestError):
     """The format name is not one of :data:`FORMATS`, or a file's format could not be detected."""
 
 
-def make_parser(fmt: str) -> LineParser:
-    """A fresh incremental parser for the format `fmt`."""
+def make_parser(fmt: str, model: str = "") -> LineParser:
+    """A fresh incremental parser for the format `fmt`; `model` is the one the agent was started with,
+    for a format that does not say (`codex exec --json`), so that its usage is priced at it."""
     if fmt not in FORMATS:
         raise UnknownFormatError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
     if fmt.startswith("claude"):
@@ -69,7 +70,7 @@ def make_parser(fmt: str) -> LineParser:
     from azsd.ingest.parsers.codex_exec import CodexExecParser
     from azsd.ingest.parsers.codex_rollout import CodexRolloutParser
 
-    return CodexExecParser() if fmt == "codex-exec-json" else CodexRolloutParser()
+    return CodexExecParser(model) if fmt == "codex-exec-json" else CodexRolloutParser()
 
 
 def _vote(obj: dict[str, Any]) -> Format | None:

@@ -17,6 +17,7 @@ from typing import Any, BinaryIO, ClassVar, Final
 import msgspec
 
 from azsd.events import MAX_NESTING, Event, event_kind, nests_deeper
+from azsd.ingest.parsers.tally import UsageTally
 from azsd.model import Cost, Usage
 
 __all__ = [
@@ -63,6 +64,8 @@ class ParseReport:
     cost_usd: Cost | None = None
     agent_session_id: str | None = None
     model: str | None = None
+    #: `usage` split by model and time slot (kept by :meth:`LineParser.feed` as `usage` changes).
+    tally: UsageTally = field(default_factory=UsageTally)
 
     @property
     def skipped_total(self) -> int:
@@ -107,6 +110,9 @@ class LineParser(ABC):
             events = self.handle(obj)
         except Exception:  # a line of a shape no parser expected: skipped, never raised
             return self._skip("malformed")
+        report = self.report
+        if report.usage is not report.tally.seen:
+            report.tally.follow(report.usage, report.model, obj.get("timestamp"))
         if events is None:
             return self._skip("unknown_type")
         self.report.events.update(event_kind(e) for e in events)

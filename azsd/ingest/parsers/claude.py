@@ -23,9 +23,6 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, ClassVar, Final
 
-import msgspec
-
-from azsd import pricing
 from azsd.context import sanitize
 from azsd.events import (
     AssistantText,
@@ -41,7 +38,8 @@ from azsd.events import (
     ToolResult,
     UserMessage,
 )
-from azsd.ingest.parsers.base import MAX_INT, LineParser, Usage, message_text
+from azsd.ingest.parsers.base import MAX_INT, LineParser, message_text
+from azsd.ingest.parsers.claude_usage import ClaudeUsage
 from azsd.model import Cost
 
 __all__ = ["ClaudeSessionParser", "ClaudeStreamParser"]
@@ -53,12 +51,9 @@ _HOOK_REMINDER: Final = re.compile(
 )
 _SUBAGENT_TOOLS: Final = frozenset({"Agent", "agent", "Task", "task"})
 _PLAN_PATH: Final = re.compile(r"/\.claude/plans/([^/]+)\.md$")
-_SYNTHETIC_MODEL: Final = "<synthetic>"
 #: Tool calls remembered for naming their results; past this many the oldest is forgotten
 #: (a sub-agent's call is kept until its result).
 TOOL_CALLS_KEPT: Final = 4096
-#: Message ids remembered for regrouping the usage of a message split over several lines.
-MESSAGES_KEPT: Final = 1024
 
 
 @dataclass
@@ -123,9 +118,7 @@ class _ClaudeParser(LineParser):
         # a result comes soon after its call, and the lines of one message are adjacent.
         self._tools: OrderedDict[str, _ToolUse] = OrderedDict()
         self._open_subagents: set[str] = set()
-        self._message_usage: OrderedDict[str, Usage] = OrderedDict()
-        self._usage_total = Usage()  # the sum over every message seen, kept as it changes
-        self._unnamed_messages = 0
+        self._usage = ClaudeUsage(self.report)
 
     # -- assistant ---------------------------------------------------------------------------
 
@@ -133,7 +126,7 @@ class _ClaudeParser(LineParser):
         message = obj.get("message")
         if not isinstance(message, dict):
             return []
-        self._note_usage(message)
+        self._usage.note(message, obj.get("requestId"))
         events: list[Event] = []
         for block in message.get("content") or []:
             if not isinstance(block, dict):
@@ -170,50 +163,6 @@ class _ClaudeParser(LineParser):
             if tool_id not in self._open_subagents:
                 del self._tools[tool_id]
                 return
-
-    def _price_message(self, model: str | None, seen: Usage | None, current: Usage) -> None:
-        """Add a message's usage, priced at its own model, to the run's estimate (a transcript
-        reports no cost); a reported cost, once seen, is kept instead."""
-        if self.report.cost_usd is not None and self.report.cost_usd.source == "reported":
-            return
-        now = pricing.estimate(model, current)
-        before = pricing.estimate(model, seen) if seen is not None else 0.0
-        if now is None or before is None:
-            return  # an unknown model: its tokens count, its cost is not guessed
-        total = (self.report.cost_usd.usd if self.report.cost_usd else 0.0) + now - before
-        self.report.cost_usd = Cost(total, "estimated")
-
-    def _note_usage(self, message: dict[str, Any]) -> None:
-        usage = message.get("usage")
-        model = message.get("model")
-        if isinstance(model, str) and model != _SYNTHETIC_MODEL:
-            self.report.model = model
-        if not isinstance(usage, dict) or model == _SYNTHETIC_MODEL:
-            return
-        if "id" in message:
-            key = str(message["id"])
-        else:  # a message without an id is one of its own
-            key = f"\0{self._unnamed_messages}"
-            self._unnamed_messages += 1
-        seen = self._message_usage.get(key)
-        current = _claude_usage(usage)
-        total = self._usage_total
-        if seen is not None:
-            current = Usage(
-                input=seen.input,
-                output=max(seen.output, current.output),
-                cache_read=seen.cache_read,
-                cache_write=seen.cache_write,
-            )
-            total = msgspec.structs.replace(total, output=total.output - seen.output + current.output)
-        else:
-            total = total + current
-        self._message_usage[key] = current
-        self._price_message(model if isinstance(model, str) else self.report.model, seen, current)
-        if len(self._message_usage) > MESSAGES_KEPT:
-            self._message_usage.popitem(last=False)
-        self._usage_total = total
-        self.report.usage = total
 
     # -- user --------------------------------------------------------------------------------
 
@@ -254,19 +203,6 @@ class _ClaudeParser(LineParser):
         if self._open_subagents or subagent_line:
             return []  # the prompt Claude gave a sub-agent, not the user's
         return [UserMessage(content=clean)]
-
-
-def _claude_usage(usage: dict[str, Any]) -> Usage:
-    def count(key: str) -> int:
-        value = usage.get(key)
-        return value if isinstance(value, int) else 0
-
-    return Usage(
-        input=count("input_tokens"),
-        output=count("output_tokens"),
-        cache_read=count("cache_read_input_tokens"),
-        cache_write=count("cache_creation_input_tokens"),
-    )
 
 
 class ClaudeStreamParser(_ClaudeParser):
@@ -326,21 +262,11 @@ class ClaudeStreamParser(_ClaudeParser):
             return []
         self.report.agent_session_id = obj["session_id"]
         reported = "total_cost_usd" in obj or "cost_usd" in obj
-        cost = _cost(obj.get("total_cost_usd", obj.get("cost_usd", 0.0)))
-        duration = obj.get("duration_ms", 0)
-        duration = _clamp(duration)
+        cost = self._usage.result(
+            obj, _cost(obj.get("total_cost_usd", obj.get("cost_usd"))) if reported else None
+        )
+        duration = _clamp(obj.get("duration_ms", 0))
         failed = obj.get("is_error") is True or obj.get("subtype", "success") != "success"
-        usage = obj.get("usage")
-        if isinstance(usage, dict):
-            self.report.usage = _claude_usage(usage)  # authoritative for the whole run
-            self._message_usage.clear()
-            self._usage_total = Usage()
-        if reported:
-            self.report.cost_usd = Cost(cost, "reported")
-        else:
-            estimated = pricing.estimate(self.report.model, self.report.usage)
-            self.report.cost_usd = None if estimated is None else Cost(estimated, "estimated")
-            cost = estimated or 0.0
         return [Complete(success=not failed, duration_ms=duration, cost_usd=cost)]
 
 

@@ -285,7 +285,7 @@ COMMANDS: Final = (
     ),
     Command(
         "usage",
-        "tokens and cost per session, per worktree, in total",
+        "tokens and cost per session, per worktree, in total, and by period",
         store.usage,
         (
             arg("session", type=session_id, metavar="SESSION", nargs="?"),
@@ -293,6 +293,15 @@ COMMANDS: Final = (
                 "every session in the store (default: this branch's and the unlabelled ones; "
                 "a SESSION alone: any)"
             ),
+            arg(
+                "--by",
+                choices=("day", "week", "month", "session", "block"),
+                help="a table by local day, ISO week, month, session, or Claude's 5-hour billing block",
+            ),
+            arg("--by-model", action="store_true", help="one row per model in each period"),
+            arg("--since", metavar="DATE", help="only the usage of this local day (YYYY-MM-DD) and after"),
+            arg("--until", metavar="DATE", help="only the usage of this local day (YYYY-MM-DD) and before"),
+            arg("--timezone", metavar="TZ", help="local time of this IANA zone (default: the daemon's)"),
         ),
     ),
     Command(

@@ -14,7 +14,7 @@ from pathlib import Path
 from azsd.errors import AzsdError
 from azsd.files import atomic_write
 from azsd.ipc.protocol import ExportReply
-from azsd_client.render.reports import backup_line, search_table, usage_lines
+from azsd_client.render.reports import backup_line, period_lines, search_table, usage_lines
 from azsd_client.render.text import format_size, plural
 
 from . import shapes
@@ -99,11 +99,19 @@ def backup(run: Invocation) -> int:
 
 
 def usage(run: Invocation) -> int:
-    """Tokens and cost per session and per worktree; a session named alone is looked up in any worktree."""
+    """Tokens and cost per session and per worktree (or by period, with `--by`); a session named alone
+    is looked up in any worktree."""
     a = run.args
     scoped = a.session is None or a.worktree is not None
-    reply = run.client.usage(run.root, a.session, worktrees=worktree_scope(run) if scoped else None)
-    run.out.result(reply, lambda r, style: usage_lines(r.sessions, r.worktrees, r.total, style))
+    reply = run.client.usage(
+        run.root, a.session, worktrees=worktree_scope(run) if scoped else None, by=a.by,
+        by_model=a.by_model, since=a.since, until=a.until, timezone=a.timezone,
+    )  # fmt: skip
+    if a.by is not None:
+        run.out.result(reply, lambda r, style: period_lines(r.by, r.periods, r.total, style))
+    else:
+        run.out.result(reply, lambda r, style: usage_lines(r.sessions, r.worktrees, r.total, style))
     if not reply.sessions:
-        run.out.hint("no token usage recorded in these sessions")
+        dates = " on those days" if a.since or a.until else ""
+        run.out.hint(f"no token usage recorded in these sessions{dates}")
     return 0

@@ -131,8 +131,14 @@ class _Turn:
     def _follow(self) -> None:
         assert self.agent is not None
         fmt = FORMATS[self.backend]
+        # the model asked for: Codex's `exec --json` never names it, and an estimate needs it
         self.client.follow(
-            self.run.root, self.session, self.agent.path, format=fmt, writer_pid=self.agent.pid
+            self.run.root,
+            self.session,
+            self.agent.path,
+            format=fmt,
+            writer_pid=self.agent.pid,
+            model=self.run.args.model,
         )
 
     def watch(self) -> None:

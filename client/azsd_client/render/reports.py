@@ -9,7 +9,14 @@ import itertools
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Final
 
-from azsd.ipc.protocol import BackupReply, SearchHit, SessionUsageView, UsageView, WorktreeUsageView
+from azsd.ipc.protocol import (
+    BackupReply,
+    SearchHit,
+    SessionUsageView,
+    UsagePeriodView,
+    UsageView,
+    WorktreeUsageView,
+)
 
 from .text import Cell, Line, Style, count, format_cost, format_size, join, one_line, plural, table
 
@@ -20,6 +27,7 @@ __all__ = [
     "backup_line",
     "highlighted",
     "import_summary",
+    "period_lines",
     "search_row",
     "search_table",
     "usage_lines",
@@ -151,6 +159,65 @@ def usage_lines(
         ),
     ]
     return lines
+
+
+_PERIOD_NAMES: Final = {
+    "day": "day",
+    "week": "week",
+    "month": "month",
+    "session": "session",
+    "block": "block",
+}
+
+
+def _models(names: Sequence[str]) -> str:
+    return ", ".join(name or "(unknown)" for name in names) or "-"
+
+
+def period_lines(by: str, periods: Sequence[UsagePeriodView], total: UsageView, style: Style) -> list[Line]:
+    """`azs usage --by …`: one row per period (and model, with `--by-model`), then the total. Narrow
+    terminals lose cache write, cache read, the total and the models, in that order.
+
+    >>> from azsd_client.render.term import plain_lines
+    >>> view = UsagePeriodView(period="2025-10-02", start="", end="", models=["m"], total_tokens=7,
+    ...     usage=UsageView(input=2, output=5, cost_usd=0.5, cost_source="estimated"))
+    >>> plain_lines(period_lines("day", [view], view.usage, Style()))[1].split()
+    ['2025-10-02', 'm', '2', '5', '0', '0', '7', '~$0.5000']
+    """
+    rows = [
+        _headers(
+            (by, "models", "in", "out", "cache read", "cache write", "total", "cost"),
+            style,
+        )
+    ]
+    for view in periods:
+        u = view.usage
+        name = f"  {one_line(view.name, 40)}" if view.name and view.name != view.period else ""
+        rows.append(
+            [
+                Cell(view.period + name, style.bold),
+                Cell(_models([view.model] if view.model is not None else view.models), style.cyan),
+                *(
+                    Cell(f"{n:,}")
+                    for n in (u.input, u.output, u.cache_read, u.cache_write, view.total_tokens)
+                ),
+                Cell(format_cost(u.cost_usd, u.cost_source) or "-"),
+            ]
+        )
+    t = total
+    all_tokens = t.input + t.output + t.cache_read + t.cache_write
+    rows.append(
+        [
+            Cell("total", style.bold),
+            Cell(""),
+            *(
+                Cell(f"{n:,}", style.bold)
+                for n in (t.input, t.output, t.cache_read, t.cache_write, all_tokens)
+            ),
+            Cell(format_cost(t.cost_usd, t.cost_source) or "$0", style.bold),
+        ]
+    )
+    return table(rows, right=frozenset(range(2, 8)), flex=1, optional=(5, 4, 6, 1))
 
 
 # -- backup and import ------------------------------------------------------------------------------

@@ -1,0 +1,235 @@
+"""The `Usage` request: token usage and cost per session, per worktree, in total, and by period.
+
+Everything is summed from the stored parts of each run (`azsd_usage`: one row per model and
+quarter-hour slot), kept to the days `since`..`until` asked for. Periods are made in local time (the
+request's `timezone`, else the daemon's): a slot never straddles a local day, so a day, ISO week or
+month holds whole slots. Claude's 5-hour billing blocks follow ccusage's rule (its
+`identifySessionBlocks`): ordered by time, a block starts at its first turn's time floored to the
+UTC hour and holds every later turn up to 5 hours after its start, unless more than 5 hours passed
+since the previous turn; the next turn starts the next block. Parts are placed by their first and
+last turn, which are exact; only a turn in the very second a block ends could fall otherwise.
+
+>>> tz = ZoneInfo("UTC")
+>>> rows = [_row(1, "m", 3600 * 10 + 60), _row(1, "m", 3600 * 14 + 600), _row(2, "n", 3600 * 15 + 60)]
+>>> [(b.period, b.end, b.usage.input) for b in periods(rows, "block", tz, by_model=False, names={})]
+[('1970-01-01 10:00', '1970-01-01T15:00:00+00:00', 2), ('1970-01-01 15:00', '1970-01-01T20:00:00+00:00', 1)]
+>>> [(d.period, d.models) for d in periods(rows, "day", tz, by_model=False, names={})]
+[('1970-01-01', ['m', 'n'])]
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import date, datetime, time, timedelta, tzinfo
+from pathlib import Path
+from typing import Final
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from azsd.errors import BadRequestError, SessionNotFoundError
+from azsd.ipc import protocol as p
+from azsd.model import CostSource, SessionUsage, Usage, UsageRow
+from azsd.server.views import usage_view
+from azsd.store import Store
+
+__all__ = ["BLOCK_SECONDS", "PERIODS", "local_zone", "parse_day", "periods", "usage_reply"]
+
+#: What a `Usage` request's `by` may name.
+PERIODS: Final = ("day", "week", "month", "session", "block")
+
+#: The length of a Claude billing block.
+BLOCK_SECONDS: Final = 5 * 3600
+
+
+def usage_reply(store: Store, req: p.Usage) -> p.UsageReply:
+    """The reply to `req` (see :class:`azsd.ipc.protocol.Usage`)."""
+    if req.by is not None and req.by not in PERIODS:
+        raise BadRequestError(f"usage by {req.by!r}: expected one of {', '.join(PERIODS)}")
+    tz = local_zone(req.timezone)
+    first = parse_day(req.since, "since") if req.since else None
+    last = parse_day(req.until, "until") if req.until else None
+    if first and last and first > last:
+        raise BadRequestError(f"since {first} is after until {last}: no day is in between")
+    if req.session is not None and not store.has_session(req.session):
+        raise SessionNotFoundError(req.session)
+    wanted = None if req.worktrees is None else set(req.worktrees)
+    infos = [
+        info
+        for info in store.list_sessions(archived="include")
+        if (req.session is None or info.id == req.session) and (wanted is None or info.worktree in wanted)
+    ]
+    start = _midnight(first, tz) if first else None
+    end = _midnight(last + timedelta(days=1), tz) if last else None
+    rows = store.usage_rows([i.id for i in infos], start=start, end=end)
+    by_session: dict[int, list[UsageRow]] = {}
+    for row in rows:
+        by_session.setdefault(row.session_id, []).append(row)
+    sessions: list[p.SessionUsageView] = []
+    worktrees: dict[str, list[UsageRow]] = {}
+    for info in infos:
+        own = by_session.get(info.id, [])
+        worktrees.setdefault(info.worktree, []).extend(own)
+        if own:
+            total = _total(own)
+            sessions.append(
+                p.SessionUsageView(
+                    session=info.id, name=info.display_name, worktree=info.worktree, turns=total.turns,
+                    usage=usage_view(total),
+                )
+            )  # fmt: skip
+    rollups = [
+        p.WorktreeUsageView(
+            worktree=w, sessions=sum(1 for i in infos if i.worktree == w), usage=usage_view(_total(own))
+        )
+        for w, own in sorted(worktrees.items())
+    ]
+    names = {i.id: i.display_name for i in infos}
+    found = periods(rows, req.by, tz, by_model=req.by_model, names=names) if req.by else []
+    return p.UsageReply(
+        sessions=sessions, worktrees=rollups, total=usage_view(_total(rows)), by=req.by or "", periods=found
+    )
+
+
+def local_zone(name: str | None) -> tzinfo:
+    """The time zone `name` (IANA), else the local one: `$TZ` when it names a zone, else
+    /etc/localtime, else UTC."""
+    if name:
+        try:
+            return ZoneInfo(name)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise BadRequestError(
+                f"unknown time zone {name!r} (expected an IANA name such as Europe/Paris)"
+            ) from None
+    env = os.environ.get("TZ", "").lstrip(":")
+    for candidate in ([env] if env else []) + ["/etc/localtime"]:
+        try:
+            if not candidate.startswith("/"):
+                return ZoneInfo(candidate)
+            with Path(candidate).open("rb") as stream:
+                return ZoneInfo.from_file(stream)
+        except (ZoneInfoNotFoundError, ValueError, OSError):
+            continue
+    return ZoneInfo("UTC")
+
+
+def parse_day(text: str, what: str) -> date:
+    """A local date given as ``YYYY-MM-DD`` or ``YYYYMMDD``.
+
+    >>> parse_day("20251002", "since"), parse_day("2025-10-02", "until")
+    (datetime.date(2025, 10, 2), datetime.date(2025, 10, 2))
+    """
+    compact = text.strip()
+    if len(compact) == 8 and compact.isdigit():
+        compact = f"{compact[:4]}-{compact[4:6]}-{compact[6:]}"
+    try:
+        return date.fromisoformat(compact)
+    except ValueError:
+        raise BadRequestError(f"{what} {text!r} is not a date: expected YYYY-MM-DD or YYYYMMDD") from None
+
+
+def periods(
+    rows: Sequence[UsageRow], by: str, tz: tzinfo, *, by_model: bool, names: Mapping[int, str]
+) -> list[p.UsagePeriodView]:
+    """`rows` grouped by `by` (one of :data:`PERIODS`), and by model with `by_model`, oldest first."""
+    groups: dict[tuple[str, str | None], list[UsageRow]] = {}
+    bounds: dict[str, tuple[float, float]] = {}
+    key: Callable[[UsageRow], str]
+    if by == "block":
+        blocks = _blocks(rows)
+        key = lambda row: _label(blocks[id(row)], tz, "%Y-%m-%d %H:%M")  # noqa: E731
+        for row in rows:
+            bounds[key(row)] = (blocks[id(row)], blocks[id(row)] + BLOCK_SECONDS)
+    elif by == "session":
+        key = lambda row: f"S{row.session_id}"  # noqa: E731
+        for row in rows:
+            low, high = bounds.get(key(row), (row.first, row.last))
+            bounds[key(row)] = (min(low, row.first), max(high, row.last))
+    else:
+        key = _calendar_key(by, tz, bounds)
+    for row in rows:
+        groups.setdefault((key(row), row.model if by_model else None), []).append(row)
+    out = []
+    for (label, model), own in groups.items():
+        total = _total(own)
+        low, high = bounds[label]
+        u = total.usage
+        out.append(
+            p.UsagePeriodView(
+                period=label, start=_iso(low, tz), end=_iso(high, tz), usage=usage_view(total),
+                total_tokens=u.input + u.output + u.cache_read + u.cache_write,
+                models=sorted({r.model for r in own}), model=model,
+                session=own[0].session_id if by == "session" else None,
+                name=names.get(own[0].session_id, "") if by == "session" else "", turns=total.turns,
+            )
+        )  # fmt: skip
+    return sorted(out, key=lambda v: (bounds[v.period][0], v.period, v.model or ""))
+
+
+def _calendar_key(by: str, tz: tzinfo, bounds: dict[str, tuple[float, float]]) -> Callable[[UsageRow], str]:
+    """The label of a row's local day, ISO week or month; each label's bounds go into `bounds`."""
+    cache: dict[int, str] = {}
+
+    def key(row: UsageRow) -> str:
+        day = cache.get(row.slot)
+        if day is not None:
+            return day
+        local = datetime.fromtimestamp(row.slot, tz).date()
+        if by == "day":
+            label, low, high = local.isoformat(), local, local + timedelta(days=1)
+        elif by == "week":
+            year, week, weekday = local.isocalendar()
+            low = local - timedelta(days=weekday - 1)
+            label, high = f"{year}-W{week:02d}", low + timedelta(days=7)
+        else:
+            low = local.replace(day=1)
+            high = (low + timedelta(days=32)).replace(day=1)
+            label = f"{local.year}-{local.month:02d}"
+        bounds[label] = (_midnight(low, tz), _midnight(high, tz))
+        cache[row.slot] = label
+        return label
+
+    return key
+
+
+def _blocks(rows: Iterable[UsageRow]) -> dict[int, float]:
+    """The start of the billing block of each row (by `id`), ccusage's rule (module docstring)."""
+    starts: dict[int, float] = {}
+    block: float | None = None
+    latest = 0.0
+    for row in sorted(rows, key=lambda r: (r.first, r.last)):
+        if block is None or row.first - block > BLOCK_SECONDS or row.first - latest > BLOCK_SECONDS:
+            block = float(int(row.first // 3600) * 3600)
+        starts[id(row)] = block
+        latest = max(latest, row.last)
+    return starts
+
+
+def _total(rows: Sequence[UsageRow]) -> SessionUsage:
+    usage = Usage()
+    cost, estimated = 0.0, False
+    for row in rows:
+        usage += row.usage
+        cost += row.cost_usd or 0.0
+        estimated = estimated or row.cost_source == "estimated"
+    source: CostSource = "estimated" if estimated else "reported"
+    return SessionUsage(usage, cost, len({(r.session_id, r.source) for r in rows}), source)
+
+
+def _midnight(day: date, tz: tzinfo) -> float:
+    return datetime.combine(day, time(0), tzinfo=tz).timestamp()
+
+
+def _iso(at: float, tz: tzinfo) -> str:
+    return datetime.fromtimestamp(at, tz).isoformat(timespec="seconds")
+
+
+def _label(at: float, tz: tzinfo, fmt: str) -> str:
+    return datetime.fromtimestamp(at, tz).strftime(fmt)
+
+
+def _row(session: int, model: str, at: float) -> UsageRow:
+    """A one-token row at `at`, for the examples."""
+    return UsageRow(
+        session_id=session, source=f"r{at}", model=model, slot=int(at // 900) * 900, first=at, last=at,
+        usage=Usage(input=1), cost_usd=None, cost_source=None,
+    )  # fmt: skip
