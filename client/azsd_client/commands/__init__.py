@@ -4,7 +4,7 @@
 - :mod:`.live`: tail, watch, and the agent files the daemon reads (ingest, follow, unfollow).
 - :mod:`.turn`: `azs run`, one agent turn stored and shown live; :mod:`.agent`, the agent's process.
 - :mod:`.store`: search, usage, export, backup; :mod:`.imports`: `azs import`.
-- :mod:`.daemon`: status, protocol, doctor.
+- :mod:`.daemon`: status, protocol, doctor; :mod:`.bridge`: `azs bridge`, JSON lines for editors.
 - :mod:`.invocation`: what the commands of one run share; :mod:`.output`: ``--json`` or text;
   :mod:`.arguments`: argument types and specs.
 
@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Final, NamedTuple
 
-from . import daemon, imports, live, sessions, store, turn
+from . import bridge, daemon, imports, live, sessions, store, turn
 from .arguments import (
     BACKEND,
     FORMAT,
@@ -29,6 +29,7 @@ from .arguments import (
     Spec,
     arg,
     count,
+    seconds,
     session_id,
     worktree_options,
 )
@@ -73,6 +74,12 @@ _IMPORT_DESCRIPTION: Final = (
     "Import the histories an agent keeps of this project ($CLAUDE_CONFIG_DIR or ~/.claude, $CODEX_HOME "
     "or ~/.codex), one session per file, labelled with the current branch. Running it again imports only "
     "what the files gained; the files are only read. --json: one importreply per file, then a summary."
+)
+_BRIDGE_DESCRIPTION: Final = (
+    "Serve editors that cannot load ZeroMQ over stdin and stdout: each line a JSON request with an id and "
+    "a protocol message's op and fields, each answer a line {id, result} or {id, error}, and "
+    '{"notify": ...} lines for the stores and sessions subscribed to. It runs until stdin ends. See '
+    "docs/bridge.md."
 )
 _KINDS: Final = ("user", "assistant", "tool", "call", "result", "plan")
 _FILE: Final = arg("file")
@@ -257,5 +264,20 @@ COMMANDS: Final = (
                 "a SESSION alone: any)"
             ),
         ),
+    ),
+    Command(
+        "bridge",
+        "serve an editor JSON lines on stdin/stdout (docs/bridge.md)",
+        bridge.bridge,
+        (
+            arg(
+                "--heartbeat",
+                type=seconds,
+                metavar="S",
+                default=2.0,
+                help="seconds between checks that the daemon is there (default: 2)",
+            ),
+        ),
+        _BRIDGE_DESCRIPTION,
     ),
 )
