@@ -67,7 +67,10 @@ local ok, err = pcall(function()
   out.bufname = vim.api.nvim_buf_get_name(buf)
   out.before = lines(buf)
 
-  -- another process appends: the transcript grows live
+  -- another process appends: the transcript grows live, by notification (the settle re-read is done)
+  wait("the settle re-read", function()
+    return azs.current().reads >= 2
+  end)
   local appended = vim.fn.system(vim.json.decode(env.AZS_TEST_APPEND))
   out.append_output = appended
   wait("the appended events shown", function()

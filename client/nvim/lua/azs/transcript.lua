@@ -94,6 +94,7 @@ function M.read(st)
         end
         st.reading = false
         st.loaded = true
+        st.reads = st.reads + 1
         if st.read_again then
           st.read_again = false
           return M.read(st)
@@ -215,6 +216,7 @@ function M.open(root, session, view, opts)
     waiting = { opts.on_loaded },
     on_change = {},
     loaded = false,
+    reads = 0, -- complete reads of what is stored (the first, the settle re-read, after gaps)
   }
   M.by_buf[buf] = st
   by_key[key(root, session)] = buf
