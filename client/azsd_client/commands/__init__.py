@@ -5,7 +5,7 @@
 - :mod:`.turn`: `azs run`, one agent turn stored and shown live; :mod:`.agent`, the agent's process;
   :mod:`.compaction`: `azs compact` (and `azs run`'s compaction before a turn).
 - :mod:`.store`: search, usage, export, backup; :mod:`.imports`: `azs import`.
-- :mod:`.daemon`: status, protocol, doctor.
+- :mod:`.daemon`: status, protocol, doctor; :mod:`.bridge`: `azs bridge`, JSON lines for editors.
 - :mod:`.remote`: the sync database: sync status, ls --remote, show @REF, search --remote, pull.
 - :mod:`.invocation`: what the commands of one run share; :mod:`.output`: ``--json`` or text;
   :mod:`.arguments`: argument types and specs.
@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Final, NamedTuple
 
-from . import compaction, daemon, imports, live, remote, sessions, store, turn
+from . import bridge, compaction, daemon, imports, live, remote, sessions, store, turn
 from .arguments import (
     BACKEND,
     FORMAT,
@@ -32,6 +32,7 @@ from .arguments import (
     arg,
     count,
     fork_point,
+    seconds,
     session_id,
     worktree_options,
 )
@@ -86,6 +87,12 @@ _IMPORT_DESCRIPTION: Final = (
     "what the files gained; the files are only read. --json: one importreply per file, then a summary."
 )
 _REMOTE: Final = arg("--remote", action="store_true", help="in the sync database (every machine's sessions)")
+_BRIDGE_DESCRIPTION: Final = (
+    "Serve editors that cannot load ZeroMQ over stdin and stdout: each line a JSON request with an id and "
+    "a protocol message's op and fields, each answer a line {id, result} or {id, error}, and "
+    '{"notify": ...} lines for the stores and sessions subscribed to. It runs until stdin ends. See '
+    "docs/bridge.md."
+)
 _KINDS: Final = ("user", "assistant", "tool", "call", "result", "plan")
 _FILE: Final = arg("file")
 
@@ -315,5 +322,20 @@ COMMANDS: Final = (
         "copy a session of the sync database into this worktree's store",
         remote.pull,
         (arg("ref", metavar="@REF"), arg("--name", help="the new session's name (default: the original's)")),
+    ),
+    Command(
+        "bridge",
+        "serve an editor JSON lines on stdin/stdout (docs/bridge.md)",
+        bridge.bridge,
+        (
+            arg(
+                "--heartbeat",
+                type=seconds,
+                metavar="S",
+                default=2.0,
+                help="seconds between checks that the daemon is there (default: 2)",
+            ),
+        ),
+        _BRIDGE_DESCRIPTION,
     ),
 )

@@ -1,0 +1,199 @@
+"""What `azs bridge` reads and writes: JSON lines in, JSON lines out, and the protocol in between.
+
+Pure functions, no I/O. A line from the editor is one JSON object: an ``id`` (any JSON value, echoed
+back), the protocol message's ``op`` and fields (docs/protocol.md), and optionally the bridge's own
+``timeout`` (seconds). Each answer is one line: ``{"id", "result"}`` with the reply as the protocol
+has it, or ``{"id", "error": {"code", "message"}}``. Notifications are ``{"notify": {...}}``.
+
+Events travel as JSON values, not as JSON text inside a string: the ``data`` of a `WireEvent`
+(`eventspage`, `appendreply`, `eventsappended`) and of a `SearchHit` is the event itself, and
+`appendevents` takes its ``events`` as values (``{"AssistantText": {"text": "hi"}}``, or the bare
+``"Compacting"``), so an editor never parses JSON twice.
+
+>>> parse_line(b'{"id": 7, "op": "status"}')
+Incoming(id=7, fields={'op': 'status'}, timeout=None)
+>>> from azsd.ipc.protocol import WireEvent
+>>> event = WireEvent(seq=1, kind="AssistantText", data='{"AssistantText":{"text":"hi"}}')
+>>> line = reply_line(7, AppendReply(events=[event]))
+>>> msgspec.json.decode(line)["result"]["events"]
+[{'seq': 1, 'kind': 'AssistantText', 'data': {'AssistantText': {'text': 'hi'}}}]
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any, Final
+
+import msgspec
+
+from azsd.errors import AzsdError, ConfigError, DaemonUnavailable, NoReply, ProtocolError, RemoteError
+from azsd.ipc.protocol import (
+    AppendReply,
+    EventsAppended,
+    EventsPage,
+    Notification,
+    Reply,
+    Request,
+    SearchReply,
+)
+
+__all__ = [
+    "BRIDGE_OPS",
+    "BadLine",
+    "Incoming",
+    "error_code",
+    "error_line",
+    "notify_line",
+    "parse_line",
+    "reply_line",
+    "result_line",
+    "to_request",
+]
+
+#: The requests the bridge answers itself (they are not protocol messages).
+BRIDGE_OPS: Final = frozenset({"subscribe", "unsubscribe"})
+
+_JSON_DECODER: Final = msgspec.json.Decoder()
+_JSON_ENCODER: Final = msgspec.json.Encoder()
+
+
+class BadLine(AzsdError):
+    """A line that is no request: `code` is ``bad_json`` or ``bad_request``; `id` is the request's id
+    when the line had one (else None, and the editor matches the error by its order)."""
+
+    def __init__(self, code: str, message: str, id: Any = None) -> None:
+        super().__init__(message)
+        self.code, self.id = code, id
+
+
+@dataclass(frozen=True)
+class Incoming:
+    """One request line: its `id`, the message's fields (``op`` among them), the bridge's `timeout`."""
+
+    id: Any
+    fields: dict[str, Any]
+    timeout: float | None
+
+
+def parse_line(line: bytes) -> Incoming:
+    """A request from one line, or :class:`BadLine` saying what is wrong with it.
+
+    >>> parse_line(b'{"op": "status"}')
+    Traceback (most recent call last):
+    ...
+    azsd_client.bridge_wire.BadLine: a request needs an "id" (any JSON value, echoed in its reply)
+    """
+    try:
+        value = _JSON_DECODER.decode(line)
+    except msgspec.DecodeError as exc:
+        raise BadLine("bad_json", f"not a JSON line: {exc}") from None
+    if not isinstance(value, dict):
+        raise BadLine("bad_request", f"a request is a JSON object, not {type(value).__name__}")
+    if "id" not in value:
+        raise BadLine("bad_request", 'a request needs an "id" (any JSON value, echoed in its reply)')
+    id = value.pop("id")
+    timeout = value.pop("timeout", None)
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int | float)):
+        raise BadLine("bad_request", f'"timeout" is a number of seconds, not {timeout!r}', id)
+    if timeout is not None and not 0 < timeout < 86_400:
+        raise BadLine("bad_request", f'"timeout" must be more than 0 s, less than a day: {timeout}', id)
+    if not isinstance(value.get("op"), str):
+        raise BadLine("bad_request", 'a request needs an "op" (a string, as in docs/protocol.md)', id)
+    return Incoming(id, value, None if timeout is None else float(timeout))
+
+
+def _canonical_fields(fields: dict[str, Any]) -> dict[str, Any]:
+    """`root` made canonical (as notification topics carry it), `events` turned into JSON text."""
+    out = dict(fields)
+    root = out.get("root")
+    if isinstance(root, str) and os.path.isabs(root):
+        out["root"] = os.path.realpath(root)
+    events = out.get("events")
+    if out.get("op") == "appendevents" and isinstance(events, list):
+        out["events"] = [_JSON_ENCODER.encode(event).decode() for event in events]
+    return out
+
+
+def to_request(fields: dict[str, Any]) -> Request:
+    """The protocol message the fields name (`root` canonical, events encoded), or :class:`BadLine`.
+
+    >>> to_request({"op": "getsession", "root": "/", "session": "3"})
+    Traceback (most recent call last):
+    ...
+    azsd_client.bridge_wire.BadLine: Expected `int`, got `str` - at `$.session`
+    """
+    try:
+        request: Request = msgspec.convert(_canonical_fields(fields), type=Request)
+    except msgspec.ValidationError as exc:
+        raise BadLine("bad_request", str(exc)) from None
+    return request
+
+
+def _event_value(text: str) -> Any:
+    """An event's JSON text as a value (text that does not parse stays a string)."""
+    try:
+        return _JSON_DECODER.decode(text)
+    except msgspec.DecodeError:
+        return text
+
+
+def _expanded(message: Reply | Notification) -> Any:
+    """The message as JSON-ready builtins, each event's data a value rather than text."""
+    value: dict[str, Any] = msgspec.to_builtins(message)
+    if isinstance(message, EventsPage | AppendReply | EventsAppended):
+        for event in value["events"]:
+            event["data"] = _event_value(event["data"])
+    elif isinstance(message, SearchReply):
+        for hit in value["hits"]:
+            hit["data"] = _event_value(hit["data"])
+    return value
+
+
+def _line(value: Any) -> bytes:
+    return _JSON_ENCODER.encode(value)
+
+
+def reply_line(id: Any, reply: Reply) -> bytes:
+    """The line answering request `id` with the daemon's `reply` (an `errorreply` becomes an error)."""
+    return result_line(id, _expanded(reply))
+
+
+def result_line(id: Any, result: Any) -> bytes:
+    """The line answering request `id` with `result` (JSON-ready)."""
+    return _line({"id": id, "result": result})
+
+
+def error_line(id: Any, code: str, message: str) -> bytes:
+    """The line answering request `id` with an error.
+
+    >>> error_line(None, "bad_json", "not a JSON line")
+    b'{"id":null,"error":{"code":"bad_json","message":"not a JSON line"}}'
+    """
+    return _line({"id": id, "error": {"code": code, "message": message}})
+
+
+def notify_line(note: Notification | dict[str, Any]) -> bytes:
+    """A notification line: the daemon's (events as values) or the bridge's own (a dict with an op)."""
+    return _line({"notify": note if isinstance(note, dict) else _expanded(note)})
+
+
+def error_code(exc: AzsdError) -> str:
+    """The code an error is answered with: the daemon's own, or the bridge's for errors on this side.
+
+    >>> error_code(NoReply("late")), error_code(RemoteError("not_found", "no S9"))
+    ('no_reply', 'not_found')
+    """
+    if isinstance(exc, RemoteError):
+        return exc.code
+    if isinstance(exc, BadLine):
+        return exc.code
+    if isinstance(exc, NoReply):
+        return "no_reply"
+    if isinstance(exc, DaemonUnavailable):
+        return "unavailable"
+    if isinstance(exc, ProtocolError):
+        return "protocol_error"
+    if isinstance(exc, ConfigError):
+        return "config_error"
+    return "error"
