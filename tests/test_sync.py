@@ -191,17 +191,18 @@ def test_init_creates_the_schema_once_and_a_push_needs_it(make_db: Callable[[boo
     with psycopg.connect(url, autocommit=True) as conn:
         with pytest.raises(SyncError, match="azsd sync init"):
             schema.check(conn)
-    assert schema.init_database(url) == (["001_init.sql"], 1)
-    assert schema.init_database(url) == ([], 1)
+    latest = schema.latest_version()
+    assert schema.init_database(url) == ([m.name for m in schema.migrations()], latest)
+    assert schema.init_database(url) == ([], latest)
     with psycopg.connect(url, autocommit=True) as conn:
-        assert schema.check(conn) == 1
+        assert schema.check(conn) == latest
     out = subprocess.run(
         [sys.executable, "-m", "azsd", "sync", "init", "--url", url],
         capture_output=True,
         text=True,
         check=True,
     ).stdout
-    assert "schema version 1 (already up to date)" in out
+    assert f"schema version {latest} (already up to date)" in out
 
 
 # -- push --------------------------------------------------------------------------------------------
@@ -276,13 +277,50 @@ def test_every_change_is_pushed_and_deletes_become_tombstones(
     wait_until("the tombstone pushed", lambda: _remote_session(pg_url, ub)["deleted"] is not None)
     assert mirrored(pg_url, root)
     assert not [k for k in remote_rows(pg_url, root) if k[0] == ub]
-    wait_until("the tombstone forgotten locally", lambda: not Store.open(root).sync_tombstones())
+
+    # a delete by AZUREAL (its own connection, foreign keys on, as it opens the file): a tombstone too
+    c = machine.request(p.CreateSession(root=r, name="azureal deletes me")).session
+    machine.request(p.AppendEvents(root=r, session=c.id, events=['{"UserMessage":{"content":"x"}}']))
+    wait_until("the session pushed", lambda: mirrored(pg_url, root) and _has_uuid(root, c.id))
+    uc = _uuid_of(root, c.id)
+    with sqlite3.connect(store_path(root)) as conn:
+        conn.execute("PRAGMA foreign_keys = ON")
+        conn.execute("DELETE FROM sessions WHERE id = ?", (c.id,))
+    wait_until("the foreign delete pushed", lambda: _remote_session(pg_url, uc)["deleted"] is not None)
+    assert mirrored(pg_url, root) and not [k for k in remote_rows(pg_url, root) if k[0] == uc]
+    with sqlite3.connect(store_path(root)) as conn:  # and nothing was added to AZUREAL's tables
+        assert not conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'").fetchall()
 
     status = machine.request(p.SyncStatus())
     assert status.configured and status.identity == "ada@laptop" and status.error == ""
     (view,) = [s for s in status.stores if s.root == r]
     assert view.lag_events == 0 and view.lag_s == 0.0 and view.last_error == ""
-    assert view.pushed_event_id == view.local_event_id == max(local_id for local_id in [_max_id(root)])
+    assert view.pushed_event_id == view.local_event_id >= _max_id(root)  # the last rows were deleted
+
+
+def _has_uuid(root: Path, session: int) -> bool:
+    with sqlite3.connect(store_path(root)) as conn:
+        query = "SELECT 1 FROM azsd_sync_sessions WHERE session_id = ?"
+        return conn.execute(query, (session,)).fetchone() is not None
+
+
+def test_the_first_versions_trigger_is_dropped_when_the_store_opens(tmp_path: Path) -> None:
+    with Store.open(tmp_path) as store:
+        store.create_session("kept", "main")
+        store.sync_prepare("path:/x")
+    with sqlite3.connect(store_path(tmp_path)) as conn:  # what the first version of sync left
+        conn.executescript(
+            "CREATE TABLE azsd_sync_tombstones (uuid TEXT PRIMARY KEY, deleted TEXT);"
+            "CREATE TRIGGER azsd_sync_tombstone BEFORE DELETE ON sessions BEGIN "
+            "INSERT OR IGNORE INTO azsd_sync_tombstones (uuid) "
+            "SELECT uuid FROM azsd_sync_sessions WHERE session_id = OLD.id; END;"
+        )
+    with Store.open(tmp_path) as store:
+        assert [s.name for s in store.list_sessions()] == ["kept"]
+        assert [s.name for s in store.sync_session_rows()] == ["kept"]
+    with sqlite3.connect(store_path(tmp_path)) as conn:
+        names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
+    assert not {"azsd_sync_tombstone", "azsd_sync_tombstones"} & names and "azsd_sync_sessions" in names
 
 
 def _max_id(root: Path) -> int:

@@ -4,8 +4,8 @@ A store becomes known when the daemon commits to it (:meth:`Pusher.note`, called
 of a store's writer) or was known before (the ``sync-roots`` file in the state dir). The thread
 wakes on those notes and, every :data:`POLL_S`, looks at each known store for commits by other
 programs (AZUREAL): SQLite's ``data_version`` tells it without reading anything. It reads each
-store through a read-only connection of its own; the few writes sync needs (UUIDs, tombstones
-forgotten) go through the store's writer (:meth:`StoreRegistry.call`).
+store through a read-only connection of its own; the one write sync needs (giving the store and its
+new sessions their UUIDs) goes through the store's writer (:meth:`StoreRegistry.call`).
 
 Local writes never wait for it. While the database is away, it retries with capped backoff
 (azsd.backoff) and catches up when it returns, in batches of :data:`~azsd.sync.push.BATCH`.
@@ -246,8 +246,6 @@ class Pusher(threading.Thread):
             while True:
                 done = job.push(conn, store, *ident)
                 self._after_push(root, store, ident, done.events, done.cursor)
-                if done.tombstones:
-                    self._forget_tombstones(root, done.tombstones)
                 if done.events < BATCH or self._stopping.is_set():
                     break
             self._versions[root] = version
@@ -257,10 +255,6 @@ class Pusher(threading.Thread):
             self._set(root, last_error="the store's writer is busy; trying again")
             with self._lock:
                 self._dirty.add(root)
-
-    def _forget_tombstones(self, root: str, uuids: list[str]) -> None:
-        """The database has them: the store's writer drops them (not waited for; again if it fails)."""
-        self._registry.call(root, lambda store: store.sync_forget_tombstones(uuids))
 
     def _after_push(self, root: str, store: Store, ident: tuple[str, str], events: int, cursor: int) -> None:
         local = store.sync_max_event_id()

@@ -22,7 +22,8 @@ _REF: Final = re.compile(r"^@?([0-9a-fA-F-]{4,36})$")
 _HEADLINE: Final = "StartSel=[[, StopSel=]], MaxWords=24, MinWords=8, MaxFragments=0"
 _VIEW_COLUMNS: Final = (
     "s.session_uuid::text AS uuid, s.identity, s.repository, st.root, s.local_id, s.name, s.worktree, "
-    "s.created, to_char(s.updated AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') AS updated, s.state, "
+    "s.created, to_char(s.updated AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') AS updated, "
+    "CASE WHEN s.state = 'ended' AND s.event_count = 0 THEN 'new' ELSE s.state END AS state, "
     "s.event_count, s.message_count, s.char_total, s.archived, s.completed, s.duration_ms, s.cost_usd, "
     "s.parent_uuid::text AS parent, s.fork_seq, s.pulled_from::text AS pulled_from, "
     "s.usage_input, s.usage_output, s.usage_cache_read, s.usage_cache_write, s.usage_reasoning, "
