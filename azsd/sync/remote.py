@@ -135,20 +135,17 @@ def search(
     if not req.query.strip():
         raise BadRequestError("an empty query matches nothing")
     parse = "plainto_tsquery" if req.words else "websearch_to_tsquery"
-    where = "e.tsv @@ q.q AND s.repository = %(repo)s AND s.deleted IS NULL"
-    if req.worktrees is not None:
-        where += " AND s.worktree = ANY(%(worktrees)s)"
     kinds = event_kinds(req.kinds) if req.kinds is not None else None
-    if kinds is not None:
-        where += " AND e.kind = ANY(%(kinds)s)"
+    # azsd.search_hits (002) finds and ranks the hits with the GIN index, only those this role may
+    # read; the rows themselves are then read by key, under the row-level security policies.
     sql = (
-        "SELECT m.*, ts_headline('simple', m.body, m.q, %(headline)s) AS snippet FROM ("
-        "SELECT e.session_uuid::text AS uuid, s.identity, s.name, s.local_id, s.worktree, e.seq, e.kind, "
-        "e.data, e.body, q.q, ts_rank(e.tsv, q.q) AS rank "
-        "FROM azsd.events e JOIN azsd.sessions s USING (session_uuid), "
-        f"{parse}('simple', %(query)s) AS q(q) "
-        f"WHERE {where} ORDER BY rank DESC, e.session_uuid, e.seq LIMIT %(limit)s"
-        ") m ORDER BY m.rank DESC, m.uuid, m.seq"
+        "SELECT h.session_uuid::text AS uuid, s.identity, s.name, s.local_id, s.worktree, e.seq, e.kind, "
+        "e.data, h.rank, ts_headline('simple', e.body, q.q, %(headline)s) AS snippet "
+        f"FROM {parse}('simple', %(query)s) AS q(q), "
+        "azsd.search_hits(%(repo)s, q.q, %(kinds)s, %(worktrees)s, %(limit)s) h "
+        "JOIN azsd.events e ON e.session_uuid = h.session_uuid AND e.seq = h.seq "
+        "JOIN azsd.sessions s ON s.session_uuid = h.session_uuid "
+        "ORDER BY h.rank DESC, h.session_uuid, h.seq"
     )
     params = {
         "repo": repository, "worktrees": req.worktrees, "kinds": kinds, "query": req.query,
