@@ -10,6 +10,7 @@ import os
 import sqlite3
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -216,6 +217,44 @@ def test_the_first_versions_trigger_is_dropped_when_the_store_opens(tmp_path: Pa
 def _max_id(root: Path) -> int:
     with sqlite3.connect(store_path(root)) as conn:
         return int(conn.execute("SELECT MAX(id) FROM events").fetchone()[0])
+
+
+def test_a_subscriber_hears_when_pushes_catch_up_and_store_subscribers_never_do(
+    pg_url: str, machines: Callable[..., Machine]
+) -> None:
+    import asyncio
+
+    from azsd_client import AsyncClient, Client
+
+    machine = machines(pg_url, "ada@laptop")
+    root = machine.root()
+    config = machine.daemon.config
+    with Client(config) as client, client.subscribe_pushes() as pushes, client.subscribe(root) as store:
+        sid = client.create_session(root, "noted").session.id
+        deadline = time.monotonic() + 20
+        note: p.SyncCaughtUp | None = None
+        while note is None or note.pushed_event_id < _max_id(root):
+            assert time.monotonic() < deadline, "no SyncCaughtUp for the appends"
+            if note is None:  # (again, if the SUB socket joined after the first one was published)
+                client.append_events(root, sid, turn(1))
+            note = pushes.recv(1.0) or note
+        assert isinstance(note, p.SyncCaughtUp) and note.root == str(root) and note.seq >= 1
+        assert note.store_uuid and note.repository == f"path:{root}" and mirrored(pg_url, root)
+        seen = []  # the store's own subscription: its notifications only, every one decodable
+        while (got := store.recv(0.2)) is not None:
+            seen.append(got)
+        assert seen and all(not isinstance(n, p.SyncCaughtUp) for n in seen)
+
+    async def hear_async() -> p.SyncCaughtUp | None:
+        async with AsyncClient(config) as aclient, aclient.subscribe_pushes() as apushes:
+            for i in range(20):  # (again, if the SUB socket joined after one was published)
+                await aclient.rename_session(root, sid, f"renamed {i}")
+                if (heard := await apushes.recv(1.0)) is not None:
+                    return heard
+        return None
+
+    heard = asyncio.run(hear_async())
+    assert heard is not None and heard.root == str(root)
 
 
 # -- two machines: list, show, search, pull, continue --------------------------------------------------

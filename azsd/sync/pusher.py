@@ -270,7 +270,7 @@ class Pusher(threading.Thread):
             status.pushed_event_id, status.local_event_id, status.lag_events = cursor, local, lag
             status.last_error = ""
             status.behind_since = (status.behind_since or now) if lag else None
-        if was_behind and not lag and self._on_caught_up is not None:
+        if (was_behind or events) and not lag and self._on_caught_up is not None:
             self._on_caught_up(root, status)
 
     def _observe(self, root: str) -> None:

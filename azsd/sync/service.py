@@ -2,8 +2,10 @@
 
 :class:`SyncService` owns the :class:`~azsd.sync.pusher.Pusher` and a few threads that answer
 :data:`~azsd.ipc.protocol.SyncRequest` s (remote reads wait on the network, so they never run in a
-store's threads). A pull reads the remote session here, then writes it through the store's writer
-like any other write, and publishes the new session once it is committed.
+store's threads). When a store's pushes catch up, it publishes
+:class:`~azsd.ipc.protocol.SyncCaughtUp` on :data:`~azsd.ipc.protocol.SYNC_TOPIC`. A pull reads the
+remote session here, then writes it through the store's writer like any other write, and publishes
+the new session once it is committed.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from azsd.store import Store
 from azsd.store.codec import RowCodec
 from azsd.sync import remote
 from azsd.sync.identity import repository_identity
-from azsd.sync.pusher import Pusher, connect
+from azsd.sync.pusher import Pusher, StoreStatus, connect
 from azsd.sync.settings import redact_url
 
 if TYPE_CHECKING:
@@ -48,7 +50,10 @@ class SyncService:
         assert config.sync_url is not None
         self.url, self.identity = config.sync_url, config.sync_identity
         self._registry = registry
-        self.pusher = Pusher(self.url, self.identity, registry, config.state_dir / "sync-roots")
+        self.pusher = Pusher(
+            self.url, self.identity, registry, config.state_dir / "sync-roots", on_caught_up=self._caught_up
+        )
+        self._note_seq = 0
         self._queue: queue.SimpleQueue[tuple[Envelope, p.SyncRequest] | None] = queue.SimpleQueue()
         self._threads = [
             threading.Thread(target=self._serve, name=f"azsd-sync-{i}", daemon=True) for i in range(_THREADS)
@@ -69,6 +74,15 @@ class SyncService:
         self.pusher.stop()
         for thread in self._threads:
             thread.join(2.0)
+
+    def _caught_up(self, root: str, status: StoreStatus) -> None:
+        """Publish that a store's pushes caught up (called in the pusher's thread, which owns a sender)."""
+        self._note_seq += 1
+        note = p.SyncCaughtUp(
+            root=root, seq=self._note_seq, store_uuid=status.store_uuid, repository=status.repository,
+            pushed_event_id=status.pushed_event_id, pushed=status.pushed,
+        )  # fmt: skip
+        self._registry.outbox.sender().publish(p.SYNC_TOPIC, p.encode(note))
 
     def answer(self, envelope: Envelope, request: p.SyncRequest) -> None:
         """Queue a sync request; its reply is sent from a sync thread."""
