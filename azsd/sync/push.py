@@ -84,12 +84,13 @@ class StorePush:
     sessions: dict[str, tuple[Any, ...]] = field(default_factory=dict)
     #: The UUIDs of the store's sessions the database holds alive (None: read it in the next push).
     live: set[str] | None = None
+    batch: int = BATCH
     codec: RowCodec = field(default_factory=RowCodec)
 
     def push(
         self, conn: psycopg.Connection[Any], store: Store, store_uuid: str, repository: str
     ) -> PushResult:
-        """Push one batch (at most :data:`BATCH` events) and commit it."""
+        """Push one batch (at most :attr:`batch` events) and commit it."""
         with conn.transaction():
             conn.execute(
                 "INSERT INTO azsd.stores (store_uuid, identity, repository, root) VALUES (%s, %s, %s, %s) "
@@ -114,7 +115,7 @@ class StorePush:
                 }
             with store.snapshot():
                 sessions = store.sync_session_rows()
-                events = store.sync_events_after(cursor, BATCH)
+                events = store.sync_events_after(cursor, self.batch)
                 compactions = store.sync_compactions_after(ccursor)
             rows = {s.uuid: self._session_row(s, store_uuid, repository) for s in sessions}
             tombstones = sorted(self.live - rows.keys())

@@ -8,12 +8,14 @@ store through a read-only connection of its own; the one write sync needs (givin
 new sessions their UUIDs) goes through the store's writer (:meth:`StoreRegistry.call`).
 
 Local writes never wait for it. While the database is away, it retries with capped backoff
-(azsd.backoff) and catches up when it returns, in batches of :data:`~azsd.sync.push.BATCH`.
+(azsd.backoff) and catches up when it returns, in batches of :data:`~azsd.sync.push.BATCH` events
+(``AZSD_SYNC_BATCH`` in the environment sets another size: the crash tests use small ones).
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -51,6 +53,11 @@ def connect(url: str, *, autocommit: bool = True) -> psycopg.Connection[Any]:
         return psycopg.connect(url, autocommit=autocommit, connect_timeout=5, application_name="azsd")
     except psycopg.Error as exc:
         raise SyncError(f"cannot connect to the sync database {redact_url(url)}: {_reason(exc)}") from None
+
+
+def _batch_size(text: str) -> int:
+    """The push batch size ``AZSD_SYNC_BATCH`` asks for (:data:`BATCH` unless a positive number)."""
+    return int(text) if text.strip().isdigit() and int(text) > 0 else BATCH
 
 
 def _reason(exc: BaseException) -> str:
@@ -102,6 +109,7 @@ class Pusher(threading.Thread):
         self._backoff = Backoff()
         self._conn: psycopg.Connection[Any] | None = None
         self.error = ""  # the connection's last failure, "" while it works
+        self._batch = _batch_size(os.environ.get("AZSD_SYNC_BATCH", ""))
         try:
             self._roots = {r for r in roots_path.read_text().splitlines() if r}
         except FileNotFoundError:
@@ -242,11 +250,11 @@ class Pusher(threading.Thread):
             ident = store.sync_identity()
             if ident is None:
                 return
-            job = self._pushes.setdefault(root, StorePush(root, self.identity))
+            job = self._pushes.setdefault(root, StorePush(root, self.identity, batch=self._batch))
             while True:
                 done = job.push(conn, store, *ident)
                 self._after_push(root, store, ident, done.events, done.cursor)
-                if done.events < BATCH or self._stopping.is_set():
+                if done.events < job.batch or self._stopping.is_set():
                     break
             self._versions[root] = version
         except AzsdError as exc:  # the store, not the database: the others go on
