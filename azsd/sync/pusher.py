@@ -4,7 +4,8 @@ A store becomes known when the daemon commits to it (:meth:`Pusher.note`, called
 of a store's writer) or was known before (the ``sync-roots`` file in the state dir). The thread
 wakes on those notes and, every :data:`POLL_S`, looks at each known store for commits by other
 programs (AZUREAL): SQLite's ``data_version`` tells it without reading anything. It reads each
-store through a read-only connection of its own; the one write sync needs (giving the store and its
+store through a read-only connection of its own, closed after :data:`READER_IDLE_S` without a commit
+(then the file's mtime and size say when to open it again); the one write sync needs (giving the store and its
 new sessions their UUIDs) goes through the store's writer (:meth:`StoreRegistry.call`).
 
 Local writes never wait for it. While the database is away, it retries with capped backoff
@@ -28,7 +29,7 @@ import psycopg
 from azsd.backoff import Backoff
 from azsd.errors import AzsdError, SyncError
 from azsd.files import write_atomic
-from azsd.store import Store
+from azsd.store import Store, store_path
 from azsd.sync import schema
 from azsd.sync.identity import repository_identity
 from azsd.sync.push import BATCH, StorePush, prepare_connection
@@ -43,6 +44,8 @@ log = logging.getLogger("azsd.sync.pusher")
 
 #: How often every known store is looked at for commits by other programs.
 POLL_S: Final = 1.0
+#: How long a store's reader stays open without a commit to its store.
+READER_IDLE_S: Final = 60.0
 #: How long a store's writer may take to give it its sync UUIDs.
 _PREPARE_TIMEOUT_S: Final = 30.0
 
@@ -53,6 +56,15 @@ def connect(url: str, *, autocommit: bool = True) -> psycopg.Connection[Any]:
         return psycopg.connect(url, autocommit=autocommit, connect_timeout=5, application_name="azsd")
     except psycopg.Error as exc:
         raise SyncError(f"cannot connect to the sync database {redact_url(url)}: {_reason(exc)}") from None
+
+
+def _file_mark(root: str) -> tuple[int, int] | None:
+    """The store file's (mtime, size): a commit in DELETE journal mode changes them."""
+    try:
+        info = os.stat(store_path(Path(root)))
+    except OSError:
+        return None
+    return info.st_mtime_ns, info.st_size
 
 
 def _batch_size(text: str) -> int:
@@ -106,6 +118,8 @@ class Pusher(threading.Thread):
         self._pushes: dict[str, StorePush] = {}
         self._readers: dict[str, Store] = {}
         self._versions: dict[str, int] = {}
+        self._changed: dict[str, float] = {}  # when each open reader last saw a commit
+        self._idle: dict[str, tuple[int, int]] = {}  # a closed reader's store file: (mtime, size)
         self._backoff = Backoff()
         self._conn: psycopg.Connection[Any] | None = None
         self.error = ""  # the connection's last failure, "" while it works
@@ -232,6 +246,9 @@ class Pusher(threading.Thread):
 
     def _push_root(self, conn: psycopg.Connection[Any], root: str, *, force: bool) -> None:
         """Push what the store of `root` gained; a store that cannot be read now is tried later."""
+        if not force and root in self._idle and _file_mark(root) == self._idle[root]:
+            return  # its reader was closed for idleness, and the file has not changed since
+        self._idle.pop(root, None)
         store = self._reader(root)
         if store is None:
             return
@@ -242,7 +259,9 @@ class Pusher(threading.Thread):
                     status = self._status.get(root)
                     if status is not None and not status.lag_events:
                         status.behind_since = None
+                self._close_if_idle(root, store)
                 return
+            self._changed[root] = time.monotonic()
             if not store.sync_ready():
                 repository = repository_identity(root)
                 self._registry.call(root, lambda s: s.sync_prepare(repository)).result(_PREPARE_TIMEOUT_S)
@@ -263,6 +282,20 @@ class Pusher(threading.Thread):
             self._set(root, last_error="the store's writer is busy; trying again")
             with self._lock:
                 self._dirty.add(root)
+
+    def _close_if_idle(self, root: str, store: Store) -> None:
+        """Close the reader of a store nothing was committed to for :data:`READER_IDLE_S` (its file's
+        mtime and size then tell whether to open it again: no connection is held meanwhile)."""
+        if time.monotonic() - self._changed.setdefault(root, time.monotonic()) < READER_IDLE_S:
+            return
+        mark = _file_mark(root)
+        if mark is None:
+            return
+        store.close()
+        self._readers.pop(root, None)
+        self._versions.pop(root, None)  # another connection's data_version is not comparable
+        self._changed.pop(root, None)
+        self._idle[root] = mark
 
     def _after_push(self, root: str, store: Store, ident: tuple[str, str], events: int, cursor: int) -> None:
         local = store.sync_max_event_id()
