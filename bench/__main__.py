@@ -10,7 +10,7 @@ import argparse
 import sys
 import time
 
-from bench import context_list, follow_latency, ingest, memory, rpc, storage, store_append, write_lock
+from bench import context_list, follow_latency, ingest, memory, rpc, storage, store_append, sync, write_lock
 
 BENCHES = {
     "store_append": store_append.main,
@@ -21,6 +21,7 @@ BENCHES = {
     "storage": storage.main,
     "memory": memory.main,
     "write_lock": write_lock.main,
+    "sync": sync.main,
 }
 
 

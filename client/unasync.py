@@ -6,7 +6,7 @@ the module docstring are the generated file's own. The sockets underneath differ
 loop in one, a reader task and futures in the other) and are written by hand, once each:
 ``_connection.py`` and ``_aio_connection.py``.
 
-    python client/unasync.py           # rewrite client.py (`make unasync`)
+    python client/unasync.py           # rewrite client.py, _agents.py, _remote.py (`make unasync`)
     python client/unasync.py --check   # exit 1 and show the diff when client.py is out of date
 """
 
@@ -21,6 +21,11 @@ from typing import Final
 PACKAGE: Final = Path(__file__).resolve().parent / "azsd_client"
 SOURCE: Final = PACKAGE / "aio.py"
 TARGET: Final = PACKAGE / "client.py"
+#: The asyncio client's helper modules (mixins of AsyncClient) and their blocking twins.
+HELPERS: Final = (
+    (PACKAGE / "_aio_agents.py", PACKAGE / "_agents.py"),
+    (PACKAGE / "_aio_remote.py", PACKAGE / "_remote.py"),
+)
 
 #: Each asyncio token (a regular expression) and its blocking twin.
 SUBS: Final = (
@@ -32,7 +37,12 @@ SUBS: Final = (
     (r"\bAsyncClient\b", "Client"),
     (r"\bAsyncConnection\b", "Connection"),
     (r"\bAsyncSubscription\b", "Subscription"),
+    (r"\bAsyncPushSubscription\b", "PushSubscription"),
+    (r"\bAsyncAgentMethods\b", "AgentMethods"),
+    (r"\bAsyncRemoteMethods\b", "RemoteMethods"),
     (r"\b_aio_connection\b", "_connection"),
+    (r"\b_aio_agents\b", "_agents"),
+    (r"\b_aio_remote\b", "_remote"),
 )
 _COMPILED: Final = tuple((re.compile(pattern), new) for pattern, new in SUBS)
 
@@ -71,21 +81,32 @@ def generate(source: str) -> str:
     return HEADER + "".join(unasync_line(line) for line in rest.splitlines(keepends=True))
 
 
+def generate_helper(source: str, name: str) -> str:
+    """A helper module's blocking twin: all of it rewritten (its docstring too), under a header."""
+    header = f"# GENERATED from {name} by client/unasync.py (`make unasync`): edit {name}, never this file.\n"
+    return header + "".join(unasync_line(line) for line in source.splitlines(keepends=True))
+
+
 def main(argv: list[str]) -> int:
-    expected = generate(SOURCE.read_text())
+    targets = [(TARGET, generate(SOURCE.read_text()))]
+    targets += [(target, generate_helper(src.read_text(), src.name)) for src, target in HELPERS]
     if argv == ["--check"]:
-        current = TARGET.read_text() if TARGET.exists() else ""
-        if current == expected:
-            return 0
-        diff = difflib.unified_diff(
-            current.splitlines(keepends=True), expected.splitlines(keepends=True), str(TARGET), "expected"
-        )
-        sys.stderr.write("".join(diff) + f"\n{TARGET} is out of date: run `make unasync`\n")
-        return 1
+        stale = 0
+        for target, expected in targets:
+            current = target.read_text() if target.exists() else ""
+            if current == expected:
+                continue
+            diff = difflib.unified_diff(
+                current.splitlines(keepends=True), expected.splitlines(keepends=True), str(target), "expected"
+            )
+            sys.stderr.write("".join(diff) + f"\n{target} is out of date: run `make unasync`\n")
+            stale += 1
+        return 1 if stale else 0
     if argv:
         sys.stderr.write(__doc__ or "")
         return 2
-    TARGET.write_text(expected)
+    for target, expected in targets:
+        target.write_text(expected)
     return 0
 
 

@@ -56,6 +56,8 @@ def make_db() -> Iterator[Callable[[bool], str]]:
     try:
         yield make
     finally:
+        admin.close()
+        admin = _admin()  # a new one: the server may have been restarted meanwhile (test_sync_crash)
         for name in made:
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         admin.close()

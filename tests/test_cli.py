@@ -151,7 +151,10 @@ def test_no_daemon_is_one_friendly_line_and_exit_1(capsys: pytest.CaptureFixture
 
 # -- protocol --schema ------------------------------------------------------------------------------
 
-MESSAGES = [cls for union in (p.Request, p.Reply, p.Notification) for cls in typing.get_args(union)]
+MESSAGES = [
+    *(cls for union in (p.Request, p.Reply, p.Notification) for cls in typing.get_args(union)),
+    p.SyncCaughtUp,
+]
 
 
 def _schema(capsys: pytest.CaptureFixture[str], *flags: str) -> dict[str, Any]:
@@ -176,7 +179,7 @@ def _refs(node: Any) -> Iterator[str]:
 def test_schema_names_every_message_with_its_op(capsys: pytest.CaptureFixture[str]) -> None:
     schema = _schema(capsys)
     defs = schema["$defs"]
-    assert len(MESSAGES) == 63  # 33 requests, 27 replies, 3 notifications
+    assert len(MESSAGES) == 64  # 33 requests, 27 replies, 3 notifications, 1 sync notification
     for cls in MESSAGES:
         name, op = cls.__name__, cls.__name__.lower()
         assert defs[name]["properties"]["op"] == {"enum": [op]}, name

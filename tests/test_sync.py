@@ -1,140 +1,45 @@
 """Sync to PostgreSQL (azsd.sync), against the machine's real server and the real daemon.
 
-Each daemon plays a machine: a runtime, state and config dir of its own, its own `sync-identity`.
-Every comparison is of the rows themselves: the remote rows of a store equal its local rows (seq,
-kind, the stored bytes, char_len), one for one.
+The machines and the comparisons are in tests/sync_fixture.py: the remote rows of a store equal its
+local rows (seq, kind, the stored bytes, char_len), one for one.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
-import signal
 import sqlite3
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import psycopg
 import pytest
 
 from azsd.errors import ConfigError, SyncError
-from azsd.events import AssistantText, Complete, ToolCall, ToolResult, UserMessage
+from azsd.events import Complete
 from azsd.ipc import protocol as p
 from azsd.store import Store, store_path
 from azsd.sync import schema
 from azsd.sync.settings import check_url_in_file, redact_url
-from tests import pg_fixture
-from tests.daemon_fixture import DaemonProc, short_tmpdir, start_daemon
+from tests import pg_fixture, sync_fixture
+from tests.sync_fixture import (
+    Machine,
+    azs,
+    mirrored,
+    remote_rows,
+    remote_session,
+    turn,
+    uuid_of,
+    wait_until,
+)
 from tests.test_cli_json import check as json_check
 
 make_db = pg_fixture.make_db
 pg_url = pg_fixture.pg_url
-
-Rows = dict[tuple[str, int], tuple[str, bytes, int]]
-
-
-def wait_until(what: str, check: Callable[[], bool], timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.02)
-
-
-class Machine:
-    """A daemon with a home of its own (runtime, state, config) and sync set to `url`."""
-
-    def __init__(self, url: str | None, identity: str) -> None:
-        self.base = short_tmpdir()
-        (self.base / "run").mkdir(mode=0o700)
-        config = self.base / "config" / "azsd"
-        config.mkdir(parents=True)
-        text = f'sync-identity = "{identity}"\n'
-        if url is not None:
-            text += f'sync-url = "{url}"\n'
-        (config / "config.toml").write_text(text)
-        self.identity = identity
-        self.daemon: DaemonProc = start_daemon(self.base / "run")
-
-    def root(self, name: str = "wt", origin: str | None = None) -> Path:
-        root = self.base / name
-        root.mkdir(exist_ok=True)
-        if origin is not None:
-            subprocess.run(["git", "init", "-q", str(root)], check=True)
-            subprocess.run(["git", "-C", str(root), "remote", "add", "origin", origin], check=True)
-        return root.resolve()
-
-    def restart(self) -> None:
-        self.daemon.close()
-        self.daemon = start_daemon(self.base / "run")
-
-    def kill9(self) -> None:
-        self.daemon.proc.send_signal(signal.SIGKILL)
-        self.daemon.proc.wait()
-        self.daemon.close()
-
-    def request(self, message: p._Msg, timeout_ms: int = 20_000) -> Any:
-        reply = self.daemon.request(message, timeout_ms)
-        assert not isinstance(reply, p.ErrorReply), reply
-        return reply
-
-    def close(self) -> None:
-        self.daemon.close()
-        shutil.rmtree(self.base, ignore_errors=True)
-
-
-@pytest.fixture
-def machines() -> Iterator[Callable[[str | None, str], Machine]]:
-    made: list[Machine] = []
-
-    def make(url: str | None, identity: str) -> Machine:
-        made.append(Machine(url, identity))
-        return made[-1]
-
-    yield make
-    for machine in made:
-        machine.close()
-
-
-def local_rows(root: Path) -> Rows:
-    with sqlite3.connect(store_path(root)) as conn:
-        if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'azsd_sync_sessions'").fetchone():
-            return {}  # not prepared for sync yet
-        rows = conn.execute(
-            "SELECT u.uuid, e.seq, e.kind, e.data, e.char_len FROM events e "
-            "LEFT JOIN azsd_sync_sessions u ON u.session_id = e.session_id"
-        ).fetchall()
-    return {(u, seq): (kind, bytes(data), n) for u, seq, kind, data, n in rows}
-
-
-def remote_rows(url: str, root: Path) -> Rows:
-    with psycopg.connect(url) as conn:
-        rows = conn.execute(
-            "SELECT e.session_uuid::text, e.seq, e.kind, e.data, e.char_len FROM azsd.events e "
-            "JOIN azsd.sessions s USING (session_uuid) JOIN azsd.stores st USING (store_uuid) "
-            "WHERE st.root = %s",
-            (str(root),),
-        ).fetchall()
-    return {(u, seq): (kind, bytes(data), n) for u, seq, kind, data, n in rows}
-
-
-def mirrored(url: str, root: Path) -> bool:
-    local = local_rows(root)
-    return bool(local) and local == remote_rows(url, root)
-
-
-def turn(i: int) -> list[Any]:
-    return [
-        UserMessage(content=f"prompt {i}: why does the tokenizer panic on empty input"),
-        ToolCall(tool_use_id=f"t{i}", tool_name="Bash", file_path=None, input={"command": f"cargo test {i}"}),
-        ToolResult(tool_use_id=f"t{i}", tool_name="Bash", file_path=None, content="ok", is_error=False),
-        AssistantText(text=f"answer {i}: an unwrap on None in the lexer"),
-    ]
-
+machines = sync_fixture.machines
 
 # -- configuration -----------------------------------------------------------------------------------
 
@@ -193,34 +98,21 @@ def test_init_creates_the_schema_once_and_a_push_needs_it(make_db: Callable[[boo
     with psycopg.connect(url, autocommit=True) as conn:
         with pytest.raises(SyncError, match="azsd sync init"):
             schema.check(conn)
-    assert schema.init_database(url) == (["001_init.sql"], 1)
-    assert schema.init_database(url) == ([], 1)
+    latest = schema.latest_version()
+    assert schema.init_database(url) == ([m.name for m in schema.migrations()], latest)
+    assert schema.init_database(url) == ([], latest)
     with psycopg.connect(url, autocommit=True) as conn:
-        assert schema.check(conn) == 1
+        assert schema.check(conn) == latest
     out = subprocess.run(
         [sys.executable, "-m", "azsd", "sync", "init", "--url", url],
         capture_output=True,
         text=True,
         check=True,
     ).stdout
-    assert "schema version 1 (already up to date)" in out
+    assert f"schema version {latest} (already up to date)" in out
 
 
 # -- push --------------------------------------------------------------------------------------------
-
-
-def _remote_session(url: str, uuid: str) -> dict[str, Any]:
-    with psycopg.connect(url, row_factory=psycopg.rows.dict_row) as conn:
-        row = conn.execute("SELECT * FROM azsd.sessions WHERE session_uuid = %s", (uuid,)).fetchone()
-    assert row is not None
-    return row
-
-
-def _uuid_of(root: Path, session: int) -> str:
-    with sqlite3.connect(store_path(root)) as conn:
-        return str(
-            conn.execute("SELECT uuid FROM azsd_sync_sessions WHERE session_id = ?", (session,)).fetchone()[0]
-        )
 
 
 def test_every_change_is_pushed_and_deletes_become_tombstones(
@@ -242,9 +134,9 @@ def test_every_change_is_pushed_and_deletes_become_tombstones(
     machine.request(p.RenameSession(root=r, session=a.id, name="parser panic"))
     fork = machine.request(p.ForkSession(root=r, session=a.id, at_seq=4, name="fork")).session
     wait_until("the events pushed", lambda: mirrored(pg_url, root))
-    ua, ub, uf = _uuid_of(root, a.id), _uuid_of(root, b.id), _uuid_of(root, fork.id)
-    wait_until("the rename pushed", lambda: _remote_session(pg_url, ua)["name"] == "parser panic")
-    row = _remote_session(pg_url, ua)
+    ua, ub, uf = uuid_of(root, a.id), uuid_of(root, b.id), uuid_of(root, fork.id)
+    wait_until("the rename pushed", lambda: remote_session(pg_url, ua)["name"] == "parser panic")
+    row = remote_session(pg_url, ua)
     assert (row["completed"], row["duration_ms"], row["cost_usd"], row["state"]) == (
         True,
         1500,
@@ -252,8 +144,8 @@ def test_every_change_is_pushed_and_deletes_become_tombstones(
         "succeeded",
     )
     assert row["identity"] == "ada@laptop" and row["event_count"] == 12
-    assert _remote_session(pg_url, uf)["parent_uuid"] is not None
-    assert str(_remote_session(pg_url, uf)["parent_uuid"]) == ua
+    assert remote_session(pg_url, uf)["parent_uuid"] is not None
+    assert str(remote_session(pg_url, uf)["parent_uuid"]) == ua
     with psycopg.connect(pg_url) as conn:
         summaries = conn.execute(
             "SELECT after_seq, summary FROM azsd.compactions WHERE session_uuid = %s", (ua,)
@@ -273,18 +165,55 @@ def test_every_change_is_pushed_and_deletes_become_tombstones(
     assert mirrored(pg_url, root)
 
     machine.request(p.ArchiveSession(root=r, session=fork.id))
-    wait_until("the archive pushed", lambda: _remote_session(pg_url, uf)["archived"])
+    wait_until("the archive pushed", lambda: remote_session(pg_url, uf)["archived"])
     machine.request(p.DeleteSession(root=r, session=b.id))
-    wait_until("the tombstone pushed", lambda: _remote_session(pg_url, ub)["deleted"] is not None)
+    wait_until("the tombstone pushed", lambda: remote_session(pg_url, ub)["deleted"] is not None)
     assert mirrored(pg_url, root)
     assert not [k for k in remote_rows(pg_url, root) if k[0] == ub]
-    wait_until("the tombstone forgotten locally", lambda: not Store.open(root).sync_tombstones())
+
+    # a delete by AZUREAL (its own connection, foreign keys on, as it opens the file): a tombstone too
+    c = machine.request(p.CreateSession(root=r, name="azureal deletes me")).session
+    machine.request(p.AppendEvents(root=r, session=c.id, events=['{"UserMessage":{"content":"x"}}']))
+    wait_until("the session pushed", lambda: mirrored(pg_url, root) and _has_uuid(root, c.id))
+    uc = uuid_of(root, c.id)
+    with sqlite3.connect(store_path(root)) as conn:
+        conn.execute("PRAGMA foreign_keys = ON")
+        conn.execute("DELETE FROM sessions WHERE id = ?", (c.id,))
+    wait_until("the foreign delete pushed", lambda: remote_session(pg_url, uc)["deleted"] is not None)
+    assert mirrored(pg_url, root) and not [k for k in remote_rows(pg_url, root) if k[0] == uc]
+    with sqlite3.connect(store_path(root)) as conn:  # and nothing was added to AZUREAL's tables
+        assert not conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'").fetchall()
 
     status = machine.request(p.SyncStatus())
     assert status.configured and status.identity == "ada@laptop" and status.error == ""
     (view,) = [s for s in status.stores if s.root == r]
     assert view.lag_events == 0 and view.lag_s == 0.0 and view.last_error == ""
-    assert view.pushed_event_id == view.local_event_id == max(local_id for local_id in [_max_id(root)])
+    assert view.pushed_event_id == view.local_event_id >= _max_id(root)  # the last rows were deleted
+
+
+def _has_uuid(root: Path, session: int) -> bool:
+    with sqlite3.connect(store_path(root)) as conn:
+        query = "SELECT 1 FROM azsd_sync_sessions WHERE session_id = ?"
+        return conn.execute(query, (session,)).fetchone() is not None
+
+
+def test_the_first_versions_trigger_is_dropped_when_the_store_opens(tmp_path: Path) -> None:
+    with Store.open(tmp_path) as store:
+        store.create_session("kept", "main")
+        store.sync_prepare("path:/x")
+    with sqlite3.connect(store_path(tmp_path)) as conn:  # what the first version of sync left
+        conn.executescript(
+            "CREATE TABLE azsd_sync_tombstones (uuid TEXT PRIMARY KEY, deleted TEXT);"
+            "CREATE TRIGGER azsd_sync_tombstone BEFORE DELETE ON sessions BEGIN "
+            "INSERT OR IGNORE INTO azsd_sync_tombstones (uuid) "
+            "SELECT uuid FROM azsd_sync_sessions WHERE session_id = OLD.id; END;"
+        )
+    with Store.open(tmp_path) as store:
+        assert [s.name for s in store.list_sessions()] == ["kept"]
+        assert [s.name for s in store.sync_session_rows()] == ["kept"]
+    with sqlite3.connect(store_path(tmp_path)) as conn:
+        names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
+    assert not {"azsd_sync_tombstone", "azsd_sync_tombstones"} & names and "azsd_sync_sessions" in names
 
 
 def _max_id(root: Path) -> int:
@@ -292,89 +221,45 @@ def _max_id(root: Path) -> int:
         return int(conn.execute("SELECT MAX(id) FROM events").fetchone()[0])
 
 
-def _fill(root: Path, sessions: int, turns: int) -> None:
-    with Store.open(root) as store:
-        for s in range(sessions):
-            sid = store.create_session(f"bulk {s}", "main").id
-            store.append_events(sid, [e for i in range(turns) for e in turn(i)])
-
-
-def test_kill9_mid_push_and_a_dropped_connection_lose_nothing_and_push_nothing_twice(
+def test_a_subscriber_hears_when_pushes_catch_up_and_store_subscribers_never_do(
     pg_url: str, machines: Callable[..., Machine]
 ) -> None:
-    machine = machines(pg_url, "ada@box")
-    root = machine.root("bulk")
-    _fill(root, 4, 2500)  # 40 000 events: four push batches
-    total = len(local_rows_plain(root))
-    machine.request(p.ListSessions(root=str(root)))  # the daemon opens the store: it is known from now on
-    kills = 0
-    seen = 0
-    deadline = time.monotonic() + 60
-    while kills < 5 and time.monotonic() < deadline:
-        now = _remote_count(pg_url, root)
-        if now >= total:
-            break
-        if now > seen:  # mid-catch-up: kill it, and start it again (it resumes from the cursor)
-            seen = now
-            machine.kill9()
-            kills += 1
-            machine.daemon = start_daemon(machine.base / "run")
-        else:
-            time.sleep(0.01)
-    # a dropped connection, mid-push of new rows
-    _append_more(machine, root)
-    with psycopg.connect(pg_url, autocommit=True) as conn:
-        for _ in range(50):
-            killed = conn.execute(
-                "SELECT COUNT(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                "WHERE application_name = 'azsd' AND datname = current_database()) t"
-            ).fetchone()
-            if killed and killed[0]:
-                break
-            time.sleep(0.02)
-    wait_until("every row pushed", lambda: mirrored(pg_url, root), timeout=90)
-    assert len(remote_rows(pg_url, root)) == _remote_count(pg_url, root)  # one row per (session, seq)
-    assert kills >= 1
+    import asyncio
 
+    from azsd_client import AsyncClient, Client
 
-def local_rows_plain(root: Path) -> list[Any]:
-    with sqlite3.connect(store_path(root)) as conn:
-        return conn.execute("SELECT id FROM events").fetchall()
+    machine = machines(pg_url, "ada@laptop")
+    root = machine.root()
+    config = machine.daemon.config
+    with Client(config) as client, client.subscribe_pushes() as pushes, client.subscribe(root) as store:
+        sid = client.create_session(root, "noted").session.id
+        deadline = time.monotonic() + 20
+        note: p.SyncCaughtUp | None = None
+        while note is None or note.pushed_event_id < _max_id(root):
+            assert time.monotonic() < deadline, "no SyncCaughtUp for the appends"
+            if note is None:  # (again, if the SUB socket joined after the first one was published)
+                client.append_events(root, sid, turn(1))
+            note = pushes.recv(1.0) or note
+        assert isinstance(note, p.SyncCaughtUp) and note.root == str(root) and note.seq >= 1
+        assert note.store_uuid and note.repository == f"path:{root}" and mirrored(pg_url, root)
+        seen = []  # the store's own subscription: its notifications only, every one decodable
+        while (got := store.recv(0.2)) is not None:
+            seen.append(got)
+        assert seen and all(not isinstance(n, p.SyncCaughtUp) for n in seen)
 
+    async def hear_async() -> p.SyncCaughtUp | None:
+        async with AsyncClient(config) as aclient, aclient.subscribe_pushes() as apushes:
+            for i in range(20):  # (again, if the SUB socket joined after one was published)
+                await aclient.rename_session(root, sid, f"renamed {i}")
+                if (heard := await apushes.recv(1.0)) is not None:
+                    return heard
+        return None
 
-def _remote_count(url: str, root: Path) -> int:
-    with psycopg.connect(url) as conn:
-        row = conn.execute(
-            "SELECT COUNT(*) FROM azsd.events e JOIN azsd.sessions s USING (session_uuid) "
-            "JOIN azsd.stores st USING (store_uuid) WHERE st.root = %s",
-            (str(root),),
-        ).fetchone()
-    return int(row[0]) if row else 0
-
-
-def _append_more(machine: Machine, root: Path) -> None:
-    from azsd.events import encode_event
-
-    sid = machine.request(p.CreateSession(root=str(root), name="more")).session.id
-    for i in range(20):
-        machine.request(
-            p.AppendEvents(root=str(root), session=sid, events=[encode_event(e).decode() for e in turn(i)])
-        )
+    heard = asyncio.run(hear_async())
+    assert heard is not None and heard.root == str(root)
 
 
 # -- two machines: list, show, search, pull, continue --------------------------------------------------
-
-
-def azs(capsys: pytest.CaptureFixture[str], machine: Machine, root: Path, *argv: str) -> tuple[int, str, str]:
-    from azsd_client.cli import main
-
-    try:
-        main(["--runtime-dir", str(machine.base / "run"), "--root", str(root), *argv])
-        code = 0
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else 1
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_two_machines_list_show_search_and_pull_a_session_to_continue_it(
@@ -403,7 +288,7 @@ def test_two_machines_list_show_search_and_pull_a_session_to_continue_it(
         p.StoreCompaction(root=str(here), session=sid, after_seq=8, summary="two turns about the lexer")
     )
     wait_until("the laptop's session pushed", lambda: mirrored(pg_url, here))
-    uuid = _uuid_of(here, sid)
+    uuid = uuid_of(here, sid)
     wait_until("the compaction pushed", lambda: _remote_count_compactions(pg_url, uuid) == 1)
 
     monkeypatch.setenv("XDG_CONFIG_HOME", str(box.base / "config"))
@@ -447,8 +332,8 @@ def test_two_machines_list_show_search_and_pull_a_session_to_continue_it(
     assert copied == first and pulled_from == uuid
     # the copy is a session of the box's own, pushed with where it came from
     wait_until("the pulled session pushed", lambda: mirrored(pg_url, there))
-    copy_uuid = _uuid_of(there, pulled_id)
-    assert str(_remote_session(pg_url, copy_uuid)["pulled_from"]) == uuid
+    copy_uuid = uuid_of(there, pulled_id)
+    assert str(remote_session(pg_url, copy_uuid)["pulled_from"]) == uuid
     code, out, _ = azs(capsys, box, there, "sync", "status")
     assert code == 0 and "bob@box" in out and "caught up" in out
     code, out, _ = azs(capsys, box, there, "--json", "sync", "status")
@@ -471,7 +356,7 @@ def test_a_database_that_is_away_is_waited_for_and_caught_up_with(
     from tests.pg_fixture import url_of
 
     name = f"azsd_test_{os.getpid()}_later"
-    url = url_of(name)
+    url = url_of(name) + " password=s3cret-away"  # trust auth: never asked for, never shown
     machine = machines(url, "ada@laptop")
     root = machine.root()
     sid = machine.request(p.CreateSession(root=str(root), name="offline")).session.id
@@ -484,6 +369,7 @@ def test_a_database_that_is_away_is_waited_for_and_caught_up_with(
     wait_until("the error and the lag shown", behind)
     status = machine.request(p.SyncStatus())
     assert "does not exist" in status.error or "cannot connect" in status.error
+    assert "s3cret-away" not in machine.daemon.log_text() + repr(status) and "password=***" in status.url
     (view,) = status.stores
     assert view.lag_events == 1 and view.last_error
     # the database comes (back): created and initialized, the pusher catches up by itself

@@ -27,6 +27,7 @@ from azsd.errors import ProtocolError
 
 __all__ = [
     "PROTOCOL_VERSION",
+    "SYNC_TOPIC",
     "AppendEvents",
     "AppendReply",
     "ArchiveSession",
@@ -98,6 +99,7 @@ __all__ = [
     "StatusReply",
     "StoreCompaction",
     "StoreRequest",
+    "SyncCaughtUp",
     "SyncRequest",
     "SyncStatus",
     "SyncStatusReply",
@@ -112,6 +114,7 @@ __all__ = [
     "decode_notification",
     "decode_reply",
     "decode_request",
+    "decode_sync_notification",
     "encode",
     "topic",
 ]
@@ -969,10 +972,29 @@ class EventsAppended(_Note, frozen=True):
 
 Notification = SessionCreated | SessionChanged | EventsAppended
 
+
+class SyncCaughtUp(_Versioned, frozen=True):
+    """A store's pushes caught up: the sync database holds every event of the store up to
+    `pushed_event_id` (its `events.id`), so the other machines see them now. Published on
+    :data:`SYNC_TOPIC`, never on a store's topic; `seq` counts the daemon's sync notifications."""
+
+    root: str
+    seq: int
+    store_uuid: str = ""
+    repository: str = ""
+    pushed_event_id: int = 0
+    pushed: int = 0
+
+
+#: The PUB topic of sync notifications. It starts with a NUL, and a store's topic starts with its
+#: root (an absolute path): no store subscription matches it, so older clients never receive one.
+SYNC_TOPIC: Final = b"\0sync\0"
+
 _ENCODER: Final = msgspec.msgpack.Encoder()
 _REQUESTS: Final = msgspec.msgpack.Decoder(Request)
 _REPLIES: Final = msgspec.msgpack.Decoder(Reply)
 _NOTIFICATIONS: Final = msgspec.msgpack.Decoder(Notification)
+_SYNC_NOTIFICATIONS: Final = msgspec.msgpack.Decoder(SyncCaughtUp)
 
 
 def encode(message: _Msg) -> bytes:
@@ -1007,6 +1029,11 @@ def decode_notification(data: bytes) -> Notification:
     return note
 
 
+def decode_sync_notification(data: bytes) -> SyncCaughtUp:
+    note: SyncCaughtUp = _decode(_SYNC_NOTIFICATIONS, data, "sync notification")
+    return note
+
+
 def topic(root: str, session: int | None = None) -> bytes:
     """The PUB topic of a session (or the prefix of a whole store with `session=None`)."""
     prefix = root.encode() + b"\0"
@@ -1015,5 +1042,5 @@ def topic(root: str, session: int | None = None) -> bytes:
 
 def json_schema() -> dict[str, Any]:
     """JSON Schema of every message (requests, replies, notifications), for plugin authors."""
-    schema: dict[str, Any] = msgspec.json.schema(Request | Reply | Notification)
+    schema: dict[str, Any] = msgspec.json.schema(Request | Reply | Notification | SyncCaughtUp)
     return schema

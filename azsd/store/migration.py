@@ -13,6 +13,8 @@ from azsd.store.schema import (
     AZSD_DDL,
     AZUREAL_DDL,
     DROPPED_COLUMNS,
+    OBSOLETE_DDL,
+    OBSOLETE_OBJECTS,
     REQUIRED_OBJECTS,
     SCHEMA_VERSION,
     SEARCH_HWM_KEY,
@@ -31,7 +33,7 @@ def migrate(conn: sqlite3.Connection) -> None:
     conn.execute("BEGIN IMMEDIATE")
     try:
         had_index = conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'azsd_search'").fetchone()
-        for statement in split_statements(AZUREAL_DDL + AZSD_DDL):
+        for statement in split_statements(OBSOLETE_DDL + AZUREAL_DDL + AZSD_DDL):
             conn.execute(statement)
         if not had_index:  # a new, empty index: whatever mark a meta row holds is not about it
             conn.execute("DELETE FROM meta WHERE key = ?", (SEARCH_HWM_KEY,))
@@ -65,7 +67,7 @@ def read_schema_version(conn: sqlite3.Connection) -> int | None:
 
 def _is_current(conn: sqlite3.Connection) -> bool:
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
-    if not REQUIRED_OBJECTS <= tables:
+    if not REQUIRED_OBJECTS <= tables or OBSOLETE_OBJECTS & tables:
         return False
     columns = _columns(conn, "sessions")
     if "last_claude_uuid" not in columns or columns & set(DROPPED_COLUMNS):

@@ -12,6 +12,8 @@ __all__ = [
     "AZUREAL_DDL",
     "DROPPED_COLUMNS",
     "HWM_KEY",
+    "OBSOLETE_DDL",
+    "OBSOLETE_OBJECTS",
     "REQUIRED_OBJECTS",
     "SCHEMA_VERSION",
     "SEARCH_HWM_KEY",
@@ -155,6 +157,15 @@ CREATE VIRTUAL TABLE IF NOT EXISTS azsd_search USING fts5(
 );
 """
 )
+
+#: What an earlier azsd added that decision 5 does not allow, dropped when the writer opens the file:
+#: the first version of sync kept a trigger on AZUREAL's `sessions` (deletes are now found by
+#: difference, see azsd.store.sync_state) and the table it filled.
+OBSOLETE_DDL: Final = """\
+DROP TRIGGER IF EXISTS azsd_sync_tombstone;
+DROP TABLE IF EXISTS azsd_sync_tombstones;
+"""
+OBSOLETE_OBJECTS: Final = frozenset({"azsd_sync_tombstone", "azsd_sync_tombstones"})
 
 #: `meta` key of the highest `events.id` the search index has seen (rows above it wait to be indexed).
 #: Its name carries the version of :func:`azsd.search.search_text`: a store indexed by another version

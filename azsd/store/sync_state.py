@@ -5,9 +5,13 @@ when sync is off:
 
 - ``azsd_sync_store``: the store's UUID and repository identity (key/value);
 - ``azsd_sync_sessions``: each session's global UUID (``ON DELETE CASCADE``);
-- ``azsd_sync_tombstones``: the UUIDs of sessions deleted since the last push, filled by the trigger
-  ``azsd_sync_tombstone`` (``BEFORE DELETE ON sessions``), so a delete by AZUREAL counts too;
 - ``azsd_sync_pulled``: the sessions `azs pull` copied from the database, and from which one.
+
+Nothing is added to AZUREAL's tables, not even a trigger (DESIGN.md decision 5): a deleted session
+is found by difference, the sessions the database holds alive for this store against those the file
+still has (:meth:`SyncState.sync_session_rows`), whoever deleted it. (A first version had a trigger
+``azsd_sync_tombstone`` on ``sessions``; opening a store drops it, see
+:data:`azsd.store.schema.OBSOLETE_DDL`.)
 
 The push cursor is not here: it lives in the database, committed with the rows it covers (see
 azsd.sync.push). Everything a push reads comes from one snapshot (:meth:`StoreCore.snapshot`).
@@ -33,21 +37,24 @@ CREATE TABLE IF NOT EXISTS azsd_sync_sessions (
     session_id INTEGER PRIMARY KEY REFERENCES sessions(id) ON DELETE CASCADE,
     uuid       TEXT NOT NULL UNIQUE
 );
-CREATE TABLE IF NOT EXISTS azsd_sync_tombstones (
-    uuid    TEXT PRIMARY KEY,
-    deleted TEXT NOT NULL DEFAULT (datetime('now'))
-);
 CREATE TABLE IF NOT EXISTS azsd_sync_pulled (
     session_id  INTEGER PRIMARY KEY REFERENCES sessions(id) ON DELETE CASCADE,
     origin_uuid TEXT NOT NULL,
     ref         TEXT NOT NULL,
     pulled      TEXT NOT NULL DEFAULT (datetime('now'))
 );
-CREATE TRIGGER IF NOT EXISTS azsd_sync_tombstone BEFORE DELETE ON sessions BEGIN
-    INSERT OR IGNORE INTO azsd_sync_tombstones (uuid)
-        SELECT uuid FROM azsd_sync_sessions WHERE session_id = OLD.id;
-END;
 """
+
+_SESSION_ROWS: Final = (
+    "SELECT u.uuid, s.id, s.name, s.worktree, s.created, s.completed, s.duration_ms, s.cost_usd, "
+    "a.session_id IS NOT NULL, pu.uuid, l.fork_seq, p.origin_uuid, "
+    "EXISTS (SELECT 1 FROM azsd_follows f WHERE f.session_id = s.id AND f.active) "
+    "FROM azsd_sync_sessions u JOIN sessions s ON s.id = u.session_id "
+    "LEFT JOIN azsd_archive a ON a.session_id = s.id "
+    "LEFT JOIN azsd_lineage l ON l.session_id = s.id AND l.parent_id IS NOT NULL "
+    "LEFT JOIN azsd_sync_sessions pu ON pu.session_id = l.parent_id "
+    "LEFT JOIN azsd_sync_pulled p ON p.session_id = s.id ORDER BY s.id"
+)
 
 
 class SyncEvent(NamedTuple):
@@ -62,11 +69,21 @@ class SyncEvent(NamedTuple):
 
 
 class SyncSession(NamedTuple):
-    """A session as pushed: its row, badge, archive, lineage (as UUIDs) and usage."""
+    """A session as pushed: its row, badge, archive, lineage (as UUIDs) and usage. Not its counts:
+    the database counts the events it holds itself, so reading this never scans `events`."""
 
     uuid: str
-    info: SessionInfo
+    id: int
+    name: str
+    worktree: str
+    created: str
+    state: str  # succeeded, failed, running or ended (the database says `new` while it has no events)
+    completed: bool | None
+    duration_ms: int | None
+    cost_usd: float | None
+    archived: bool
     parent_uuid: str | None
+    fork_seq: int | None
     pulled_from: str | None
     usage: SessionUsage | None
 
@@ -147,7 +164,15 @@ class SyncState(Sessions, SideTables):
         return int(self._scalar("PRAGMA data_version", (), 0))
 
     def sync_max_event_id(self) -> int:
-        return int(self._scalar("SELECT MAX(id) FROM events", (), 0))
+        """The highest `events.id` ever handed out (AUTOINCREMENT's mark: rows deleted since count)."""
+        return int(
+            self._scalar(
+                "SELECT MAX(COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'events'), 0), "
+                "COALESCE((SELECT MAX(id) FROM events), 0))",
+                (),
+                0,
+            )
+        )
 
     def sync_count_after(self, after_id: int) -> int:
         return int(self._scalar("SELECT COUNT(*) FROM events WHERE id > ?", (after_id,), 0))
@@ -156,13 +181,16 @@ class SyncState(Sessions, SideTables):
         """Rows with `events.id` > `after_id`, in id order, at most `limit`; it stops before the
         first row of a session without a UUID yet (created after the last prepare)."""
         rows = self._query(
-            "SELECT e.id, u.uuid, e.seq, e.kind, e.data, e.char_len FROM events e "
+            "SELECT e.id, u.uuid, e.seq, e.kind, e.data, e.char_len, "
+            "EXISTS (SELECT 1 FROM sessions s WHERE s.id = e.session_id) FROM events e "
             "LEFT JOIN azsd_sync_sessions u ON u.session_id = e.session_id "
             "WHERE e.id > ? ORDER BY e.id LIMIT ?",
             (after_id, limit),
         )
         out: list[SyncEvent] = []
-        for rid, suuid, seq, kind, data, char_len in rows:
+        for rid, suuid, seq, kind, data, char_len, alive in rows:
+            if not alive:  # left behind by a delete without foreign keys: nobody's rows
+                continue
             if suuid is None:
                 break
             out.append(
@@ -170,18 +198,25 @@ class SyncState(Sessions, SideTables):
             )
         return out
 
-    def sync_sessions(self) -> list[SyncSession]:
-        """Every session that has a UUID, with what is pushed about it."""
-        uuids = dict(self._query("SELECT session_id, uuid FROM azsd_sync_sessions"))
-        pulled = dict(self._query("SELECT session_id, origin_uuid FROM azsd_sync_pulled"))
+    def sync_session_rows(self) -> list[SyncSession]:
+        """Every session that has a UUID, with what is pushed about it: one query over the sessions
+        and the small side tables (never `events`), cheap enough for every push."""
         usage = self.usage_by_session()
         out = []
-        for info in self.list_sessions(None, archived="include"):
-            sid = uuids.get(info.id)
-            if sid is None:
-                continue
-            parent = uuids.get(info.parent) if info.parent is not None else None
-            out.append(SyncSession(sid, info, parent, pulled.get(info.id), usage.get(info.id)))
+        for row in self._query(_SESSION_ROWS):
+            uid, sid, name, worktree, created, completed, duration_ms, cost_usd = row[:8]
+            archived, parent, fork_seq, pulled, following = row[8:]
+            done = None if completed is None else bool(completed)
+            state = ("succeeded" if done else "failed") if done is not None else "ended"
+            if done is None and following:
+                state = "running"
+            out.append(
+                SyncSession(
+                    uid, sid, name, worktree, created, state, done, duration_ms, cost_usd,
+                    bool(archived), parent, fork_seq if parent is not None else None, pulled,
+                    usage.get(sid),
+                )
+            )  # fmt: skip
         return out
 
     def sync_compactions_after(self, after_id: int) -> list[SyncCompaction]:
@@ -191,16 +226,6 @@ class SyncState(Sessions, SideTables):
             (after_id,),
         )
         return [SyncCompaction(*row) for row in rows]
-
-    def sync_tombstones(self) -> list[str]:
-        if not self._has_table("azsd_sync_tombstones"):
-            return []
-        return [r[0] for r in self._query("SELECT uuid FROM azsd_sync_tombstones ORDER BY uuid")]
-
-    def sync_forget_tombstones(self, uuids: Sequence[str]) -> None:
-        """Drop tombstones the database has recorded."""
-        with self.atomic() as conn:
-            conn.executemany("DELETE FROM azsd_sync_tombstones WHERE uuid = ?", [(u,) for u in uuids])
 
     def sync_pulled(self, origin_uuid: str) -> list[int]:
         """The local sessions pulled from `origin_uuid` (a pull again makes another)."""

@@ -4,7 +4,12 @@ A push runs inside a Postgres transaction that first locks the store's row in ``
 (``FOR UPDATE``) and reads its cursors there; the local rows after them are read from one SQLite
 snapshot; then sessions that changed are upserted, the events are copied in (``COPY`` into a
 temporary table, then ``INSERT … ON CONFLICT (session_uuid, seq) DO NOTHING``), compactions and
-tombstones follow, and the cursors move, all in the same commit. So a crash, a kill -9 or a lost
+tombstones follow, and the cursors move, all in the same commit.
+
+A deleted session is found by difference: the database's live sessions of the store (read once per
+connection, then kept as pushed) that the file no longer has, whoever deleted them (azsd or AZUREAL).
+The session list is read without its counts (:meth:`~azsd.store.sync_state.SyncState.sync_session_rows`,
+no scan of `events`): the database counts what it inserts. So a crash, a kill -9 or a lost
 connection at any point leaves the database either before the batch or after it, never between;
 and a batch pushed twice (after a commit whose answer was lost) inserts nothing twice.
 """
@@ -40,12 +45,11 @@ _STAGING: Final = (
 )
 _SESSION_COLUMNS: Final = (
     "session_uuid, store_uuid, identity, repository, local_id, name, worktree, created, state, completed, "
-    "duration_ms, cost_usd, archived, parent_uuid, fork_seq, pulled_from, event_count, message_count, "
-    "usage_input, usage_output, usage_cache_read, usage_cache_write, usage_reasoning, "
-    "usage_cost_usd, usage_turns, cost_source"
+    "duration_ms, cost_usd, archived, parent_uuid, fork_seq, pulled_from, usage_input, usage_output, "
+    "usage_cache_read, usage_cache_write, usage_reasoning, usage_cost_usd, usage_turns, cost_source"
 )
 _UPSERT_SESSION: Final = (
-    f"INSERT INTO azsd.sessions ({_SESSION_COLUMNS}) VALUES ({', '.join(['%s'] * 26)}) "
+    f"INSERT INTO azsd.sessions ({_SESSION_COLUMNS}) VALUES ({', '.join(['%s'] * 24)}) "
     "ON CONFLICT (session_uuid) DO UPDATE SET "
     + ", ".join(f"{c} = excluded.{c}" for c in _SESSION_COLUMNS.split(", ")[1:])
     + ", updated = now()"
@@ -78,12 +82,15 @@ class StorePush:
     root: str
     identity: str
     sessions: dict[str, tuple[Any, ...]] = field(default_factory=dict)
+    #: The UUIDs of the store's sessions the database holds alive (None: read it in the next push).
+    live: set[str] | None = None
+    batch: int = BATCH
     codec: RowCodec = field(default_factory=RowCodec)
 
     def push(
         self, conn: psycopg.Connection[Any], store: Store, store_uuid: str, repository: str
     ) -> PushResult:
-        """Push one batch (at most :data:`BATCH` events) and commit it."""
+        """Push one batch (at most :attr:`batch` events) and commit it."""
         with conn.transaction():
             conn.execute(
                 "INSERT INTO azsd.stores (store_uuid, identity, repository, root) VALUES (%s, %s, %s, %s) "
@@ -98,12 +105,20 @@ class StorePush:
             ).fetchone()
             assert row is not None
             cursor, ccursor = int(row[0]), int(row[1])
+            if self.live is None:
+                self.live = {
+                    str(u)
+                    for (u,) in conn.execute(
+                        "SELECT session_uuid FROM azsd.sessions WHERE store_uuid = %s AND deleted IS NULL",
+                        (store_uuid,),
+                    )
+                }
             with store.snapshot():
-                sessions = store.sync_sessions()
-                events = store.sync_events_after(cursor, BATCH)
+                sessions = store.sync_session_rows()
+                events = store.sync_events_after(cursor, self.batch)
                 compactions = store.sync_compactions_after(ccursor)
-                tombstones = store.sync_tombstones()
             rows = {s.uuid: self._session_row(s, store_uuid, repository) for s in sessions}
+            tombstones = sorted(self.live - rows.keys())
             changed = {k: v for k, v in rows.items() if self.sessions.get(k) != v}
             if changed:
                 with conn.cursor() as cur:
@@ -140,6 +155,7 @@ class StorePush:
                 )
         # committed: what the database now holds
         self.sessions.update(changed)
+        self.live = set(rows)
         for gone in tombstones:
             self.sessions.pop(gone, None)
         return PushResult(len(events), new_cursor, tombstones)
@@ -151,14 +167,16 @@ class StorePush:
             ) as copy:
                 for e in events:
                     copy.write_row((e.session_uuid, e.seq, e.kind, e.data, e.char_len, e.id, self._body(e)))
-            cur.execute(  # the sizes grow by the rows inserted now (none, for a batch sent again)
+            cur.execute(  # the counts grow by the rows inserted now (none, for a batch sent again)
                 "WITH ins AS (INSERT INTO azsd.events "
                 "(session_uuid, seq, kind, data, char_len, local_id, body) "
                 "SELECT session_uuid, seq, kind, data, char_len, local_id, body FROM azsd_staging "
-                "ON CONFLICT (session_uuid, seq) DO NOTHING RETURNING session_uuid, char_len) "
-                "UPDATE azsd.sessions s SET char_total = s.char_total + t.n FROM "
-                "(SELECT session_uuid, SUM(char_len) AS n FROM ins GROUP BY session_uuid) t "
-                "WHERE s.session_uuid = t.session_uuid"
+                "ON CONFLICT (session_uuid, seq) DO NOTHING RETURNING session_uuid, kind, char_len) "
+                "UPDATE azsd.sessions s SET char_total = s.char_total + t.n, "
+                "event_count = s.event_count + t.events, message_count = s.message_count + t.messages "
+                "FROM (SELECT session_uuid, SUM(char_len) AS n, COUNT(*) AS events, "
+                "COUNT(*) FILTER (WHERE kind IN ('UserMessage', 'AssistantText')) AS messages "
+                "FROM ins GROUP BY session_uuid) t WHERE s.session_uuid = t.session_uuid"
             )
             cur.execute("DELETE FROM azsd_staging")  # (ON COMMIT empties it too; a batch may follow)
 
@@ -171,7 +189,7 @@ class StorePush:
         return None if text is None else _clean(text[:BODY_MAX])
 
     def _session_row(self, s: SyncSession, store_uuid: str, repository: str) -> tuple[Any, ...]:
-        i, u = s.info, s.usage
+        u = s.usage
         usage = (
             (0, 0, 0, 0, 0, 0.0, 0, "reported")
             if u is None
@@ -181,7 +199,7 @@ class StorePush:
             )
         )  # fmt: skip
         return (
-            s.uuid, store_uuid, self.identity, repository, i.id, _clean(i.name), _clean(i.worktree),
-            i.created, i.state, i.completed, i.duration_ms, i.cost_usd, i.archived, s.parent_uuid,
-            i.fork_seq, s.pulled_from, i.event_count, i.message_count, *usage,
+            s.uuid, store_uuid, self.identity, repository, s.id, _clean(s.name), _clean(s.worktree),
+            s.created, s.state, s.completed, s.duration_ms, s.cost_usd, s.archived, s.parent_uuid,
+            s.fork_seq, s.pulled_from, *usage,
         )  # fmt: skip

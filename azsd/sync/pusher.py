@@ -4,16 +4,19 @@ A store becomes known when the daemon commits to it (:meth:`Pusher.note`, called
 of a store's writer) or was known before (the ``sync-roots`` file in the state dir). The thread
 wakes on those notes and, every :data:`POLL_S`, looks at each known store for commits by other
 programs (AZUREAL): SQLite's ``data_version`` tells it without reading anything. It reads each
-store through a read-only connection of its own; the few writes sync needs (UUIDs, tombstones
-forgotten) go through the store's writer (:meth:`StoreRegistry.call`).
+store through a read-only connection of its own, closed after :data:`READER_IDLE_S` without a commit
+(then the file's mtime and size say when to open it again); the one write sync needs (giving the store and its
+new sessions their UUIDs) goes through the store's writer (:meth:`StoreRegistry.call`).
 
 Local writes never wait for it. While the database is away, it retries with capped backoff
-(azsd.backoff) and catches up when it returns, in batches of :data:`~azsd.sync.push.BATCH`.
+(azsd.backoff) and catches up when it returns, in batches of :data:`~azsd.sync.push.BATCH` events
+(``AZSD_SYNC_BATCH`` in the environment sets another size: the crash tests use small ones).
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -26,7 +29,7 @@ import psycopg
 from azsd.backoff import Backoff
 from azsd.errors import AzsdError, SyncError
 from azsd.files import write_atomic
-from azsd.store import Store
+from azsd.store import Store, store_path
 from azsd.sync import schema
 from azsd.sync.identity import repository_identity
 from azsd.sync.push import BATCH, StorePush, prepare_connection
@@ -41,6 +44,8 @@ log = logging.getLogger("azsd.sync.pusher")
 
 #: How often every known store is looked at for commits by other programs.
 POLL_S: Final = 1.0
+#: How long a store's reader stays open without a commit to its store.
+READER_IDLE_S: Final = 60.0
 #: How long a store's writer may take to give it its sync UUIDs.
 _PREPARE_TIMEOUT_S: Final = 30.0
 
@@ -51,6 +56,20 @@ def connect(url: str, *, autocommit: bool = True) -> psycopg.Connection[Any]:
         return psycopg.connect(url, autocommit=autocommit, connect_timeout=5, application_name="azsd")
     except psycopg.Error as exc:
         raise SyncError(f"cannot connect to the sync database {redact_url(url)}: {_reason(exc)}") from None
+
+
+def _file_mark(root: str) -> tuple[int, int] | None:
+    """The store file's (mtime, size): a commit in DELETE journal mode changes them."""
+    try:
+        info = os.stat(store_path(Path(root)))
+    except OSError:
+        return None
+    return info.st_mtime_ns, info.st_size
+
+
+def _batch_size(text: str) -> int:
+    """The push batch size ``AZSD_SYNC_BATCH`` asks for (:data:`BATCH` unless a positive number)."""
+    return int(text) if text.strip().isdigit() and int(text) > 0 else BATCH
 
 
 def _reason(exc: BaseException) -> str:
@@ -99,9 +118,12 @@ class Pusher(threading.Thread):
         self._pushes: dict[str, StorePush] = {}
         self._readers: dict[str, Store] = {}
         self._versions: dict[str, int] = {}
+        self._changed: dict[str, float] = {}  # when each open reader last saw a commit
+        self._idle: dict[str, tuple[int, int]] = {}  # a closed reader's store file: (mtime, size)
         self._backoff = Backoff()
         self._conn: psycopg.Connection[Any] | None = None
         self.error = ""  # the connection's last failure, "" while it works
+        self._batch = _batch_size(os.environ.get("AZSD_SYNC_BATCH", ""))
         try:
             self._roots = {r for r in roots_path.read_text().splitlines() if r}
         except FileNotFoundError:
@@ -224,6 +246,9 @@ class Pusher(threading.Thread):
 
     def _push_root(self, conn: psycopg.Connection[Any], root: str, *, force: bool) -> None:
         """Push what the store of `root` gained; a store that cannot be read now is tried later."""
+        if not force and root in self._idle and _file_mark(root) == self._idle[root]:
+            return  # its reader was closed for idleness, and the file has not changed since
+        self._idle.pop(root, None)
         store = self._reader(root)
         if store is None:
             return
@@ -234,7 +259,9 @@ class Pusher(threading.Thread):
                     status = self._status.get(root)
                     if status is not None and not status.lag_events:
                         status.behind_since = None
+                self._close_if_idle(root, store)
                 return
+            self._changed[root] = time.monotonic()
             if not store.sync_ready():
                 repository = repository_identity(root)
                 self._registry.call(root, lambda s: s.sync_prepare(repository)).result(_PREPARE_TIMEOUT_S)
@@ -242,13 +269,11 @@ class Pusher(threading.Thread):
             ident = store.sync_identity()
             if ident is None:
                 return
-            job = self._pushes.setdefault(root, StorePush(root, self.identity))
+            job = self._pushes.setdefault(root, StorePush(root, self.identity, batch=self._batch))
             while True:
                 done = job.push(conn, store, *ident)
                 self._after_push(root, store, ident, done.events, done.cursor)
-                if done.tombstones:
-                    self._forget_tombstones(root, done.tombstones)
-                if done.events < BATCH or self._stopping.is_set():
+                if done.events < job.batch or self._stopping.is_set():
                     break
             self._versions[root] = version
         except AzsdError as exc:  # the store, not the database: the others go on
@@ -258,9 +283,19 @@ class Pusher(threading.Thread):
             with self._lock:
                 self._dirty.add(root)
 
-    def _forget_tombstones(self, root: str, uuids: list[str]) -> None:
-        """The database has them: the store's writer drops them (not waited for; again if it fails)."""
-        self._registry.call(root, lambda store: store.sync_forget_tombstones(uuids))
+    def _close_if_idle(self, root: str, store: Store) -> None:
+        """Close the reader of a store nothing was committed to for :data:`READER_IDLE_S` (its file's
+        mtime and size then tell whether to open it again: no connection is held meanwhile)."""
+        if time.monotonic() - self._changed.setdefault(root, time.monotonic()) < READER_IDLE_S:
+            return
+        mark = _file_mark(root)
+        if mark is None:
+            return
+        store.close()
+        self._readers.pop(root, None)
+        self._versions.pop(root, None)  # another connection's data_version is not comparable
+        self._changed.pop(root, None)
+        self._idle[root] = mark
 
     def _after_push(self, root: str, store: Store, ident: tuple[str, str], events: int, cursor: int) -> None:
         local = store.sync_max_event_id()
@@ -276,7 +311,7 @@ class Pusher(threading.Thread):
             status.pushed_event_id, status.local_event_id, status.lag_events = cursor, local, lag
             status.last_error = ""
             status.behind_since = (status.behind_since or now) if lag else None
-        if was_behind and not lag and self._on_caught_up is not None:
+        if (was_behind or events) and not lag and self._on_caught_up is not None:
             self._on_caught_up(root, status)
 
     def _observe(self, root: str) -> None:

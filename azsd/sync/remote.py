@@ -22,7 +22,8 @@ _REF: Final = re.compile(r"^@?([0-9a-fA-F-]{4,36})$")
 _HEADLINE: Final = "StartSel=[[, StopSel=]], MaxWords=24, MinWords=8, MaxFragments=0"
 _VIEW_COLUMNS: Final = (
     "s.session_uuid::text AS uuid, s.identity, s.repository, st.root, s.local_id, s.name, s.worktree, "
-    "s.created, to_char(s.updated AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') AS updated, s.state, "
+    "s.created, to_char(s.updated AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') AS updated, "
+    "CASE WHEN s.state = 'ended' AND s.event_count = 0 THEN 'new' ELSE s.state END AS state, "
     "s.event_count, s.message_count, s.char_total, s.archived, s.completed, s.duration_ms, s.cost_usd, "
     "s.parent_uuid::text AS parent, s.fork_seq, s.pulled_from::text AS pulled_from, "
     "s.usage_input, s.usage_output, s.usage_cache_read, s.usage_cache_write, s.usage_reasoning, "
@@ -134,20 +135,17 @@ def search(
     if not req.query.strip():
         raise BadRequestError("an empty query matches nothing")
     parse = "plainto_tsquery" if req.words else "websearch_to_tsquery"
-    where = "e.tsv @@ q.q AND s.repository = %(repo)s AND s.deleted IS NULL"
-    if req.worktrees is not None:
-        where += " AND s.worktree = ANY(%(worktrees)s)"
     kinds = event_kinds(req.kinds) if req.kinds is not None else None
-    if kinds is not None:
-        where += " AND e.kind = ANY(%(kinds)s)"
+    # azsd.search_hits (002) finds and ranks the hits with the GIN index, only those this role may
+    # read; the rows themselves are then read by key, under the row-level security policies.
     sql = (
-        "SELECT m.*, ts_headline('simple', m.body, m.q, %(headline)s) AS snippet FROM ("
-        "SELECT e.session_uuid::text AS uuid, s.identity, s.name, s.local_id, s.worktree, e.seq, e.kind, "
-        "e.data, e.body, q.q, ts_rank(e.tsv, q.q) AS rank "
-        "FROM azsd.events e JOIN azsd.sessions s USING (session_uuid), "
-        f"{parse}('simple', %(query)s) AS q(q) "
-        f"WHERE {where} ORDER BY rank DESC, e.session_uuid, e.seq LIMIT %(limit)s"
-        ") m ORDER BY m.rank DESC, m.uuid, m.seq"
+        "SELECT h.session_uuid::text AS uuid, s.identity, s.name, s.local_id, s.worktree, e.seq, e.kind, "
+        "e.data, h.rank, ts_headline('simple', e.body, q.q, %(headline)s) AS snippet "
+        f"FROM {parse}('simple', %(query)s) AS q(q), "
+        "azsd.search_hits(%(repo)s, q.q, %(kinds)s, %(worktrees)s, %(limit)s) h "
+        "JOIN azsd.events e ON e.session_uuid = h.session_uuid AND e.seq = h.seq "
+        "JOIN azsd.sessions s ON s.session_uuid = h.session_uuid "
+        "ORDER BY h.rank DESC, h.session_uuid, h.seq"
     )
     params = {
         "repo": repository, "worktrees": req.worktrees, "kinds": kinds, "query": req.query,

@@ -2,8 +2,10 @@
 
 :class:`SyncService` owns the :class:`~azsd.sync.pusher.Pusher` and a few threads that answer
 :data:`~azsd.ipc.protocol.SyncRequest` s (remote reads wait on the network, so they never run in a
-store's threads). A pull reads the remote session here, then writes it through the store's writer
-like any other write, and publishes the new session once it is committed.
+store's threads). When a store's pushes catch up, it publishes
+:class:`~azsd.ipc.protocol.SyncCaughtUp` on :data:`~azsd.ipc.protocol.SYNC_TOPIC`. A pull reads the
+remote session here, then writes it through the store's writer like any other write, and publishes
+the new session once it is committed.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from azsd.store import Store
 from azsd.store.codec import RowCodec
 from azsd.sync import remote
 from azsd.sync.identity import repository_identity
-from azsd.sync.pusher import Pusher, connect
+from azsd.sync.pusher import Pusher, StoreStatus, connect
 from azsd.sync.settings import redact_url
 
 if TYPE_CHECKING:
@@ -37,6 +39,8 @@ log = logging.getLogger("azsd.sync.service")
 
 #: Threads answering sync requests (each holds one connection to the database while it works).
 _THREADS: Final = 2
+#: How long a worktree's repository identity (its `origin` remote) is kept before git is asked again.
+_IDENTITY_S: Final = 30.0
 #: How long a pull waits for the store's writer to commit it.
 _PULL_WRITE_S: Final = 120.0
 
@@ -48,7 +52,11 @@ class SyncService:
         assert config.sync_url is not None
         self.url, self.identity = config.sync_url, config.sync_identity
         self._registry = registry
-        self.pusher = Pusher(self.url, self.identity, registry, config.state_dir / "sync-roots")
+        self.pusher = Pusher(
+            self.url, self.identity, registry, config.state_dir / "sync-roots", on_caught_up=self._caught_up
+        )
+        self._note_seq = 0
+        self._identities: dict[str, tuple[str, float]] = {}  # root: (repository, when asked)
         self._queue: queue.SimpleQueue[tuple[Envelope, p.SyncRequest] | None] = queue.SimpleQueue()
         self._threads = [
             threading.Thread(target=self._serve, name=f"azsd-sync-{i}", daemon=True) for i in range(_THREADS)
@@ -69,6 +77,15 @@ class SyncService:
         self.pusher.stop()
         for thread in self._threads:
             thread.join(2.0)
+
+    def _caught_up(self, root: str, status: StoreStatus) -> None:
+        """Publish that a store's pushes caught up (called in the pusher's thread, which owns a sender)."""
+        self._note_seq += 1
+        note = p.SyncCaughtUp(
+            root=root, seq=self._note_seq, store_uuid=status.store_uuid, repository=status.repository,
+            pushed_event_id=status.pushed_event_id, pushed=status.pushed,
+        )  # fmt: skip
+        self._registry.outbox.sender().publish(p.SYNC_TOPIC, p.encode(note))
 
     def answer(self, envelope: Envelope, request: p.SyncRequest) -> None:
         """Queue a sync request; its reply is sent from a sync thread."""
@@ -101,38 +118,52 @@ class SyncService:
     def _serve(self) -> None:
         codec = RowCodec()
         sender = self._registry.outbox.sender()
+        conn: psycopg.Connection[Any] | None = None  # this thread's, kept between requests
         try:
             while (item := self._queue.get()) is not None:
                 envelope, request = item
                 try:
-                    reply = self._reply(request, codec)
+                    if not isinstance(request, p.SyncStatus) and (conn is None or conn.closed):
+                        conn = connect(self.url)
+                    reply = self._reply(request, codec, conn)
                 except Exception as exc:
+                    if conn is not None and (conn.broken or isinstance(exc, SyncError)):
+                        conn.close()  # a new one for the next request
+                        conn = None
                     reply = _error_reply(exc)
                 sender.reply(envelope, p.encode(reply))
         finally:
+            if conn is not None:
+                conn.close()
             self._registry.outbox.release()
 
-    def _reply(self, request: p.SyncRequest, codec: RowCodec) -> p.Reply:
+    def _repository(self, root: str) -> str:
+        """`root`'s repository identity, asked of git at most every :data:`_IDENTITY_S` seconds."""
+        now = time.monotonic()
+        known = self._identities.get(root)
+        if known is None or now - known[1] > _IDENTITY_S:
+            known = self._identities[root] = (repository_identity(root), now)
+        return known[0]
+
+    def _reply(
+        self, request: p.SyncRequest, codec: RowCodec, conn: psycopg.Connection[Any] | None
+    ) -> p.Reply:
         if isinstance(request, p.SyncStatus):
             return self.status()
-        conn = connect(self.url)
+        assert conn is not None
         try:
             match request:
                 case p.RemoteList():
-                    return remote.list_sessions(
-                        conn, repository_identity(request.root), request, self.identity
-                    )
+                    return remote.list_sessions(conn, self._repository(request.root), request, self.identity)
                 case p.RemoteShow():
                     return remote.session_events(conn, request, self.identity, codec)
                 case p.RemoteSearch():
-                    return remote.search(conn, repository_identity(request.root), request, codec)
+                    return remote.search(conn, self._repository(request.root), request, codec)
                 case p.Pull():
                     return self._pull(conn, request)
             raise AssertionError(f"not a sync request: {request!r}")
         except psycopg.Error as exc:
             raise SyncError(f"the sync database failed: {str(exc).strip().splitlines()[0]}") from None
-        finally:
-            conn.close()
 
     def _pull(self, conn: psycopg.Connection[Any], req: p.Pull) -> p.PullReply:
         pulled, row = remote.fetch_for_pull(conn, req.ref, req.name, req.worktree)

@@ -14,9 +14,11 @@ from typing import TYPE_CHECKING, Any
 
 __all__ = (
     "AsyncClient",
+    "AsyncPushSubscription",
     "AsyncSubscription",
     "Client",
     "FollowItem",
+    "PushSubscription",
     "RootLike",
     "Subscription",
     "__version__",
@@ -26,8 +28,8 @@ __all__ = (
 if TYPE_CHECKING:
     from ._shared import RootLike
     from ._version import __version__
-    from .aio import AsyncClient, AsyncSubscription
-    from .client import Client, Subscription
+    from .aio import AsyncClient, AsyncPushSubscription, AsyncSubscription
+    from .client import Client, PushSubscription, Subscription
     from .follow import FollowItem, follow_session
 
 # Loaded on first use, so that `azs` (which needs neither asyncio nor the package metadata for most
@@ -35,8 +37,10 @@ if TYPE_CHECKING:
 _LAZY = {
     "AsyncClient": ".aio",
     "AsyncSubscription": ".aio",
+    "AsyncPushSubscription": ".aio",
     "Client": ".client",
     "Subscription": ".client",
+    "PushSubscription": ".client",
     "FollowItem": ".follow",
     "follow_session": ".follow",
     "RootLike": "._shared",

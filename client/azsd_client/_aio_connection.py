@@ -22,13 +22,16 @@ import zmq.asyncio
 
 from azsd.errors import AzsdError, ProtocolError
 from azsd.ipc.protocol import (
+    SYNC_TOPIC,
     Notification,
     Reply,
     Request,
     Status,
     StatusReply,
+    SyncCaughtUp,
     decode_notification,
     decode_reply,
+    decode_sync_notification,
     encode,
     topic,
 )
@@ -45,7 +48,7 @@ from ._shared import (
     unavailable,
 )
 
-__all__ = ["AsyncConnection", "AsyncSubscription"]
+__all__ = ["AsyncConnection", "AsyncPushSubscription", "AsyncSubscription"]
 
 
 def _asyncio_context(context: zmq.Context[zmq.Socket[bytes]]) -> zmq.Context[zmq.Socket[bytes]]:
@@ -59,22 +62,21 @@ def _asyncio_socket(sock: zmq.Socket[bytes]) -> zmq.asyncio.Socket:
     return cast(zmq.asyncio.Socket, sock)
 
 
-class AsyncSubscription:
-    """Live notifications of one store (or one session of it); see :class:`~azsd_client.Subscription`."""
+class _AsyncSubscriber:
+    """An asyncio SUB socket on the daemon's PUB socket, subscribed to one topic prefix."""
 
     def __init__(self, context: zmq.Context[zmq.Socket[bytes]], endpoint: str, prefix: bytes) -> None:
         with connecting(endpoint):
             self._sock = _asyncio_socket(connect_sub(_asyncio_context(context), endpoint, [prefix]))
 
-    async def recv(self, timeout: float | None = None) -> Notification | None:
-        """The next notification, or None when none arrives within `timeout` seconds (None: wait)."""
+    async def _payload(self, timeout: float | None) -> bytes | None:
         ready = await self._sock.poll(None if timeout is None else int(timeout * 1000))
         if not ready:
             return None
         frames = await self._sock.recv_multipart()
         if len(frames) != 2:
             raise ProtocolError(f"a notification arrived in {len(frames)} frames, not 2")
-        return decode_notification(frames[1])
+        return frames[1]
 
     def close(self) -> None:
         """Stop receiving (idempotent)."""
@@ -87,6 +89,25 @@ class AsyncSubscription:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.close()
+
+
+class AsyncSubscription(_AsyncSubscriber):
+    """Live notifications of one store (or one session of it); see :class:`~azsd_client.Subscription`."""
+
+    async def recv(self, timeout: float | None = None) -> Notification | None:
+        """The next notification, or None when none arrives within `timeout` seconds (None: wait)."""
+        payload = await self._payload(timeout)
+        return None if payload is None else decode_notification(payload)
+
+
+class AsyncPushSubscription(_AsyncSubscriber):
+    """Notifications that pushes to the sync database caught up; see
+    :class:`~azsd_client.PushSubscription`."""
+
+    async def recv(self, timeout: float | None = None) -> SyncCaughtUp | None:
+        """The next one, or None when none arrives within `timeout` seconds (None: wait)."""
+        payload = await self._payload(timeout)
+        return None if payload is None else decode_sync_notification(payload)
 
 
 class AsyncConnection(ConnectionBase):
@@ -204,3 +225,8 @@ class AsyncConnection(ConnectionBase):
         return AsyncSubscription(
             self._context, self.config.pub_endpoint, topic(canonical_root(root), session)
         )
+
+    def subscribe_pushes(self) -> AsyncPushSubscription:
+        """Notifications that a store's pushes to the sync database caught up (a daemon with a
+        `sync-url` sends them; one without, none)."""
+        return AsyncPushSubscription(self._context, self.config.pub_endpoint, SYNC_TOPIC)

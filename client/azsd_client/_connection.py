@@ -21,12 +21,15 @@ import zmq
 
 from azsd.errors import ProtocolError
 from azsd.ipc.protocol import (
+    SYNC_TOPIC,
     Notification,
     Reply,
     Request,
     Status,
+    SyncCaughtUp,
     decode_notification,
     decode_reply,
+    decode_sync_notification,
     encode,
     topic,
 )
@@ -43,29 +46,23 @@ from ._shared import (
     unavailable,
 )
 
-__all__ = ["Connection", "Subscription"]
+__all__ = ["Connection", "PushSubscription", "Subscription"]
 
 
-class Subscription:
-    """Live notifications of one store (or one session of it) on the daemon's PUB socket.
-
-    PUB/SUB drops messages for a subscriber that is slow or not connected yet: compare each
-    notification's `seq` with the previous one (for a whole store), or event seqs (for one session),
-    and re-read by request when there is a gap.
-    """
+class _Subscriber:
+    """A SUB socket on the daemon's PUB socket, subscribed to one topic prefix."""
 
     def __init__(self, context: zmq.Context[zmq.Socket[bytes]], endpoint: str, prefix: bytes) -> None:
         with connecting(endpoint):
             self._sock = connect_sub(context, endpoint, [prefix])
 
-    def recv(self, timeout: float | None = None) -> Notification | None:
-        """The next notification, or None when none arrives within `timeout` seconds (None: wait)."""
+    def _payload(self, timeout: float | None) -> bytes | None:
         if not self._sock.poll(None if timeout is None else int(timeout * 1000), zmq.POLLIN):
             return None
         _topic, payload = recv_notification(self._sock)
         if not payload:
             raise ProtocolError("a notification arrived without a payload frame")
-        return decode_notification(payload)
+        return payload
 
     def close(self) -> None:
         """Stop receiving (idempotent)."""
@@ -78,6 +75,30 @@ class Subscription:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.close()
+
+
+class Subscription(_Subscriber):
+    """Live notifications of one store (or one session of it) on the daemon's PUB socket.
+
+    PUB/SUB drops messages for a subscriber that is slow or not connected yet: compare each
+    notification's `seq` with the previous one (for a whole store), or event seqs (for one session),
+    and re-read by request when there is a gap.
+    """
+
+    def recv(self, timeout: float | None = None) -> Notification | None:
+        """The next notification, or None when none arrives within `timeout` seconds (None: wait)."""
+        payload = self._payload(timeout)
+        return None if payload is None else decode_notification(payload)
+
+
+class PushSubscription(_Subscriber):
+    """Notifications that a store's pushes to the sync database caught up (:class:`SyncCaughtUp`:
+    every event up to `pushed_event_id` is visible to the other machines), for every store."""
+
+    def recv(self, timeout: float | None = None) -> SyncCaughtUp | None:
+        """The next one, or None when none arrives within `timeout` seconds (None: wait)."""
+        payload = self._payload(timeout)
+        return None if payload is None else decode_sync_notification(payload)
 
 
 class Connection(ConnectionBase):
@@ -148,3 +169,8 @@ class Connection(ConnectionBase):
     def subscribe(self, root: RootLike, session: int | None = None) -> Subscription:
         """Notifications of the store at `root`, or of one session in it."""
         return Subscription(self._context, self.config.pub_endpoint, topic(canonical_root(root), session))
+
+    def subscribe_pushes(self) -> PushSubscription:
+        """Notifications that a store's pushes to the sync database caught up (a daemon with a
+        `sync-url` sends them; one without, none)."""
+        return PushSubscription(self._context, self.config.pub_endpoint, SYNC_TOPIC)

@@ -16,7 +16,6 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Sequence
 from typing import TypeVar
 
-import azsd.ipc.protocol as _p
 from azsd.errors import NoReply
 from azsd.events import Event
 from azsd.ipc.protocol import (
@@ -38,16 +37,9 @@ from azsd.ipc.protocol import (
     EventsPage,
     Export,
     ExportReply,
-    Follow,
-    FollowReply,
     ForkSession,
     GetEvents,
     GetSession,
-    ImportReply,
-    ImportSession,
-    ImportSources,
-    IngestFile,
-    IngestReply,
     KeyedRequest,
     ListSessions,
     MarkCompleted,
@@ -64,17 +56,17 @@ from azsd.ipc.protocol import (
     SessionsReply,
     Shutdown,
     ShutdownReply,
-    SourcesReply,
     Status,
     StatusReply,
     StoreCompaction,
-    Unfollow,
     Usage,
     UsageReply,
     WireEvent,
 )
 
-from ._aio_connection import AsyncConnection, AsyncSubscription
+from ._aio_agents import AsyncAgentMethods
+from ._aio_connection import AsyncConnection, AsyncPushSubscription, AsyncSubscription
+from ._aio_remote import AsyncRemoteMethods
 from ._shared import (
     Archived,
     Backend,
@@ -85,17 +77,16 @@ from ._shared import (
     encode_events,
     expect,
     long_timeout,
-    store_request,
     unavailable,
     with_request_key,
 )
 
-__all__ = ["AsyncClient", "AsyncSubscription"]
+__all__ = ["AsyncClient", "AsyncPushSubscription", "AsyncSubscription"]
 
 _R = TypeVar("_R")
 
 
-class AsyncClient(AsyncConnection):
+class AsyncClient(AsyncAgentMethods, AsyncRemoteMethods, AsyncConnection):
     """A typed connection to azsd: one method per request, each returning its reply's own type.
 
     Use one client from one thread (or one event loop) at a time.
@@ -377,31 +368,6 @@ class AsyncClient(AsyncConnection):
         message = Backup(root=canonical_root(root), dest=None if dest is None else absolute_path(dest))
         return await self.call(message, BackupReply, timeout=long_timeout(timeout, self.timeout))
 
-    async def import_sources(
-        self, root: RootLike, agent: Backend, source_dir: RootLike, project: RootLike
-    ) -> SourcesReply:
-        """The agent history files of `project` under `source_dir` (``~/.claude`` or ``~/.codex``)."""
-        message = ImportSources(
-            root=canonical_root(root), agent=agent, source_dir=absolute_path(source_dir),
-            project=canonical_root(project),
-        )  # fmt: skip
-        return await self.call(message, SourcesReply)
-
-    async def import_session(
-        self,
-        root: RootLike,
-        agent: Backend,
-        path: RootLike,
-        *,
-        worktree: str = "",
-        timeout: float | None = None,
-    ) -> ImportReply:
-        """Import one agent history file as a session of its own (again: only what it gained since)."""
-        message = ImportSession(
-            root=canonical_root(root), agent=agent, path=absolute_path(path), worktree=worktree
-        )
-        return await self.call(message, ImportReply, timeout=long_timeout(timeout, self.timeout))
-
     async def usage(
         self,
         root: RootLike,
@@ -423,82 +389,3 @@ class AsyncClient(AsyncConnection):
             since=since, until=until, timezone=timezone,
         )  # fmt: skip
         return await self.call(message, UsageReply)
-
-    async def ingest_file(
-        self,
-        root: RootLike,
-        session: int,
-        path: RootLike,
-        *,
-        format: str | None = None,
-        timeout: float | None = None,
-    ) -> IngestReply:
-        """Have the daemon read a finished agent JSONL file into a session.
-
-        The path is made absolute here (the daemon has its own working directory). The reply may take
-        a while for a big file: the default timeout is the larger of the client's and 300 s.
-        """
-        message = IngestFile(
-            root=canonical_root(root), session=session, path=absolute_path(path), format=format
-        )
-        return await self.call(message, IngestReply, timeout=long_timeout(timeout, self.timeout))
-
-    async def follow(
-        self,
-        root: RootLike,
-        session: int,
-        path: RootLike,
-        format: str | None = None,
-        writer_pid: int | None = None,
-        *,
-        model: str | None = None,
-        timeout: float | None = None,
-    ) -> FollowReply:
-        """Follow an agent JSONL file live into a session, from its saved offset (or its start).
-
-        The daemon stores each line as it is written and ends the follow by itself on the turn's final
-        event, or once `writer_pid` is gone and the file has been idle a while. `format` is detected
-        when None. The first read may take a while: the default timeout is as for `ingest_file`.
-        `model` is the model the agent was started with, for a format that does not name it (Codex's
-        `exec --json`), so that the run's usage is recorded and priced as that model's.
-        """
-        message = Follow(
-            root=canonical_root(root),
-            session=session,
-            path=absolute_path(path),
-            format=format,
-            writer_pid=writer_pid,
-            model=model,
-        )
-        return await self.call(message, FollowReply, timeout=long_timeout(timeout, self.timeout))
-
-    async def unfollow(self, root: RootLike, path: RootLike, *, timeout: float | None = None) -> OkReply:
-        """Stop following `path`, after storing what the file holds now."""
-        message = Unfollow(root=canonical_root(root), path=absolute_path(path))
-        return await self.call(message, OkReply, timeout=long_timeout(timeout, self.timeout))
-
-    # -- sync (PostgreSQL): an error reply `sync_error` when the daemon has no sync-url; each method's
-    # `options` are its request's fields (see azsd.ipc.protocol)
-
-    async def sync_status(self) -> _p.SyncStatusReply:
-        """Whether sync is configured, and each known store's pushing (last pushed event, lag, error)."""
-        return await self.call(_p.SyncStatus(), _p.SyncStatusReply)
-
-    async def remote_list(self, root: RootLike, **options: object) -> _p.RemoteSessionsReply:
-        """The sessions of `root`'s repository in the sync database, from every machine, last pushed first."""
-        return await self.call(store_request(_p.RemoteList, root, options), _p.RemoteSessionsReply)
-
-    async def remote_show(self, root: RootLike, ref: str, **options: object) -> _p.RemoteSessionReply:
-        """A session of the sync database (`ref`: ``@`` and a UUID prefix) and a page of its events."""
-        message = store_request(_p.RemoteShow, root, {"ref": ref, **options})
-        return await self.call(message, _p.RemoteSessionReply)
-
-    async def remote_search(self, root: RootLike, query: str, **options: object) -> _p.RemoteSearchReply:
-        """Ranked full-text search of the repository's sessions in the sync database, with snippets."""
-        message = store_request(_p.RemoteSearch, root, {"query": query, **options})
-        return await self.call(message, _p.RemoteSearchReply)
-
-    async def pull(self, root: RootLike, ref: str, **options: object) -> _p.PullReply:
-        """Copy a session of the sync database into `root`'s store as a new local session."""
-        message = store_request(_p.Pull, root, {"ref": ref, **options})
-        return await self.call(message, _p.PullReply, timeout=long_timeout(None, self.timeout))

@@ -879,6 +879,22 @@ export interface EventsAppended {
   protocol: number;
 }
 
+/**
+ * A store's pushes caught up: the sync database holds every event of the store up to
+ * `pushed_event_id` (its `events.id`), so the other machines see them now. Published on
+ * :data:`SYNC_TOPIC`, never on a store's topic; `seq` counts the daemon's sync notifications.
+ */
+export interface SyncCaughtUp {
+  op: "synccaughtup";
+  root: string;
+  seq: number;
+  store_uuid: string;
+  repository: string;
+  pushed_event_id: number;
+  pushed: number;
+  protocol: number;
+}
+
 export type Request =
   | Status
   | Shutdown
@@ -946,7 +962,8 @@ export type Reply =
 export type Notification =
   | SessionCreated
   | SessionChanged
-  | EventsAppended;
+  | EventsAppended
+  | SyncCaughtUp;
 
 /** The `op` of every request. */
 export type RequestOp = Request["op"];
