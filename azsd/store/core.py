@@ -34,7 +34,10 @@ from azsd.store.schema import (
     REQUIRED_OBJECTS,
     SCHEMA_VERSION,
     SEARCH_HWM_KEY,
+    SUMMARY_DDL,
+    SUMMARY_HWM_KEY,
 )
+from azsd.store.summaries import catch_up as catch_up_summaries
 
 __all__ = [
     "BUSY_TIMEOUT_S",
@@ -227,8 +230,12 @@ class StoreCore:
         conn.execute("BEGIN IMMEDIATE")
         try:
             had_index = conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'azsd_search'").fetchone()
-            for statement in _statements(AZUREAL_DDL + AZSD_DDL):
+            had_summaries = self._has_table("azsd_summaries")
+            for statement in _statements(AZUREAL_DDL + AZSD_DDL + SUMMARY_DDL):
                 conn.execute(statement)
+            if not had_summaries:  # new and empty: count every row into it
+                conn.execute("DELETE FROM meta WHERE key = ?", (SUMMARY_HWM_KEY,))
+                catch_up_summaries(conn)
             if not had_index:  # a new, empty index: whatever mark a meta row holds is not about it
                 conn.execute("DELETE FROM meta WHERE key = ?", (SEARCH_HWM_KEY,))
             columns = {row[1] for row in conn.execute("PRAGMA table_info(sessions)")}

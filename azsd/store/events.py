@@ -37,6 +37,7 @@ from azsd.store.cache import ROWS, CachedRow
 from azsd.store.codec import CodecError
 from azsd.store.fts import SearchIndex
 from azsd.store.listing import SessionListing, _require_session
+from azsd.store.summaries import catch_up as catch_up_summaries
 
 __all__ = ["EventLog", "completion_of"]
 
@@ -84,6 +85,7 @@ class EventLog(SearchIndex, SessionListing):
                 last_id = conn.execute("SELECT last_insert_rowid()").fetchone()[0]
                 if indexed:
                     self._index_new(conn, last_id - len(events) + 1, events, last_id)
+                catch_up_summaries(conn)
                 if self._index is not None:
                     messages = sum(1 for event in events if isinstance(event, _MESSAGE_KINDS))
                     self._index.add_events(session_id, len(events), messages, last_id)
