@@ -10,7 +10,18 @@ import argparse
 import sys
 import time
 
-from bench import context_list, follow_latency, ingest, memory, rpc, storage, store_append, write_lock
+from bench import (
+    context_list,
+    follow_latency,
+    ingest,
+    memory,
+    peers,
+    rpc,
+    startup,
+    storage,
+    store_append,
+    write_lock,
+)
 
 BENCHES = {
     "store_append": store_append.main,
@@ -21,6 +32,8 @@ BENCHES = {
     "storage": storage.main,
     "memory": memory.main,
     "write_lock": write_lock.main,
+    "peers": peers.main,
+    "startup": startup.main,
 }
 
 
