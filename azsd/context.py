@@ -160,6 +160,12 @@ def sanitize(content: str) -> str | None:
     return stripped
 
 
+def _may_be_injected(content: str) -> bool:
+    """Whether a user message could be injected context (a wrapper, hidden Codex instructions):
+    a quick test that says yes to every one :func:`strip_injected_context_indexed` acts on."""
+    return CONTEXT_CLOSE in content or CONTEXT_OPEN in content or HIDDEN_CODEX_PREFIX in content
+
+
 def strip_injected_context_indexed(events: Sequence[Event]) -> list[tuple[int, Event]]:
     """Run-level stripping (§4.4), keeping each surviving event's index in `events`.
 
@@ -167,6 +173,10 @@ def strip_injected_context_indexed(events: Sequence[Event]) -> list[tuple[int, E
     are dropped with it; a malformed opener swallows user messages until a close tag or the next
     non-user event.
     """
+    if not any(
+        isinstance(event, UserMessage) and _may_be_injected(event.content) for event in events
+    ):  # nothing to strip (most pages and transcripts): every event stays
+        return list(enumerate(events))
     out: list[tuple[int, Event]] = []
     pend: list[tuple[int, Event]] = []
     inside = False

@@ -15,6 +15,8 @@ Compacted()
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from operator import attrgetter
 from typing import Annotated, Any, Final
 
 import msgspec
@@ -39,6 +41,7 @@ __all__ = [
     "ToolResult",
     "UserMessage",
     "decode_event",
+    "decode_events",
     "decode_new_event",
     "encode_event",
     "event_kind",
@@ -167,6 +170,19 @@ _DECODERS: Final[dict[str, msgspec.json.Decoder[Any]]] = {
     name: msgspec.json.Decoder(cls) for name, cls in _BY_NAME.items() if cls not in _UNIT
 }
 _ENVELOPE: Final = msgspec.json.Decoder(dict[str, msgspec.Raw])
+_RAW_ARRAY: Final = msgspec.json.Decoder(list[msgspec.Raw])
+#: Per variant, a decoder of a JSON array of `{"<Variant>":{…}}` objects (that key and no other)
+#: and the getter of the event inside each.
+_ARRAY_DECODERS: Final[dict[str, tuple[msgspec.json.Decoder[Any], Callable[[Any], Any]]]] = {
+    name: (
+        msgspec.json.Decoder(
+            list[msgspec.defstruct(f"_{name}Row", [(name, cls)], forbid_unknown_fields=True)]  # type: ignore[misc]
+        ),
+        attrgetter(name),
+    )
+    for name, cls in _BY_NAME.items()
+    if cls not in _UNIT
+}
 _ENCODER: Final = msgspec.json.Encoder()
 
 #: Variants that `append_events` never stores (and that use no `seq`).
@@ -231,6 +247,58 @@ def decode_event(data: bytes | str) -> Event:
     if isinstance(event, Complete) and event.duration_ms > _U64_MAX:
         raise EventDecodeError(f"Complete: duration_ms {event.duration_ms} does not fit in a u64")
     return event
+
+
+def decode_events(rows: Sequence[tuple[str, bytes]]) -> list[Event | EventDecodeError]:
+    """:func:`decode_event` of each `(kind column, JSON)` row, the error in place of an unreadable one.
+
+    The rows of one kind are decoded in one msgspec call, as a JSON array of their bytes (one Python
+    call per row was most of the time a cold context took). That array is only trusted when it
+    splits back into exactly the rows (a corrupt row could otherwise swallow its neighbour's comma);
+    a group that does not, or holds a row that is not its kind's valid event, is decoded row by row,
+    which gives the same events and errors.
+
+    >>> decode_events([("Command", b'{"Command":{"name":"/x"}}'), ("Command", b'{"Command":{}}')])
+    [Command(name='/x'), EventDecodeError('Command: Object missing required field `name`')]
+    """
+    out: list[Event | EventDecodeError | None] = [None] * len(rows)
+    groups: dict[str, list[int]] = {}
+    for i, (kind, _) in enumerate(rows):
+        groups.setdefault(kind, []).append(i)
+    for kind, members in groups.items():
+        found = _decode_group(kind, [rows[i][1] for i in members]) if len(members) > 1 else None
+        if found is not None:
+            for i, event in zip(members, found, strict=True):
+                out[i] = event
+            continue
+        for i in members:
+            try:
+                out[i] = decode_event(rows[i][1])
+            except EventDecodeError as exc:
+                out[i] = exc
+    return out  # type: ignore[return-value]  # no None is left
+
+
+def _decode_group(kind: str, jsons: list[bytes]) -> list[Event] | None:
+    """The events of rows of one kind, or None if any of them is not exactly one such event."""
+    decoding = _ARRAY_DECODERS.get(kind)
+    if decoding is None:  # a unit variant (a bare string) or an unknown kind
+        return None
+    if not all(json[:1] == b"{" for json in jsons):
+        return None  # leading whitespace would shift the spans compared below
+    array = b"[" + b",".join(jsons) + b"]"
+    try:
+        spans = _RAW_ARRAY.decode(array)
+        # every row starts at its first byte, so equal lengths mean each element is exactly its row
+        if len(spans) != len(jsons) or any(map(int.__ne__, map(len, spans), map(len, jsons))):
+            return None
+        decoder, get = decoding
+        events: list[Event] = list(map(get, decoder.decode(array)))
+    except (msgspec.DecodeError, RecursionError):
+        return None
+    if kind == "Complete" and any(e.duration_ms > _U64_MAX for e in events):  # type: ignore[union-attr]
+        return None
+    return events
 
 
 def decode_new_event(data: bytes | str) -> Event:

@@ -10,7 +10,19 @@ import argparse
 import sys
 import time
 
-from bench import context_list, follow_latency, ingest, memory, rpc, storage, store_append, sync, write_lock
+from bench import (
+    context_list,
+    follow_latency,
+    ingest,
+    memory,
+    peers,
+    rpc,
+    startup,
+    storage,
+    store_append,
+    sync,
+    write_lock,
+)
 
 BENCHES = {
     "store_append": store_append.main,
@@ -22,6 +34,8 @@ BENCHES = {
     "memory": memory.main,
     "write_lock": write_lock.main,
     "sync": sync.main,
+    "peers": peers.main,
+    "startup": startup.main,
 }
 
 

@@ -138,7 +138,6 @@ class Daemon:
             self.config.follow_idle_s,
         )
         self._follower.start()
-        self._resume_follows()
         discovery = Discovery(
             pid=os.getpid(),
             version=__version__,
@@ -150,6 +149,9 @@ class Daemon:
         write_atomic(self.config.discovery_path, msgspec.json.encode(discovery), mode=0o600)
         notify(f"READY=1\nSTATUS=serving on {self.config.rpc_endpoint}\nMAINPID={os.getpid()}", self._environ)
         log.info("azsd %s serving on %s (pid %d)", __version__, self.config.rpc_endpoint, os.getpid())
+        # after READY: the stores of the follows open on threads of their own, which would only
+        # hold up the start (a request meanwhile waits for its store as it would anyway)
+        self._resume_follows()
 
     def run(self) -> None:
         assert self._server is not None

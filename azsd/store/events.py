@@ -28,7 +28,7 @@ from azsd.events import (
     ToolCall,
     ToolResult,
     UserMessage,
-    decode_event,
+    decode_events,
     encode_event,
     event_kind,
 )
@@ -37,6 +37,7 @@ from azsd.store.cache import ROWS, CachedRow
 from azsd.store.codec import CodecError
 from azsd.store.fts import SearchIndex
 from azsd.store.listing import SessionListing, _require_session
+from azsd.store.summaries import catch_up as catch_up_summaries
 
 __all__ = ["EventLog", "completion_of"]
 
@@ -84,6 +85,7 @@ class EventLog(SearchIndex, SessionListing):
                 last_id = conn.execute("SELECT last_insert_rowid()").fetchone()[0]
                 if indexed:
                     self._index_new(conn, last_id - len(events) + 1, events, last_id)
+                catch_up_summaries(conn)
                 if self._index is not None:
                     messages = sum(1 for event in events if isinstance(event, _MESSAGE_KINDS))
                     self._index.add_events(session_id, len(events), messages, last_id)
@@ -158,34 +160,42 @@ class EventLog(SearchIndex, SessionListing):
     def _load(
         self, session_id: int, from_seq: int, to_seq: int | None, limit: int
     ) -> tuple[list[int], list[Event], list[CachedRow], int]:
-        """The readable rows of a seq range, decoded (through the row cache), and how many were not."""
+        """The readable rows of a seq range, decoded (through the row cache), and how many were not.
+
+        The rows the cache does not hold decoded are decompressed and decoded in batches
+        (:meth:`RowCodec.decode_many`, :func:`decode_events`): a cold context of 10 000 events was
+        mostly one Python call per row for each step.
+        """
         rows = self._query(
-            "SELECT seq, data FROM events WHERE session_id = ? AND seq >= ? AND seq <= ? "
+            "SELECT seq, kind, data FROM events WHERE session_id = ? AND seq >= ? AND seq <= ? "
             "ORDER BY seq LIMIT ?",
             (session_id, from_seq, to_seq if to_seq is not None else 2**63 - 1, limit),
         )
+        cached = ROWS.get_many([data for _, _, data in rows])
+        fresh = [i for i, row in enumerate(cached) if row is None]
+        for i, json in zip(fresh, self._codec.decode_many([rows[i][2] for i in fresh]), strict=True):
+            if isinstance(json, CodecError):
+                log.debug("%s: S%d seq %d unreadable: %s", self.path, session_id, rows[i][0], json)
+            else:
+                cached[i] = CachedRow(rows[i][2], json)
+        undecoded = [i for i, row in enumerate(cached) if row is not None and row.event is None]
+        found = decode_events([(rows[i][1], cached[i].json) for i in undecoded])  # type: ignore[union-attr]
+        for i, event in zip(undecoded, found, strict=True):
+            if isinstance(event, EventDecodeError):
+                log.debug("%s: S%d seq %d unreadable: %s", self.path, session_id, rows[i][0], event)
+                cached[i] = None
+            else:
+                cached[i].event = event  # type: ignore[union-attr]
         seqs: list[int] = []
         events: list[Event] = []
         used: list[CachedRow] = []
-        fresh: list[CachedRow] = []
-        skipped = 0
-        for (seq, data), row in zip(rows, ROWS.get_many([data for _, data in rows]), strict=True):
-            try:
-                if row is None:
-                    row = CachedRow(data, self._codec.decode(data))
-                    fresh.append(row)
-                event = row.event
-                if event is None:
-                    event = row.event = decode_event(row.json)
-            except (CodecError, EventDecodeError) as exc:
-                skipped += 1
-                log.debug("%s: S%d seq %d unreadable: %s", self.path, session_id, seq, exc)
-                continue
-            seqs.append(seq)
-            events.append(event)
-            used.append(row)
-        ROWS.put_many(row for row in fresh if row.event is not None)
-        return seqs, events, used, skipped
+        for (seq, _, _), row in zip(rows, cached, strict=True):
+            if row is not None:
+                seqs.append(seq)
+                events.append(row.event)  # type: ignore[arg-type]  # decoded above
+                used.append(row)
+        ROWS.put_many(cached[i] for i in fresh if cached[i] is not None)  # type: ignore[misc]
+        return seqs, events, used, len(rows) - len(used)
 
     def max_seq(self, session_id: int) -> int:
         return int(self._scalar("SELECT MAX(seq) FROM events WHERE session_id = ?", (session_id,), 0))

@@ -23,6 +23,7 @@ from azsd.errors import SessionNotFoundError
 from azsd.model import Archived, SessionInfo
 from azsd.store.cache import SessionIndex
 from azsd.store.core import StoreCore, _translate
+from azsd.store.summaries import STATS_ABOVE, summary_hwm
 
 __all__ = ["SessionListing"]
 
@@ -132,12 +133,39 @@ class SessionListing(StoreCore):
             self._index = None
             if not build:
                 return None
-            rows = conn.execute(
+            with self.snapshot():
+                rows = self._summarised_rows(conn)
+        self._index = SessionIndex(version, ((_session_info(row[:-1]), row[-1]) for row in rows))
+        return self._index
+
+    def _summarised_rows(self, conn: sqlite3.Connection) -> list[Any]:
+        """Every session's columns, counts and latest event id: from ``azsd_summaries`` plus the
+        rows above its mark (a few, usually: what AZUREAL appended since azsd last did), or, with no
+        summaries (a newer schema read-only), by counting all the events."""
+        hwm = self._summary_hwm(conn)
+        if hwm is None:
+            return conn.execute(
                 f"SELECT {_SESSION_COLUMNS}, COALESCE(e.n, 0), COALESCE(e.msgs, 0), "
                 f"COALESCE(e.last_id, 0) FROM {self._sessions} {_SESSION_STATS}"
             ).fetchall()
-        self._index = SessionIndex(version, ((_session_info(row[:-1]), row[-1]) for row in rows))
-        return self._index
+        rows = conn.execute(
+            f"SELECT {_SESSION_COLUMNS}, COALESCE(m.events, 0), COALESCE(m.messages, 0), "
+            f"COALESCE(m.last_id, 0) FROM {self._sessions} "
+            "LEFT JOIN azsd_summaries AS m ON m.session_id = s.id"
+        ).fetchall()
+        newer = {sid: (n, msgs, last) for sid, n, msgs, last in conn.execute(STATS_ABOVE, (hwm,))}
+        if newer:
+            for i, row in enumerate(rows):
+                extra = newer.get(row[0])
+                if extra is not None:
+                    rows[i] = (*row[:-3], row[-3] + extra[0], row[-2] + extra[1], max(row[-1], extra[2]))
+        return rows
+
+    def _summary_hwm(self, conn: sqlite3.Connection) -> int | None:
+        """The summaries' mark, or None when there are none to read (not built, or no such table)."""
+        if self.read_only and not self._has_table("azsd_summaries"):
+            return None
+        return summary_hwm(conn)
 
     def _index_reread(self, conn: sqlite3.Connection, session_id: int) -> None:
         """Bring one session's entry up to date after this Store changed its row."""

@@ -18,9 +18,12 @@ from azsd.store.schema import (
     REQUIRED_OBJECTS,
     SCHEMA_VERSION,
     SEARCH_HWM_KEY,
+    SUMMARY_DDL,
+    SUMMARY_HWM_KEY,
     USAGE_DDL,
     USAGE_V1_COPY,
 )
+from azsd.store.summaries import catch_up as catch_up_summaries
 
 __all__ = ["migrate", "read_schema_version", "split_statements"]
 
@@ -33,8 +36,12 @@ def migrate(conn: sqlite3.Connection) -> None:
     conn.execute("BEGIN IMMEDIATE")
     try:
         had_index = conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'azsd_search'").fetchone()
-        for statement in split_statements(OBSOLETE_DDL + AZUREAL_DDL + AZSD_DDL):
+        had_summaries = conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'azsd_summaries'").fetchone()
+        for statement in split_statements(OBSOLETE_DDL + AZUREAL_DDL + AZSD_DDL + SUMMARY_DDL):
             conn.execute(statement)
+        if not had_summaries:  # new and empty: count every row into it
+            conn.execute("DELETE FROM meta WHERE key = ?", (SUMMARY_HWM_KEY,))
+            catch_up_summaries(conn)
         if not had_index:  # a new, empty index: whatever mark a meta row holds is not about it
             conn.execute("DELETE FROM meta WHERE key = ?", (SEARCH_HWM_KEY,))
         columns = _columns(conn, "sessions")

@@ -17,6 +17,8 @@ __all__ = [
     "REQUIRED_OBJECTS",
     "SCHEMA_VERSION",
     "SEARCH_HWM_KEY",
+    "SUMMARY_DDL",
+    "SUMMARY_HWM_KEY",
     "USAGE_DDL",
     "USAGE_V1_COPY",
 ]
@@ -191,5 +193,21 @@ REQUIRED_OBJECTS: Final = frozenset(
         "azsd_requests",
         "azsd_requests_created",
         "azsd_search",
+        "azsd_summaries",
     }
 )
+
+#: Per-session summaries behind a cold listing (azsd.store.listing): each session's event count,
+#: prompt-and-reply count and latest `events.id`, kept in the append transaction and brought up to
+#: date by the rows above :data:`SUMMARY_HWM_KEY` (those AZUREAL or a copy added since).
+SUMMARY_DDL: Final = """\
+CREATE TABLE IF NOT EXISTS azsd_summaries (
+    session_id INTEGER PRIMARY KEY REFERENCES sessions(id) ON DELETE CASCADE,
+    events     INTEGER NOT NULL DEFAULT 0,
+    messages   INTEGER NOT NULL DEFAULT 0,
+    last_id    INTEGER NOT NULL DEFAULT 0
+);
+"""
+
+#: `meta` key of the highest `events.id` the summaries count (rows above it are added when read).
+SUMMARY_HWM_KEY: Final = "azsd_summary_hwm_v1"

@@ -1,0 +1,52 @@
+"""Per-session summaries (``azsd_summaries``): what a cold listing reads instead of every event row.
+
+Each session's event count, prompt-and-reply count and latest `events.id` are counted into the side
+table up to a mark, the highest `events.id` counted (`meta` key :data:`SUMMARY_HWM_KEY`). azsd's
+appends count their rows in their own transaction (:func:`catch_up`); rows AZUREAL (or a fork's
+copy) added since are above the mark, and a reader adds them in (:data:`STATS_ABOVE`), so the
+summaries are never wrong, only sometimes behind. AUTOINCREMENT ids only grow, so the rows above
+the mark are exactly the ones not counted; a deleted session takes its summary with it (ON DELETE
+CASCADE), and rows are never deleted otherwise (spec §2.5).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Final
+
+from azsd.store.schema import SUMMARY_HWM_KEY
+
+__all__ = ["STATS_ABOVE", "catch_up", "summary_hwm"]
+
+#: Each session's counts and latest event id among the rows above a mark.
+STATS_ABOVE: Final = (
+    "SELECT session_id, COUNT(*), SUM(kind IN ('UserMessage', 'AssistantText')), MAX(id) "
+    "FROM events WHERE id > ? GROUP BY session_id"
+)
+
+
+def summary_hwm(conn: sqlite3.Connection) -> int | None:
+    """The summaries' mark, or None when they were never counted."""
+    row = conn.execute("SELECT value FROM meta WHERE key = ?", (SUMMARY_HWM_KEY,)).fetchone()
+    return None if row is None else int(row[0])
+
+
+def catch_up(conn: sqlite3.Connection) -> None:
+    """Count the rows above the mark into the summaries and move the mark to the top (inside a
+    write transaction). Without a mark, every row is counted afresh."""
+    hwm = summary_hwm(conn)
+    if hwm is None:
+        conn.execute("DELETE FROM azsd_summaries")
+    conn.execute(
+        "INSERT INTO azsd_summaries (session_id, events, messages, last_id) "
+        + STATS_ABOVE
+        + " ON CONFLICT (session_id) DO UPDATE SET events = events + excluded.events, "
+        "messages = messages + excluded.messages, last_id = MAX(last_id, excluded.last_id)",
+        (hwm or 0,),
+    )
+    top = conn.execute("SELECT COALESCE(MAX(id), 0) FROM events").fetchone()[0]
+    conn.execute(
+        "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE "
+        "SET value = MAX(CAST(value AS INTEGER), CAST(excluded.value AS INTEGER))",
+        (SUMMARY_HWM_KEY, str(max(top, hwm or 0))),
+    )

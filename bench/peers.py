@@ -1,0 +1,128 @@
+"""azsd beside what people run instead: ripgrep for search, ccusage for usage and cost.
+
+The data: a corpus-shaped `~/.claude/projects` tree (:mod:`bench.agent_corpus`; 1 GB, quick: 20 MB),
+imported once with the real `azs import claude` (its time reported as `usage_import`, and as the
+search index build: the import stores and indexes in the same transactions).
+
+- `search_vs_rg`: p50 of the real `azs search --json` process, over 5 realistic queries, against `rg`
+  over the same JSONL files (the same phrase, case-insensitive, fixed string, counts per file).
+- `search_request_vs_rg`: the same searches as `Search` requests of a sync `Client` that is already
+  connected (an editor plugin's case, no interpreter start), against the same `rg` runs.
+- `search_index_build`: the import (store + index) against one `rg` run: how many searches it takes
+  for the index to have paid for itself.
+- `usage_vs_ccusage`: p50 of the real `azs usage --json` process against `ccusage session --json
+  --offline` (ccusage 18) on the same CLAUDE_CONFIG_DIR.
+- `usage_import`: the one-time `azs import claude` against one `ccusage session` run.
+
+A peer that is not installed is skipped with a note (see bench/README.md for installing them).
+Run alone: `python -m bench.peers [--quick]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from azsd_client import Client
+from bench.agent_corpus import write_projects
+from bench.common import daemon_config, report, running_daemon
+
+FULL_BYTES = 1 << 30
+QUICK_BYTES = 20 << 20
+#: Phrases one looks for in agents' histories (drawn from `bench.agent_corpus.WORDS`).
+QUERIES = ("busy timeout", "sqlite", "parser error", "schema migration", "cache memory")
+_ROOT = Path(__file__).resolve().parents[1]
+
+
+def ccusage_path() -> str | None:
+    """ccusage: $CCUSAGE, `.peers/node_modules/.bin/ccusage` (bench/README.md), or on PATH."""
+    installed = _ROOT / ".peers" / "node_modules" / ".bin" / "ccusage"
+    for candidate in (os.environ.get("CCUSAGE"), str(installed)):
+        if candidate and Path(candidate).is_file() and shutil.which("node"):
+            return candidate
+    return shutil.which("ccusage")
+
+
+def _run(argv: Sequence[str], env: dict[str, str], cwd: Path | None = None) -> float:
+    """Seconds one run of `argv` took (its output read and thrown away); fails if it fails."""
+    start = time.perf_counter()
+    done = subprocess.run(argv, env=env, cwd=cwd, capture_output=True)
+    took = time.perf_counter() - start
+    if done.returncode not in (0, 1):  # rg: 1 = no match
+        raise RuntimeError(f"{argv[0]} failed ({done.returncode}): {done.stderr.decode()[-500:]}")
+    return took
+
+
+def _p50(
+    argv_of: Sequence[Sequence[str]], env: dict[str, str], rounds: int, cwd: Path | None = None
+) -> float:
+    times = [_run(argv, env, cwd) for _ in range(rounds) for argv in argv_of]
+    return statistics.median(times)
+
+
+def main(*, quick: bool = False) -> None:
+    target = QUICK_BYTES if quick else FULL_BYTES
+    rounds = 3
+    rg = shutil.which("rg")
+    ccusage = ccusage_path()
+    with tempfile.TemporaryDirectory(prefix="azsd-b-", dir="/tmp") as tmp:
+        base = Path(tmp)
+        config_dir, project, run = base / "claude", base / "project", base / "run"
+        project.mkdir()
+        files, size = write_projects(config_dir, project, target)
+        if not files:
+            print("# peers: skipped: the corpus (../shared/corpus/claude-session) is absent")
+            return
+        env = {**os.environ, "AZSD_RUNTIME_DIR": str(run), "CLAUDE_CONFIG_DIR": str(config_dir)}
+        azs = [str(Path(sys.executable).parent / "azs"), "--root", str(project)]
+        with running_daemon(run):
+            import_s = _run([*azs, "--timeout", "3600", "import", "claude"], env, project)
+            search = [*azs, "search", "--json", "--all-worktrees", "--limit", "20"]
+            search_cli = [[*search, f'"{q}"'] for q in QUERIES]
+            _run(search_cli[0], env, project)  # warm: the store opened, pages cached
+            azs_search_s = _p50(search_cli, env, rounds, project)
+            usage_cli = [[*azs, "usage", "--json"]]
+            _run(usage_cli[0], env, project)
+            azs_usage_s = _p50(usage_cli, env, rounds, project)
+            with Client(daemon_config(run), timeout=120) as client:
+                client.search(project, f'"{QUERIES[0]}"', limit=20)
+                times = []
+                for _ in range(rounds * 3):
+                    for q in QUERIES:
+                        start = time.perf_counter()
+                        client.search(project, f'"{q}"', limit=20)
+                        times.append(time.perf_counter() - start)
+                request_s = statistics.median(times)
+        print(f"# peers: {files} Claude session files, {size / 1e6:.0f} MB; azs import took {import_s:.1f} s")
+        if rg is None:
+            print("# search_vs_rg: skipped: rg is not installed (apt-get install -y ripgrep)")
+        else:
+            projects = str(config_dir / "projects")
+            rg_argv = [[rg, "-i", "-F", "-c", q, projects] for q in QUERIES]
+            _run(rg_argv[0], env)  # the files in the page cache, as for azs
+            rg_s = _p50(rg_argv, env, rounds)
+            report("search_vs_rg", azs_search_s * 1e3, "ms", rg_s * 1e3)
+            report("search_request_vs_rg", request_s * 1e3, "ms", rg_s * 1e3)
+            report("search_index_build", import_s * 1e3, "ms", rg_s * 1e3)
+        if ccusage is None:
+            print("# usage_vs_ccusage: skipped: ccusage is not installed (see bench/README.md)")
+        else:
+            cc_argv = [[ccusage, "session", "--json", "--offline"]]
+            _run(cc_argv[0], env)
+            cc_s = _p50(cc_argv, env, rounds)
+            report("usage_vs_ccusage", azs_usage_s * 1e3, "ms", cc_s * 1e3)
+            report("usage_import", import_s * 1e3, "ms", cc_s * 1e3)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true")
+    main(quick=parser.parse_args().quick)

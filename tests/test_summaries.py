@@ -1,0 +1,101 @@
+"""Session summaries (azsd_summaries) give the listing the counts that counting every row gives,
+whoever wrote the rows: azsd's appends, AZUREAL's own connection, a fork's copy, deletions."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import zstandard
+
+from azsd.events import AssistantText, Complete, UserMessage
+from azsd.store import Store, store_path
+from azsd.store.schema import SUMMARY_HWM_KEY
+
+_COUNTED = """
+    SELECT s.id, COALESCE(e.n, 0), COALESCE(e.msgs, 0) FROM sessions AS s LEFT JOIN (
+        SELECT session_id, COUNT(*) AS n, SUM(kind IN ('UserMessage', 'AssistantText')) AS msgs,
+               MAX(id) AS last_id
+        FROM events GROUP BY session_id
+    ) AS e ON e.session_id = s.id
+    ORDER BY COALESCE(e.last_id, 0) DESC, s.id DESC
+"""
+
+
+def counted(root: Path) -> list[tuple[int, int, int]]:
+    """The listing's order and counts, by counting every event row (as before the summaries)."""
+    with sqlite3.connect(store_path(root)) as conn:
+        return [tuple(row) for row in conn.execute(_COUNTED)]
+
+
+def listed(root: Path) -> list[tuple[int, int, int]]:
+    with Store.open(root) as fresh:
+        return [(s.id, s.event_count, s.message_count) for s in fresh.list_sessions()]
+
+
+def azureal(root: Path) -> sqlite3.Connection:
+    """AZUREAL's connection: its own, foreign keys on (spec §1.2)."""
+    conn = sqlite3.connect(store_path(root), isolation_level=None)
+    conn.execute("PRAGMA foreign_keys = ON")
+    return conn
+
+
+def azureal_append(conn: sqlite3.Connection, sid: int, n: int) -> None:
+    frame = zstandard.ZstdCompressor(level=3, write_content_size=False).compress(
+        b'{"AssistantText":{"text":"theirs"}}'
+    )
+    next_seq = "SELECT COALESCE(MAX(seq), 0) + 1 FROM events WHERE session_id = ?"
+    seq = conn.execute(next_seq, (sid,)).fetchone()[0]
+    conn.execute("BEGIN")
+    for i in range(n):
+        conn.execute(
+            "INSERT INTO events (session_id, seq, kind, data, char_len) VALUES (?, ?, 'AssistantText', ?, 6)",
+            (sid, seq + i, frame),
+        )
+    conn.execute("COMMIT")
+
+
+def test_summaries_follow_every_writer(root: Path) -> None:
+    with Store.open(root) as store:
+        a = store.create_session("a").id
+        b = store.create_session("b").id
+        store.append_events(a, [UserMessage(content="hi"), AssistantText(text="yo")])
+        store.append_events(b, [UserMessage(content="x"), Complete(success=True, duration_ms=1, cost_usd=0)])
+        assert listed(root) == counted(root)
+        conn = azureal(root)
+        azureal_append(conn, a, 3)  # AZUREAL appends: above the mark, added in when read
+        assert listed(root) == counted(root)
+        assert store.list_sessions()[0].id == a and store.list_sessions()[0].event_count == 5
+        conn.execute("INSERT INTO sessions (worktree) VALUES ('main')")
+        c = conn.execute("SELECT MAX(id) FROM sessions").fetchone()[0]
+        azureal_append(conn, c, 2)
+        assert listed(root) == counted(root)
+        store.append_events(b, [UserMessage(content="again")])  # catches up AZUREAL's rows too
+        with sqlite3.connect(store_path(root)) as plain:
+            hwm = plain.execute("SELECT value FROM meta WHERE key = ?", (SUMMARY_HWM_KEY,)).fetchone()
+            hwm = hwm[0]
+            assert int(hwm) == plain.execute("SELECT MAX(id) FROM events").fetchone()[0]
+            kept = plain.execute("SELECT session_id, events, messages FROM azsd_summaries").fetchall()
+        assert sorted(kept) == sorted(row for row in counted(root) if row[1])
+        conn.execute("DELETE FROM sessions WHERE id = ?", (c,))  # AZUREAL deletes the newest session
+        conn.execute("INSERT INTO sessions (worktree) VALUES ('main')")  # and its number is used again
+        azureal_append(conn, c, 1)
+        assert listed(root) == counted(root)
+        store.fork_session(a, 2)
+        assert listed(root) == counted(root)
+        store.delete_session(b)
+        store.append_events(a, [AssistantText(text="more")])
+        assert listed(root) == counted(root)
+        with Store.open(root) as fresh:
+            assert store.list_sessions() == fresh.list_sessions()
+        conn.close()
+
+
+def test_a_store_without_summaries_gets_them_counted_on_open(root: Path) -> None:
+    with Store.open(root) as store:
+        sid = store.create_session("a").id
+        store.append_events(sid, [UserMessage(content="hi"), AssistantText(text="yo")])
+    with sqlite3.connect(store_path(root)) as conn:  # as a store azsd wrote before the summaries
+        conn.execute("DROP TABLE azsd_summaries")
+        conn.execute("DELETE FROM meta WHERE key = ?", (SUMMARY_HWM_KEY,))
+    assert listed(root) == counted(root) == [(sid, 2, 2)]
