@@ -13,7 +13,6 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -23,26 +22,12 @@ from azsd.errors import RemoteError
 from azsd.events import AssistantText, Complete, Event, UserMessage
 from azsd.summary import compaction_summary
 from azsd_client._shared import Backend
-from tests.daemon_fixture import DaemonProc, daemon_in_tmpdir
 from tests.test_cli_json import check as json_check
-from tests.test_run import CLAUDE, CODEX, FAKE_AGENT, World, corpus, wait_for
+from tests.test_run import CLAUDE, CODEX, FAKE_AGENT, World, corpus, daemon, wait_for, world
+
+__all__ = ["daemon", "world"]  # the fixtures, shared with test_run
 
 pytestmark = pytest.mark.corpus
-
-
-@pytest.fixture(scope="module")
-def daemon() -> Iterator[DaemonProc]:
-    with daemon_in_tmpdir() as d:
-        yield d
-
-
-@pytest.fixture
-def world(daemon: DaemonProc, tmp_path: Path) -> Iterator[World]:
-    w = World(daemon, tmp_path)
-    try:
-        yield w
-    finally:
-        w.client.close()
 
 
 def turns(world: World, count: int, size: int = 400, name: str = "long") -> int:
