@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from typing import Any, Final
+from uuid import UUID
 
 import psycopg
 from psycopg.rows import dict_row
@@ -16,7 +17,15 @@ from azsd.search import event_kinds
 from azsd.store.codec import RowCodec
 from azsd.store.sync_state import PulledSession
 
-__all__ = ["fetch_for_pull", "list_sessions", "resolve_ref", "search", "session_events", "session_view"]
+__all__ = [
+    "fetch_for_pull",
+    "list_sessions",
+    "resolve_ref",
+    "search",
+    "session_events",
+    "session_view",
+    "uuid_range",
+]
 
 _REF: Final = re.compile(r"^@?([0-9a-fA-F-]{4,36})$")
 _HEADLINE: Final = "StartSel=[[, StopSel=]], MaxWords=24, MinWords=8, MaxFragments=0"
@@ -73,24 +82,42 @@ def list_sessions(
     return p.RemoteSessionsReply(sessions=views, total=int(total["n"]) if total else 0)
 
 
+def uuid_range(prefix: str) -> tuple[str, str]:
+    """The first and last UUID that start with the hex digits of `prefix` (its dashes ignored).
+
+    >>> uuid_range("0fec61")
+    ('0fec6100-0000-0000-0000-000000000000', '0fec61ff-ffff-ffff-ffff-ffffffffffff')
+    """
+    digits = prefix.replace("-", "")
+    low, high = (digits + "0" * 32)[:32], (digits + "f" * 32)[:32]
+    return str(UUID(low)), str(UUID(high))
+
+
 def resolve_ref(conn: psycopg.Connection[Any], ref: str) -> str:
-    """The UUID a REMOTE-REF names: a UUID, or ``@`` and a unique prefix of one (4 hex digits or more)."""
+    """The UUID a REMOTE-REF names: a UUID, or ``@`` and a unique prefix of one (4 hex digits or more).
+
+    The prefix is looked up as a range of the primary key: a ``LIKE`` on the UUID's text would read
+    every session, each checked against the read policy first (``LIKE`` is not leakproof)."""
     match = _REF.match(ref.strip())
     if not match:
         raise BadRequestError(
             f"not a remote session: {ref!r} (expected @ and a UUID prefix, as `azs ls --remote` shows)"
         )
     prefix = match.group(1).lower()
-    rows = conn.execute(
-        "SELECT session_uuid::text FROM azsd.sessions WHERE session_uuid::text LIKE %s ORDER BY 1 LIMIT 6",
-        (prefix.replace("%", "") + "%",),
-    ).fetchall()
-    if not rows:
+    if len(prefix.replace("-", "")) > 32:
         raise RemoteSessionNotFound(f"no remote session @{prefix}")
-    if len(rows) > 1:
-        some = ", ".join("@" + str(r[0])[:12] for r in rows[:5])
+    rows = conn.execute(
+        "SELECT session_uuid::text FROM azsd.sessions WHERE session_uuid BETWEEN %s AND %s "
+        "ORDER BY session_uuid LIMIT 6",
+        uuid_range(prefix),
+    ).fetchall()
+    found = [str(r[0]) for r in rows if str(r[0]).startswith(prefix)]  # (and its dashes in place)
+    if not found:
+        raise RemoteSessionNotFound(f"no remote session @{prefix}")
+    if len(found) > 1:
+        some = ", ".join("@" + r[:12] for r in found[:5])
         raise BadRequestError(f"@{prefix} names more than one remote session ({some}…): give more of it")
-    return str(rows[0][0])
+    return found[0]
 
 
 def _session_row(conn: psycopg.Connection[Any], uuid: str) -> dict[str, Any]:
