@@ -140,9 +140,8 @@ def session_events(
         raise BadRequestError("limit and from_seq must be at least 1")
     uuid = resolve_ref(conn, req.ref)
     view = session_view(_session_row(conn, uuid), identity=identity, root=req.root)
-    rows = conn.execute(
-        "SELECT seq, kind, data FROM azsd.events WHERE session_uuid = %s AND seq >= %s ORDER BY seq LIMIT %s",
-        (uuid, req.from_seq, req.limit + 1),
+    rows = conn.execute(  # (003: the read rule once, not the policies' rule of every session)
+        "SELECT seq, kind, data FROM azsd.session_events(%s, %s, %s)", (uuid, req.from_seq, req.limit + 1)
     ).fetchall()
     more = len(rows) > req.limit
     rows = rows[: req.limit]
@@ -163,16 +162,12 @@ def search(
         raise BadRequestError("an empty query matches nothing")
     parse = "plainto_tsquery" if req.words else "websearch_to_tsquery"
     kinds = event_kinds(req.kinds) if req.kinds is not None else None
-    # azsd.search_hits (002) finds and ranks the hits with the GIN index, only those this role may
-    # read; the rows themselves are then read by key, under the row-level security policies.
+    # azsd.search_page (003) finds and ranks the hits with one scan of the GIN index, only those
+    # this role may read (the rule once per session), and reads the page's rows by key.
     sql = (
-        "SELECT h.session_uuid::text AS uuid, s.identity, s.name, s.local_id, s.worktree, e.seq, e.kind, "
-        "e.data, h.rank, ts_headline('simple', e.body, q.q, %(headline)s) AS snippet "
-        f"FROM {parse}('simple', %(query)s) AS q(q), "
-        "azsd.search_hits(%(repo)s, q.q, %(kinds)s, %(worktrees)s, %(limit)s) h "
-        "JOIN azsd.events e ON e.session_uuid = h.session_uuid AND e.seq = h.seq "
-        "JOIN azsd.sessions s ON s.session_uuid = h.session_uuid "
-        "ORDER BY h.rank DESC, h.session_uuid, h.seq"
+        "SELECT h.session_uuid::text AS uuid, h.identity, h.name, h.local_id, h.worktree, h.seq, h.kind, "
+        f"h.data, h.rank, h.snippet FROM {parse}('simple', %(query)s) AS q(q), "
+        "azsd.search_page(%(repo)s, q.q, %(kinds)s, %(worktrees)s, %(limit)s, %(headline)s) h"
     )
     params = {
         "repo": repository, "worktrees": req.worktrees, "kinds": kinds, "query": req.query,
@@ -210,16 +205,13 @@ def fetch_for_pull(
         events = [
             (seq, kind, bytes(data), char_len)
             for seq, kind, data, char_len in conn.execute(
-                "SELECT seq, kind, data, char_len FROM azsd.events WHERE session_uuid = %s ORDER BY seq",
-                (uuid,),
+                "SELECT seq, kind, data, char_len FROM azsd.session_events(%s, %s, NULL)", (uuid, -(2**31))
             )
         ]
         compactions = [
             (after, summary, created)
             for after, summary, created in conn.execute(
-                "SELECT after_seq, summary, created FROM azsd.compactions WHERE session_uuid = %s "
-                "ORDER BY local_id",
-                (uuid,),
+                "SELECT after_seq, summary, created FROM azsd.session_compactions(%s)", (uuid,)
             )
         ]
     pulled = PulledSession(
