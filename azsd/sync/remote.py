@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from typing import Any, Final
+from uuid import UUID
 
 import psycopg
 from psycopg.rows import dict_row
@@ -16,7 +17,15 @@ from azsd.search import event_kinds
 from azsd.store.codec import RowCodec
 from azsd.store.sync_state import PulledSession
 
-__all__ = ["fetch_for_pull", "list_sessions", "resolve_ref", "search", "session_events", "session_view"]
+__all__ = [
+    "fetch_for_pull",
+    "list_sessions",
+    "resolve_ref",
+    "search",
+    "session_events",
+    "session_view",
+    "uuid_range",
+]
 
 _REF: Final = re.compile(r"^@?([0-9a-fA-F-]{4,36})$")
 _HEADLINE: Final = "StartSel=[[, StopSel=]], MaxWords=24, MinWords=8, MaxFragments=0"
@@ -73,24 +82,42 @@ def list_sessions(
     return p.RemoteSessionsReply(sessions=views, total=int(total["n"]) if total else 0)
 
 
+def uuid_range(prefix: str) -> tuple[str, str]:
+    """The first and last UUID that start with the hex digits of `prefix` (its dashes ignored).
+
+    >>> uuid_range("0fec61")
+    ('0fec6100-0000-0000-0000-000000000000', '0fec61ff-ffff-ffff-ffff-ffffffffffff')
+    """
+    digits = prefix.replace("-", "")
+    low, high = (digits + "0" * 32)[:32], (digits + "f" * 32)[:32]
+    return str(UUID(low)), str(UUID(high))
+
+
 def resolve_ref(conn: psycopg.Connection[Any], ref: str) -> str:
-    """The UUID a REMOTE-REF names: a UUID, or ``@`` and a unique prefix of one (4 hex digits or more)."""
+    """The UUID a REMOTE-REF names: a UUID, or ``@`` and a unique prefix of one (4 hex digits or more).
+
+    The prefix is looked up as a range of the primary key: a ``LIKE`` on the UUID's text would read
+    every session, each checked against the read policy first (``LIKE`` is not leakproof)."""
     match = _REF.match(ref.strip())
     if not match:
         raise BadRequestError(
             f"not a remote session: {ref!r} (expected @ and a UUID prefix, as `azs ls --remote` shows)"
         )
     prefix = match.group(1).lower()
-    rows = conn.execute(
-        "SELECT session_uuid::text FROM azsd.sessions WHERE session_uuid::text LIKE %s ORDER BY 1 LIMIT 6",
-        (prefix.replace("%", "") + "%",),
-    ).fetchall()
-    if not rows:
+    if len(prefix.replace("-", "")) > 32:
         raise RemoteSessionNotFound(f"no remote session @{prefix}")
-    if len(rows) > 1:
-        some = ", ".join("@" + str(r[0])[:12] for r in rows[:5])
+    rows = conn.execute(
+        "SELECT session_uuid::text FROM azsd.sessions WHERE session_uuid BETWEEN %s AND %s "
+        "ORDER BY session_uuid LIMIT 6",
+        uuid_range(prefix),
+    ).fetchall()
+    found = [str(r[0]) for r in rows if str(r[0]).startswith(prefix)]  # (and its dashes in place)
+    if not found:
+        raise RemoteSessionNotFound(f"no remote session @{prefix}")
+    if len(found) > 1:
+        some = ", ".join("@" + r[:12] for r in found[:5])
         raise BadRequestError(f"@{prefix} names more than one remote session ({some}…): give more of it")
-    return str(rows[0][0])
+    return found[0]
 
 
 def _session_row(conn: psycopg.Connection[Any], uuid: str) -> dict[str, Any]:
@@ -113,9 +140,8 @@ def session_events(
         raise BadRequestError("limit and from_seq must be at least 1")
     uuid = resolve_ref(conn, req.ref)
     view = session_view(_session_row(conn, uuid), identity=identity, root=req.root)
-    rows = conn.execute(
-        "SELECT seq, kind, data FROM azsd.events WHERE session_uuid = %s AND seq >= %s ORDER BY seq LIMIT %s",
-        (uuid, req.from_seq, req.limit + 1),
+    rows = conn.execute(  # (003: the read rule once, not the policies' rule of every session)
+        "SELECT seq, kind, data FROM azsd.session_events(%s, %s, %s)", (uuid, req.from_seq, req.limit + 1)
     ).fetchall()
     more = len(rows) > req.limit
     rows = rows[: req.limit]
@@ -136,16 +162,12 @@ def search(
         raise BadRequestError("an empty query matches nothing")
     parse = "plainto_tsquery" if req.words else "websearch_to_tsquery"
     kinds = event_kinds(req.kinds) if req.kinds is not None else None
-    # azsd.search_hits (002) finds and ranks the hits with the GIN index, only those this role may
-    # read; the rows themselves are then read by key, under the row-level security policies.
+    # azsd.search_page (003) finds and ranks the hits with one scan of the GIN index, only those
+    # this role may read (the rule once per session), and reads the page's rows by key.
     sql = (
-        "SELECT h.session_uuid::text AS uuid, s.identity, s.name, s.local_id, s.worktree, e.seq, e.kind, "
-        "e.data, h.rank, ts_headline('simple', e.body, q.q, %(headline)s) AS snippet "
-        f"FROM {parse}('simple', %(query)s) AS q(q), "
-        "azsd.search_hits(%(repo)s, q.q, %(kinds)s, %(worktrees)s, %(limit)s) h "
-        "JOIN azsd.events e ON e.session_uuid = h.session_uuid AND e.seq = h.seq "
-        "JOIN azsd.sessions s ON s.session_uuid = h.session_uuid "
-        "ORDER BY h.rank DESC, h.session_uuid, h.seq"
+        "SELECT h.session_uuid::text AS uuid, h.identity, h.name, h.local_id, h.worktree, h.seq, h.kind, "
+        f"h.data, h.rank, h.snippet FROM {parse}('simple', %(query)s) AS q(q), "
+        "azsd.search_page(%(repo)s, q.q, %(kinds)s, %(worktrees)s, %(limit)s, %(headline)s) h"
     )
     params = {
         "repo": repository, "worktrees": req.worktrees, "kinds": kinds, "query": req.query,
@@ -183,16 +205,13 @@ def fetch_for_pull(
         events = [
             (seq, kind, bytes(data), char_len)
             for seq, kind, data, char_len in conn.execute(
-                "SELECT seq, kind, data, char_len FROM azsd.events WHERE session_uuid = %s ORDER BY seq",
-                (uuid,),
+                "SELECT seq, kind, data, char_len FROM azsd.session_events(%s, %s, NULL)", (uuid, -(2**31))
             )
         ]
         compactions = [
             (after, summary, created)
             for after, summary, created in conn.execute(
-                "SELECT after_seq, summary, created FROM azsd.compactions WHERE session_uuid = %s "
-                "ORDER BY local_id",
-                (uuid,),
+                "SELECT after_seq, summary, created FROM azsd.session_compactions(%s)", (uuid,)
             )
         ]
     pulled = PulledSession(
