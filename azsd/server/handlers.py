@@ -152,7 +152,7 @@ def get_events(store: Store, req: p.GetEvents) -> Outcome:
 
 def build_context(store: Store, req: p.BuildContext) -> Outcome:
     _require(store, req.session)
-    payload = store.build_context(req.session)
+    payload = store.rendered_context(req.session)
     return Outcome(
         p.ContextReply(prompt=build_context_prompt(payload, req.prompt, codex=req.backend == "codex"))
     )

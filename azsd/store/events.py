@@ -1,11 +1,12 @@
 """The event rows of a session: appending them, loading them, and the badge an append sets.
 
 :class:`EventLog` owns the ``events`` table: :meth:`~EventLog.append_prepared` stores events (seq
-computed inside the transaction, payloads compressed by the row codec, the search index and the
-session index kept in step, the completion badge set, spec §2.5), and :meth:`~EventLog._load` reads a
-seq range back through the process-wide row cache (:data:`azsd.store.cache.ROWS`), skipping rows
-that cannot be decoded, for :meth:`~EventLog.load_events`, :meth:`~EventLog.load_json` and the layers
-above. :func:`completion_of` and :func:`_badge_after` say what a batch of events means for the badge.
+computed inside the transaction, payloads compressed by the row codec, the search index, the session
+index and the rendered context blocks kept in step, the completion badge set, spec §2.5), and
+:meth:`~EventLog._load` reads a seq range back through the process-wide row cache
+(:data:`azsd.store.cache.ROWS`), skipping rows that cannot be decoded, for
+:meth:`~EventLog.load_events`, :meth:`~EventLog.load_json` and the layers above. :func:`completion_of`
+and :func:`_badge_after` say what a batch of events means for the badge.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from azsd.store.cache import ROWS, CachedRow
 from azsd.store.codec import CodecError
 from azsd.store.fts import SearchIndex
 from azsd.store.listing import SessionListing, _require_session
+from azsd.store.rendered import ContextTable
 from azsd.store.summaries import catch_up as catch_up_summaries
 
 __all__ = ["EventLog", "completion_of"]
@@ -50,7 +52,7 @@ _CACHE_APPENDS_UP_TO: Final = 2000
 _MESSAGE_KINDS: Final = (UserMessage, AssistantText)
 
 
-class EventLog(SearchIndex, SessionListing):
+class EventLog(SearchIndex, ContextTable, SessionListing):
     """Appending and loading a session's events."""
 
     def append_events(self, session_id: int, events: Iterable[Event]) -> AppendResult:
@@ -85,6 +87,7 @@ class EventLog(SearchIndex, SessionListing):
                 last_id = conn.execute("SELECT last_insert_rowid()").fetchone()[0]
                 if indexed:
                     self._index_new(conn, last_id - len(events) + 1, events, last_id)
+                self._context_new(conn, session_id, seq, events, last_id - len(events) + 1)
                 catch_up_summaries(conn)
                 if self._index is not None:
                     messages = sum(1 for event in events if isinstance(event, _MESSAGE_KINDS))
