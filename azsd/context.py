@@ -55,6 +55,7 @@ __all__ = [
     "has_context_tag",
     "is_auto_continue",
     "is_hidden_codex_context",
+    "may_be_injected",
     "render_event",
     "render_transcript",
     "sanitize",
@@ -164,7 +165,7 @@ def sanitize(content: str) -> str | None:
     return stripped
 
 
-def _may_be_injected(content: str) -> bool:
+def may_be_injected(content: str) -> bool:
     """Whether a user message could be injected context (a wrapper, hidden Codex instructions):
     a quick test that says yes to every one :func:`strip_injected_context_indexed` acts on."""
     return CONTEXT_CLOSE in content or CONTEXT_OPEN in content or HIDDEN_CODEX_PREFIX in content
@@ -178,7 +179,7 @@ def strip_injected_context_indexed(events: Sequence[Event]) -> list[tuple[int, E
     non-user event.
     """
     if not any(
-        isinstance(event, UserMessage) and _may_be_injected(event.content) for event in events
+        isinstance(event, UserMessage) and may_be_injected(event.content) for event in events
     ):  # nothing to strip (most pages and transcripts): every event stays
         return list(enumerate(events))
     out: list[tuple[int, Event]] = []
@@ -237,7 +238,7 @@ def strip_flag(event: Event) -> int:
     block, so that stripping a context read as blocks rarely needs the events)."""
     if not isinstance(event, UserMessage):
         return NOT_USER
-    return USER_MAY_BE_INJECTED if _may_be_injected(event.content) else USER
+    return USER_MAY_BE_INJECTED if may_be_injected(event.content) else USER
 
 
 def strip_rendered(

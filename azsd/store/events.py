@@ -17,7 +17,7 @@ from collections.abc import Iterable, Sequence
 from typing import Final
 
 from azsd.compact import char_len, prepare_for_store
-from azsd.context import strip_injected_context_indexed
+from azsd.context import may_be_injected, strip_injected_context_indexed
 from azsd.events import (
     AssistantText,
     Command,
@@ -50,6 +50,9 @@ _RUNNING_KINDS: Final = (Init, UserMessage, Command, Plan, AssistantText, ToolCa
 #: events, read again soon); a bulk ingest does not flood it.
 _CACHE_APPENDS_UP_TO: Final = 2000
 _MESSAGE_KINDS: Final = (UserMessage, AssistantText)
+_RANGE: Final = (
+    "SELECT seq, kind, data FROM events WHERE session_id = ? AND seq >= ? AND seq <= ? ORDER BY seq LIMIT ?"
+)
 
 
 class EventLog(SearchIndex, ContextTable, SessionListing):
@@ -148,11 +151,21 @@ class EventLog(SearchIndex, ContextTable, SessionListing):
 
         The JSON is `encode_event` of the event as loaded, as a page of `GetEvents` carries it.
         """
-        seqs, events, rows, skipped = self._load(session_id, from_seq, to_seq, limit)
+        rows = self._query(_RANGE, (session_id, from_seq, to_seq if to_seq is not None else 2**63 - 1, limit))
+        cached = ROWS.get_many([data for _, _, data in rows])
+        if all(row is not None and row.wire is not None for row in cached):  # a page read before
+            found = [row.event for row in cached]  # type: ignore[union-attr]
+            if not any(isinstance(e, UserMessage) and may_be_injected(e.content) for e in found):
+                page = [  # nothing to strip (most pages): the rows' JSON as it is
+                    (seq, type(event).__name__, row.wire)  # type: ignore[union-attr]  # event_kind, inlined
+                    for (seq, _, _), event, row in zip(rows, found, cached, strict=True)
+                ]
+                return page, 0  # type: ignore[return-value]  # every wire is known
+        seqs, events, loaded, skipped = self._load(session_id, from_seq, to_seq, limit)
         out = []
         for i, event in strip_injected_context_indexed(events):
             if event is events[i]:
-                row = rows[i]
+                row = loaded[i]
                 if row.wire is None:
                     row.wire = encode_event(event).decode()
                 out.append((seqs[i], event_kind(event), row.wire))
@@ -169,11 +182,7 @@ class EventLog(SearchIndex, ContextTable, SessionListing):
         (:meth:`RowCodec.decode_many`, :func:`decode_events`): a cold context of 10 000 events was
         mostly one Python call per row for each step.
         """
-        rows = self._query(
-            "SELECT seq, kind, data FROM events WHERE session_id = ? AND seq >= ? AND seq <= ? "
-            "ORDER BY seq LIMIT ?",
-            (session_id, from_seq, to_seq if to_seq is not None else 2**63 - 1, limit),
-        )
+        rows = self._query(_RANGE, (session_id, from_seq, to_seq if to_seq is not None else 2**63 - 1, limit))
         cached = ROWS.get_many([data for _, _, data in rows])
         fresh = [i for i, row in enumerate(cached) if row is None]
         for i, json in zip(fresh, self._codec.decode_many([rows[i][2] for i in fresh]), strict=True):

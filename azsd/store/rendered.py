@@ -251,8 +251,8 @@ class ContextTable(StoreCore):
         if (
             top > mark
             and conn.execute(
-                "SELECT 1 FROM events WHERE session_id = ? AND seq >= ? AND id > ? LIMIT 1",
-                (session_id, from_seq, mark),
+                "SELECT 1 FROM events WHERE id > ? AND +session_id = ? AND seq >= ? LIMIT 1",  # by id: few
+                (mark, session_id, from_seq),
             ).fetchone()
         ):
             return None
