@@ -164,9 +164,8 @@ def test_many_rows_wait_for_the_chunked_catch_up(tmp_path: Path) -> None:
         assert blocks_of(tmp_path, other) == 0
         assert_same(tmp_path, other)
         assert_same(tmp_path, sid)
-        assert store.catch_up_context() > CONTEXT_INLINE_ROWS
-        assert blocks_of(tmp_path, other) == store.max_seq(other)
-        assert store.catch_up_context() == 0
+        store.catch_up_context()
+        assert blocks_of(tmp_path, other) == store.max_seq(other) > CONTEXT_INLINE_ROWS
     assert_same(tmp_path, other)
     assert_same(tmp_path, sid)
 
@@ -215,7 +214,8 @@ def test_a_store_from_before_the_table(tmp_path: Path) -> None:
     assert_same(tmp_path, sid)  # opened, the table is back, empty and without a mark
     with Store.open(tmp_path) as store:
         assert blocks_of(tmp_path, sid) == 0
-        assert store.catch_up_context() == store.max_seq(sid)
+        store.catch_up_context()
+        assert blocks_of(tmp_path, sid) == store.max_seq(sid)
     assert_same(tmp_path, sid)
 
 

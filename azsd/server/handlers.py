@@ -387,6 +387,8 @@ def handle(  # noqa: C901 (one flat case per request)
             return search(store, req)
         case p.Reindex():
             return Outcome(p.ReindexReply(indexed=store.reindex_search()))
+        case p.IndexStatus():
+            return Outcome(p.IndexStatusReply(pending=store.search_pending()))
         case p.Export():
             return export(store, req)
         case p.Backup():

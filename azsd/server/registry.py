@@ -31,7 +31,8 @@ import msgspec
 from azsd.errors import ShuttingDownError
 from azsd.ipc import protocol as p
 from azsd.ipc.transport import Envelope, Outbox
-from azsd.server.workers import Outcome, Reader, Slot, Task, Writer, error_reply, future_then
+from azsd.server.reader import Reader, Slot
+from azsd.server.workers import Outcome, Task, Writer, error_reply, future_then
 from azsd.store import Store
 
 __all__ = ["MAX_OPEN_STORES", "OnOpen", "StoreRegistry"]

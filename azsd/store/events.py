@@ -35,7 +35,9 @@ from azsd.events import (
 )
 from azsd.model import AppendResult, LoadResult, StoredEvent
 from azsd.store.cache import ROWS, CachedRow
+from azsd.store.chunks import ChunkedWrite
 from azsd.store.codec import CodecError
+from azsd.store.core import _translate
 from azsd.store.fts import SearchIndex
 from azsd.store.listing import SessionListing, _require_session
 from azsd.store.rendered import ContextTable
@@ -57,6 +59,9 @@ _RANGE: Final = (
 
 class EventLog(SearchIndex, ContextTable, SessionListing):
     """Appending and loading a session's events."""
+
+    #: `PRAGMA data_version` when :meth:`catch_up_some` last found nothing to catch up.
+    _caught_up_at: int | None = None
 
     def append_events(self, session_id: int, events: Iterable[Event]) -> AppendResult:
         """Compact and store events after the session's last one (spec §2.5), in one transaction."""
@@ -208,6 +213,31 @@ class EventLog(SearchIndex, ContextTable, SessionListing):
                 used.append(row)
         ROWS.put_many(cached[i] for i in fresh if cached[i] is not None)  # type: ignore[misc]
         return seqs, events, used, len(rows) - len(used)
+
+    def _forget(self) -> None:
+        super()._forget()
+        self._caught_up_at = None  # (a reopened file's connection counts its versions afresh)
+
+    def catch_up_some(self) -> bool:
+        """One chunk (~200 ms, :mod:`azsd.store.chunks`) of catching up what is kept beside the
+        events, the search index and the rendered context blocks, with rows written by others
+        (AZUREAL) or before an upgrade; whether more remains. Cheap when nothing was committed by
+        another connection since the last call that found everything caught up."""
+        conn = self._conn
+        if conn is None or self.read_only or self.reader or conn.in_transaction:
+            return False
+        with _translate(self.path):
+            version = conn.execute("PRAGMA data_version").fetchone()[0]
+        if version == self._caught_up_at:
+            return False
+        more = True
+        with ChunkedWrite(self) as chunks:
+            while more and chunks.pacer.chunks == 0:
+                with chunks.step() as conn:
+                    more = self._search_step(conn) or self._context_step(conn)
+        if not more:
+            self._caught_up_at = version
+        return more
 
     def max_seq(self, session_id: int) -> int:
         return int(self._scalar("SELECT MAX(seq) FROM events WHERE session_id = ?", (session_id,), 0))

@@ -187,23 +187,25 @@ class ContextTable(StoreCore):
             ),
         )  # fmt: skip
 
-    def catch_up_context(self) -> int:
+    def catch_up_context(self) -> None:
         """Render the rows above the mark, in short chunks (:mod:`azsd.store.chunks`), the mark moving
-        with each: an interrupted catch-up goes on from where it stopped. Returns the ids covered."""
+        with each: an interrupted catch-up goes on from where it stopped."""
         if self._conn is None or self.read_only or self.reader:
-            return 0
-        done = 0
+            return
         with ChunkedWrite(self) as chunks:
             while True:
                 with chunks.step() as conn:
-                    mark = self._context_hwm(conn)
-                    top = conn.execute("SELECT COALESCE(MAX(id), 0) FROM events").fetchone()[0]
-                    if mark is not None and mark >= top:
+                    if not self._context_step(conn):
                         break
-                    upto = min(top, (mark or 0) + _STEP_ROWS)
-                    self._context_render(conn, mark, upto)
-                    done += upto - (mark or 0)
-        return done
+
+    def _context_step(self, conn: sqlite3.Connection) -> bool:
+        """Render the next ids above the mark, if any (in a write transaction); whether there were any."""
+        mark = self._context_hwm(conn)
+        top = conn.execute("SELECT COALESCE(MAX(id), 0) FROM events").fetchone()[0]
+        if mark is not None and mark >= top:
+            return False
+        self._context_render(conn, mark, min(top, (mark or 0) + _STEP_ROWS))
+        return True
 
     # -- reading --------------------------------------------------------------------------------
 
