@@ -19,7 +19,7 @@ only the clean prompt is stored. Everything here is pure: values in, values out.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -55,12 +55,15 @@ __all__ = [
     "has_context_tag",
     "is_auto_continue",
     "is_hidden_codex_context",
+    "may_be_injected",
     "render_event",
     "render_transcript",
     "sanitize",
     "strip",
+    "strip_flag",
     "strip_injected_context_from_events",
     "strip_injected_context_indexed",
+    "strip_rendered",
 ]
 
 CONTEXT_OPEN: Final = "<azureal-session-context>"
@@ -94,7 +97,9 @@ class ContextPayload:
     """What a new turn is told about the session: the latest compaction summary and the events since.
 
     `rendered`, when given, holds :func:`render_event` of each event (a caller that keeps them, such
-    as the store, saves rendering the same events again for every turn).
+    as the store, saves rendering the same events again for every turn), and is what is rendered:
+    the store's context read from its rendered blocks gives only `rendered` (`events` empty), its
+    blocks possibly joined already (as :func:`render_transcript` joins them).
     """
 
     compaction_summary: str | None
@@ -160,7 +165,7 @@ def sanitize(content: str) -> str | None:
     return stripped
 
 
-def _may_be_injected(content: str) -> bool:
+def may_be_injected(content: str) -> bool:
     """Whether a user message could be injected context (a wrapper, hidden Codex instructions):
     a quick test that says yes to every one :func:`strip_injected_context_indexed` acts on."""
     return CONTEXT_CLOSE in content or CONTEXT_OPEN in content or HIDDEN_CODEX_PREFIX in content
@@ -174,7 +179,7 @@ def strip_injected_context_indexed(events: Sequence[Event]) -> list[tuple[int, E
     non-user event.
     """
     if not any(
-        isinstance(event, UserMessage) and _may_be_injected(event.content) for event in events
+        isinstance(event, UserMessage) and may_be_injected(event.content) for event in events
     ):  # nothing to strip (most pages and transcripts): every event stays
         return list(enumerate(events))
     out: list[tuple[int, Event]] = []
@@ -219,6 +224,60 @@ def strip_injected_context_indexed(events: Sequence[Event]) -> list[tuple[int, E
 def strip_injected_context_from_events(events: Sequence[Event]) -> list[Event]:
     """Drop injected context and hidden prompts from a run of events (§4.4)."""
     return [e for _, e in strip_injected_context_indexed(events)]
+
+
+#: :func:`strip_flag` values: not a user message; a user message that cannot be injected context; one
+#: that may be (stripping must look at its run of user messages).
+NOT_USER: Final = 0
+USER: Final = 1
+USER_MAY_BE_INJECTED: Final = 2
+
+
+def strip_flag(event: Event) -> int:
+    """How `event` takes part in :func:`strip_injected_context_indexed` (kept beside its rendered
+    block, so that stripping a context read as blocks rarely needs the events)."""
+    if not isinstance(event, UserMessage):
+        return NOT_USER
+    return USER_MAY_BE_INJECTED if may_be_injected(event.content) else USER
+
+
+def strip_rendered(
+    blocks: Sequence[tuple[int, int, str | None]], load: Callable[[int, int], Sequence[Event]]
+) -> list[str | None]:
+    """:func:`render_event` of each event :func:`strip_injected_context_indexed` keeps, from the
+    stored events' `(seq, strip_flag, rendered block)` in order.
+
+    Stripping acts within a run of user messages (a non-user event ends every state it keeps), and
+    leaves a run in which no message may be injected as it is: only the runs that hold one are
+    stripped again from their events, `load(first_seq, last_seq)`.
+
+    >>> tagged = f"{CONTEXT_OPEN}\\nold\\n{CONTEXT_CLOSE}\\n\\nnew"
+    >>> events = {1: UserMessage(content="a"), 3: UserMessage(content="b"), 4: UserMessage(content=tagged)}
+    >>> rows = [(1, USER, "## User\\na\\n"), (2, NOT_USER, None), (3, USER, "## User\\nb\\n"),
+    ...         (4, USER_MAY_BE_INJECTED, "## User\\n…\\n")]
+    >>> strip_rendered(rows, lambda a, b: [events[s] for s in range(a, b + 1)])
+    ['## User\\na\\n', None, '## User\\nnew\\n']
+    """
+    if not any(flag == USER_MAY_BE_INJECTED for _, flag, _ in blocks):
+        return [block for _, _, block in blocks]
+    out: list[str | None] = []
+    i, n = 0, len(blocks)
+    while i < n:
+        if blocks[i][1] == NOT_USER:
+            out.append(blocks[i][2])
+            i += 1
+            continue
+        j = i
+        while j < n and blocks[j][1] != NOT_USER:
+            j += 1
+        run = blocks[i:j]
+        if any(flag == USER_MAY_BE_INJECTED for _, flag, _ in run):
+            kept = strip_injected_context_indexed(load(run[0][0], run[-1][0]))
+            out.extend(render_event(event) for _, event in kept)
+        else:
+            out.extend(block for _, _, block in run)
+        i = j
+    return out
 
 
 # -- rendering (§5.2) -----------------------------------------------------------------------------

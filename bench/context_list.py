@@ -78,15 +78,15 @@ def main(*, quick: bool = False) -> None:
         sid = _fill(ctx_root, list_root)
 
         with Store.open(ctx_root) as store:
-            build_context_prompt(store.build_context(sid), PROMPT)
-            store_s = median_of(runs, lambda: build_context_prompt(store.build_context(sid), PROMPT))
+            build_context_prompt(store.rendered_context(sid), PROMPT)
+            store_s = median_of(runs, lambda: build_context_prompt(store.rendered_context(sid), PROMPT))
 
         colds = []
         for _ in range(runs):
             ROWS.clear()  # nothing decoded yet: as after the daemon starts
             start = time.perf_counter()
             with Store.open(ctx_root) as fresh:
-                build_context_prompt(fresh.build_context(sid), PROMPT)
+                build_context_prompt(fresh.rendered_context(sid), PROMPT)
             colds.append(time.perf_counter() - start)
         cold_s = statistics.median(colds)
         with Store.open(list_root) as store:

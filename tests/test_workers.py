@@ -23,9 +23,9 @@ from azsd.errors import (
 )
 from azsd.events import AssistantText, EventDecodeError
 from azsd.ipc import protocol as p
-from azsd.ipc.transport import Outbox
+from azsd.ipc.transport import Envelope, Outbox
 from azsd.server.registry import StoreRegistry
-from azsd.server.workers import error_reply
+from azsd.server.workers import Outcome, error_reply
 from azsd.store import Store
 from azsd.store.codec import CodecError
 from azsd.store.core import READ_BUSY_TIMEOUT_S, NeedsWriterError
@@ -244,3 +244,56 @@ def test_a_read_locked_out_of_the_file_moves_to_the_writer(registry: StoreRegist
     finally:
         release.join()
         holder.close()
+
+
+def _reply(outbox: Outbox) -> tuple[bytes, p.Reply]:
+    """The next reply a worker (or an inline read) left in the outbox: its request id, decoded."""
+    assert outbox.socket.poll(10_000), "no reply came"
+    frames = outbox.socket.recv_multipart()
+    assert frames[0] == b"R"
+    return frames[2], p.decode_reply(frames[3])
+
+
+def _quick_read(ran_in: list[int]) -> Callable[[Store], Outcome]:
+    def read(store: Store) -> Outcome:
+        store.get_session(1)  # reads the file
+        ran_in.append(threading.get_ident())
+        return Outcome(p.OkReply())
+
+    return read
+
+
+def test_a_quick_read_runs_in_the_calling_thread_while_the_reader_is_idle(
+    registry: StoreRegistry, root: Path
+) -> None:
+    registry.call(str(root), lambda store: store.create_session("one")).result(timeout=5)
+    registry.call(str(root), lambda store: store.list_sessions(), read=True).result(timeout=5)  # open it
+    ran_in: list[int] = []
+    registry.answer(str(root), Envelope(b"c", b"r1"), _quick_read(ran_in), read=True, inline=True)
+    assert ran_in == [threading.get_ident()]  # done before answer returned, here
+    assert _reply(registry.outbox) == (b"r1", p.OkReply())
+    registry.answer(str(root), Envelope(b"c", b"r2"), _quick_read(ran_in), read=True)  # not inline
+    assert _reply(registry.outbox) == (b"r2", p.OkReply())
+    assert ran_in[1] != threading.get_ident()
+
+
+def test_a_quick_read_of_a_locked_file_waits_on_the_reader_not_the_caller(
+    registry: StoreRegistry, root: Path
+) -> None:
+    """Another program holds the file's EXCLUSIVE lock: the read is not run in the calling thread
+    (the daemon's socket loop, which must not wait for a lock); it queues on the reader."""
+    registry.call(str(root), lambda store: store.create_session("one")).result(timeout=5)
+    registry.call(str(root), lambda store: store.list_sessions(), read=True).result(timeout=5)
+    holder = sqlite3.connect(
+        root / ".azureal" / "sessions.azs", isolation_level=None, check_same_thread=False
+    )
+    holder.execute("BEGIN EXCLUSIVE")
+    ran_in: list[int] = []
+    try:
+        registry.answer(str(root), Envelope(b"c", b"r1"), _quick_read(ran_in), read=True, inline=True)
+        assert ran_in == []  # answer returned without running it
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert _reply(registry.outbox) == (b"r1", p.OkReply())
+    assert len(ran_in) == 1 and ran_in[0] != threading.get_ident()

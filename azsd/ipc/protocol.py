@@ -58,6 +58,8 @@ __all__ = [
     "ImportReply",
     "ImportSession",
     "ImportSources",
+    "IndexStatus",
+    "IndexStatusReply",
     "IngestFile",
     "IngestReply",
     "KeyedRequest",
@@ -534,6 +536,12 @@ class Reindex(_KeyedReq, frozen=True):
     """Rebuild a store's search index from its events."""
 
 
+class IndexStatus(_StoreReq, frozen=True):
+    """How far a store's search index is behind its events: rows another program (AZUREAL) wrote
+    wait to be indexed, in the background or by the next search. `azs search` asks this first, and
+    while many rows wait, shows their progress instead of waiting in silence."""
+
+
 class Export(_StoreReq, frozen=True):
     """A page of a session rendered as Markdown, JSONL or a self-contained HTML page.
 
@@ -695,6 +703,7 @@ StoreRequest = (
     | ForkSession
     | ArchiveSession
     | Reindex
+    | IndexStatus
     | Export
     | Backup
     | ImportSources
@@ -832,6 +841,12 @@ class ReindexReply(_Versioned, frozen=True):
     indexed: int
 
 
+class IndexStatusReply(_Versioned, frozen=True):
+    """`pending`: the event rows not yet in the search index (a search indexes them first)."""
+
+    pending: int
+
+
 class ExportReply(_Versioned, frozen=True):
     """A page of an export; `next_seq` is where the next starts, None after the last."""
 
@@ -936,6 +951,7 @@ Reply = (
     | IngestReply
     | FollowReply
     | ReindexReply
+    | IndexStatusReply
     | ExportReply
     | BackupReply
     | SourcesReply

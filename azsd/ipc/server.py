@@ -49,6 +49,7 @@ class Server:
         interval_s: float = 0.1,
     ) -> None:
         """Serve until `stop` is set, calling `tick` at least every `interval_s`."""
+        self.outbox.own(self.router)  # replies made in this thread leave at once
         poller = zmq.Poller()
         poller.register(self.router, zmq.POLLIN)
         poller.register(self.outbox.socket, zmq.POLLIN)

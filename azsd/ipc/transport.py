@@ -25,6 +25,7 @@ __all__ = [
     "HWM",
     "LINGER_MS",
     "ZERO_COPY_BYTES",
+    "DirectSender",
     "Envelope",
     "Outbox",
     "OutboxSender",
@@ -203,6 +204,22 @@ class OutboxSender:
         self._sock.close()
 
 
+class DirectSender:
+    """The socket-owning thread's own sender: its replies leave at once, on the ROUTER (a read it
+    answers itself skips the hop through the outbox); its notifications still queue in the outbox,
+    behind those of the workers, so each store's stay in order."""
+
+    def __init__(self, router: zmq.Socket[bytes], queued: OutboxSender) -> None:
+        self._router = router
+        self._queued = queued
+
+    def reply(self, envelope: Envelope, payload: bytes) -> None:
+        send_reply(self._router, envelope, payload)
+
+    def publish(self, topic: bytes, payload: bytes) -> None:
+        self._queued.publish(topic, payload)
+
+
 class Outbox:
     """Replies and notifications from worker threads, delivered by the socket-owning thread."""
 
@@ -217,8 +234,17 @@ class Outbox:
         self._senders: list[OutboxSender] = []
         self._lock = threading.Lock()
 
-    def sender(self) -> OutboxSender:
-        """This thread's sender (created on first use)."""
+    def own(self, router: zmq.Socket[bytes]) -> None:
+        """Make the calling thread, which owns `router`, reply on it directly (see :meth:`sender`)."""
+        self._local.direct = DirectSender(router, self._queued())
+
+    def sender(self) -> OutboxSender | DirectSender:
+        """This thread's sender (created on first use); for the thread that owns the ROUTER
+        (:meth:`own`), one that replies directly."""
+        direct: DirectSender | None = getattr(self._local, "direct", None)
+        return direct if direct is not None else self._queued()
+
+    def _queued(self) -> OutboxSender:
         sender: OutboxSender | None = getattr(self._local, "sender", None)
         if sender is None:
             sender = OutboxSender(self._ctx, self.endpoint)
@@ -235,6 +261,7 @@ class Outbox:
                 self._senders.remove(sender)
             sender.close()
             self._local.sender = None
+        self._local.direct = None
 
     def drain(self, router: zmq.Socket[bytes], pub: zmq.Socket[bytes], limit: int = 1000) -> int:
         """Deliver what is waiting, at most `limit` messages; returns how many."""

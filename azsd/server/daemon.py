@@ -59,8 +59,17 @@ _PROBE_MS: Final = 300
 #: index must catch up first moves to the writer by itself).
 _READS: Final = (
     p.ListSessions, p.GetSession, p.GetEvents, p.BuildContext, p.ContextMeter, p.CompactionBoundary,
-    p.PlanCompaction, p.Export, p.Usage, p.Search,
+    p.PlanCompaction, p.Export, p.Usage, p.Search, p.IndexStatus,
 )  # fmt: skip
+#: Reads quick enough to answer in the socket thread when the store's reader is idle (a page of at
+#: most `_INLINE_PAGE` events, a session, its context meter): handing them to the reader thread and
+#: their reply back took most of their time.
+_QUICK_READS: Final = (p.GetEvents, p.GetSession, p.ContextMeter)
+_INLINE_PAGE: Final = 1000
+#: How long a root's canonical path is remembered (a root moved or deleted meanwhile fails when its
+#: store is opened, with the reason).
+_ROOT_TTL_S: Final = 1.0
+_ROOTS: dict[str, tuple[str, float]] = {}  # root as asked -> (canonical, when resolved)
 #: Requests the sync service answers (azsd.sync; an error without a `sync-url`).
 _SYNC: Final = (p.SyncStatus, p.RemoteList, p.RemoteShow, p.RemoteSearch, p.Pull)
 
@@ -248,6 +257,8 @@ class Daemon:
                     lambda store: handle(store, store_request, publish),
                     alone=runs_alone(request),
                     read=isinstance(request, _READS),
+                    inline=isinstance(request, _QUICK_READS)
+                    and not (isinstance(request, p.GetEvents) and request.limit > _INLINE_PAGE),
                 )
 
     def _status(self) -> p.StatusReply:
@@ -351,13 +362,24 @@ class Daemon:
 
 
 def _worktree_root(root: str) -> str | None:
-    """`root` made canonical, if it is an absolute path to an existing directory; else None."""
+    """`root` made canonical, if it is an absolute path to an existing directory; else None.
+
+    A root found is remembered for :data:`_ROOT_TTL_S` (resolving it costs as much as a small read)."""
+    now = time.monotonic()
+    known = _ROOTS.get(root)
+    if known is not None and now - known[1] < _ROOT_TTL_S:
+        return known[0]
+    if len(_ROOTS) > 1024:
+        _ROOTS.clear()
     try:
         canonical = os.path.realpath(root) if root else ""
         usable = bool(root) and os.path.isabs(root) and os.path.isdir(canonical)
     except ValueError:  # e.g. a NUL byte in the path
         usable = False
-    return canonical if usable else None
+    if not usable:
+        return None
+    _ROOTS[root] = (canonical, now)
+    return canonical
 
 
 def _recover(store: Store, root: str, home: Path) -> list[p.Notification]:

@@ -152,7 +152,7 @@ def get_events(store: Store, req: p.GetEvents) -> Outcome:
 
 def build_context(store: Store, req: p.BuildContext) -> Outcome:
     _require(store, req.session)
-    payload = store.build_context(req.session)
+    payload = store.rendered_context(req.session)
     return Outcome(
         p.ContextReply(prompt=build_context_prompt(payload, req.prompt, codex=req.backend == "codex"))
     )
@@ -387,6 +387,8 @@ def handle(  # noqa: C901 (one flat case per request)
             return search(store, req)
         case p.Reindex():
             return Outcome(p.ReindexReply(indexed=store.reindex_search()))
+        case p.IndexStatus():
+            return Outcome(p.IndexStatusReply(pending=store.search_pending()))
         case p.Export():
             return export(store, req)
         case p.Backup():

@@ -110,12 +110,14 @@ class RequestKeys:
         *,
         alone: bool = False,
         read: bool = False,
+        inline: bool = False,
     ) -> None:
         """Run `fn` (which carries out `request`) in the store of `root` and answer `envelope`, unless
         the request's key says it is running already or was carried out. A `read` (never keyed)
-        runs on the store's reader."""
+        runs on the store's reader (an `inline` one maybe in the calling thread: see
+        :meth:`StoreRegistry.answer`)."""
         if not isinstance(request, p.KeyedRequest) or not isinstance(request.request_key, str):
-            self._registry.answer(root, envelope, fn, alone=alone, read=read)
+            self._registry.answer(root, envelope, fn, alone=alone, read=read, inline=inline)
             return
         key = request.request_key
         problem = key_problem(key)

@@ -31,7 +31,8 @@ import msgspec
 from azsd.errors import ShuttingDownError
 from azsd.ipc import protocol as p
 from azsd.ipc.transport import Envelope, Outbox
-from azsd.server.workers import Outcome, Reader, Slot, Task, Writer, error_reply, future_then
+from azsd.server.reader import Reader, Slot
+from azsd.server.workers import Outcome, Task, Writer, error_reply, future_then
 from azsd.store import Store
 
 __all__ = ["MAX_OPEN_STORES", "OnOpen", "StoreRegistry"]
@@ -110,20 +111,26 @@ class StoreRegistry:
         *,
         alone: bool = False,
         read: bool = False,
+        inline: bool = False,
     ) -> None:
         """Run a client's request: once committed, publish its notifications and send its reply.
 
-        A read waits for this client's last write to the store, if it is not done yet.
+        A read waits for this client's last write to the store, if it is not done yet. An `inline`
+        read (a quick one: a page, a session) runs at once in the calling thread, the daemon's
+        socket thread, when the store's reader is open and idle (:meth:`Reader.try_inline`).
         """
         task = Task(fn, future_then(lambda done: self.deliver(root, envelope, done)), alone)
         key = (root, envelope.identity)
         before: Future[Any] | None = None
+        reader: Reader | None = None
         with self._lock:
             placed = self._accept(root, task)
             if placed and read:
                 before = self._writes.get(key)
                 if before is None:
-                    placed = self._submit(root, task, read=True)
+                    reader = self._idle_reader(root) if inline else None
+                    if reader is None:
+                        placed = self._submit(root, task, read=True)
             elif placed:
                 self._track_write(key, task.future)
                 placed = self._submit(root, task, read=False)
@@ -131,6 +138,8 @@ class StoreRegistry:
             task.future.set_exception(ShuttingDownError("azsd is stopping"))
         elif before is not None:
             before.add_done_callback(lambda _: self._resubmit(root, task, read=True))
+        elif reader is not None and not reader.try_inline(task):
+            self._resubmit(root, task, read=True)
 
     def deliver(self, root: str, envelope: Envelope | None, done: Future[Outcome]) -> None:
         """Publish a finished request's notifications and answer it (an error reply if it failed)."""
@@ -268,6 +277,14 @@ class StoreRegistry:
         else:
             slot.writer.queue.put(task)
         return True
+
+    def _idle_reader(self, root: str) -> Reader | None:
+        """The reader of an open store, to run a quick read in the calling thread (with the lock held)."""
+        slot = self._slots.get(root)
+        if self._closed or slot is None or not slot.writer.opened or slot.reader is None:
+            return None
+        self._slots.move_to_end(root)
+        return slot.reader
 
     def _resubmit(self, root: str, task: Task[Any], read: bool) -> None:
         """Queue an accepted call again (after the write it waited for, or from the reader)."""

@@ -10,11 +10,11 @@ store's notifications leave in the order they were numbered). Before each batch 
 that the file at the store's path is still the one it opened (see
 :meth:`azsd.store.core.StoreCore.check_file`).
 
-The reader has a connection of its own (``query_only``) that reads while the writer writes. A read
-that finds it must write (a search whose index has to catch up), or that cannot get the file's
-shared lock in time (another program's commit, or a long transaction that spilled its cache, holds
-it), moves to the writer. Which store has which threads, and who waits for what, is
-:mod:`azsd.server.registry`'s.
+While it has nothing to do, the writer catches the store's search index and rendered context blocks
+up with rows another program (AZUREAL) committed, a chunk at a time (:meth:`Writer._upkeep`).
+
+The reader beside it is :mod:`azsd.server.reader`'s. Which store has which threads, and who waits for
+what, is :mod:`azsd.server.registry`'s.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from contextlib import AbstractContextManager, nullcontext
@@ -44,26 +45,29 @@ from azsd.events import EventDecodeError
 from azsd.ipc import protocol as p
 from azsd.store import Store
 from azsd.store.codec import CodecError
-from azsd.store.core import NeedsWriterError, StoreBusyError
+from azsd.store.core import StoreBusyError
 
 if TYPE_CHECKING:
     from azsd.server.registry import StoreRegistry
 
 __all__ = [
     "MAX_BATCH",
+    "UPKEEP_S",
     "Outcome",
-    "Reader",
-    "Slot",
     "Task",
     "Writer",
     "error_reply",
     "future_then",
+    "open_error",
 ]
 
 log = logging.getLogger("azsd.server.workers")
 
 #: The most calls one transaction groups.
 MAX_BATCH: Final = 256
+#: How often a writer looks for rows another program committed, to index and render them in the
+#: background (a second of wait: the work is chunked, and a search catches up the rest itself).
+UPKEEP_S: Final = 1.0
 
 T = TypeVar("T")
 
@@ -129,6 +133,7 @@ class Writer(threading.Thread):
         self.opened = False  # the store is open, migrated, its `first` work done: reads may pass
         self._first = first  # run alone as soon as the store is open (orphan recovery)
         self._registry = registry
+        self._upkept = 0.0  # when _upkeep last ran
 
     def run(self) -> None:
         store: Store | None = None
@@ -136,7 +141,7 @@ class Writer(threading.Thread):
             try:
                 store = Store.open(Path(self.root))
             except Exception as exc:  # whatever it is, this worker cannot serve: say so, and go
-                self._refuse(_open_error(self.root, exc))
+                self._refuse(open_error(self.root, exc))
                 return
             if self._first is not None:
                 self._complete([self._first], self._run_batch(store, [self._first]))
@@ -144,7 +149,7 @@ class Writer(threading.Thread):
                 self._registry.committed(self.root)
             self.opened = True
             while True:
-                batch = self._next_batch()
+                batch = self._next_batch(store)
                 if batch is None:
                     break
                 tasks = [t for t in batch if t is not None]
@@ -152,12 +157,14 @@ class Writer(threading.Thread):
                     try:
                         _log_change(self.root, store.check_file())
                     except Exception as exc:  # the file now at the path cannot be opened
-                        error = _open_error(self.root, exc)
+                        error = open_error(self.root, exc)
                         self._complete(tasks, [_Result(error=error)] * len(tasks))
                         self._refuse(error)
                         return
                     self._complete(tasks, self._run_batch(store, tasks))
                     self._registry.committed(self.root)
+                    if time.monotonic() - self._upkept >= UPKEEP_S:  # busy all along: a chunk now
+                        self._upkeep(store)
                 if len(tasks) < len(batch):
                     break  # a stop marker
         finally:
@@ -176,14 +183,20 @@ class Writer(threading.Thread):
         while tasks := self._registry.leave(self):
             self._complete(tasks, [_Result(error=error)] * len(tasks))
 
-    def _next_batch(self) -> list[Task[Any] | None] | None:
-        """Wait for work; None when idle long enough to close (and the registry agreed)."""
+    def _next_batch(self, store: Store) -> list[Task[Any] | None] | None:
+        """Wait for work, catching the store up meanwhile (:meth:`_upkeep`); None when idle long
+        enough to close (and the registry agreed)."""
+        idle_since = time.monotonic()
+        behind = False
         while True:
             try:
-                first = self.queue.get(timeout=self._registry.idle_close_s)
+                first = self.queue.get(timeout=0 if behind else min(UPKEEP_S, self._registry.idle_close_s))
             except queue.Empty:
-                if self._registry.retire(self):
-                    return None
+                behind = self._upkeep(store)
+                if not behind and time.monotonic() - idle_since >= self._registry.idle_close_s:
+                    if self._registry.retire(self):
+                        return None
+                    idle_since = time.monotonic()
                 continue
             batch = [first]
             while first is not None and len(batch) < MAX_BATCH:
@@ -194,6 +207,20 @@ class Writer(threading.Thread):
                 if batch[-1] is None:
                     break
             return batch
+
+    def _upkeep(self, store: Store) -> bool:
+        """One chunk of catching the store's search index and context blocks up with rows another
+        program (AZUREAL) committed (:meth:`~azsd.store.events.EventLog.catch_up_some`), between
+        calls, so that a search finds them indexed; whether more remains. A failure (the file
+        locked, replaced) is logged and tried again later."""
+        self._upkept = time.monotonic()
+        try:
+            return store.catch_up_some()
+        except StoreBusyError as exc:
+            log.debug("catching up %s later: %s", self.root, exc)
+        except Exception:
+            log.exception("catching up the store of %s failed; trying again later", self.root)
+        return False
 
     def _run_batch(self, store: Store, tasks: list[Task[Any]]) -> list[_Result]:
         results: list[_Result] = []
@@ -263,77 +290,6 @@ class Writer(threading.Thread):
                 task.future.set_result(result.value)
 
 
-class Reader(threading.Thread):
-    """A store's reader: a read-only connection beside the writer, one call at a time."""
-
-    def __init__(self, registry: StoreRegistry, root: str) -> None:
-        super().__init__(name=f"azsd-read:{root}", daemon=True)
-        self.root = root
-        self.queue: queue.SimpleQueue[Task[Any] | None] = queue.SimpleQueue()
-        self._registry = registry
-
-    def run(self) -> None:
-        store: Store | None = None
-        try:
-            while True:
-                try:
-                    task = self.queue.get(timeout=self._registry.idle_close_s)
-                except queue.Empty:
-                    if self._registry.retire_reader(self):
-                        break
-                    continue
-                if task is None:
-                    break
-                store = self._serve(store, task)
-        finally:
-            if store is not None:
-                store.close()
-            self._registry.outbox.release()
-
-    def _serve(self, store: Store | None, task: Task[Any]) -> Store | None:
-        """Run one read (on the store, opened or reopened as needed); returns the store to go on with."""
-        try:
-            if store is None:
-                store = Store.open(Path(self.root), reader=True)
-            else:
-                store.check_file()  # the writer logs what changed
-        except Exception as exc:
-            if store is not None:
-                store.close()
-            if isinstance(exc, StoreBusyError):
-                self._registry.forward(self.root, task)
-            else:
-                task.future.set_exception(_open_error(self.root, exc))
-            return None
-        try:
-            with store.snapshot():
-                value = task.run(store)
-        except (NeedsWriterError, StoreBusyError):  # it must write, or the file stays locked
-            self._registry.forward(self.root, task)
-        except (AzsdError, ValueError, OverflowError) as exc:
-            task.future.set_exception(exc)
-        except Exception as exc:
-            log.exception("a read failed in the store of %s", self.root)
-            task.future.set_exception(exc)
-        else:
-            task.future.set_result(value)
-        return store
-
-
-@dataclass
-class Slot:
-    """An open store: its writer, and its reader once a read came after the writer opened it."""
-
-    writer: Writer
-    reader: Reader | None = None
-
-    def stop(self) -> None:
-        """Let both threads finish what is queued, then go."""
-        self.writer.queue.put(None)
-        if self.reader is not None:
-            self.reader.queue.put(None)
-
-
 @dataclass(frozen=True)
 class _Result:
     value: Any = None
@@ -363,7 +319,7 @@ def _log_change(root: str, change: str | None) -> None:
             pass
 
 
-def _open_error(root: str, exc: Exception) -> AzsdError:
+def open_error(root: str, exc: Exception) -> AzsdError:
     """Why the store of `root` cannot be opened, as an error of the tree (with the OS's reason)."""
     if isinstance(exc, AzsdError):
         return exc

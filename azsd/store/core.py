@@ -310,6 +310,23 @@ class StoreCore:
                 with _translate(self.path):
                     conn.execute("ROLLBACK")
 
+    @contextmanager
+    def busy_timeout(self, seconds: float) -> Iterator[None]:
+        """Wait at most `seconds` for a lock within the block (then :class:`StoreBusyError`), instead of
+        the connection's own timeout: for a read that must not hold its thread up."""
+        conn = self._conn
+        if conn is None:
+            yield
+            return
+        own = READ_BUSY_TIMEOUT_S if self.reader else BUSY_TIMEOUT_S
+        with _translate(self.path):
+            conn.execute(f"PRAGMA busy_timeout = {int(seconds * 1000)}")
+        try:
+            yield
+        finally:
+            with _translate(self.path):
+                conn.execute(f"PRAGMA busy_timeout = {int(own * 1000)}")
+
     def _query(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         if self._conn is None:
             return []

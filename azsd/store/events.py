@@ -1,11 +1,12 @@
 """The event rows of a session: appending them, loading them, and the badge an append sets.
 
 :class:`EventLog` owns the ``events`` table: :meth:`~EventLog.append_prepared` stores events (seq
-computed inside the transaction, payloads compressed by the row codec, the search index and the
-session index kept in step, the completion badge set, spec §2.5), and :meth:`~EventLog._load` reads a
-seq range back through the process-wide row cache (:data:`azsd.store.cache.ROWS`), skipping rows
-that cannot be decoded, for :meth:`~EventLog.load_events`, :meth:`~EventLog.load_json` and the layers
-above. :func:`completion_of` and :func:`_badge_after` say what a batch of events means for the badge.
+computed inside the transaction, payloads compressed by the row codec, the search index, the session
+index and the rendered context blocks kept in step, the completion badge set, spec §2.5), and
+:meth:`~EventLog._load` reads a seq range back through the process-wide row cache
+(:data:`azsd.store.cache.ROWS`), skipping rows that cannot be decoded, for
+:meth:`~EventLog.load_events`, :meth:`~EventLog.load_json` and the layers above. :func:`completion_of`
+and :func:`_badge_after` say what a batch of events means for the badge.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from collections.abc import Iterable, Sequence
 from typing import Final
 
 from azsd.compact import char_len, prepare_for_store
-from azsd.context import strip_injected_context_indexed
+from azsd.context import may_be_injected, strip_injected_context_indexed
 from azsd.events import (
     AssistantText,
     Command,
@@ -34,9 +35,12 @@ from azsd.events import (
 )
 from azsd.model import AppendResult, LoadResult, StoredEvent
 from azsd.store.cache import ROWS, CachedRow
+from azsd.store.chunks import ChunkedWrite
 from azsd.store.codec import CodecError
+from azsd.store.core import _translate
 from azsd.store.fts import SearchIndex
 from azsd.store.listing import SessionListing, _require_session
+from azsd.store.rendered import ContextTable
 from azsd.store.summaries import catch_up as catch_up_summaries
 
 __all__ = ["EventLog", "completion_of"]
@@ -48,10 +52,16 @@ _RUNNING_KINDS: Final = (Init, UserMessage, Command, Plan, AssistantText, ToolCa
 #: events, read again soon); a bulk ingest does not flood it.
 _CACHE_APPENDS_UP_TO: Final = 2000
 _MESSAGE_KINDS: Final = (UserMessage, AssistantText)
+_RANGE: Final = (
+    "SELECT seq, kind, data FROM events WHERE session_id = ? AND seq >= ? AND seq <= ? ORDER BY seq LIMIT ?"
+)
 
 
-class EventLog(SearchIndex, SessionListing):
+class EventLog(SearchIndex, ContextTable, SessionListing):
     """Appending and loading a session's events."""
+
+    #: `PRAGMA data_version` when :meth:`catch_up_some` last found nothing to catch up.
+    _caught_up_at: int | None = None
 
     def append_events(self, session_id: int, events: Iterable[Event]) -> AppendResult:
         """Compact and store events after the session's last one (spec §2.5), in one transaction."""
@@ -85,6 +95,7 @@ class EventLog(SearchIndex, SessionListing):
                 last_id = conn.execute("SELECT last_insert_rowid()").fetchone()[0]
                 if indexed:
                     self._index_new(conn, last_id - len(events) + 1, events, last_id)
+                self._context_new(conn, session_id, seq, events, last_id - len(events) + 1)
                 catch_up_summaries(conn)
                 if self._index is not None:
                     messages = sum(1 for event in events if isinstance(event, _MESSAGE_KINDS))
@@ -145,11 +156,21 @@ class EventLog(SearchIndex, SessionListing):
 
         The JSON is `encode_event` of the event as loaded, as a page of `GetEvents` carries it.
         """
-        seqs, events, rows, skipped = self._load(session_id, from_seq, to_seq, limit)
+        rows = self._query(_RANGE, (session_id, from_seq, to_seq if to_seq is not None else 2**63 - 1, limit))
+        cached = ROWS.get_many([data for _, _, data in rows])
+        if all(row is not None and row.wire is not None for row in cached):  # a page read before
+            found = [row.event for row in cached]  # type: ignore[union-attr]
+            if not any(isinstance(e, UserMessage) and may_be_injected(e.content) for e in found):
+                page = [  # nothing to strip (most pages): the rows' JSON as it is
+                    (seq, type(event).__name__, row.wire)  # type: ignore[union-attr]  # event_kind, inlined
+                    for (seq, _, _), event, row in zip(rows, found, cached, strict=True)
+                ]
+                return page, 0  # type: ignore[return-value]  # every wire is known
+        seqs, events, loaded, skipped = self._load(session_id, from_seq, to_seq, limit)
         out = []
         for i, event in strip_injected_context_indexed(events):
             if event is events[i]:
-                row = rows[i]
+                row = loaded[i]
                 if row.wire is None:
                     row.wire = encode_event(event).decode()
                 out.append((seqs[i], event_kind(event), row.wire))
@@ -166,11 +187,7 @@ class EventLog(SearchIndex, SessionListing):
         (:meth:`RowCodec.decode_many`, :func:`decode_events`): a cold context of 10 000 events was
         mostly one Python call per row for each step.
         """
-        rows = self._query(
-            "SELECT seq, kind, data FROM events WHERE session_id = ? AND seq >= ? AND seq <= ? "
-            "ORDER BY seq LIMIT ?",
-            (session_id, from_seq, to_seq if to_seq is not None else 2**63 - 1, limit),
-        )
+        rows = self._query(_RANGE, (session_id, from_seq, to_seq if to_seq is not None else 2**63 - 1, limit))
         cached = ROWS.get_many([data for _, _, data in rows])
         fresh = [i for i, row in enumerate(cached) if row is None]
         for i, json in zip(fresh, self._codec.decode_many([rows[i][2] for i in fresh]), strict=True):
@@ -196,6 +213,31 @@ class EventLog(SearchIndex, SessionListing):
                 used.append(row)
         ROWS.put_many(cached[i] for i in fresh if cached[i] is not None)  # type: ignore[misc]
         return seqs, events, used, len(rows) - len(used)
+
+    def _forget(self) -> None:
+        super()._forget()
+        self._caught_up_at = None  # (a reopened file's connection counts its versions afresh)
+
+    def catch_up_some(self) -> bool:
+        """One chunk (~200 ms, :mod:`azsd.store.chunks`) of catching up what is kept beside the
+        events, the search index and the rendered context blocks, with rows written by others
+        (AZUREAL) or before an upgrade; whether more remains. Cheap when nothing was committed by
+        another connection since the last call that found everything caught up."""
+        conn = self._conn
+        if conn is None or self.read_only or self.reader or conn.in_transaction:
+            return False
+        with _translate(self.path):
+            version = conn.execute("PRAGMA data_version").fetchone()[0]
+        if version == self._caught_up_at:
+            return False
+        more = True
+        with ChunkedWrite(self) as chunks:
+            while more and chunks.pacer.chunks == 0:
+                with chunks.step() as conn:
+                    more = self._search_step(conn) or self._context_step(conn)
+        if not more:
+            self._caught_up_at = version
+        return more
 
     def max_seq(self, session_id: int) -> int:
         return int(self._scalar("SELECT MAX(seq) FROM events WHERE session_id = ?", (session_id,), 0))

@@ -23,7 +23,7 @@ from azsd.model import SearchResult
 from azsd.search import SEARCHABLE_KINDS, make_snippet, search_text
 from azsd.store.chunks import ChunkedWrite
 from azsd.store.codec import CodecError
-from azsd.store.core import StoreCore
+from azsd.store.core import StoreCore, _translate
 from azsd.store.schema import SEARCH_HWM_KEY
 
 __all__ = ["SearchIndex"]
@@ -102,35 +102,47 @@ class SearchIndex(StoreCore):
     def _catch_up(self) -> None:
         """Index the event rows the index has not seen (written by AZUREAL, or before an upgrade).
 
-        `CATCH_UP_ROWS` ids a step, committed in short chunks (:mod:`azsd.store.chunks`), the mark
-        moving with each: an interrupted catch-up goes on from where it stopped.
+        `CATCH_UP_ROWS` ids a step (:meth:`_search_step`), committed in short chunks
+        (:mod:`azsd.store.chunks`), the mark moving with each: an interrupted catch-up goes on from
+        where it stopped.
         """
         if self._conn is None or self.read_only:
             return
-        told = False
         with ChunkedWrite(self) as chunks:
             while True:
                 with chunks.step() as conn:
-                    mark = self._search_hwm(conn)
-                    hwm = mark or 0
-                    top = conn.execute("SELECT COALESCE(MAX(id), 0) FROM events").fetchone()[0]
-                    if hwm >= top:
+                    if not self._search_step(conn):
                         break
-                    if mark is None:  # never indexed, or by another version of search_text: start afresh
-                        conn.execute("INSERT INTO azsd_search (azsd_search) VALUES ('delete-all')")
-                    if not told:
-                        log.info("%s: indexing events %d to %d for search", self.path, hwm + 1, top)
-                        told = True
-                    upto = min(top, hwm + CATCH_UP_ROWS)
-                    rows = conn.execute(
-                        f"SELECT id, data FROM events WHERE id > ? AND id <= ? AND kind IN ({_SEARCHABLE}) "
-                        "ORDER BY id",
-                        (hwm, upto),
-                    )
-                    conn.executemany(
-                        "INSERT INTO azsd_search (rowid, text) VALUES (?, ?)", self._indexed_texts(rows)
-                    )
-                    self._set_search_hwm(conn, upto)
+
+    def _search_step(self, conn: sqlite3.Connection) -> bool:
+        """Index the next `CATCH_UP_ROWS` ids above the mark, if any (in a write transaction);
+        whether there were any."""
+        mark = self._search_hwm(conn)
+        hwm = mark or 0
+        top = conn.execute("SELECT COALESCE(MAX(id), 0) FROM events").fetchone()[0]
+        if hwm >= top:
+            return False
+        if mark is None:  # never indexed, or by another version of search_text: start afresh
+            conn.execute("INSERT INTO azsd_search (azsd_search) VALUES ('delete-all')")
+        if hwm + CATCH_UP_ROWS >= top or hwm % (10 * CATCH_UP_ROWS) < CATCH_UP_ROWS:
+            log.info("%s: indexing events %d to %d for search", self.path, hwm + 1, top)
+        upto = min(top, hwm + CATCH_UP_ROWS)
+        rows = conn.execute(
+            f"SELECT id, data FROM events WHERE id > ? AND id <= ? AND kind IN ({_SEARCHABLE}) ORDER BY id",
+            (hwm, upto),
+        )
+        conn.executemany("INSERT INTO azsd_search (rowid, text) VALUES (?, ?)", self._indexed_texts(rows))
+        self._set_search_hwm(conn, upto)
+        return True
+
+    def search_pending(self) -> int:
+        """How many event rows wait to be indexed (0 for a store without an index to keep)."""
+        conn = self._conn
+        if conn is None or (self.read_only and not self._has_table("azsd_search")):
+            return 0
+        with _translate(self.path):
+            mark = self._search_hwm(conn) or 0
+            return int(conn.execute("SELECT COUNT(*) FROM events WHERE id > ?", (mark,)).fetchone()[0])
 
     def _unindex(self, conn: sqlite3.Connection, session_id: int) -> None:
         """Take a session's indexed events out of the index (a contentless index needs their text)."""

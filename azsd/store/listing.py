@@ -74,12 +74,24 @@ class SessionListing(StoreCore):
             if info is None:
                 raise SessionNotFoundError(session_id)
             return self._with_follows([info])[0]
-        rows = self._query(
-            f"SELECT {_SESSION_COLUMNS}, COALESCE(e.n, 0), COALESCE(e.msgs, 0) FROM {self._sessions} "
-            "LEFT JOIN (SELECT session_id, COUNT(*) AS n, SUM(kind IN ('UserMessage', 'AssistantText')) "
-            "AS msgs FROM events WHERE session_id = ?) AS e ON e.session_id = s.id WHERE s.id = ?",
-            (session_id, session_id),
-        )
+        hwm = self._summary_hwm(self._conn) if self._conn is not None else None
+        if hwm is None:  # no summaries (a newer schema read-only): count the events
+            rows = self._query(
+                f"SELECT {_SESSION_COLUMNS}, COALESCE(e.n, 0), COALESCE(e.msgs, 0) FROM {self._sessions} "
+                "LEFT JOIN (SELECT session_id, COUNT(*) AS n, SUM(kind IN ('UserMessage', 'AssistantText')) "
+                "AS msgs FROM events WHERE session_id = ?) AS e ON e.session_id = s.id WHERE s.id = ?",
+                (session_id, session_id),
+            )
+        else:  # its summary, and the rows above the summaries' mark (by id: a few, not the session's)
+            rows = self._query(
+                f"SELECT {_SESSION_COLUMNS}, COALESCE(m.events, 0) + COALESCE(e.n, 0), "
+                f"COALESCE(m.messages, 0) + COALESCE(e.msgs, 0) FROM {self._sessions} "
+                "LEFT JOIN azsd_summaries AS m ON m.session_id = s.id "
+                "LEFT JOIN (SELECT session_id, COUNT(*) AS n, SUM(kind IN ('UserMessage', 'AssistantText')) "
+                "AS msgs FROM events WHERE id > ? AND +session_id = ?) AS e ON e.session_id = s.id "
+                "WHERE s.id = ?",
+                (hwm, session_id, session_id),
+            )
         if not rows:
             raise SessionNotFoundError(session_id)
         return self._with_follows([_session_info(rows[0])])[0]

@@ -12,6 +12,8 @@ import sqlite3
 from azsd.store.schema import (
     AZSD_DDL,
     AZUREAL_DDL,
+    CONTEXT_DDL,
+    CONTEXT_HWM_KEY,
     DROPPED_COLUMNS,
     OBSOLETE_DDL,
     OBSOLETE_OBJECTS,
@@ -37,11 +39,14 @@ def migrate(conn: sqlite3.Connection) -> None:
     try:
         had_index = conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'azsd_search'").fetchone()
         had_summaries = conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'azsd_summaries'").fetchone()
-        for statement in split_statements(OBSOLETE_DDL + AZUREAL_DDL + AZSD_DDL + SUMMARY_DDL):
+        had_context = conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'azsd_context'").fetchone()
+        for statement in split_statements(OBSOLETE_DDL + AZUREAL_DDL + AZSD_DDL + SUMMARY_DDL + CONTEXT_DDL):
             conn.execute(statement)
         if not had_summaries:  # new and empty: count every row into it
             conn.execute("DELETE FROM meta WHERE key = ?", (SUMMARY_HWM_KEY,))
             catch_up_summaries(conn)
+        if not had_context:  # new and empty: rendered in chunks later (a big store takes seconds)
+            conn.execute("DELETE FROM meta WHERE key = ?", (CONTEXT_HWM_KEY,))
         if not had_index:  # a new, empty index: whatever mark a meta row holds is not about it
             conn.execute("DELETE FROM meta WHERE key = ?", (SEARCH_HWM_KEY,))
         columns = _columns(conn, "sessions")

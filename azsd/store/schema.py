@@ -10,6 +10,8 @@ from typing import Final
 __all__ = [
     "AZSD_DDL",
     "AZUREAL_DDL",
+    "CONTEXT_DDL",
+    "CONTEXT_HWM_KEY",
     "DROPPED_COLUMNS",
     "HWM_KEY",
     "OBSOLETE_DDL",
@@ -194,6 +196,8 @@ REQUIRED_OBJECTS: Final = frozenset(
         "azsd_requests_created",
         "azsd_search",
         "azsd_summaries",
+        "azsd_context",
+        "azsd_context_session",
     }
 )
 
@@ -211,3 +215,30 @@ CREATE TABLE IF NOT EXISTS azsd_summaries (
 
 #: `meta` key of the highest `events.id` the summaries count (rows above it are added when read).
 SUMMARY_HWM_KEY: Final = "azsd_summary_hwm_v1"
+
+#: The rendered context blocks (azsd.store.rendered), in groups: each row holds a run of a session's
+#: events (`first_seq` to `last_seq`), their blocks of the next turn's transcript
+#: (:func:`azsd.context.render_event`) joined as the transcript joins them, in one zstd frame (`text`,
+#: `size` bytes before compression), and its `layout` (msgpack: each event's seq, its
+#: :func:`azsd.context.strip_flag` and its block's length in bytes, -1 for an event not shown);
+#: `injected` counts the prompts that may hold injected context. Kept in the append transaction;
+#: rows above :data:`CONTEXT_HWM_KEY` (AZUREAL's, a fork's copy) are rendered when read and caught
+#: up later.
+CONTEXT_DDL: Final = """\
+CREATE TABLE IF NOT EXISTS azsd_context (
+    id         INTEGER PRIMARY KEY,
+    session_id INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    first_seq  INTEGER NOT NULL,
+    last_seq   INTEGER NOT NULL,
+    injected   INTEGER NOT NULL DEFAULT 0,
+    layout     BLOB NOT NULL,
+    text       BLOB NOT NULL,
+    size       INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS azsd_context_session ON azsd_context(session_id, first_seq);
+"""
+
+#: `meta` key of the highest `events.id` the rendered blocks cover (every readable row at or below it
+#: has its block). Its name carries the version of the rendering: blocks rendered by another version
+#: are rendered again.
+CONTEXT_HWM_KEY: Final = "azsd_context_hwm_v1"

@@ -202,6 +202,7 @@ class Sessions(EventLog):
         """Copy the rows `first..last` of a fork, index them when the index is current, and return
         the badge after them (`badge`: the one before)."""
         indexed = self._search_current(conn)
+        before = conn.execute("SELECT COALESCE(MAX(id), 0) FROM events").fetchone()[0]
         conn.execute(
             "INSERT INTO events (session_id, seq, kind, data, char_len) SELECT ?, seq, kind, data, char_len "
             "FROM events WHERE session_id = ? AND seq >= ? AND seq <= ? ORDER BY seq",
@@ -210,6 +211,7 @@ class Sessions(EventLog):
         seqs, events, _, _ = self._load(new_id, first, last, -1)  # decoded once, for the index and badge
         if indexed:
             self._index_copies(conn, new_id, seqs, events)
+        self._context_copies(conn, new_id, seqs, events, before)
         after = _badge_after(events)
         return after if after != (None, False) else badge
 

@@ -16,7 +16,7 @@ from typing import Any, Final
 
 import msgspec
 
-from azsd.context import ContextPayload, render_event, strip_injected_context_indexed
+from azsd.context import ContextPayload, render_event, strip_injected_context_indexed, strip_rendered
 from azsd.errors import BadRequestError, StoreError
 from azsd.events import Event
 from azsd.model import (
@@ -377,6 +377,31 @@ class SideTables(EventLog):
         if not events and latest is None:
             return None
         return ContextPayload(latest.summary if latest else None, events, rendered)
+
+    def rendered_context(self, session_id: int) -> ContextPayload | None:
+        """:meth:`build_context`, read from the rendered blocks (:mod:`azsd.store.rendered`): the same
+        prompt byte for byte, with `rendered` alone given (`events` left empty). Rows not rendered yet,
+        and runs of prompts that may hold injected context, are taken from the events."""
+        latest = self.latest_compaction(session_id)
+        summary = latest.summary if latest else None
+        from_seq = latest.after_seq + 1 if latest else 1
+        joined = self._context_joined(session_id, from_seq)
+        if joined is not None:  # the usual case: the blocks, joined, are the transcript
+            events, text = joined
+            if not events and latest is None:
+                return None
+            return ContextPayload(summary, (), [text] if text else [None] if events else [])
+        blocks = self._context_rows(session_id, from_seq)
+        if blocks is None:  # no such table (a newer schema, read-only)
+            return self.build_context(session_id)
+
+        def load(first: int, last: int) -> list[Event]:
+            return self._load(session_id, first, last, -1)[1]
+
+        rendered = strip_rendered(blocks, load)
+        if not rendered and latest is None:
+            return None
+        return ContextPayload(summary, (), rendered)
 
     # -- request keys (side table azsd_requests) ----------------------------------------------
 

@@ -40,6 +40,8 @@ from azsd.ipc.protocol import (
     ForkSession,
     GetEvents,
     GetSession,
+    IndexStatus,
+    IndexStatusReply,
     KeyedRequest,
     ListSessions,
     MarkCompleted,
@@ -312,6 +314,11 @@ class Client(AgentMethods, RemoteMethods, Connection):
             words=words,
         )
         return self.call(message, SearchReply)
+
+    def index_status(self, root: RootLike) -> IndexStatusReply:
+        """How many event rows wait to be indexed for search (rows another program wrote, indexed in
+        the background or by the next search)."""
+        return self.call(IndexStatus(root=canonical_root(root)), IndexStatusReply)
 
     def reindex(self, root: RootLike, *, timeout: float | None = None) -> ReindexReply:
         """Rebuild the store's search index from its events (a long request, like `ingest_file`)."""

@@ -1,6 +1,6 @@
 // Types of azsd-client (index.js). The protocol's messages are generated into protocol.d.ts.
 import type {
-  AppendReply, BuildContext, ContextReply, EventsPage, MeterReply, Notification, OkReply, Reply,
+  AppendReply, BuildContext, ContextReply, EventsPage, IndexStatusReply, MeterReply, Notification, OkReply, Reply,
   Request, SearchReply, SessionReply, SessionsReply, StatusReply, WireEvent,
 } from "./protocol.js";
 
@@ -70,5 +70,6 @@ export declare class Client {
     query: string,
     options?: { worktree?: string; limit?: number; worktrees?: string[]; sessions?: number[]; kinds?: string[]; words?: boolean },
   ): Promise<SearchReply>;
+  indexStatus(root: string): Promise<IndexStatusReply>;
   markCompleted(root: string, session: number, success: boolean, options?: { durationMs?: number; costUsd?: number }): Promise<OkReply>;
 }

@@ -390,6 +390,10 @@ export class Client {
     return this.request({ op: "search", root: canonicalRoot(root), query, worktree, limit, worktrees, sessions, kinds, words });
   }
 
+  indexStatus(root) {
+    return this.request({ op: "indexstatus", root: canonicalRoot(root) });
+  }
+
   markCompleted(root, session, success, { durationMs, costUsd } = {}) {
     return this.request({ op: "markcompleted", root: canonicalRoot(root), session, success, duration_ms: durationMs, cost_usd: costUsd });
   }

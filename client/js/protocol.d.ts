@@ -256,6 +256,16 @@ export interface Reindex {
 }
 
 /**
+ * How far a store's search index is behind its events: rows another program (AZUREAL) wrote
+ * wait to be indexed, in the background or by the next search. `azs search` asks this first, and
+ * while many rows wait, shows their progress instead of waiting in silence.
+ */
+export interface IndexStatus {
+  op: "indexstatus";
+  root: string;
+}
+
+/**
  * A page of a session rendered as Markdown, JSONL or a self-contained HTML page.
  *
  * Concatenating the `text` of every page (from `from_seq=1`, following `next_seq`) gives the whole
@@ -625,6 +635,15 @@ export interface ReindexReply {
 }
 
 /**
+ * `pending`: the event rows not yet in the search index (a search indexes them first).
+ */
+export interface IndexStatusReply {
+  op: "indexstatusreply";
+  pending: number;
+  protocol: number;
+}
+
+/**
  * A page of an export; `next_seq` is where the next starts, None after the last.
  */
 export interface ExportReply {
@@ -919,6 +938,7 @@ export type Request =
   | ForkSession
   | ArchiveSession
   | Reindex
+  | IndexStatus
   | Export
   | Backup
   | ImportSources
@@ -948,6 +968,7 @@ export type Reply =
   | IngestReply
   | FollowReply
   | ReindexReply
+  | IndexStatusReply
   | ExportReply
   | BackupReply
   | SourcesReply

@@ -115,6 +115,7 @@ EXPECTED_REPLY: Final[dict[type[Any], type[Any]]] = {
     p.ForkSession: p.SessionReply,
     p.ArchiveSession: p.SessionReply,
     p.Reindex: p.ReindexReply,
+    p.IndexStatus: p.IndexStatusReply,
     p.Export: p.ExportReply,
     p.Backup: p.BackupReply,
     p.ImportSources: p.SourcesReply,

@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Final
 
-from azsd.errors import AzsdError
+from azsd.errors import AzsdError, RemoteError
 from azsd.files import atomic_write
 from azsd.ipc.protocol import ExportReply
 from azsd_client.render.reports import backup_line, period_lines, search_table, usage_lines
@@ -20,7 +22,7 @@ from azsd_client.render.text import format_size, plural
 from . import shapes
 from .invocation import Invocation
 
-__all__ = ["backup", "export", "search", "usage", "worktree_scope"]
+__all__ = ["SHOW_INDEXING_FROM", "backup", "export", "search", "usage", "wait_for_index", "worktree_scope"]
 
 
 def worktree_scope(run: Invocation) -> list[str] | None:
@@ -33,9 +35,50 @@ def worktree_scope(run: Invocation) -> list[str] | None:
     return list(dict.fromkeys([run.branch, ""]))
 
 
+#: Rows waiting to be indexed from which `azs search` shows the daemon indexing them (fewer: the
+#: search indexes them itself, in a moment).
+SHOW_INDEXING_FROM: Final = 2000
+#: How often the waiting search asks how far the index is; polls without progress before it searches
+#: anyway (the search then indexes the rest itself).
+_POLL_S: Final = 0.25
+_STALLED_POLLS: Final = 20
+
+
+def wait_for_index(run: Invocation) -> None:
+    """While the store's search index is far behind its events (another program, AZUREAL, wrote many
+    rows), say on stderr how the daemon's background indexing goes: ``indexing 12,000 of 40,000 new
+    events…``, on one line rewritten at a terminal, else a line a second at most."""
+    try:
+        pending = run.client.index_status(run.root).pending
+    except RemoteError as exc:  # a daemon from before IndexStatus: it does not know the request
+        if exc.code != "bad_request":
+            raise
+        return
+    if pending < SHOW_INDEXING_FROM:
+        return
+    tty = sys.stderr.isatty()
+    total, stalled, said = pending, 0, float("-inf")
+    while pending >= SHOW_INDEXING_FROM and stalled < _STALLED_POLLS:
+        total = max(total, pending)
+        now = time.monotonic()
+        if tty or now - said >= 1.0:
+            line = f"indexing {total - pending:,} of {total:,} new events…"
+            sys.stderr.write(f"\r{line}" if tty else f"{line}\n")
+            sys.stderr.flush()
+            said = now
+        time.sleep(_POLL_S)
+        before, pending = pending, run.client.index_status(run.root).pending
+        stalled = stalled + 1 if pending >= before else 0
+    back = "\r" if tty else ""
+    sys.stderr.write(f"{back}indexing {total - pending:,} of {total:,} new events: searching\n")
+    sys.stderr.flush()
+
+
 def search(run: Invocation) -> int:
-    """Ranked full-text search; a query the index cannot parse is the daemon's `bad_request` (exit 1)."""
+    """Ranked full-text search; a query the index cannot parse is the daemon's `bad_request` (exit 1).
+    While the index is far behind (:func:`wait_for_index`), its progress is shown first."""
     a = run.args
+    wait_for_index(run)
     named = a.sessions and a.worktree is None  # sessions named outright are searched wherever they are
     reply = run.client.search(
         run.root, a.query, limit=a.limit, worktrees=None if named else worktree_scope(run),

@@ -1,0 +1,144 @@
+"""A store's reader: a read-only connection beside its writer (:mod:`azsd.server.workers`).
+
+The reader has a connection of its own (``query_only``) that reads while the writer writes. A read
+that finds it must write (a search whose index has to catch up), or that cannot get the file's
+shared lock in time (another program's commit, or a long transaction that spilled its cache, holds
+it), moves to the writer. A quick read may run in the daemon's socket thread instead, on the same
+connection, while the reader is idle (:meth:`Reader.try_inline`). Which store has which threads, and
+who waits for what, is :mod:`azsd.server.registry`'s.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from azsd.errors import AzsdError
+from azsd.server.workers import Task, Writer, open_error
+from azsd.store import Store
+from azsd.store.core import NeedsWriterError, StoreBusyError
+
+if TYPE_CHECKING:
+    from azsd.server.registry import StoreRegistry
+
+__all__ = ["Reader", "Slot"]
+
+log = logging.getLogger("azsd.server.workers")
+
+
+class Reader(threading.Thread):
+    """A store's reader: a read-only connection beside the writer, one call at a time.
+
+    A quick read may also run in the daemon's socket thread (:meth:`try_inline`) while this reader is
+    idle, on the same connection: that saves handing the call to this thread and its reply back,
+    most of what a small read took.
+    """
+
+    def __init__(self, registry: StoreRegistry, root: str) -> None:
+        super().__init__(name=f"azsd-read:{root}", daemon=True)
+        self.root = root
+        self.queue: queue.SimpleQueue[Task[Any] | None] = queue.SimpleQueue()
+        self._registry = registry
+        self._store: Store | None = None
+        self._using = threading.Lock()  # held by whoever uses the connection: this thread, or inline
+        self._inline_at = 0.0  # when a read last ran inline (so an idle thread is not idle)
+
+    def run(self) -> None:
+        try:
+            while True:
+                try:
+                    task = self.queue.get(timeout=self._registry.idle_close_s)
+                except queue.Empty:
+                    if time.monotonic() - self._inline_at < self._registry.idle_close_s:
+                        continue
+                    if self._registry.retire_reader(self):
+                        break
+                    continue
+                if task is None:
+                    break
+                with self._using:
+                    self._store = self._serve(self._store, task)
+        finally:
+            with self._using:
+                if self._store is not None:
+                    self._store.close()
+                    self._store = None
+            self._registry.outbox.release()
+
+    def try_inline(self, task: Task[Any]) -> bool:
+        """Run a read in the calling thread, now, if this reader is idle with its store open; False
+        (nothing done) when it is not, or when the file is locked (the read must be queued here, to
+        wait for the lock without holding up the caller)."""
+        if self._store is None or not self.queue.empty() or not self._using.acquire(blocking=False):
+            return False
+        try:
+            store = self._store
+            if store is None or not self.queue.empty():
+                return False
+            self._inline_at = time.monotonic()
+            try:
+                store.check_file()
+                with store.busy_timeout(0), store.snapshot():
+                    value = task.run(store)
+            except StoreBusyError:
+                return False
+            except NeedsWriterError:
+                self._registry.forward(self.root, task)
+            except (AzsdError, ValueError, OverflowError) as exc:
+                task.future.set_exception(exc)
+            except Exception as exc:
+                log.exception("a read failed in the store of %s", self.root)
+                task.future.set_exception(exc)
+            else:
+                task.future.set_result(value)
+            return True
+        finally:
+            self._using.release()
+
+    def _serve(self, store: Store | None, task: Task[Any]) -> Store | None:
+        """Run one read (on the store, opened or reopened as needed); returns the store to go on with."""
+        try:
+            if store is None:
+                store = Store.open(Path(self.root), reader=True)
+            else:
+                store.check_file()  # the writer logs what changed
+        except Exception as exc:
+            if store is not None:
+                store.close()
+            if isinstance(exc, StoreBusyError):
+                self._registry.forward(self.root, task)
+            else:
+                task.future.set_exception(open_error(self.root, exc))
+            return None
+        try:
+            with store.snapshot():
+                value = task.run(store)
+        except (NeedsWriterError, StoreBusyError):  # it must write, or the file stays locked
+            self._registry.forward(self.root, task)
+        except (AzsdError, ValueError, OverflowError) as exc:
+            task.future.set_exception(exc)
+        except Exception as exc:
+            log.exception("a read failed in the store of %s", self.root)
+            task.future.set_exception(exc)
+        else:
+            task.future.set_result(value)
+        return store
+
+
+@dataclass
+class Slot:
+    """An open store: its writer, and its reader once a read came after the writer opened it."""
+
+    writer: Writer
+    reader: Reader | None = None
+
+    def stop(self) -> None:
+        """Let both threads finish what is queued, then go."""
+        self.writer.queue.put(None)
+        if self.reader is not None:
+            self.reader.queue.put(None)
