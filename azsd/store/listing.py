@@ -177,7 +177,8 @@ class SessionListing(StoreCore):
         """The summaries' mark, or None when there are none to read (not built, or no such table)."""
         if self.read_only and not self._has_table("azsd_summaries"):
             return None
-        return summary_hwm(conn)
+        with _translate(self.path):  # a locked file is StoreBusyError, as for every other query
+            return summary_hwm(conn)
 
     def _index_reread(self, conn: sqlite3.Connection, session_id: int) -> None:
         """Bring one session's entry up to date after this Store changed its row."""
