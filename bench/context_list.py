@@ -4,8 +4,8 @@ Figures (median of repeated runs, in ms):
 
 - `context_daemon`: `BuildContext` of a 10 000-event session through the real daemon and the real
   sync client (the whole prompt crosses the socket).
-- `context_store`: `Store.build_context` + `build_context_prompt` in-process, on the same open
-  Store (as the daemon's store worker runs it).
+- `context_store`: `Store.rendered_context` + `build_context_prompt` in-process, on the same open
+  Store (as the daemon's store worker runs it: the rendered context blocks, azsd.store.rendered).
 - `context_store_cold`: the same on a freshly opened Store with the process's row cache emptied
   each time (nothing decoded before: the first context after the daemon starts).
 - `list_daemon`: `ListSessions(limit=10000)` of a store holding 10 000 sessions, through the daemon.
