@@ -1,19 +1,13 @@
 """Live follow: agent JSONL files tailed line by line into their sessions.
 
 One thread (the follower) owns every followed file and takes its work from an inbox
-(:mod:`azsd.ingest.inbox`). The watcher thread's hints (:mod:`azsd.ingest.watcher`) and a stat
-poll of its own every :data:`POLL_S` make it read each file from its saved byte offset to EOF
-(:class:`~azsd.ingest.tailing.Tail`: torn last lines wait, huge lines are skipped, a replaced or
-truncated file is re-read without storing anything twice).
-
-Each read's events, the new offset and the run's usage are stored **in one transaction**
-(:mod:`azsd.ingest.follow_store`; the offset with compare-and-swap), so a crash loses nothing and
-stores nothing twice. A follow ends on the turn's final event (a `Complete`), on `Unfollow`, or
-when its writer process is gone and the file has been idle for `follow_idle_s`.
-
-A follow never spins and never vanishes silently: a failed commit, a failed read of its position
-or a file it cannot read makes it back off (:mod:`azsd.backoff`), and after :data:`MAX_FAILURES`
-failures in a row it is ended, with the reason kept in `status` (as is why a live follow waits).
+(:mod:`azsd.ingest.inbox`). Watcher hints (:mod:`azsd.ingest.watcher`) and a stat poll every
+:data:`POLL_S` make it read each file from its saved offset to EOF (:class:`~azsd.ingest.tailing.Tail`).
+Each read's events, the new offset (compare-and-swap) and the run's usage are stored in one
+transaction (:mod:`azsd.ingest.follow_store`): a crash loses nothing and stores nothing twice. A
+follow ends on the turn's final event, on `Unfollow`, or once its writer is gone and the file idle
+for `follow_idle_s`. It never spins nor vanishes silently: failures back off (:mod:`azsd.backoff`),
+and after :data:`MAX_FAILURES` in a row it ends, with the reason kept in `status`.
 """
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ import logging
 import queue
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -81,21 +82,18 @@ class Reader(threading.Thread):
             if store is None or not self.queue.empty():
                 return False
             self._inline_at = time.monotonic()
-            try:
+
+            def read() -> Any:
                 store.check_file()
                 with store.busy_timeout(0), store.snapshot():
-                    value = task.run(store)
+                    return task.run(store)
+
+            try:
+                self._settle(task, read)
             except StoreBusyError:
                 return False
             except NeedsWriterError:
                 self._registry.forward(self.root, task)
-            except (AzsdError, ValueError, OverflowError) as exc:
-                task.future.set_exception(exc)
-            except Exception as exc:
-                log.exception("a read failed in the store of %s", self.root)
-                task.future.set_exception(exc)
-            else:
-                task.future.set_result(value)
             return True
         finally:
             self._using.release()
@@ -115,11 +113,24 @@ class Reader(threading.Thread):
             else:
                 task.future.set_exception(open_error(self.root, exc))
             return None
-        try:
+
+        def read() -> Any:
             with store.snapshot():
-                value = task.run(store)
+                return task.run(store)
+
+        try:
+            self._settle(task, read)
         except (NeedsWriterError, StoreBusyError):  # it must write, or the file stays locked
             self._registry.forward(self.root, task)
+        return store
+
+    def _settle(self, task: Task[Any], read: Callable[[], Any]) -> None:
+        """Give `task` what `read` returns, or its error; a read that must move on (to the writer,
+        or to wait for a lock) raises NeedsWriterError or StoreBusyError to the caller."""
+        try:
+            value = read()
+        except (NeedsWriterError, StoreBusyError):
+            raise
         except (AzsdError, ValueError, OverflowError) as exc:
             task.future.set_exception(exc)
         except Exception as exc:
@@ -127,7 +138,6 @@ class Reader(threading.Thread):
             task.future.set_exception(exc)
         else:
             task.future.set_result(value)
-        return store
 
 
 @dataclass
