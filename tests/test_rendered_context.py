@@ -31,6 +31,7 @@ from azsd.events import (
 from azsd.ingest.file import ingest_file
 from azsd.store import Store, rendered, store_path
 from azsd.store.cache import ROWS
+from azsd.store.core import StoreBusyError
 from azsd.store.rendered import CONTEXT_INLINE_ROWS
 from azsd.store.schema import CONTEXT_HWM_KEY
 from tests.conftest import corpus_files, requires_corpus
@@ -250,3 +251,23 @@ def test_a_damaged_group_is_read_from_the_events(tmp_path: Path) -> None:
     conn.execute("UPDATE azsd_context SET text = ? WHERE session_id = ?", (b"\x28\xb5\x2f\xfd garbage", sid))
     conn.close()
     assert_same(tmp_path, sid)
+
+
+def test_a_locked_file_is_a_busy_store_not_a_crash(tmp_path: Path) -> None:
+    """A reader that cannot get the file's lock says so with StoreBusyError (its worker then waits
+    on the reader thread or hands the read to the writer), never a raw sqlite3 error."""
+    with Store.open(tmp_path) as store:
+        sid = store.create_session("s", "main").id
+        store.append_events(sid, turn(1))
+    with Store.open(tmp_path, reader=True) as reader:
+        holder = sqlite3.connect(store_path(tmp_path), isolation_level=None)
+        holder.execute("BEGIN EXCLUSIVE")
+        try:
+            with reader.busy_timeout(0):
+                for read in (reader.rendered_context, reader.get_session):
+                    with pytest.raises(StoreBusyError):
+                        read(sid)
+        finally:
+            holder.execute("ROLLBACK")
+            holder.close()
+        assert reader.rendered_context(sid) is not None

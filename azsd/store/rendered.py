@@ -33,7 +33,7 @@ from azsd.context import USER_MAY_BE_INJECTED, render_event, strip_flag
 from azsd.events import Event, EventDecodeError, decode_events
 from azsd.store.chunks import ChunkedWrite
 from azsd.store.codec import CodecError
-from azsd.store.core import StoreCore
+from azsd.store.core import StoreCore, _translate
 from azsd.store.schema import CONTEXT_HWM_KEY
 
 __all__ = ["CONTEXT_INLINE_ROWS", "GROUP_BYTES", "ContextTable"]
@@ -210,11 +210,16 @@ class ContextTable(StoreCore):
     # -- reading --------------------------------------------------------------------------------
 
     def _context_joined(self, session_id: int, from_seq: int) -> tuple[bool, str] | None:
+        """:meth:`_joined`, its sqlite3 errors translated (a locked file is StoreBusyError)."""
+        with _translate(self.path):
+            return self._joined(session_id, from_seq)
+
+    def _joined(self, session_id: int, from_seq: int) -> tuple[bool, str] | None:
         """Whether the session has events from `from_seq` on, and their blocks joined as
         :func:`azsd.context.render_transcript` joins them (less whitespace at the end, which its
         `trim_end` would take off: no block is blank), when the groups alone give the context: every
         row rendered, no prompt that may hold injected context, groups in seq order. Else None (see
-        :meth:`_context_rows`)."""
+        :meth:`_rows`)."""
         groups = self._context_groups(session_id, from_seq)
         if groups is None or any(injected for _, _, injected, _, _ in groups):
             return None
@@ -268,6 +273,11 @@ class ContextTable(StoreCore):
         return groups
 
     def _context_rows(self, session_id: int, from_seq: int) -> list[Entry] | None:
+        """:meth:`_rows`, its sqlite3 errors translated (a locked file is StoreBusyError)."""
+        with _translate(self.path):
+            return self._rows(session_id, from_seq)
+
+    def _rows(self, session_id: int, from_seq: int) -> list[Entry] | None:
         """Every readable row of the session from `from_seq` on as `(seq, strip flag, block)`, in
         order: from the groups, and rendered now from the events above the mark; None for a store
         without the table (a newer schema opened read-only)."""
