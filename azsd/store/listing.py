@@ -74,8 +74,7 @@ class SessionListing(StoreCore):
             if info is None:
                 raise SessionNotFoundError(session_id)
             return self._with_follows([info])[0]
-        with _translate(self.path):
-            hwm = self._summary_hwm(self._conn) if self._conn is not None else None
+        hwm = self._summary_hwm(self._conn) if self._conn is not None else None
         if hwm is None:  # no summaries (a newer schema read-only): count the events
             rows = self._query(
                 f"SELECT {_SESSION_COLUMNS}, COALESCE(e.n, 0), COALESCE(e.msgs, 0) FROM {self._sessions} "

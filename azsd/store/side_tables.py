@@ -31,7 +31,6 @@ from azsd.model import (
     UsagePart,
     UsageRow,
 )
-from azsd.store.core import _translate
 from azsd.store.events import EventLog
 from azsd.store.listing import _require_session
 
@@ -382,12 +381,7 @@ class SideTables(EventLog):
     def rendered_context(self, session_id: int) -> ContextPayload | None:
         """:meth:`build_context`, read from the rendered blocks (:mod:`azsd.store.rendered`): the same
         prompt byte for byte, with `rendered` alone given (`events` left empty). Rows not rendered yet,
-        and runs of prompts that may hold injected context, are taken from the events. A locked file
-        is :class:`~azsd.errors.StoreBusyError`, as for every other read."""
-        with _translate(self.path):
-            return self._rendered_context(session_id)
-
-    def _rendered_context(self, session_id: int) -> ContextPayload | None:
+        and runs of prompts that may hold injected context, are taken from the events."""
         latest = self.latest_compaction(session_id)
         summary = latest.summary if latest else None
         from_seq = latest.after_seq + 1 if latest else 1
