@@ -12,35 +12,24 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import psycopg
 import pytest
-import zmq
 
 from azsd.errors import BadRequestError, RemoteSessionNotFound
 from azsd.ipc import protocol as p
-from azsd.ipc.transport import Outbox
 from azsd.server.registry import StoreRegistry
 from azsd.store.codec import RowCodec
 from azsd.sync import remote
 from azsd.sync.pusher import POLL_S, Pusher
 from tests import pg_fixture
+from tests.test_workers import registry
 
 make_db = pg_fixture.make_db
 pg_url = pg_fixture.pg_url
-
-
-@pytest.fixture
-def registry() -> Iterator[StoreRegistry]:
-    ctx: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
-    outbox = Outbox(ctx)
-    reg = StoreRegistry(outbox, idle_close_s=30)
-    yield reg
-    reg.close()
-    outbox.close()
-    ctx.term()
+__all__ = ["registry"]  # the fixture, shared with test_workers
 
 
 class _CountingPusher(Pusher):

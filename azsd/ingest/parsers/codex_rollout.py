@@ -48,6 +48,7 @@ from azsd.ingest.parsers.codex_tools import (
     describe_write_stdin,
     normalize_tool_output,
 )
+from azsd.ingest.parsers.tally import line_stamp
 from azsd.rusttext import rust_lines, trim
 
 __all__ = ["CodexRolloutParser"]
@@ -261,7 +262,7 @@ class CodexRolloutParser(LineParser):
         return events
 
     def _route(self, obj: Json) -> list[Event] | None:
-        self._line_time = _timestamp(obj.get("timestamp"))
+        self._line_time = line_stamp(obj.get("timestamp"))
         if self._turn_start is None:
             self._turn_start = self._line_time
         kind, payload = obj.get("type"), obj.get("payload")
@@ -400,14 +401,3 @@ class CodexRolloutParser(LineParser):
             return []
         is_error = output.startswith("Error") or "Exit code: 1" in output
         return [_result(call_id, "shell_command", output, is_error)]
-
-
-def _timestamp(value: Any) -> datetime | None:
-    """A line's ISO-8601 `timestamp` (`2025-09-25T21:12:14.126Z`), or None when absent or unusable."""
-    if not isinstance(value, str):
-        return None
-    try:
-        stamp = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return stamp if stamp.tzinfo is not None else None

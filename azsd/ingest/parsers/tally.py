@@ -26,22 +26,29 @@ from typing import Any
 
 from azsd.model import SLOT_SECONDS, Usage
 
-__all__ = ["SLOT_SECONDS", "Part", "PartTotal", "UsageTally", "line_time", "slot_of"]
+__all__ = ["SLOT_SECONDS", "Part", "PartTotal", "UsageTally", "line_stamp", "line_time", "slot_of"]
 
 
-def line_time(value: Any) -> float | None:
-    """A line's ISO-8601 `timestamp` (`2025-09-25T21:12:14.126Z`) as Unix seconds, or None.
-
-    >>> line_time("1970-01-01T00:01:00.500Z"), line_time("noon"), line_time("2025-01-01T00:00:00")
-    (60.5, None, None)
-    """
+def line_stamp(value: Any) -> datetime | None:
+    """A line's ISO-8601 `timestamp` (`2025-09-25T21:12:14.126Z`), or None when absent, unusable or
+    without a time zone."""
     if not isinstance(value, str):
         return None
     try:
         stamp = datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
         return None
-    return stamp.timestamp() if stamp.tzinfo is not None else None
+    return stamp if stamp.tzinfo is not None else None
+
+
+def line_time(value: Any) -> float | None:
+    """:func:`line_stamp` as Unix seconds, or None.
+
+    >>> line_time("1970-01-01T00:01:00.500Z"), line_time("noon"), line_time("2025-01-01T00:00:00")
+    (60.5, None, None)
+    """
+    stamp = line_stamp(value)
+    return stamp.timestamp() if stamp is not None else None
 
 
 def slot_of(at: float | None) -> int | None:
