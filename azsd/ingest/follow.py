@@ -62,6 +62,7 @@ class Follower:
         self._reply = reply  # thread-safe: goes through the outbox
         self._idle_end_s = idle_end_s
         self._follows: dict[str, Tail] = {}
+        self._closing: dict[int, Tail] = {}  # ended, their last commit in flight: still shown live
         self._ended: deque[p.FollowView] = deque(maxlen=ENDED_KEPT)
         self._lock = threading.Lock()
         self._inbox: queue.SimpleQueue[Message] = queue.SimpleQueue()
@@ -99,9 +100,11 @@ class Follower:
             self._inbox.put(Resume(root, record))
 
     def views(self) -> list[p.FollowView]:
-        """Live follows, then the most recently ended ones."""
+        """Live follows (with those whose last lines are being stored), then the most recently
+        ended ones: a follow shows as ended only once what it read is stored."""
         with self._lock:
-            return [f.view() for f in self._follows.values()] + list(self._ended)
+            live = [*self._follows.values(), *self._closing.values()]
+            return [f.view() for f in live] + list(self._ended)
 
     # -- the follower thread ----------------------------------------------------------------------
 
@@ -389,7 +392,7 @@ class Follower:
             record.ended = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime())
             with self._lock:
                 self._follows.pop(follow.record.path, None)
-                self._ended.appendleft(self._ended_view(follow, record, reason))
+                self._closing[id(follow)] = follow
         root = follow.root
         started = follow.last_growth
         generation = follow.generation
@@ -403,6 +406,10 @@ class Follower:
                 self._registry.publish(root, done.result())
             elif end_follow:
                 log.warning("storing the end of the follow of %s failed: %s", record.path, exc)
+            if end_follow:  # now, and not before, `status` shows it ended
+                with self._lock:
+                    self._closing.pop(id(follow), None)
+                    self._ended.appendleft(self._ended_view(follow, record, reason))
             if envelope is not None:  # an Unfollow, answered once its last read is stored
                 self._reply(envelope, p.OkReply() if exc is None else error_reply(exc))
             self._inbox.put(Committed(follow, generation, exc, record))

@@ -148,3 +148,41 @@ def test_a_followed_file_that_cannot_be_read_says_so_and_recovers() -> None:
         d.close()
         shutil.rmtree(base, ignore_errors=True)
         shutil.rmtree(root, ignore_errors=True)
+
+
+def test_a_follow_shows_active_until_its_final_line_is_stored() -> None:
+    """`status` saying a follow ended means its last lines are stored: a session read right after
+    shows the turn's outcome, never `running` (CI saw the follow gone while its commit still waited
+    for the store)."""
+    base, root = short_tmpdir(), short_tmpdir()
+    agent = root / "run.jsonl"
+    agent.write_bytes(line("one"))
+    d = start_daemon(base / "run")
+    try:
+        created = d.request(p.CreateSession(root=str(root)))
+        assert isinstance(created, p.SessionReply)
+        sid = created.session.id
+        reply = d.request(p.Follow(root=str(root), session=sid, path=str(agent), format="claude-stream-json"))
+        assert isinstance(reply, p.FollowReply)
+        wait_until(lambda: len(stored_data(d, root, sid)) == 1, 10, "the first line")
+        holder = sqlite3.connect(root / ".azureal" / "sessions.azs", isolation_level=None)
+        holder.execute("BEGIN IMMEDIATE")  # the final line's commit waits for this lock
+        try:
+            with agent.open("ab") as out:
+                out.write(
+                    b'{"type":"result","subtype":"success","session_id":"s","is_error":false,"duration_ms":7}\n'
+                )
+            wait_until(lambda: follow_view(d, agent).state == "waiting", 4, "the final line to wait")
+            assert follow_view(d, agent).active, "its last lines are not stored yet"
+        finally:
+            holder.execute("ROLLBACK")
+            holder.close()
+        wait_until(lambda: not follow_view(d, agent).active, 15, "the follow to end")
+        session = d.request(p.GetSession(root=str(root), session=sid))
+        assert isinstance(session, p.SessionReply)
+        assert session.session.state == "succeeded", session.session
+        assert follow_view(d, agent).reason == "the turn ended (its final event is stored)"
+    finally:
+        d.close()
+        shutil.rmtree(base, ignore_errors=True)
+        shutil.rmtree(root, ignore_errors=True)
