@@ -1,9 +1,11 @@
 """RPC latency and throughput: `Status`, a 100-event `GetEvents` page, and 8 concurrent clients.
 
 Through the real daemon with the real sync :class:`azsd_client.Client`: the p50/p99 round trip of
-`Status`, of a 100-event `GetEvents` page (a session pre-filled with ~1000 corpus-like events,
-pages taken at varying offsets), and the requests per second 8 client processes get, each
-running its own `Client` in a `Status` loop.
+`Status`; of a 100-event `GetEvents` page read again (`rpc_page`: pages at 25 offsets in turn of a
+session of corpus-like events, as an editor reopening and scrolling a transcript reads them; the
+daemon keeps them encoded, :mod:`azsd.server.pages`); of a page read for the first time
+(`rpc_page_first`: every page at a new offset, built from the stored rows); and the requests per
+second 8 client processes get, each running its own `Client` in a `Status` loop.
 
 Baseline, in the same run: a bare pyzmq ROUTER in a separate process that answers each request
 with a reply of the same size as the daemon's (captured first), over `ipc://`, measured with
@@ -142,10 +144,12 @@ def _timed(fn: Callable[[], object], n: int) -> list[float]:
 
 def main(*, quick: bool = False) -> None:
     rounds = 20 if quick else 100  # of BLOCK round trips each, the daemon's and the echo's in turn
+    size = rounds * BLOCK + PAGE + 2  # events: each first-time page at an offset of its own
     slices = 2 if quick else 4  # of the throughput runs, likewise in turn
     duration = 1.5 if quick else 2.0
     status_us: list[float] = []
     page_us: list[float] = []
+    first_us: list[float] = []
     bare_status: list[float] = []
     bare_page: list[float] = []
     ours_rps: list[float] = []
@@ -159,9 +163,9 @@ def main(*, quick: bool = False) -> None:
         ctx: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
         with running_daemon(run), Client(daemon_config(run), timeout=30) as client:
             sid = client.create_session(root, "rpc").session.id
-            events = corpus_like_events(1_000)
-            for i in range(0, len(events), 100):
-                client.append_events(root, sid, events[i : i + 100])
+            events = corpus_like_events(size)
+            for i in range(0, len(events), 500):
+                client.append_events(root, sid, events[i : i + 500])
             status_req = p.encode(p.Status())
             page_req = p.encode(p.GetEvents(root=str(root), session=sid, from_seq=1, limit=PAGE))
             sizes = [
@@ -172,13 +176,19 @@ def main(*, quick: bool = False) -> None:
             assert echo.stdout is not None
             echo.stdout.readline()
             sock = connect_dealer(ctx, endpoint)
-            offsets = itertools.cycle(range(1, len(events) - PAGE, 37))
+            offsets = itertools.cycle(range(1, 1_000 - PAGE, 37))
+            new_offsets = iter(range(2, len(events) - PAGE))  # (1 is the page whose size is measured)
 
             def page() -> None:
                 got = client.get_events_page(root, sid, from_seq=next(offsets), limit=PAGE)
                 assert len(got.events) == PAGE
 
+            def first_page() -> None:
+                got = client.get_events_page(root, sid, from_seq=next(new_offsets), limit=PAGE)
+                assert len(got.events) == PAGE
+
             _timed(client.status, 2 * BLOCK)  # warm-up
+            time.sleep(0.1)  # the appends settle: the daemon keeps pages of a file changed >50 ms ago
             _timed(page, BLOCK)
             _bare_latencies(sock, status_req, 2 * BLOCK)
             for _ in range(rounds):  # in turn, so both see the same neighbours on this shared machine
@@ -186,6 +196,7 @@ def main(*, quick: bool = False) -> None:
                 bare_status += _bare_latencies(sock, status_req, BLOCK)
                 page_us += _timed(page, BLOCK)
                 bare_page += _bare_latencies(sock, page_req, BLOCK)
+                first_us += _timed(first_page, BLOCK)
 
             def ours(at: float) -> _Job:
                 return _Job(role="client", endpoint="", runtime_dir=str(run), start_at=at, duration=duration)
@@ -210,6 +221,8 @@ def main(*, quick: bool = False) -> None:
         report(f"rpc_status_p{q}", percentile(status_us, q), "us", percentile(bare_status, q))
     for q in (50, 99):
         report(f"rpc_page_p{q}", percentile(page_us, q), "us", percentile(bare_page, q))
+    for q in (50, 99):
+        report(f"rpc_page_first_p{q}", percentile(first_us, q), "us", percentile(bare_page, q))
     report(f"rpc_{CLIENTS}_clients", statistics.mean(ours_rps), "req/s", statistics.mean(bare_rps))
 
 

@@ -263,10 +263,10 @@ def test_a_locked_file_is_a_busy_store_not_a_crash(tmp_path: Path) -> None:
         holder = sqlite3.connect(store_path(tmp_path), isolation_level=None)
         holder.execute("BEGIN EXCLUSIVE")
         try:
-            with reader.busy_timeout(0):
-                for read in (reader.rendered_context, reader.get_session):
-                    with pytest.raises(StoreBusyError):
-                        read(sid)
+            reader.wait_for_locks(0)
+            for read in (reader.rendered_context, reader.get_session):
+                with pytest.raises(StoreBusyError):
+                    read(sid)
         finally:
             holder.execute("ROLLBACK")
             holder.close()

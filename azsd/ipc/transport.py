@@ -38,6 +38,7 @@ __all__ = [
     "publish",
     "recv_notification",
     "recv_reply",
+    "recv_reply_within",
     "recv_request",
     "send_reply",
     "send_request",
@@ -157,6 +158,20 @@ def send_request(sock: zmq.Socket[bytes], request_id: bytes, payload: bytes) -> 
 def recv_reply(sock: zmq.Socket[bytes]) -> tuple[bytes, bytes]:
     """`(request_id, payload)` of the next reply on a DEALER."""
     frames = sock.recv_multipart()
+    if len(frames) != 2:
+        return b"", b""
+    return frames[0], frames[1]
+
+
+def recv_reply_within(sock: zmq.Socket[bytes], timeout_s: float) -> tuple[bytes, bytes] | None:
+    """As :func:`recv_reply`, or None when no reply came within `timeout_s` (a receive timeout on
+    the socket, cheaper than polling it first). The socket keeps the timeout: use this function
+    for every receive on it, or set it back."""
+    sock.setsockopt(zmq.RCVTIMEO, max(1, int(timeout_s * 1000)))
+    try:
+        frames = sock.recv_multipart()
+    except zmq.Again:
+        return None
     if len(frames) != 2:
         return b"", b""
     return frames[0], frames[1]

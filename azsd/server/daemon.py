@@ -16,7 +16,7 @@ import os
 import stat
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from functools import partial
 from pathlib import Path
@@ -39,8 +39,10 @@ from azsd.model import FollowRecord
 from azsd.sdnotify import notify, watchdog_interval
 from azsd.server.handlers import handle, runs_alone
 from azsd.server.idempotency import RequestKeys
+from azsd.server.pages import PageCache
 from azsd.server.registry import StoreRegistry
 from azsd.server.views import appended_notes
+from azsd.server.workers import Outcome
 from azsd.store import Store
 
 if TYPE_CHECKING:
@@ -135,6 +137,7 @@ class Daemon:
             max_open=self.config.max_open_stores,
         )
         self._keys = RequestKeys(self._registry)
+        self._pages = PageCache()
         if self.config.sync_url is not None:  # psycopg is imported only then
             from azsd.sync.service import SyncService
 
@@ -248,18 +251,25 @@ class Daemon:
             case p.Unfollow():
                 self._follower.unfollow(envelope, request.root, request.path)
             case _:
-                store_request = request  # a lambda does not keep the narrowing of `request`
-                publish = partial(self._registry.publish, request.root)
                 self._keys.answer(  # a retry with a known `request_key` gets the first reply
                     request.root,
                     envelope,
                     request,
-                    lambda store: handle(store, store_request, publish),
+                    self._runner(request),
+                    peek=partial(self._pages.peek, req=request) if isinstance(request, p.GetEvents) else None,
                     alone=runs_alone(request),
                     read=isinstance(request, _READS),
                     inline=isinstance(request, _QUICK_READS)
                     and not (isinstance(request, p.GetEvents) and request.limit > _INLINE_PAGE),
                 )
+
+    def _runner(self, request: p.StoreRequest) -> Callable[[Store], Outcome]:
+        """What carries out a store request in the store's thread (a page: through the page cache)."""
+        assert self._registry is not None
+        if isinstance(request, p.GetEvents):
+            return partial(self._pages.answer, req=request)
+        publish = partial(self._registry.publish, request.root)
+        return lambda store: handle(store, request, publish)
 
     def _status(self) -> p.StatusReply:
         assert self._registry is not None

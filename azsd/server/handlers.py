@@ -142,10 +142,10 @@ def append_events(store: Store, req: p.AppendEvents) -> Outcome:
 def get_events(store: Store, req: p.GetEvents) -> Outcome:
     if req.limit < 1 or req.from_seq < 1:
         raise BadRequestError("from_seq and limit must be at least 1")
-    _require(store, req.session)
-    last = req.from_seq + req.limit - 1
-    page, skipped = store.load_json(req.session, req.from_seq, last)
-    next_seq = last + 1 if last < store.max_seq(req.session) else None
+    page, skipped, more = store.page_json(req.session, req.from_seq, req.limit)
+    if not page and not skipped:
+        _require(store, req.session)  # (rows of a session prove it is there)
+    next_seq = req.from_seq + req.limit if more else None
     events = [p.WireEvent(seq=seq, kind=kind, data=data) for seq, kind, data in page]
     return Outcome(p.EventsPage(events=events, next_seq=next_seq, skipped=skipped))
 

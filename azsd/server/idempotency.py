@@ -35,7 +35,7 @@ from azsd.errors import BadRequestError
 from azsd.ipc import protocol as p
 from azsd.ipc.transport import Envelope
 from azsd.server.registry import StoreRegistry
-from azsd.server.workers import Outcome, error_reply
+from azsd.server.workers import Outcome, encoded, error_reply
 from azsd.store import Store
 
 __all__ = ["MAX_KEY_CHARS", "PRUNE_BATCH", "RETENTION_S", "RequestKeys", "key_problem", "request_digest"]
@@ -111,13 +111,14 @@ class RequestKeys:
         alone: bool = False,
         read: bool = False,
         inline: bool = False,
+        peek: Callable[[Store], Outcome | None] | None = None,
     ) -> None:
         """Run `fn` (which carries out `request`) in the store of `root` and answer `envelope`, unless
         the request's key says it is running already or was carried out. A `read` (never keyed)
         runs on the store's reader (an `inline` one maybe in the calling thread: see
-        :meth:`StoreRegistry.answer`)."""
+        :meth:`StoreRegistry.answer`), after its `peek` (:class:`~azsd.server.workers.Task`)."""
         if not isinstance(request, p.KeyedRequest) or not isinstance(request.request_key, str):
-            self._registry.answer(root, envelope, fn, alone=alone, read=read, inline=inline)
+            self._registry.answer(root, envelope, fn, alone=alone, read=read, inline=inline, peek=peek)
             return
         key = request.request_key
         problem = key_problem(key)
@@ -173,7 +174,7 @@ class RequestKeys:
         outcome = fn(store)
         if store.exists and not store.read_only and not isinstance(outcome.reply, p.ErrorReply):
             store.remember_request(
-                key, digest, p.encode(outcome.reply), now, forget_before=now - RETENTION_S, prune=PRUNE_BATCH
+                key, digest, encoded(outcome.reply), now, forget_before=now - RETENTION_S, prune=PRUNE_BATCH
             )
         return outcome
 
@@ -190,5 +191,5 @@ class RequestKeys:
                 for waiter in flight.waiters:
                     self._send(waiter, reply)
 
-    def _send(self, envelope: Envelope, reply: p.Reply) -> None:
-        self._registry.outbox.sender().reply(envelope, p.encode(reply))
+    def _send(self, envelope: Envelope, reply: p.Reply | bytes) -> None:
+        self._registry.outbox.sender().reply(envelope, encoded(reply))

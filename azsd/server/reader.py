@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from azsd.errors import AzsdError
 from azsd.server.workers import Task, Writer, open_error
 from azsd.store import Store
-from azsd.store.core import NeedsWriterError, StoreBusyError
+from azsd.store.core import READ_BUSY_TIMEOUT_S, NeedsWriterError, StoreBusyError
 
 if TYPE_CHECKING:
     from azsd.server.registry import StoreRegistry
@@ -85,7 +85,11 @@ class Reader(threading.Thread):
 
             def read() -> Any:
                 store.check_file()
-                with store.busy_timeout(0), store.snapshot():
+                found = task.peek(store) if task.peek is not None else None
+                if found is not None:
+                    return found
+                store.wait_for_locks(0)  # never hold up the socket thread: queue the read instead
+                with store.snapshot():
                     return task.run(store)
 
             try:
@@ -115,6 +119,10 @@ class Reader(threading.Thread):
             return None
 
         def read() -> Any:
+            found = task.peek(store) if task.peek is not None else None
+            if found is not None:
+                return found
+            store.wait_for_locks(READ_BUSY_TIMEOUT_S)
             with store.snapshot():
                 return task.run(store)
 

@@ -32,7 +32,7 @@ from azsd.errors import ShuttingDownError
 from azsd.ipc import protocol as p
 from azsd.ipc.transport import Envelope, Outbox
 from azsd.server.reader import Reader, Slot
-from azsd.server.workers import Outcome, Task, Writer, error_reply, future_then
+from azsd.server.workers import Outcome, Task, Writer, encoded, error_reply, future_then
 from azsd.store import Store
 
 __all__ = ["MAX_OPEN_STORES", "OnOpen", "StoreRegistry"]
@@ -112,6 +112,7 @@ class StoreRegistry:
         alone: bool = False,
         read: bool = False,
         inline: bool = False,
+        peek: Callable[[Store], Outcome | None] | None = None,
     ) -> None:
         """Run a client's request: once committed, publish its notifications and send its reply.
 
@@ -119,7 +120,7 @@ class StoreRegistry:
         read (a quick one: a page, a session) runs at once in the calling thread, the daemon's
         socket thread, when the store's reader is open and idle (:meth:`Reader.try_inline`).
         """
-        task = Task(fn, future_then(lambda done: self.deliver(root, envelope, done)), alone)
+        task = Task(fn, future_then(lambda done: self.deliver(root, envelope, done)), alone, peek)
         key = (root, envelope.identity)
         before: Future[Any] | None = None
         reader: Reader | None = None
@@ -145,13 +146,13 @@ class StoreRegistry:
         """Publish a finished request's notifications and answer it (an error reply if it failed)."""
         exc = done.exception()
         if exc is not None:
-            reply: p.Reply = error_reply(exc)
+            reply: p.Reply | bytes = error_reply(exc)
         else:
             outcome = done.result()
             self.publish(root, outcome.notes)
             reply = outcome.reply
         if envelope is not None:
-            self.outbox.sender().reply(envelope, p.encode(reply))
+            self.outbox.sender().reply(envelope, encoded(reply))
 
     def publish(self, root: str, notes: Sequence[p.Notification]) -> None:
         """Number and publish notifications of the store of `root` (call from its worker thread)."""

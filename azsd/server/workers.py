@@ -56,6 +56,7 @@ __all__ = [
     "Outcome",
     "Task",
     "Writer",
+    "encoded",
     "error_reply",
     "future_then",
     "open_error",
@@ -74,10 +75,11 @@ T = TypeVar("T")
 
 @dataclass
 class Outcome:
-    """What a request did: its reply, and the notifications (with `seq=0`, numbered when they are
-    published) that go out with it once the work is committed."""
+    """What a request did: its reply (or its bytes, encoded already: :mod:`azsd.server.pages`), and
+    the notifications (with `seq=0`, numbered when they are published) that go out with it once the
+    work is committed."""
 
-    reply: p.Reply
+    reply: p.Reply | bytes
     notes: list[p.Notification] = field(default_factory=list)
 
 
@@ -85,11 +87,18 @@ class Outcome:
 class Task(Generic[T]):
     """One call queued for a store: the work, the future of its result, and what runs after the
     commit. An `alone` task runs outside any transaction (a backup cannot read a store its own
-    connection is writing)."""
+    connection is writing). A reader first tries `peek`, outside any transaction: a result it
+    already has (a page encoded before), or None to `run` the task."""
 
     run: Callable[[Store], T]
     future: Future[T]
     alone: bool = False
+    peek: Callable[[Store], T | None] | None = None
+
+
+def encoded(reply: p.Reply | bytes) -> bytes:
+    """The bytes of an outcome's reply."""
+    return reply if isinstance(reply, bytes) else p.encode(reply)
 
 
 def error_reply(exc: BaseException) -> p.ErrorReply:

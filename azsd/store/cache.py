@@ -39,11 +39,13 @@ class CachedRow:
 
     __slots__ = ("cost", "event", "json", "key", "rendered", "rendered_known", "wire")
 
-    def __init__(self, key: bytes | str, json: bytes) -> None:
+    def __init__(self, key: bytes | str, json: bytes, event: Event | None = None) -> None:
+        """`event`, when given, is the one `json` is `encode_event` of (an append's): its wire text
+        is then `json` itself."""
         self.key = key
         self.json = json
-        self.event: Event | None = None
-        self.wire: str | None = None  # `encode_event(event)` as text
+        self.event: Event | None = event
+        self.wire: str | None = None if event is None else json.decode()  # `encode_event(event)` as text
         self.rendered: str | None = None  # `render_event(event)` (None is a value: not shown)
         self.rendered_known = False
         # the event, the wire text and the rendered block each hold about as much as the JSON

@@ -16,10 +16,12 @@ path is no longer the one it opened (replaced, deleted, or created by someone el
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import sqlite3
 import stat
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -42,6 +44,12 @@ __all__ = [
 ]
 
 log = logging.getLogger("azsd.store")
+#: Numbers the connections this process opens, so a reopened file never looks like the one before.
+_CONNECTIONS: Final = itertools.count(1)
+#: How long ago the file must have changed for :meth:`StoreCore.read_version` to tell its state
+#: (well over a kernel tick), and on a file system that keeps whole seconds.
+_SETTLED_NS: Final = 50_000_000
+_SETTLED_COARSE_NS: Final = 2_000_000_000
 
 STORE_DIR: Final = ".azureal"
 STORE_FILE: Final = "sessions.azs"
@@ -79,6 +87,9 @@ class StoreCore:
         self.schema_version: int | None = None
         self._conn: sqlite3.Connection | None = None
         self._file_id: tuple[int, int] | None = None  # (st_dev, st_ino) of the file opened
+        self._opened = 0  # which connection this is, of all this process opened (see read_version)
+        self._lock_wait_ms: int | None = None  # the connection's busy_timeout, when set by us
+        self._seen: os.stat_result | None = None  # the file as check_file last saw it
         self._codec = RowCodec()
         self._depth = 0
         if self.path.exists():
@@ -107,13 +118,13 @@ class StoreCore:
         if self._conn is not None:
             self._conn.close()
             self._conn = None
-        self._file_id = None
+        self._file_id, self._seen = None, None
 
     def check_file(self) -> str | None:
         """Follow the file at the store's path when it is no longer the one this Store opened: reopen
         a replaced file, let go of a deleted one (the next create makes a new file), open one that
         appeared. Returns what happened, for the log (None when nothing did). Call between
-        transactions: it costs one stat.
+        transactions: it costs one stat (kept for :meth:`read_version`).
         """
         assert self._depth == 0, "check_file inside a transaction"
         try:
@@ -127,6 +138,7 @@ class StoreCore:
             self._connect()
             return "created" if self._conn is not None else None
         if (info.st_dev, info.st_ino) == self._file_id:
+            self._seen = info
             return None
         self.close()
         self.read_only, self.schema_version = False, None  # of the file that was there
@@ -186,6 +198,7 @@ class StoreCore:
                 conn.execute("PRAGMA synchronous = NORMAL")
                 conn.execute("PRAGMA foreign_keys = ON")
         self._conn = conn
+        self._opened, self._lock_wait_ms = next(_CONNECTIONS), None
         if not self.read_only:
             with _translate(self.path):
                 self._migrate()
@@ -210,6 +223,7 @@ class StoreCore:
             conn.close()
             return
         self._conn, self._file_id = conn, file_id
+        self._opened, self._lock_wait_ms = next(_CONNECTIONS), None
         self.read_only = version > SCHEMA_VERSION
         self.schema_version = version
 
@@ -310,22 +324,33 @@ class StoreCore:
                 with _translate(self.path):
                     conn.execute("ROLLBACK")
 
-    @contextmanager
-    def busy_timeout(self, seconds: float) -> Iterator[None]:
-        """Wait at most `seconds` for a lock within the block (then :class:`StoreBusyError`), instead of
-        the connection's own timeout: for a read that must not hold its thread up."""
+    def wait_for_locks(self, seconds: float) -> None:
+        """From now on, wait at most `seconds` for another connection's lock (then
+        :class:`StoreBusyError`); kept until changed, and changing it costs a statement only when the
+        value is new (a reader's inline reads wait 0, its own thread the connection's default)."""
         conn = self._conn
-        if conn is None:
-            yield
+        ms = int(seconds * 1000)
+        if conn is None or ms == self._lock_wait_ms:
             return
-        own = READ_BUSY_TIMEOUT_S if self.reader else BUSY_TIMEOUT_S
         with _translate(self.path):
-            conn.execute(f"PRAGMA busy_timeout = {int(seconds * 1000)}")
-        try:
-            yield
-        finally:
-            with _translate(self.path):
-                conn.execute(f"PRAGMA busy_timeout = {int(own * 1000)}")
+            conn.execute(f"PRAGMA busy_timeout = {ms}")
+        self._lock_wait_ms = ms
+
+    def read_version(self) -> tuple[int, ...] | None:
+        """What tells the states of the file apart as the last :meth:`check_file` saw it, without a
+        lock or a statement: the file's identity, size, mtime and ctime (every commit, ours or
+        another program's, writes to the file), and which connection this is. None with no file
+        open, or when the file changed too recently for a later change to be sure to show: Git's
+        rule for "racily clean" index entries, since the kernel stamps times from a coarse clock, so
+        two writes a few ms apart can leave the same mtime. A read that follows `check_file` reads
+        the state it names, or a later one (then a later `check_file` names another)."""
+        info = self._seen
+        if info is None or self._conn is None:
+            return None
+        coarse = info.st_mtime_ns % 1_000_000_000 == 0  # a file system that keeps whole seconds
+        if time.time_ns() - info.st_mtime_ns < (_SETTLED_COARSE_NS if coarse else _SETTLED_NS):
+            return None
+        return self._opened, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns
 
     def _query(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         if self._conn is None:

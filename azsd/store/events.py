@@ -103,7 +103,7 @@ class EventLog(SearchIndex, ContextTable, SessionListing):
             if completion:
                 self._set_completion(conn, session_id, *completion_of(events))
         if len(events) <= _CACHE_APPENDS_UP_TO:
-            ROWS.put_many(map(CachedRow, payloads, jsons))
+            ROWS.put_many(map(CachedRow, payloads, jsons, events))  # a page of them sends `jsons` as is
         stored = [
             StoredEvent(seq + i, event, json)
             for i, (event, json) in enumerate(zip(events, jsons, strict=True))
@@ -157,6 +157,22 @@ class EventLog(SearchIndex, ContextTable, SessionListing):
         The JSON is `encode_event` of the event as loaded, as a page of `GetEvents` carries it.
         """
         rows = self._query(_RANGE, (session_id, from_seq, to_seq if to_seq is not None else 2**63 - 1, limit))
+        return self._json_of(session_id, rows)
+
+    def page_json(
+        self, session_id: int, from_seq: int, count: int
+    ) -> tuple[list[tuple[int, str, str]], int, bool]:
+        """A page of `GetEvents` in one query: the events with `from_seq <= seq < from_seq + count` as
+        :meth:`load_json` gives them, the rows skipped, and whether the session goes on after it."""
+        last = from_seq + count - 1
+        rows = self._query(_RANGE, (session_id, from_seq, 2**63 - 1, count + 1))
+        inside = rows if not rows or rows[-1][0] <= last else [row for row in rows if row[0] <= last]
+        page, skipped = self._json_of(session_id, inside)
+        return page, skipped, len(inside) < len(rows)
+
+    def _json_of(
+        self, session_id: int, rows: list[tuple[int, str, bytes]]
+    ) -> tuple[list[tuple[int, str, str]], int]:
         cached = ROWS.get_many([data for _, _, data in rows])
         if all(row is not None and row.wire is not None for row in cached):  # a page read before
             found = [row.event for row in cached]  # type: ignore[union-attr]
@@ -166,7 +182,7 @@ class EventLog(SearchIndex, ContextTable, SessionListing):
                     for (seq, _, _), event, row in zip(rows, found, cached, strict=True)
                 ]
                 return page, 0  # type: ignore[return-value]  # every wire is known
-        seqs, events, loaded, skipped = self._load(session_id, from_seq, to_seq, limit)
+        seqs, events, loaded, skipped = self._decoded(session_id, rows, cached)
         out = []
         for i, event in strip_injected_context_indexed(events):
             if event is events[i]:
@@ -188,7 +204,12 @@ class EventLog(SearchIndex, ContextTable, SessionListing):
         mostly one Python call per row for each step.
         """
         rows = self._query(_RANGE, (session_id, from_seq, to_seq if to_seq is not None else 2**63 - 1, limit))
-        cached = ROWS.get_many([data for _, _, data in rows])
+        return self._decoded(session_id, rows, ROWS.get_many([data for _, _, data in rows]))
+
+    def _decoded(
+        self, session_id: int, rows: list[tuple[int, str, bytes]], cached: list[CachedRow | None]
+    ) -> tuple[list[int], list[Event], list[CachedRow], int]:
+        """:meth:`_load` of rows already read, with what the row cache holds of them (`cached`)."""
         fresh = [i for i, row in enumerate(cached) if row is None]
         for i, json in zip(fresh, self._codec.decode_many([rows[i][2] for i in fresh]), strict=True):
             if isinstance(json, CodecError):

@@ -33,7 +33,7 @@ from azsd.ipc.protocol import (
     encode,
     topic,
 )
-from azsd.ipc.transport import connect_dealer, connect_sub, recv_notification, recv_reply, send_request
+from azsd.ipc.transport import connect_dealer, connect_sub, recv_notification, recv_reply_within, send_request
 
 from ._shared import (
     ConnectionBase,
@@ -133,12 +133,13 @@ class Connection(ConnectionBase):
         deadline = time.monotonic() + timeout
         while True:
             remaining = deadline - time.monotonic()
-            if remaining <= 0 or not sock.poll(max(1, int(remaining * 1000)), zmq.POLLIN):
+            got = recv_reply_within(sock, remaining) if remaining > 0 else None
+            if got is None:
                 self._reset()
                 raise unavailable(
                     self.config.rpc_endpoint, timeout, first_contact=first_contact, op=type(message).__name__
                 )
-            answered, payload = recv_reply(sock)
+            answered, payload = got
             if answered == request_id:
                 return decode_reply(payload)
 

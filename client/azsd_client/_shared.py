@@ -7,6 +7,7 @@ import errno
 import itertools
 import os
 import socket
+import time
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Final, Literal, TypeAlias, TypeVar
@@ -34,6 +35,10 @@ ExportFormat: TypeAlias = Literal["md", "jsonl", "html"]
 
 #: A long request (`ingest_file`, `export`, `backup`, …) gets this long unless told otherwise.
 INGEST_TIMEOUT_S: Final = 300.0
+#: How long :func:`canonical_root` remembers a root's canonical path.
+ROOT_TTL_S: Final = 1.0
+_ROOTS_KEPT: Final = 256
+_ROOTS: dict[str, tuple[str, float]] = {}  # root as given -> (canonical, when resolved)
 
 _R = TypeVar("_R")
 
@@ -57,10 +62,23 @@ def default_config() -> ResolvedConfig:
 def canonical_root(root: RootLike) -> str:
     """The absolute, symlink-free path of a worktree root: the same string the daemon uses in topics.
 
+    An absolute path's is remembered for :data:`ROOT_TTL_S` (a page read in a loop would otherwise
+    resolve it each time: three system calls per request).
+
     >>> canonical_root("/")
     '/'
     """
-    return os.path.realpath(os.fspath(root))
+    path = os.fspath(root)
+    now = time.monotonic()
+    known = _ROOTS.get(path)
+    if known is not None and now - known[1] < ROOT_TTL_S:
+        return known[0]
+    real = os.path.realpath(path)
+    if os.path.isabs(path):  # (a relative one depends on the working directory)
+        if len(_ROOTS) >= _ROOTS_KEPT:
+            _ROOTS.clear()
+        _ROOTS[path] = (real, now)
+    return real
 
 
 def absolute_path(path: RootLike) -> str:

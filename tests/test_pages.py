@@ -1,0 +1,207 @@
+"""Pages kept encoded (azsd.server.pages): a page asked again is the bytes sent before, but only
+while the file is in the state they were read from, whoever writes it and however soon after."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import zstandard
+
+from azsd.events import AssistantText, Event, UserMessage, encode_event
+from azsd.ipc import protocol as p
+from azsd.server.handlers import get_events
+from azsd.server.pages import PageCache
+from azsd.server.workers import Outcome, encoded
+from azsd.store import Store, store_path
+from azsd.store.cache import ROWS
+from tests.daemon_fixture import DaemonProc, daemon
+
+__all__ = ["daemon"]  # the fixture, re-exported for pytest
+
+#: Longer than the store's settling time (`read_version` gives None for a file changed since).
+SETTLE_S = 0.06
+
+
+def texts(n: int, start: int = 0) -> list[Event]:
+    return [AssistantText(text=f"event {i}") for i in range(start, start + n)]
+
+
+def azureal_append(root: Path, sid: int, text: str) -> None:
+    """One event appended by another program (AZUREAL's connection), as a committed transaction."""
+    frame = zstandard.ZstdCompressor(level=3).compress(encode_event(AssistantText(text=text)))
+    conn = sqlite3.connect(store_path(root), isolation_level=None)
+    try:
+        seq = conn.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM events WHERE session_id = ?", (sid,))
+        conn.execute(
+            "INSERT INTO events (session_id, seq, kind, data, char_len) VALUES (?, ?, 'AssistantText', ?, 1)",
+            (sid, seq.fetchone()[0], frame),
+        )
+    finally:
+        conn.close()
+
+
+def read(pages: PageCache, reader: Store, req: p.GetEvents) -> tuple[Outcome, bool]:
+    """A read as the daemon's reader does it: the peek, else the page in a transaction; and
+    whether the peek answered."""
+    reader.check_file()
+    found = pages.peek(reader, req)
+    if found is not None:
+        return found, True
+    with reader.snapshot():
+        return pages.answer(reader, req), False
+
+
+def page_of(outcome: Outcome) -> p.EventsPage:
+    reply = p.decode_reply(encoded(outcome.reply))
+    assert isinstance(reply, p.EventsPage)
+    return reply
+
+
+@pytest.fixture
+def stores(root: Path) -> Iterator[tuple[Store, Store, int]]:
+    writer = Store.open(root)
+    sid = writer.create_session("s").id
+    writer.append_events(sid, texts(30))
+    reader = Store.open(root, reader=True)
+    time.sleep(SETTLE_S)
+    yield writer, reader, sid
+    reader.close()
+    writer.close()
+
+
+def test_a_page_read_again_is_the_bytes_sent_before(stores: tuple[Store, Store, int], root: Path) -> None:
+    _, reader, sid = stores
+    pages = PageCache()
+    req = p.GetEvents(root=str(root), session=sid, from_seq=11, limit=10)
+    first, peeked = read(pages, reader, req)
+    assert not peeked
+    again, peeked = read(pages, reader, req)
+    assert peeked and again.reply is first.reply
+    with reader.snapshot():
+        assert encoded(get_events(reader, req).reply) == first.reply  # what it stands in for
+    assert [e.seq for e in page_of(again).events] == list(range(11, 21)) and page_of(again).next_seq == 21
+
+
+def test_any_commit_ours_or_azureals_makes_the_page_be_read_again(
+    stores: tuple[Store, Store, int], root: Path
+) -> None:
+    writer, reader, sid = stores
+    pages = PageCache()
+    req = p.GetEvents(root=str(root), session=sid, from_seq=21, limit=20)
+    for step in range(12):
+        time.sleep(SETTLE_S)
+        read(pages, reader, req)
+        assert read(pages, reader, req)[1]  # kept, and answered from what was kept
+        if step % 2:
+            azureal_append(root, sid, f"theirs {step}")
+        else:
+            writer.append_events(sid, [UserMessage(content=f"ours {step}")])
+        if step % 4 < 2:  # settled: the file's stat differs; else read at once (the racy case)
+            time.sleep(SETTLE_S)
+        got = page_of(read(pages, reader, req)[0])
+        assert len(got.events) == min(20, 10 + step + 1), step
+        assert got.events[-1].data.endswith(f'{step}"}}}}') or step >= 10
+
+
+def test_a_file_changed_moments_ago_has_no_version_yet(stores: tuple[Store, Store, int]) -> None:
+    writer, reader, sid = stores
+    reader.check_file()
+    assert reader.read_version() is not None
+    writer.append_events(sid, texts(1))
+    reader.check_file()
+    assert reader.read_version() is None  # its mtime could still be the next write's
+    time.sleep(SETTLE_S)
+    reader.check_file()
+    assert reader.read_version() is not None
+
+
+def test_whole_second_mtimes_must_be_older_still(stores: tuple[Store, Store, int], root: Path) -> None:
+    _, reader, _ = stores
+    path = store_path(root)
+    now = int(time.time())
+    os.utime(path, ns=(now * 10**9, (now - 1) * 10**9))  # a file system that keeps seconds
+    reader.check_file()
+    assert reader.read_version() is None
+    os.utime(path, ns=(now * 10**9, (now - 3) * 10**9))
+    reader.check_file()
+    assert reader.read_version() is not None
+
+
+def test_a_replaced_file_is_never_answered_from_the_old_ones_pages(
+    stores: tuple[Store, Store, int], root: Path, tmp_path: Path
+) -> None:
+    writer, reader, sid = stores
+    pages = PageCache()
+    req = p.GetEvents(root=str(root), session=sid, from_seq=1, limit=5)
+    before = page_of(read(pages, reader, req)[0])
+    other = tmp_path / "other"
+    other.mkdir()
+    with Store.open(other) as them:
+        them.create_session("theirs")
+        them.append_events(1, [UserMessage(content="a different file")])
+    writer.close()
+    shutil.copy(store_path(other), store_path(root).with_suffix(".new"))
+    os.replace(store_path(root).with_suffix(".new"), store_path(root))
+    stamp = time.time() - 1
+    os.utime(store_path(root), (stamp, stamp))  # settled at once: only the file's identity differs
+    after, peeked = read(pages, reader, req)
+    assert not peeked
+    assert [e.data for e in page_of(after).events] != [e.data for e in before.events]
+    assert "a different file" in page_of(after).events[0].data
+
+
+def test_only_readers_keep_pages(stores: tuple[Store, Store, int], root: Path) -> None:
+    writer, _, sid = stores
+    pages = PageCache()
+    writer.check_file()
+    req = p.GetEvents(root=str(root), session=sid, from_seq=1, limit=5)
+    with writer.atomic():  # a writer may read its own uncommitted rows
+        outcome = pages.answer(writer, req)
+    assert isinstance(outcome.reply, p.EventsPage) and len(pages) == 0
+    assert pages.peek(writer, req) is None
+
+
+def test_the_cache_keeps_to_its_budget_and_skips_huge_pages(
+    stores: tuple[Store, Store, int], root: Path
+) -> None:
+    _, reader, sid = stores
+    one = len(encoded(read(PageCache(), reader, p.GetEvents(root=str(root), session=sid, limit=3))[0].reply))
+    pages = PageCache(budget=3 * one + 8, largest=one + 8)
+    for start in range(1, 8):
+        read(pages, reader, p.GetEvents(root=str(root), session=sid, from_seq=start, limit=3))
+    assert len(pages) == 3 and pages.size <= 3 * one + 8
+    assert read(pages, reader, p.GetEvents(root=str(root), session=sid, from_seq=7, limit=3))[1]
+    assert not read(pages, reader, p.GetEvents(root=str(root), session=sid, from_seq=1, limit=3))[1]
+    read(pages, reader, p.GetEvents(root=str(root), session=sid, from_seq=1, limit=30))
+    assert not read(pages, reader, p.GetEvents(root=str(root), session=sid, from_seq=1, limit=30))[1]
+
+
+def test_appended_rows_are_sent_as_their_json_from_the_first_read(stores: tuple[Store, Store, int]) -> None:
+    writer, _, sid = stores
+    events = texts(3, start=100)
+    writer.append_events(sid, events)
+    rows = writer._query("SELECT data FROM events WHERE session_id = ? AND seq > 30", (sid,))
+    cached = ROWS.get_many([data for (data,) in rows])
+    assert [row.wire if row else None for row in cached] == [encode_event(e).decode() for e in events]
+
+
+def test_the_daemon_answers_every_page_as_the_file_is_now(daemon: DaemonProc, root: Path) -> None:
+    """Through the daemon, with AZUREAL appending between reads of the same page."""
+    with daemon.client() as client:
+        sid = client.create_session(root, "s").session.id
+        client.append_events(root, sid, texts(5))
+        time.sleep(SETTLE_S)
+        for i in range(15):
+            for _ in range(3):  # the first read keeps the page, the others may be answered from it
+                got = client.get_events_page(root, sid, from_seq=1, limit=100)
+                assert len(got.events) == 5 + i
+            azureal_append(root, sid, f"theirs {i}")
+            if i % 4 == 0:
+                time.sleep(SETTLE_S)
+        assert "theirs 14" in client.get_events_page(root, sid, from_seq=1, limit=100).events[-1].data
