@@ -9,6 +9,7 @@ starts with, followed by ``-``, ``@`` or ``:`` (so ``claude-sonnet-4-5-20250929`
 as ``claude-sonnet-4-5``, ``gpt-5.1-codex-max`` as ``gpt-5.1-codex``). A provider prefix
 (``anthropic/``) is dropped first. An unknown model has no price, and its turns no estimate.
 
+>>> from azsd.model import Usage
 >>> table = default_table()
 >>> table.lookup("claude-sonnet-4-5-20250929") == table.lookup("claude-sonnet-4-5")
 True
@@ -22,12 +23,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from functools import cache
-from importlib import resources
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import msgspec
 
-from azsd.model import Usage
+if TYPE_CHECKING:  # the client reads prices from the config without the events' types
+    from azsd.model import Usage
 
 __all__ = ["Price", "PriceTable", "active_table", "default_table", "estimate", "set_active_table"]
 
@@ -102,6 +103,8 @@ class PriceTable:
 @cache
 def default_table() -> PriceTable:
     """The price list shipped with the package."""
+    from importlib import resources  # slow to import, and a client that reads the config needs no prices
+
     data = resources.files("azsd").joinpath("data", "pricing.json").read_bytes()
     parsed = msgspec.json.decode(data, type=_PriceFile)
     prices = {

@@ -8,7 +8,7 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -95,6 +95,23 @@ def running_daemon(runtime_dir: Path, env: dict[str, str] | None = None) -> Iter
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+def run_process(argv: Sequence[str], env: dict[str, str], cwd: Path | None = None) -> float:
+    """Seconds one run of `argv` took (its output read and thrown away); fails if it fails."""
+    start = time.perf_counter()
+    done = subprocess.run(argv, env=env, cwd=cwd, capture_output=True)
+    took = time.perf_counter() - start
+    if done.returncode not in (0, 1):  # rg: 1 = no match
+        raise RuntimeError(f"{argv[0]} failed ({done.returncode}): {done.stderr.decode()[-500:]}")
+    return took
+
+
+def process_p50(
+    argv_of: Sequence[Sequence[str]], env: dict[str, str], rounds: int, cwd: Path | None = None
+) -> float:
+    times = [run_process(argv, env, cwd) for _ in range(rounds) for argv in argv_of]
+    return statistics.median(times)
 
 
 def daemon_config(runtime_dir: Path) -> ResolvedConfig:

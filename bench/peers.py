@@ -24,16 +24,14 @@ import argparse
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
 from pathlib import Path
 
 from azsd_client import Client
 from bench.agent_corpus import write_projects
-from bench.common import daemon_config, report, running_daemon
+from bench.common import daemon_config, process_p50, report, run_process, running_daemon
 
 FULL_BYTES = 1 << 30
 QUICK_BYTES = 20 << 20
@@ -49,23 +47,6 @@ def ccusage_path() -> str | None:
         if candidate and Path(candidate).is_file() and shutil.which("node"):
             return candidate
     return shutil.which("ccusage")
-
-
-def _run(argv: Sequence[str], env: dict[str, str], cwd: Path | None = None) -> float:
-    """Seconds one run of `argv` took (its output read and thrown away); fails if it fails."""
-    start = time.perf_counter()
-    done = subprocess.run(argv, env=env, cwd=cwd, capture_output=True)
-    took = time.perf_counter() - start
-    if done.returncode not in (0, 1):  # rg: 1 = no match
-        raise RuntimeError(f"{argv[0]} failed ({done.returncode}): {done.stderr.decode()[-500:]}")
-    return took
-
-
-def _p50(
-    argv_of: Sequence[Sequence[str]], env: dict[str, str], rounds: int, cwd: Path | None = None
-) -> float:
-    times = [_run(argv, env, cwd) for _ in range(rounds) for argv in argv_of]
-    return statistics.median(times)
 
 
 def main(*, quick: bool = False) -> None:
@@ -84,14 +65,14 @@ def main(*, quick: bool = False) -> None:
         env = {**os.environ, "AZSD_RUNTIME_DIR": str(run), "CLAUDE_CONFIG_DIR": str(config_dir)}
         azs = [str(Path(sys.executable).parent / "azs"), "--root", str(project)]
         with running_daemon(run):
-            import_s = _run([*azs, "--timeout", "3600", "import", "claude"], env, project)
+            import_s = run_process([*azs, "--timeout", "3600", "import", "claude"], env, project)
             search = [*azs, "search", "--json", "--all-worktrees", "--limit", "20"]
             search_cli = [[*search, f'"{q}"'] for q in QUERIES]
-            _run(search_cli[0], env, project)  # warm: the store opened, pages cached
-            azs_search_s = _p50(search_cli, env, rounds, project)
+            run_process(search_cli[0], env, project)  # warm: the store opened, pages cached
+            azs_search_s = process_p50(search_cli, env, rounds, project)
             usage_cli = [[*azs, "usage", "--json"]]
-            _run(usage_cli[0], env, project)
-            azs_usage_s = _p50(usage_cli, env, rounds, project)
+            run_process(usage_cli[0], env, project)
+            azs_usage_s = process_p50(usage_cli, env, rounds, project)
             with Client(daemon_config(run), timeout=120) as client:
                 client.search(project, f'"{QUERIES[0]}"', limit=20)
                 times = []
@@ -107,8 +88,8 @@ def main(*, quick: bool = False) -> None:
         else:
             projects = str(config_dir / "projects")
             rg_argv = [[rg, "-i", "-F", "-c", q, projects] for q in QUERIES]
-            _run(rg_argv[0], env)  # the files in the page cache, as for azs
-            rg_s = _p50(rg_argv, env, rounds)
+            run_process(rg_argv[0], env)  # the files in the page cache, as for azs
+            rg_s = process_p50(rg_argv, env, rounds)
             report("search_vs_rg", azs_search_s * 1e3, "ms", rg_s * 1e3)
             report("search_request_vs_rg", request_s * 1e3, "ms", rg_s * 1e3)
             report("search_index_build", import_s * 1e3, "ms", rg_s * 1e3)
@@ -116,8 +97,8 @@ def main(*, quick: bool = False) -> None:
             print("# usage_vs_ccusage: skipped: ccusage is not installed (see bench/README.md)")
         else:
             cc_argv = [[ccusage, "session", "--json", "--offline"]]
-            _run(cc_argv[0], env)
-            cc_s = _p50(cc_argv, env, rounds)
+            run_process(cc_argv[0], env)
+            cc_s = process_p50(cc_argv, env, rounds)
             report("usage_vs_ccusage", azs_usage_s * 1e3, "ms", cc_s * 1e3)
             report("usage_import", import_s * 1e3, "ms", cc_s * 1e3)
 

@@ -9,6 +9,9 @@
   daemon started with none listed.
 - `daemon_start_rss`: the daemon's peak RSS (VmHWM) once those 100 follows are resumed; against the
   same of the daemon started with none.
+- `cli_version`, `cli_ls`, `cli_search`: p50 of the real `azs --version`, `azs ls` and `azs search`
+  processes (a store of 20 sessions), against starting the same interpreter with nothing to do
+  (`python -c pass`): what a terminal command costs beyond Python's own start.
 
 Run alone: `python -m bench.startup [--quick]`.
 """
@@ -31,7 +34,7 @@ from azsd.ingest.file import ingest_file
 from azsd.model import FollowRecord
 from azsd.store import Store
 from azsd_client import Client
-from bench.common import daemon_config, report, rss_kib, running_daemon, write_stream_json
+from bench.common import daemon_config, process_p50, report, rss_kib, running_daemon, write_stream_json
 
 #: Bytes of stream-json that make about 10 000 events.
 TRANSCRIPT_BYTES = 17_600_000
@@ -131,12 +134,36 @@ def daemon_start(base: Path, runs: int) -> None:
     report("daemon_start_rss", max(h for _, h in full) / 1024, "MB", max(h for _, h in empty) / 1024)
 
 
+def cli_start(base: Path, runs: int) -> None:
+    run, root = base / "cli-run", base / "cli-wt"
+    root.mkdir()
+    env = {**os.environ, "AZSD_RUNTIME_DIR": str(run)}
+    azs = [str(Path(sys.executable).parent / "azs"), "--root", str(root)]
+    bare = [[sys.executable, "-c", "pass"]]
+    with running_daemon(run), Client(daemon_config(run)) as client:
+        for i in range(20):
+            client.create_session(root, f"parser fix {i}")
+        commands = {
+            "cli_version": [*azs, "--version"],
+            "cli_ls": [*azs, "ls"],
+            "cli_search": [*azs, "search", "--words", "parser"],
+        }
+        process_p50(list(commands.values()), env, 1, root)  # warm: the store open, the files cached
+        rounds = runs * 3
+        figures = {name: process_p50([argv], env, rounds, root) for name, argv in commands.items()}
+        python = process_p50(bare, env, rounds)
+    print(f"# cli_start: {rounds} runs each; the baseline is `python -c pass` with the same interpreter")
+    for name, seconds in figures.items():
+        report(name, seconds * 1e3, "ms", python * 1e3)
+
+
 def main(*, quick: bool = False) -> None:
     runs = 3 if quick else 7
     with tempfile.TemporaryDirectory(prefix="azsd-b-", dir="/tmp") as tmp:
         base = Path(tmp)
         context_vs_resume(base, runs)
         daemon_start(base, runs)
+        cli_start(base, runs)
 
 
 if __name__ == "__main__":

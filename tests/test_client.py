@@ -183,6 +183,7 @@ def test_public_surface_is_pinned() -> None:
 
 def test_client_imports_only_the_protocol_side_of_azsd() -> None:
     allowed = {
+        "azsd",  # the package root: its __version__ (the rest loads on first use)
         "azsd.ipc.protocol",
         "azsd.ipc.transport",
         "azsd.config",

@@ -10,16 +10,18 @@ import socket
 import time
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Final, Literal, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Final, Literal, TypeAlias, TypeVar
 
 import msgspec
 import zmq
 
 from azsd.config import ResolvedConfig, private_dir_problem, resolve_config
 from azsd.errors import ConfigError, DaemonUnavailable, NoReply, ProtocolError, RemoteError
-from azsd.events import Event, encode_event
 from azsd.ipc.protocol import PROTOCOL_VERSION, ErrorReply, KeyedRequest, Reply, StatusReply
 from azsd.ipc.transport import ipc_path
+
+if TYPE_CHECKING:
+    from azsd.events import Event
 
 #: A worktree root as callers give it; the client sends its canonical absolute path.
 RootLike: TypeAlias = "str | os.PathLike[str]"
@@ -93,6 +95,8 @@ def request_ids() -> Iterator[bytes]:
 
 def encode_events(events: Sequence[Event]) -> list[str]:
     """Each event's exact serde JSON, as `AppendEvents` carries it."""
+    from azsd.events import encode_event  # the events' types load only for a client that appends
+
     return [encode_event(event).decode() for event in events]
 
 

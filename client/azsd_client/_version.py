@@ -1,10 +1,8 @@
-"""The client's version: that of the installed `azsd` distribution it ships in."""
+"""The client's version: that of the `azsd` distribution it ships in (`azsd.__version__`, which
+pyproject.toml reads too; looking it up in the installed package metadata took longer than a search)."""
 
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError, version
+from azsd import __version__
 
-try:
-    __version__ = version("azsd")
-except PackageNotFoundError:  # run from a checkout that was never installed
-    __version__ = "0+unknown"
+__all__ = ["__version__"]

@@ -40,8 +40,6 @@ import sys
 from collections.abc import Sequence
 from typing import Final
 
-import msgspec
-
 from azsd.errors import (
     AzsdError,
     ConfigError,
@@ -50,13 +48,11 @@ from azsd.errors import (
     NoReply,
     ProtocolError,
     RemoteError,
+    UsageError,
 )
-from azsd.ipc.protocol import PROTOCOL_VERSION
 
 from .commands import COMMANDS
 from .commands.arguments import add_arguments, seconds, session_id
-from .commands.invocation import Invocation, UsageError
-from .commands.shapes import error
 
 __all__ = ["main", "session_id"]
 
@@ -102,6 +98,8 @@ class _Version(argparse.Action):
         values: object,
         option_string: str | None = None,
     ) -> None:
+        from azsd.ipc.protocol import PROTOCOL_VERSION
+
         from ._version import __version__
 
         sys.stdout.write(f"azs {__version__} (protocol {PROTOCOL_VERSION})\n")
@@ -151,6 +149,10 @@ def _fail(exc: AzsdError, status: int, json: bool) -> None:
     """One line for people on stderr (``azs: …``), or with ``--json`` the error object on stdout."""
     message = " ".join((exc.message if isinstance(exc, RemoteError) else str(exc)).split())
     if json:
+        import msgspec
+
+        from .commands.shapes import error
+
         sys.stdout.write(msgspec.json.encode(error(_code(exc), message)).decode() + "\n")
     else:
         sys.stderr.write(f"azs: {message}\n")
@@ -160,6 +162,8 @@ def _fail(exc: AzsdError, status: int, json: bool) -> None:
 def main(argv: Sequence[str] | None = None) -> None:
     """Run `azs` with `argv` (default: the command line); exits with a status other than 0 on failure."""
     args = parser().parse_args(argv)
+    from .commands.invocation import Invocation  # the client: not needed for --help or a usage error
+
     if isinstance(sys.stdout, io.TextIOWrapper):
         sys.stdout.reconfigure(errors="backslashreplace")
     run = Invocation(args)

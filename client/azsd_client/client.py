@@ -14,10 +14,9 @@ protocol checked on first contact, no event loop) with one typed method per requ
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from azsd.errors import NoReply
-from azsd.events import Event
 from azsd.ipc.protocol import (
     AppendEvents,
     AppendReply,
@@ -82,6 +81,9 @@ from ._shared import (
     unavailable,
     with_request_key,
 )
+
+if TYPE_CHECKING:
+    from azsd.events import Event
 
 __all__ = ["Client", "PushSubscription", "Subscription"]
 

@@ -12,15 +12,17 @@
 
 A command is a function from its :class:`~.invocation.Invocation` to an exit status, and one row of
 :data:`COMMANDS`: its name, its one-line help, that function, its arguments and (for some) a longer
-description. `azs --help` lists them in the table's order.
+description. `azs --help` lists them in the table's order. The table names each function
+(:class:`Lazy`) and imports its module when the command runs, so that a run loads only its own
+command's code (tests/test_cli_start.py holds `azs --version`, `ls` and `search` to that).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Final, NamedTuple
+from importlib import import_module
+from typing import TYPE_CHECKING, Final, NamedTuple, TypeAlias
 
-from . import bridge, compaction, daemon, imports, live, remote, sessions, store, turn
 from .arguments import (
     BACKEND,
     FORMAT,
@@ -28,17 +30,56 @@ from .arguments import (
     SESSION_OPTION,
     WORKTREE_OPTIONS,
     OneOf,
+    RemoteRef,
     Spec,
     arg,
     count,
     fork_point,
     seconds,
     session_id,
+    session_or_ref,
     worktree_options,
 )
-from .invocation import Invocation
 
-__all__ = ["COMMANDS", "Command"]
+if TYPE_CHECKING:
+    from .invocation import Invocation
+
+__all__ = ["COMMANDS", "Command", "Either", "Lazy"]
+
+Run: TypeAlias = "Callable[[Invocation], int]"
+
+
+class Lazy:
+    """A command's function by name, imported when the command runs: each run of `azs` loads the code
+    of its own command and what that needs (`azs ls` no agent, sync or editor code)."""
+
+    __slots__ = ("module", "name")
+
+    def __init__(self, module: str, name: str) -> None:
+        self.module = module  # of this package
+        self.name = name
+
+    def resolve(self) -> Run:
+        function: Run = getattr(import_module(f"{__name__}.{self.module}"), self.name)
+        return function
+
+    def __call__(self, invocation: Invocation) -> int:
+        return self.resolve()(invocation)
+
+
+class Either:
+    """`remote` when the command was given `--remote` or a REMOTE-REF, else `local`."""
+
+    __slots__ = ("local", "remote")
+
+    def __init__(self, local: Lazy, remote: Lazy) -> None:
+        self.local = local
+        self.remote = remote
+
+    def __call__(self, invocation: Invocation) -> int:
+        args = invocation.args
+        chosen = getattr(args, "remote", False) or isinstance(getattr(args, "session", None), RemoteRef)
+        return (self.remote if chosen else self.local)(invocation)
 
 
 class Command(NamedTuple):
@@ -46,7 +87,7 @@ class Command(NamedTuple):
 
     name: str
     help: str
-    run: Callable[[Invocation], int]
+    run: Run
     arguments: tuple[Spec, ...] = ()
     description: str | None = None
 
@@ -98,11 +139,11 @@ _FILE: Final = arg("file")
 
 #: Every `azs` command, in the order `azs --help` lists them.
 COMMANDS: Final = (
-    Command("status", "is azsd running, and what it has open", daemon.status),
+    Command("status", "is azsd running, and what it has open", Lazy("daemon", "status")),
     Command(
         "ls",
         "sessions of this worktree, latest activity first",
-        remote.either(sessions.ls, remote.ls),
+        Either(Lazy("sessions", "ls"), Lazy("remote", "ls")),
         (
             WORKTREE_OPTIONS,
             _REMOTE,
@@ -118,7 +159,7 @@ COMMANDS: Final = (
     Command(
         "new",
         "create a session",
-        sessions.new,
+        Lazy("sessions", "new"),
         (
             arg("name", nargs="?", default=None),
             arg("--worktree", metavar="W", help="label (default: the current branch)"),
@@ -127,14 +168,14 @@ COMMANDS: Final = (
     Command(
         "show",
         "a session and its events (@REF: one of the sync database)",
-        remote.either(sessions.show, remote.show),
-        (arg("session", type=remote.session_or_ref, metavar="SESSION|@REF"),),
+        Either(Lazy("sessions", "show"), Lazy("remote", "show")),
+        (arg("session", type=session_or_ref, metavar="SESSION|@REF"),),
     ),
-    Command("rename", "rename a session", sessions.rename, (SESSION, arg("name"))),
+    Command("rename", "rename a session", Lazy("sessions", "rename"), (SESSION, arg("name"))),
     Command(
         "rm",
         "delete a session (asks first); its forks stay unless --with-forks",
-        sessions.rm,
+        Lazy("sessions", "rm"),
         (
             SESSION,
             arg("-y", "--yes", action="store_true", help="do not ask"),
@@ -144,26 +185,31 @@ COMMANDS: Final = (
     Command(
         "context",
         "print the exact context-injected prompt for a next turn",
-        sessions.context,
+        Lazy("sessions", "context"),
         (SESSION, arg("prompt"), BACKEND),
     ),
     Command(
         "ingest",
         "store a finished agent JSONL file in a session",
-        live.ingest,
+        Lazy("live", "ingest"),
         (_FILE, SESSION_OPTION, FORMAT),
     ),
     Command(
         "follow",
         "have azsd follow an agent JSONL file live into a session",
-        live.follow,
+        Lazy("live", "follow"),
         (_FILE, SESSION_OPTION, FORMAT),
     ),
-    Command("unfollow", "stop following a file, after storing what it holds now", live.unfollow, (_FILE,)),
+    Command(
+        "unfollow",
+        "stop following a file, after storing what it holds now",
+        Lazy("live", "unfollow"),
+        (_FILE,),
+    ),
     Command(
         "tail",
         "print a session's events; -f keeps following",
-        live.tail,
+        Lazy("live", "tail"),
         (
             SESSION,
             arg("-f", "--follow", action="store_true", help="keep printing new events"),
@@ -173,7 +219,7 @@ COMMANDS: Final = (
     Command(
         "run",
         "run an agent turn in a session, stored and shown live",
-        turn.run_turn,
+        Lazy("turn", "run_turn"),
         (
             arg("prompt", help="what to ask the agent (stored as given; the context is added for the agent)"),
             arg("-s", "--session", type=session_id, metavar="SESSION", help="default: a new session"),
@@ -191,14 +237,14 @@ COMMANDS: Final = (
     Command(
         "compact",
         "summarise a session's older turns so later turns get a shorter context",
-        compaction.compact,
+        Lazy("compaction", "compact"),
         (SESSION, BACKEND, arg("--model", metavar="M", help="the model to ask the agent for")),
         _COMPACT_DESCRIPTION,
     ),
     Command(
         "fork",
         "a new session continuing a session from one of its events",
-        sessions.fork,
+        Lazy("sessions", "fork"),
         (
             SESSION,
             arg(
@@ -211,12 +257,12 @@ COMMANDS: Final = (
             arg("--name", help="the new session's name"),
         ),
     ),
-    Command("archive", "hide a session from `azs ls` (kept)", sessions.archive, (SESSION,)),
-    Command("unarchive", "list it again", sessions.unarchive, (SESSION,)),
+    Command("archive", "hide a session from `azs ls` (kept)", Lazy("sessions", "archive"), (SESSION,)),
+    Command("unarchive", "list it again", Lazy("sessions", "unarchive"), (SESSION,)),
     Command(
         "export",
         "a session as Markdown, JSONL or HTML",
-        store.export,
+        Lazy("store", "export"),
         (
             SESSION,
             arg("--format", choices=("md", "jsonl", "html"), default="md"),
@@ -228,7 +274,7 @@ COMMANDS: Final = (
     Command(
         "search",
         "full-text search, best match first",
-        remote.either(store.search, remote.search),
+        Either(Lazy("store", "search"), Lazy("remote", "search")),
         (
             arg("query"),
             _REMOTE,
@@ -254,23 +300,23 @@ COMMANDS: Final = (
         ),
         _SEARCH_DESCRIPTION,
     ),
-    Command("watch", "follow every change to the store", live.watch),
+    Command("watch", "follow every change to the store", Lazy("live", "watch")),
     Command(
         "protocol",
         "the wire protocol version; --schema its JSON Schema",
-        daemon.protocol,
+        Lazy("daemon", "protocol"),
         (arg("--schema", action="store_true", help="print the JSON Schema of every message"),),
     ),
     Command(
         "doctor",
         "check the daemon, the store and its search index",
-        daemon.doctor,
+        Lazy("daemon", "doctor"),
         (arg("--reindex", action="store_true", help="rebuild the search index"),),
     ),
     Command(
         "backup",
         "a verified copy of the store",
-        store.backup,
+        Lazy("store", "backup"),
         (
             arg(
                 "dest",
@@ -283,7 +329,7 @@ COMMANDS: Final = (
     Command(
         "import",
         "import an agent's own histories of this project",
-        imports.import_sessions,
+        Lazy("imports", "import_sessions"),
         (
             arg("agent", choices=("claude", "codex")),
             arg("--project", metavar="DIR", help="the project the agent ran in (default: the root)"),
@@ -293,7 +339,7 @@ COMMANDS: Final = (
     Command(
         "usage",
         "tokens and cost per session, per worktree, in total, and by period",
-        store.usage,
+        Lazy("store", "usage"),
         (
             arg("session", type=session_id, metavar="SESSION", nargs="?"),
             worktree_options(
@@ -314,19 +360,19 @@ COMMANDS: Final = (
     Command(
         "sync",
         "sync to PostgreSQL: `azs sync status` shows each store's pushing",
-        remote.sync,
+        Lazy("remote", "sync"),
         (arg("action", choices=("status",)),),
     ),
     Command(
         "pull",
         "copy a session of the sync database into this worktree's store",
-        remote.pull,
+        Lazy("remote", "pull"),
         (arg("ref", metavar="@REF"), arg("--name", help="the new session's name (default: the original's)")),
     ),
     Command(
         "bridge",
         "serve an editor JSON lines on stdin/stdout (docs/bridge.md)",
-        bridge.bridge,
+        Lazy("bridge", "bridge"),
         (
             arg(
                 "--heartbeat",

@@ -20,6 +20,7 @@ __all__ = [
     "WORKTREE_OPTIONS",
     "Arg",
     "OneOf",
+    "RemoteRef",
     "Spec",
     "add_arguments",
     "arg",
@@ -27,11 +28,13 @@ __all__ = [
     "fork_point",
     "seconds",
     "session_id",
+    "session_or_ref",
     "worktree_options",
 ]
 
 _SESSION: Final = re.compile(r"[Ss]?([0-9]+)")
 _ID_MAX: Final = 2**63 - 1
+_UUID_PREFIX: Final = re.compile(r"@?[0-9a-fA-F][0-9a-fA-F-]{3,35}")
 
 
 def session_id(text: str) -> int:
@@ -45,6 +48,24 @@ def session_id(text: str) -> int:
     if not 0 < number <= _ID_MAX:
         raise argparse.ArgumentTypeError(f"not a session: {text!r} (expected S3 or 3)")
     return number
+
+
+class RemoteRef(str):
+    """A session of the sync database, as the user names it: ``@`` and a UUID prefix (or a UUID)."""
+
+
+def session_or_ref(text: str) -> int | RemoteRef:
+    """A local session (``S3``, ``3``) or a remote one (``@1a2b3c4d``, or a whole UUID).
+
+    >>> session_or_ref("S3"), session_or_ref("@1a2b3c4d")
+    (3, '@1a2b3c4d')
+    """
+    text = text.strip()
+    if text.startswith("@") or (len(text) == 36 and text.count("-") == 4):
+        if not _UUID_PREFIX.fullmatch(text):
+            raise argparse.ArgumentTypeError(f"not a remote session: {text!r} (expected @ and a UUID prefix)")
+        return RemoteRef(text)
+    return session_id(text)
 
 
 def seconds(text: str) -> float:

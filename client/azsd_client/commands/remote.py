@@ -6,9 +6,6 @@ Each takes its :class:`~.invocation.Invocation` and returns its exit status.
 
 from __future__ import annotations
 
-import argparse
-import re
-from collections.abc import Callable
 from typing import Final
 
 from azsd.ipc.protocol import WireEvent
@@ -23,44 +20,12 @@ from azsd_client.render.remote import (
 from azsd_client.render.text import table
 
 from . import shapes
-from .arguments import session_id
 from .invocation import Invocation
 from .store import worktree_scope
 
-__all__ = ["RemoteRef", "either", "ls", "pull", "search", "session_or_ref", "show", "sync"]
+__all__ = ["ls", "pull", "search", "show", "sync"]
 
-Command = Callable[[Invocation], int]
-_UUID_PREFIX: Final = re.compile(r"@?[0-9a-fA-F][0-9a-fA-F-]{3,35}")
 _PAGE: Final = 500
-
-
-class RemoteRef(str):
-    """A session of the sync database, as the user names it: ``@`` and a UUID prefix (or a UUID)."""
-
-
-def session_or_ref(text: str) -> int | RemoteRef:
-    """A local session (``S3``, ``3``) or a remote one (``@1a2b3c4d``, or a whole UUID).
-
-    >>> session_or_ref("S3"), session_or_ref("@1a2b3c4d")
-    (3, '@1a2b3c4d')
-    """
-    text = text.strip()
-    if text.startswith("@") or (len(text) == 36 and text.count("-") == 4):
-        if not _UUID_PREFIX.fullmatch(text):
-            raise argparse.ArgumentTypeError(f"not a remote session: {text!r} (expected @ and a UUID prefix)")
-        return RemoteRef(text)
-    return session_id(text)
-
-
-def either(local: Command, remote: Command) -> Command:
-    """`remote` when the command was given `--remote` or a REMOTE-REF, else `local`."""
-
-    def run(invocation: Invocation) -> int:
-        args = invocation.args
-        chosen = getattr(args, "remote", False) or isinstance(getattr(args, "session", None), RemoteRef)
-        return remote(invocation) if chosen else local(invocation)
-
-    return run
 
 
 def sync(run: Invocation) -> int:
