@@ -31,7 +31,7 @@ from pathlib import Path
 
 from azsd_client import Client
 from bench.agent_corpus import write_projects
-from bench.common import daemon_config, process_p50, report, run_process, running_daemon
+from bench.common import daemon_config, installed_env, process_p50, report, run_process, running_daemon
 
 FULL_BYTES = 1 << 30
 QUICK_BYTES = 20 << 20
@@ -62,7 +62,7 @@ def main(*, quick: bool = False) -> None:
         if not files:
             print("# peers: skipped: the corpus (../shared/corpus/claude-session) is absent")
             return
-        env = {**os.environ, "AZSD_RUNTIME_DIR": str(run), "CLAUDE_CONFIG_DIR": str(config_dir)}
+        env = installed_env({"AZSD_RUNTIME_DIR": str(run), "CLAUDE_CONFIG_DIR": str(config_dir)})
         azs = [str(Path(sys.executable).parent / "azs"), "--root", str(project)]
         with running_daemon(run):
             import_s = run_process([*azs, "--timeout", "3600", "import", "claude"], env, project)

@@ -11,7 +11,8 @@
   same of the daemon started with none.
 - `cli_version`, `cli_ls`, `cli_search`: p50 of the real `azs --version`, `azs ls` and `azs search`
   processes (a store of 20 sessions), against starting the same interpreter with nothing to do
-  (`python -c pass`): what a terminal command costs beyond Python's own start.
+  (`python -c pass`): what a terminal command costs beyond Python's own start. `cli_floor` is the
+  least any Python client of azsd can cost: the interpreter importing msgspec and pyzmq.
 
 Run alone: `python -m bench.startup [--quick]`.
 """
@@ -20,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import socket
 import statistics
 import subprocess
@@ -34,7 +34,15 @@ from azsd.ingest.file import ingest_file
 from azsd.model import FollowRecord
 from azsd.store import Store
 from azsd_client import Client
-from bench.common import daemon_config, process_p50, report, rss_kib, running_daemon, write_stream_json
+from bench.common import (
+    daemon_config,
+    installed_env,
+    process_p50,
+    report,
+    rss_kib,
+    running_daemon,
+    write_stream_json,
+)
 
 #: Bytes of stream-json that make about 10 000 events.
 TRANSCRIPT_BYTES = 17_600_000
@@ -78,7 +86,7 @@ def context_vs_resume(base: Path, runs: int) -> None:
 def _start(base: Path, name: str, roots: list[Path]) -> tuple[float, int]:
     """Seconds from starting the daemon to READY=1, and its VmHWM (KiB) once resumed."""
     run, state = base / f"run-{name}", base / f"state-{name}"
-    env = {**os.environ, "XDG_STATE_HOME": str(state)}
+    env = installed_env({"XDG_STATE_HOME": str(state)})
     environ = {"AZSD_RUNTIME_DIR": str(run), "XDG_STATE_HOME": str(state)}
     config = resolve_config(environ=environ, config_file=None)
     config.roots_path.parent.mkdir(parents=True, exist_ok=True)
@@ -137,7 +145,7 @@ def daemon_start(base: Path, runs: int) -> None:
 def cli_start(base: Path, runs: int) -> None:
     run, root = base / "cli-run", base / "cli-wt"
     root.mkdir()
-    env = {**os.environ, "AZSD_RUNTIME_DIR": str(run)}
+    env = installed_env({"AZSD_RUNTIME_DIR": str(run)})
     azs = [str(Path(sys.executable).parent / "azs"), "--root", str(root)]
     bare = [[sys.executable, "-c", "pass"]]
     with running_daemon(run), Client(daemon_config(run)) as client:
@@ -147,6 +155,7 @@ def cli_start(base: Path, runs: int) -> None:
             "cli_version": [*azs, "--version"],
             "cli_ls": [*azs, "ls"],
             "cli_search": [*azs, "search", "--words", "parser"],
+            "cli_floor": [sys.executable, "-c", "import msgspec, zmq"],  # what any Python client loads
         }
         process_p50(list(commands.values()), env, 1, root)  # warm: the store open, the files cached
         rounds = runs * 3
