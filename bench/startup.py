@@ -10,9 +10,10 @@
 - `daemon_start_rss`: the daemon's peak RSS (VmHWM) once those 100 follows are resumed; against the
   same of the daemon started with none.
 - `cli_version`, `cli_ls`, `cli_search`: p50 of the real `azs --version`, `azs ls` and `azs search`
-  processes (a store of 20 sessions), against starting the same interpreter with nothing to do
-  (`python -c pass`): what a terminal command costs beyond Python's own start. `cli_floor` is the
-  least any Python client of azsd can cost: the interpreter importing msgspec and pyzmq.
+  processes (a store of 20 sessions, each a prompt and an answer that the search finds; output to
+  a pipe, as a table), against starting the same interpreter with nothing to do (`python -c pass`):
+  what a terminal command costs beyond Python's own start. `cli_floor` is the least any Python
+  client of azsd can cost: the interpreter importing msgspec and pyzmq.
 
 Run alone: `python -m bench.startup [--quick]`.
 """
@@ -30,6 +31,7 @@ import time
 from pathlib import Path
 
 from azsd.config import resolve_config
+from azsd.events import AssistantText, Event, UserMessage
 from azsd.ingest.file import ingest_file
 from azsd.model import FollowRecord
 from azsd.store import Store
@@ -150,7 +152,12 @@ def cli_start(base: Path, runs: int) -> None:
     bare = [[sys.executable, "-c", "pass"]]
     with running_daemon(run), Client(daemon_config(run)) as client:
         for i in range(20):
-            client.create_session(root, f"parser fix {i}")
+            sid = client.create_session(root, f"parser fix {i}").session.id
+            turn: list[Event] = [
+                UserMessage(content=f"The parser drops line {i} when it ends without a newline."),
+                AssistantText(text="Fixed: the parser now keeps a last line with no newline."),
+            ]
+            client.append_events(root, sid, turn)
         commands = {
             "cli_version": [*azs, "--version"],
             "cli_ls": [*azs, "ls"],
