@@ -14,10 +14,9 @@ fails while the two differ.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from azsd.errors import NoReply
-from azsd.events import Event
 from azsd.ipc.protocol import (
     AppendEvents,
     AppendReply,
@@ -82,6 +81,9 @@ from ._shared import (
     unavailable,
     with_request_key,
 )
+
+if TYPE_CHECKING:
+    from azsd.events import Event
 
 __all__ = ["AsyncClient", "AsyncPushSubscription", "AsyncSubscription"]
 
