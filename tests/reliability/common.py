@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 from azsd.ipc import protocol as p
-from tests.daemon_fixture import DaemonProc
+from tests.daemon_fixture import DaemonProc, start_daemon
 
 SOAK = os.environ.get("AZSD_SOAK") == "1"
 
@@ -42,6 +42,33 @@ def stream_lines(n: int, seed: int = 1) -> list[bytes]:
             b'"content":"%s"}]}}\n' % (i, output.encode())
         )
     return lines[:n]
+
+
+def assistant_line(text: str) -> bytes:
+    """One line of Claude stream-json: an answer saying `text` (its message id made from it)."""
+    return (
+        b'{"type":"assistant","session_id":"s","message":{"id":"m-%s","content":[{"type":"text","text":"%s"}]}}\n'
+        % (text.encode(), text.encode())
+    )
+
+
+def start_following(base: Path, root: Path, first: bytes) -> tuple[DaemonProc, Path, int]:
+    """A daemon (its runtime dir under `base`) following `root`/run.jsonl into a new session of
+    `root`'s store, once the file's first line, `first`, is stored: (daemon, the file, the session)."""
+    agent = root / "run.jsonl"
+    agent.write_bytes(first)
+    d = start_daemon(base / "run")
+    try:
+        created = d.request(p.CreateSession(root=str(root)))
+        assert isinstance(created, p.SessionReply)
+        sid = created.session.id
+        reply = d.request(p.Follow(root=str(root), session=sid, path=str(agent), format="claude-stream-json"))
+        assert isinstance(reply, p.FollowReply)
+        wait_until(lambda: len(stored_data(d, root, sid)) == 1, 10, "the first line")
+    except BaseException:
+        d.close()
+        raise
+    return d, agent, sid
 
 
 def stored_data(d: DaemonProc, root: Path, sid: int) -> list[str]:

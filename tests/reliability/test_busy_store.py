@@ -10,30 +10,16 @@ import time
 
 from azsd.ipc import protocol as p
 from tests.daemon_fixture import short_tmpdir, start_daemon
-from tests.reliability.common import stored_data, wait_until
+from tests.reliability.common import assistant_line as line
+from tests.reliability.common import start_following, stored_data, wait_until
 
 LOCKED_S = 12.0  # longer than the 10 s the follower used to wait before it dropped the follow
 
 
-def line(text: str) -> bytes:
-    return (
-        b'{"type":"assistant","session_id":"s","message":{"id":"m-%s","content":[{"type":"text","text":"%s"}]}}\n'
-        % (text.encode(), text.encode())
-    )
-
-
 def test_a_resumed_follow_waits_out_a_long_foreign_lock_and_goes_on() -> None:
     base, root = short_tmpdir(), short_tmpdir()
-    agent = root / "run.jsonl"
-    agent.write_bytes(line("one"))
-    d = start_daemon(base / "run")
+    d, agent, sid = start_following(base, root, line("one"))
     try:
-        created = d.request(p.CreateSession(root=str(root)))
-        assert isinstance(created, p.SessionReply)
-        sid = created.session.id
-        reply = d.request(p.Follow(root=str(root), session=sid, path=str(agent), format="claude-stream-json"))
-        assert isinstance(reply, p.FollowReply)
-        wait_until(lambda: len(stored_data(d, root, sid)) == 1, 10, "the first line")
         d.proc.send_signal(signal.SIGKILL)
         d.proc.wait()
         d.close()

@@ -11,31 +11,17 @@ from azsd.compact import prepare_for_store
 from azsd.ingest.parsers import make_parser
 from azsd.ipc import protocol as p
 from azsd.store import Store
-from tests.daemon_fixture import short_tmpdir, start_daemon
-from tests.reliability.common import stored_data, wait_until
+from tests.daemon_fixture import short_tmpdir
+from tests.reliability.common import assistant_line as line
+from tests.reliability.common import start_following, stored_data, wait_until
 
 FORMAT = "claude-stream-json"
 
 
-def line(text: str) -> bytes:
-    return (
-        b'{"type":"assistant","session_id":"s","message":{"id":"m-%s","content":[{"type":"text","text":"%s"}]}}\n'
-        % (text.encode(), text.encode())
-    )
-
-
 def test_an_offset_moved_by_another_writer_is_not_stored_over() -> None:
     base, root = short_tmpdir(), short_tmpdir()
-    agent = root / "run.jsonl"
-    agent.write_bytes(line("one"))
-    d = start_daemon(base / "run")
+    d, agent, sid = start_following(base, root, line("one"))
     try:
-        created = d.request(p.CreateSession(root=str(root)))
-        assert isinstance(created, p.SessionReply)
-        sid = created.session.id
-        reply = d.request(p.Follow(root=str(root), session=sid, path=str(agent), format=FORMAT))
-        assert isinstance(reply, p.FollowReply)
-        wait_until(lambda: len(stored_data(d, root, sid)) == 1, 10, "the first line")
         parser = make_parser(FORMAT)
         parser.feed(line("one").rstrip(b"\n"))
         events_two = prepare_for_store(parser.feed(line("two").rstrip(b"\n")))

@@ -19,17 +19,11 @@ from pathlib import Path
 from azsd.ingest.follow import MAX_FAILURES
 from azsd.ipc import protocol as p
 from tests.daemon_fixture import DaemonProc, short_tmpdir, start_daemon
-from tests.reliability.common import stored_data, wait_until
+from tests.reliability.common import assistant_line as line
+from tests.reliability.common import start_following, stored_data, wait_until
 
 #: How long the attempts are counted: the old follower retried many times a second.
 COUNTED_S = 5.0
-
-
-def line(text: str) -> bytes:
-    return (
-        b'{"type":"assistant","session_id":"s","message":{"id":"m-%s","content":[{"type":"text","text":"%s"}]}}\n'
-        % (text.encode(), text.encode())
-    )
 
 
 def follow_view(d: DaemonProc, path: Path) -> p.FollowView:
@@ -41,16 +35,8 @@ def follow_view(d: DaemonProc, path: Path) -> p.FollowView:
 
 def test_a_follow_on_a_read_only_store_backs_off_and_ends_with_its_reason() -> None:
     base, root = short_tmpdir(), short_tmpdir()
-    agent = root / "run.jsonl"
-    agent.write_bytes(line("one"))
-    d = start_daemon(base / "run")
+    d, agent, sid = start_following(base, root, line("one"))
     try:
-        created = d.request(p.CreateSession(root=str(root)))
-        assert isinstance(created, p.SessionReply)
-        sid = created.session.id
-        reply = d.request(p.Follow(root=str(root), session=sid, path=str(agent), format="claude-stream-json"))
-        assert isinstance(reply, p.FollowReply)
-        wait_until(lambda: len(stored_data(d, root, sid)) == 1, 10, "the first line")
         d.proc.send_signal(signal.SIGKILL)
         d.proc.wait()
         d.close()
@@ -89,16 +75,8 @@ def test_a_follow_on_a_read_only_store_backs_off_and_ends_with_its_reason() -> N
 
 def test_status_says_a_follow_waits_for_its_busy_store() -> None:
     base, root = short_tmpdir(), short_tmpdir()
-    agent = root / "run.jsonl"
-    agent.write_bytes(line("one"))
-    d = start_daemon(base / "run")
+    d, agent, sid = start_following(base, root, line("one"))
     try:
-        created = d.request(p.CreateSession(root=str(root)))
-        assert isinstance(created, p.SessionReply)
-        sid = created.session.id
-        reply = d.request(p.Follow(root=str(root), session=sid, path=str(agent), format="claude-stream-json"))
-        assert isinstance(reply, p.FollowReply)
-        wait_until(lambda: len(stored_data(d, root, sid)) == 1, 10, "the first line")
         assert follow_view(d, agent).state == "following"
         # Another program holds the store's write lock: the new line waits to be stored.
         holder = sqlite3.connect(root / ".azureal" / "sessions.azs", isolation_level=None)
@@ -123,16 +101,8 @@ def test_status_says_a_follow_waits_for_its_busy_store() -> None:
 
 def test_a_followed_file_that_cannot_be_read_says_so_and_recovers() -> None:
     base, root = short_tmpdir(), short_tmpdir()
-    agent = root / "run.jsonl"
-    agent.write_bytes(line("one"))
-    d = start_daemon(base / "run")
+    d, agent, sid = start_following(base, root, line("one"))
     try:
-        created = d.request(p.CreateSession(root=str(root)))
-        assert isinstance(created, p.SessionReply)
-        sid = created.session.id
-        reply = d.request(p.Follow(root=str(root), session=sid, path=str(agent), format="claude-stream-json"))
-        assert isinstance(reply, p.FollowReply)
-        wait_until(lambda: len(stored_data(d, root, sid)) == 1, 10, "the first line")
         agent.unlink()
         os.mkfifo(agent)
         wait_until(lambda: follow_view(d, agent).state == "retrying", 5, "the follow to retry")
@@ -155,16 +125,8 @@ def test_a_follow_shows_active_until_its_final_line_is_stored() -> None:
     shows the turn's outcome, never `running` (CI saw the follow gone while its commit still waited
     for the store)."""
     base, root = short_tmpdir(), short_tmpdir()
-    agent = root / "run.jsonl"
-    agent.write_bytes(line("one"))
-    d = start_daemon(base / "run")
+    d, agent, sid = start_following(base, root, line("one"))
     try:
-        created = d.request(p.CreateSession(root=str(root)))
-        assert isinstance(created, p.SessionReply)
-        sid = created.session.id
-        reply = d.request(p.Follow(root=str(root), session=sid, path=str(agent), format="claude-stream-json"))
-        assert isinstance(reply, p.FollowReply)
-        wait_until(lambda: len(stored_data(d, root, sid)) == 1, 10, "the first line")
         holder = sqlite3.connect(root / ".azureal" / "sessions.azs", isolation_level=None)
         holder.execute("BEGIN IMMEDIATE")  # the final line's commit waits for this lock
         try:
