@@ -100,11 +100,9 @@ class Follower:
             self._inbox.put(Resume(root, record))
 
     def views(self) -> list[p.FollowView]:
-        """Live follows (with those whose last lines are being stored), then the most recently
-        ended ones: a follow shows as ended only once what it read is stored."""
+        """Live follows, then the most recently ended ones (only once what they read is stored)."""
         with self._lock:
-            live = [*self._follows.values(), *self._closing.values()]
-            return [f.view() for f in live] + list(self._ended)
+            return [f.view() for f in (*self._follows.values(), *self._closing.values())] + list(self._ended)
 
     # -- the follower thread ----------------------------------------------------------------------
 
@@ -335,8 +333,7 @@ class Follower:
             follow.backoff.reset()
 
     def _give_up(self, follow: Tail) -> None:
-        """End a follow that failed too often, with its reason; its row is marked ended if the store
-        lets it be written (its offset stays where the last stored line left it)."""
+        """End a follow that failed too often (as its store last held it), and mark its row ended."""
         reason = f"ended after {follow.backoff.failures} failures in a row: {follow.backoff.reason}"
         log.error("the follow of %s %s", follow.path, reason)
         ended = self._ended_now(follow, reason)
@@ -351,20 +348,21 @@ class Follower:
             self._reply(follow.ending, p.ErrorReply(code="follow_error", message=f"{path}: {reason}"))
 
     def _ended_now(self, follow: Tail, reason: str) -> str:
-        """Drop a follow from the live ones, keep its view (with `reason`) among the ended; when."""
+        """End a follow at once, as the store last held it (or as it started); when."""
         ended = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime())
-        # What the store holds (what was read past it is not stored), or the follow as it started.
         record = msgspec.structs.replace(follow.stored or follow.record, active=False, ended=ended)
-        with self._lock:
-            self._follows.pop(follow.record.path, None)
-            self._ended.appendleft(self._ended_view(follow, record, reason))
+        self._retire(follow, record, reason)
         return ended
 
-    @staticmethod
-    def _ended_view(follow: Tail, record: FollowRecord, reason: str) -> p.FollowView:
+    def _retire(self, follow: Tail, record: FollowRecord, reason: str) -> None:
+        """Show `follow` (as `record`, with `reason`) among the ended, no longer live or closing."""
         ended = Tail(follow.root, record, end_reason=reason)
         ended.backoff.failures = follow.backoff.failures
-        return ended.view()
+        with self._lock:
+            if self._follows.get(follow.record.path) is follow:  # not a new follow of the same file
+                del self._follows[follow.record.path]
+            self._closing.pop(id(follow), None)
+            self._ended.appendleft(ended.view())
 
     def _maybe_idle_end(self, follow: Tail) -> None:
         pid = follow.record.writer_pid
@@ -388,9 +386,8 @@ class Follower:
         expected, follow.saved_offset = follow.saved_offset, record.offset
         envelope = follow.ending if end_follow else None  # an Unfollow is answered by the ending commit
         if end_follow:
-            record.active = False
-            record.ended = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime())
-            with self._lock:
+            record.active, record.ended = False, time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime())
+            with self._lock:  # shown live until the commit is done (`_retire`)
                 self._follows.pop(follow.record.path, None)
                 self._closing[id(follow)] = follow
         root = follow.root
@@ -404,12 +401,10 @@ class Follower:
             exc = done.exception()
             if exc is None:
                 self._registry.publish(root, done.result())
-            elif end_follow:
-                log.warning("storing the end of the follow of %s failed: %s", record.path, exc)
             if end_follow:  # now, and not before, `status` shows it ended
-                with self._lock:
-                    self._closing.pop(id(follow), None)
-                    self._ended.appendleft(self._ended_view(follow, record, reason))
+                if exc is not None:
+                    log.warning("storing the end of the follow of %s failed: %s", record.path, exc)
+                self._retire(follow, record, reason)
             if envelope is not None:  # an Unfollow, answered once its last read is stored
                 self._reply(envelope, p.OkReply() if exc is None else error_reply(exc))
             self._inbox.put(Committed(follow, generation, exc, record))
