@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from azsd.events import UserMessage
 from azsd_client import Client
 from azsd_client.commands import COMMANDS, Either, Lazy
 from tests.daemon_fixture import DaemonProc
@@ -89,7 +90,7 @@ def test_version_help_and_usage_errors_load_no_client(tmp_path: Path, argv: list
 def stored(daemon: DaemonProc, worktree: Path) -> Iterator[DaemonProc]:
     with Client(daemon.config, timeout=10) as client:
         sid = client.create_session(worktree, "probe").session.id
-        client.append_events(worktree, sid, [])
+        client.append_events(worktree, sid, [UserMessage(content="a probe of the parser")])
     yield daemon
 
 

@@ -251,25 +251,29 @@ class Daemon:
             case p.Unfollow():
                 self._follower.unfollow(envelope, request.root, request.path)
             case _:
+                run, peek = self._runner(request)
                 self._keys.answer(  # a retry with a known `request_key` gets the first reply
                     request.root,
                     envelope,
                     request,
-                    self._runner(request),
-                    peek=partial(self._pages.peek, req=request) if isinstance(request, p.GetEvents) else None,
+                    run,
+                    peek=peek,
                     alone=runs_alone(request),
                     read=isinstance(request, _READS),
                     inline=isinstance(request, _QUICK_READS)
                     and not (isinstance(request, p.GetEvents) and request.limit > _INLINE_PAGE),
                 )
 
-    def _runner(self, request: p.StoreRequest) -> Callable[[Store], Outcome]:
-        """What carries out a store request in the store's thread (a page: through the page cache)."""
+    def _runner(
+        self, request: p.StoreRequest
+    ) -> tuple[Callable[[Store], Outcome], Callable[[Store], Outcome | None] | None]:
+        """What carries out a store request in the store's thread, and what a reader tries first
+        (a page: the page cache)."""
         assert self._registry is not None
         if isinstance(request, p.GetEvents):
-            return partial(self._pages.answer, req=request)
+            return partial(self._pages.answer, req=request), partial(self._pages.peek, req=request)
         publish = partial(self._registry.publish, request.root)
-        return lambda store: handle(store, request, publish)
+        return (lambda store: handle(store, request, publish)), None
 
     def _status(self) -> p.StatusReply:
         assert self._registry is not None

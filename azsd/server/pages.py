@@ -50,7 +50,7 @@ class PageCache:
         version = store.read_version() if store.reader else None
         if version is None:
             return None
-        key = (req.root, req.session, req.from_seq, req.limit)
+        key = _key(req)
         with self._lock:
             found = self._pages.get(key)
             if found is None or found[0] != version:
@@ -66,7 +66,7 @@ class PageCache:
         if version is None:
             return outcome
         payload = encoded(outcome.reply)
-        self._put((req.root, req.session, req.from_seq, req.limit), version, payload)
+        self._put(_key(req), version, payload)
         return Outcome(payload, outcome.notes)
 
     @property
@@ -88,3 +88,7 @@ class PageCache:
             self._bytes += len(payload)
             while self._bytes > self._budget:
                 self._bytes -= len(self._pages.popitem(last=False)[1][1])
+
+
+def _key(req: p.GetEvents) -> _Key:
+    return (req.root, req.session, req.from_seq, req.limit)

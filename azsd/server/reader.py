@@ -16,6 +16,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -85,12 +86,7 @@ class Reader(threading.Thread):
 
             def read() -> Any:
                 store.check_file()
-                found = task.peek(store) if task.peek is not None else None
-                if found is not None:
-                    return found
-                store.wait_for_locks(0)  # never hold up the socket thread: queue the read instead
-                with store.snapshot():
-                    return task.run(store)
+                return _read(store, task, 0)  # never hold up the socket thread: queue the read instead
 
             try:
                 self._settle(task, read)
@@ -118,16 +114,8 @@ class Reader(threading.Thread):
                 task.future.set_exception(open_error(self.root, exc))
             return None
 
-        def read() -> Any:
-            found = task.peek(store) if task.peek is not None else None
-            if found is not None:
-                return found
-            store.wait_for_locks(READ_BUSY_TIMEOUT_S)
-            with store.snapshot():
-                return task.run(store)
-
         try:
-            self._settle(task, read)
+            self._settle(task, partial(_read, store, task, READ_BUSY_TIMEOUT_S))
         except (NeedsWriterError, StoreBusyError):  # it must write, or the file stays locked
             self._registry.forward(self.root, task)
         return store
@@ -160,3 +148,14 @@ class Slot:
         self.writer.queue.put(None)
         if self.reader is not None:
             self.reader.queue.put(None)
+
+
+def _read(store: Store, task: Task[Any], lock_wait_s: float) -> Any:
+    """`task` on a reader's connection: what its `peek` has already, else its run in a snapshot,
+    waiting at most `lock_wait_s` for another connection's lock."""
+    found = task.peek(store) if task.peek is not None else None
+    if found is not None:
+        return found
+    store.wait_for_locks(lock_wait_s)
+    with store.snapshot():
+        return task.run(store)
