@@ -17,8 +17,8 @@ from pathlib import Path
 
 import msgspec
 
-from azsd import __version__, pricing
-from azsd.config import ResolvedConfig, default_config_path, resolve_config
+from azsd import __version__
+from azsd.config import ResolvedConfig, default_config_path, price_table, resolve_config
 from azsd.errors import AzsdError, ConfigError
 
 __all__ = ["main"]
@@ -139,7 +139,7 @@ def _check_config(config: Path | None) -> None:
         rdir_from = "AZSD_RUNTIME_DIR"
     else:
         rdir_from = origin("runtime-dir")
-    table = pricing.default_table()
+    table = price_table(resolved)
     own = ", ".join(resolved.pricing) or "none"
     rows = [
         ("runtime-dir", str(resolved.runtime_dir), rdir_from),
@@ -160,6 +160,7 @@ def _check_config(config: Path | None) -> None:
         ("sync-url", redact_url(resolved.sync_url) if resolved.sync_url else "off", origin("sync-url")),
         ("sync-identity", resolved.sync_identity, origin("sync-identity")),
         ("pricing", f"{own} (over {len(table.prices)} models priced as of {table.date})", origin("pricing")),
+        ("price-file", str(resolved.price_file or "none"), origin("price-file")),
         (
             "state dir",
             str(resolved.state_dir),

@@ -18,6 +18,7 @@ The file is TOML; unknown keys are rejected::
 
     sync-url = "postgresql://db.example/azsd"  # sync every store to PostgreSQL (azsd.sync); off if unset
     sync-identity = "ada@laptop"           # who and which machine pushes (default user@hostname)
+    price-file = "~/prices.json"           # prices over the shipped list (azsd's format or LiteLLM's)
 
     [pricing."gpt-5-codex"]                # USD per million tokens; replaces or adds a model
     input = 1.25                           # of azsd/data/pricing.json (same name rules)
@@ -42,7 +43,7 @@ from typing import Final
 import msgspec
 
 from azsd.errors import ConfigError
-from azsd.pricing import Price
+from azsd.pricing import Price, PriceTable, default_table, load_price_file
 
 __all__ = [
     "IPC_PATH_MAX",
@@ -53,6 +54,7 @@ __all__ = [
     "default_runtime_dir",
     "default_state_dir",
     "load_config_file",
+    "price_table",
     "private_dir_problem",
     "resolve_config",
 ]
@@ -78,6 +80,7 @@ class FileConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, rename
     codex_command: list[str] = msgspec.field(default_factory=lambda: ["codex"])
     compaction_threshold: int = COMPACTION_THRESHOLD
     pricing: dict[str, Price] = msgspec.field(default_factory=dict)
+    price_file: str | None = None
     sync_url: str | None = None
     sync_identity: str | None = None
 
@@ -99,6 +102,8 @@ class ResolvedConfig:
     compaction_threshold: int = COMPACTION_THRESHOLD
     #: The config file's `[pricing."model"]` tables, over the shipped price list.
     pricing: Mapping[str, Price] = field(default_factory=dict)
+    #: A price list (azsd's format or LiteLLM's) over the shipped one, under `pricing` (`price-file`).
+    price_file: Path | None = None
     #: The PostgreSQL database every store is pushed to (a libpq URL or key=value string); None: no sync.
     sync_url: str | None = None
     #: Who and which machine pushes (`sync-identity`, default ``user@hostname``).
@@ -235,7 +240,7 @@ def resolve_config(
             f"compaction-threshold must be a positive number of characters, not {file.compaction_threshold}"
         )
     for model, price in file.pricing.items():
-        if min(price.input, price.output, price.cache_read, price.cache_write) < 0:
+        if price.negative():
             raise ConfigError(f'pricing."{model}": a price cannot be negative')
     if not file.claude_command or not file.codex_command:
         raise ConfigError("claude-command and codex-command must name a program")
@@ -251,6 +256,7 @@ def resolve_config(
         max_open_stores=file.max_open_stores,
         compaction_threshold=file.compaction_threshold,
         pricing=dict(file.pricing),
+        price_file=Path(file.price_file).expanduser() if file.price_file else None,
         sync_url=file.sync_url or None,
         sync_identity=file.sync_identity or default_identity(environ),
     )
@@ -260,3 +266,22 @@ def default_identity(environ: Mapping[str, str]) -> str:
     """``user@hostname``: who pushes sessions to the sync database, and from which machine."""
     user = environ.get("USER") or environ.get("LOGNAME") or str(os.getuid())
     return f"{user}@{os.uname().nodename}"
+
+
+def price_table(config: ResolvedConfig) -> PriceTable:
+    """The prices in force: the shipped list, under the `price-file` when one is named, under the
+    config file's `[pricing."model"]` tables. Raises ConfigError for a price file that cannot be used."""
+    table = default_table()
+    if config.price_file is not None:
+        name = str(config.price_file)
+        try:
+            named = load_price_file(config.price_file.read_bytes(), name)
+        except OSError as exc:
+            raise ConfigError(f"price-file {name}: {exc.strerror or exc}") from None
+        except ValueError as exc:
+            raise ConfigError(f"price-file {exc}") from None
+        if any(price.negative() for price in named.prices.values()):
+            raise ConfigError(f"price-file {name}: a price cannot be negative")
+        source = f"{name}{f' ({named.source})' if named.source != name else ''}, over {table.source}"
+        table = PriceTable({**table.prices, **named.prices}, source=source, date=named.date or table.date)
+    return table.with_overrides(config.pricing)

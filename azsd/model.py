@@ -35,8 +35,9 @@ SLOT_SECONDS: Final = 900
 
 SessionState = Literal["new", "running", "succeeded", "failed", "ended"]
 
-#: Where a cost comes from: the agent reported it, or azsd priced the turn's tokens (azsd.pricing).
-CostSource = Literal["reported", "estimated"]
+#: Where a cost comes from: the agent reported it, or azsd priced the turn's tokens (azsd.pricing), or
+#: nobody: the model has no price (its tokens count, its cost is unknown, never $0).
+CostSource = Literal["reported", "estimated", "unpriced"]
 
 #: Which sessions a listing holds: all but the archived ones, all, or only the archived ones.
 Archived = Literal["exclude", "include", "only"]
@@ -195,12 +196,15 @@ class UsageRow(msgspec.Struct, frozen=True, kw_only=True):
 class SessionUsage(msgspec.Struct, frozen=True):
     """A session's token usage and cost, summed over its turns (side table `azsd_usage`).
 
-    `cost_source` is "estimated" when any turn's cost was (the sum is then an estimate too)."""
+    `cost_source` is "estimated" when any turn's cost was (the sum is then an estimate too), and
+    "unpriced" when no token of it has a price. `unpriced_tokens` is how many tokens have none: when
+    it is not 0, `cost_usd` is incomplete."""
 
     usage: Usage
     cost_usd: float
     turns: int
     cost_source: CostSource = "reported"
+    unpriced_tokens: int = 0
 
 
 class FollowRecord(msgspec.Struct, kw_only=True):

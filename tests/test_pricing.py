@@ -13,7 +13,7 @@ from azsd.events import Complete, Init
 from azsd.ingest.parsers.codex_rollout import CodexRolloutParser
 from azsd.ipc.protocol import WireEvent
 from azsd.model import Usage
-from azsd.pricing import Price, default_table
+from azsd.pricing import LONG_CONTEXT_TOKENS, Price, Tier, default_table, load_price_file
 from azsd_client import Client
 from azsd_client.render.events import event_lines
 from azsd_client.render.term import plain_lines
@@ -26,11 +26,12 @@ __all__ = ["azs", "client", "daemon", "worktree"]  # the fixtures, re-exported f
 
 TABLE = default_table()
 MILLION = Usage(input=1_000_000, output=1_000_000, cache_read=1_000_000, cache_write=1_000_000)
+SONNET_LONG = Tier(6.0, 22.5, 0.6, 7.5)
 
 
 def test_the_shipped_list_says_where_its_prices_come_from() -> None:
     assert TABLE.source and TABLE.date.startswith("20")
-    assert TABLE.lookup("claude-sonnet-4-5") == Price(3.0, 15.0, 0.3, 3.75)
+    assert TABLE.lookup("claude-sonnet-4-5") == Price(3.0, 15.0, 0.3, 3.75, above_200k=SONNET_LONG)
 
 
 def test_a_model_is_found_by_exact_name_then_by_family() -> None:
@@ -42,6 +43,82 @@ def test_a_model_is_found_by_exact_name_then_by_family() -> None:
     # the longest family wins: gpt-5-mini is not priced as gpt-5
     assert TABLE.lookup("gpt-5-mini-2025-08-07") == TABLE.lookup("gpt-5-mini") != TABLE.lookup("gpt-5")
     assert TABLE.estimate("claude-opus-4-1", MILLION) == pytest.approx(15 + 75 + 1.5 + 18.75)
+
+
+@pytest.mark.parametrize(
+    "model", ["claude-opus-4-5", "claude-opus-4-6", "claude-opus-4-7", "claude-opus-4-7-20260416"]
+)
+def test_opus_4_5_and_later_cost_a_third_of_opus_4(model: str) -> None:
+    # the family rule once read claude-opus-4-7 as claude-opus-4 ($15/$75)
+    price = TABLE.lookup(model)
+    assert price is not None and (price.input, price.output, price.cache_read, price.cache_write) == (
+        5.0, 25.0, 0.5, 6.25,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "model",
+    ["claude-sonnet-4-6", "claude-haiku-4-5-20251001", "gpt-5.2", "gpt-5.2-codex", "gpt-5.1-codex-max"],
+)
+def test_every_current_model_has_a_price_of_its_own(model: str) -> None:
+    assert TABLE.lookup(model) is not None
+    assert model.split("-2025")[0] in TABLE.prices
+
+
+@pytest.mark.parametrize(
+    "model",
+    ["claude-opus-4-8", "claude-sonnet-4-7", "gpt-5-codex-max", "gpt-5.3-codex", "claude-opus-4-9-20270101"],
+)
+def test_a_newer_version_or_variant_is_never_priced_as_an_older_family(model: str) -> None:
+    assert TABLE.lookup(model) is None
+
+
+def test_a_long_request_bills_at_the_long_context_prices() -> None:
+    short = Usage(input=10, cache_read=LONG_CONTEXT_TOKENS - 10, output=1000)
+    long = Usage(input=11, cache_read=LONG_CONTEXT_TOKENS - 10, output=1000)
+    assert TABLE.message_cost("claude-sonnet-4-5", short) == pytest.approx(
+        (10 * 3 + (LONG_CONTEXT_TOKENS - 10) * 0.3 + 1000 * 15) / 1e6
+    )
+    assert TABLE.message_cost("claude-sonnet-4-5", long) == pytest.approx(
+        (11 * 6 + (LONG_CONTEXT_TOKENS - 10) * 0.6 + 1000 * 22.5) / 1e6
+    )
+    # a model without long-context prices costs the same at any length
+    assert TABLE.message_cost("claude-haiku-4-5", long) == TABLE.estimate("claude-haiku-4-5", long)
+
+
+def test_hour_long_cache_writes_bill_at_twice_the_input_and_fast_at_its_factor() -> None:
+    writes = Usage(cache_write=1_000_000)
+    assert TABLE.message_cost("claude-opus-4-7", writes) == pytest.approx(6.25)
+    assert TABLE.message_cost("claude-opus-4-7", writes, cache_write_1h=400_000) == pytest.approx(
+        0.6 * 6.25 + 0.4 * 10.0
+    )
+    fast = TABLE.message_cost("claude-opus-4-7", MILLION, fast=True)
+    assert fast == pytest.approx(6 * (5 + 25 + 0.5 + 6.25))
+    long_and_fast = TABLE.message_cost("claude-opus-4-6", MILLION, fast=True)
+    assert long_and_fast == pytest.approx(6 * (10 + 37.5 + 1 + 12.5))
+    assert TABLE.message_cost("claude-sonnet-4-5", MILLION, fast=True) == TABLE.message_cost(
+        "claude-sonnet-4-5", MILLION
+    )
+
+
+def test_a_named_price_file_replaces_the_list_in_ours_or_litellms_format() -> None:
+    ours = b'{"source": "mine", "date": "2026-01-01", "models": {"m": {"input": 1.0, "output": 2.0}}}'
+    table = load_price_file(ours, "p.json")
+    assert (table.source, table.date, table.lookup("m")) == ("mine", "2026-01-01", Price(1.0, 2.0))
+    litellm = {
+        "claude-x": {
+            "input_cost_per_token": 3e-6, "output_cost_per_token": 15e-6, "cache_read_input_token_cost": 3e-7,
+            "cache_creation_input_token_cost": 3.75e-6, "input_cost_per_token_above_200k_tokens": 6e-6,
+            "output_cost_per_token_above_200k_tokens": 22.5e-6, "provider_specific_entry": {"fast": 6},
+        },
+        "sample_spec": {"max_tokens": 1},
+    }  # fmt: skip
+    price = load_price_file(json.dumps(litellm).encode(), "l.json").lookup("claude-x")
+    assert price is not None and price.fast == 6 and price.above_200k is not None
+    assert (price.input, price.output, price.above_200k.input) == pytest.approx((3.0, 15.0, 6.0))
+    for bad in (b"[1]", b"{", b"{}"):
+        with pytest.raises(ValueError, match=r"l\.json"):
+            load_price_file(bad, "l.json")
 
 
 @pytest.mark.parametrize("model", ["", "codex", "gpt-5.5", "gpt-6", "claude-sonnet-5", "llama-3"])

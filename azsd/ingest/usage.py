@@ -81,11 +81,15 @@ def usage_record(report: ParseReport, path: str, source: str | None = None) -> U
 
 
 def _costs(report: ParseReport, parts: Sequence[Part]) -> list[Cost | None]:
-    """Each part's cost: as reported (per part, or the run's shared out), else estimated."""
-    estimates = [pricing.estimate(part.model or report.model, part.usage) for part in parts]
+    """Each part's cost: as reported (per part, or the run's shared out), else its messages' own
+    costs (:class:`~azsd.ingest.parsers.tally.PartTotal`), else estimated from its tokens."""
+    estimates = [_estimate(report, part) for part in parts]
     reported = report.cost_usd
     if reported is None or reported.source != "reported":
-        return [None if usd is None else Cost(usd, "estimated") for usd in estimates]
+        return [
+            None if usd is None else Cost(usd, "reported" if _by_lines(part) else "estimated")
+            for part, usd in zip(parts, estimates, strict=True)
+        ]
     if all(part.total.reported_usd is not None for part in parts):
         return [Cost(part.total.reported_usd or 0.0, "reported") for part in parts]
     weights: list[float] = [usd or 0.0 for usd in estimates]
@@ -94,6 +98,18 @@ def _costs(report: ParseReport, parts: Sequence[Part]) -> list[Cost | None]:
     whole = sum(weights)
     share = [w / whole if whole else 1.0 / len(parts) for w in weights]
     return [Cost(reported.usd * s, "reported") for s in share]
+
+
+def _by_lines(part: Part) -> bool:
+    """Whether every message of `part` came with its line's own cost."""
+    return part.total.priced_usd is not None and not part.total.estimated
+
+
+def _estimate(report: ParseReport, part: Part) -> float | None:
+    """A part's cost from its messages' own prices, else from its tokens at its model's."""
+    if part.total.priced_usd is not None:
+        return part.total.priced_usd
+    return pricing.estimate(part.model or report.model, part.usage)
 
 
 def _tokens(usage: Usage) -> int:

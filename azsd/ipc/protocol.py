@@ -188,8 +188,11 @@ class UsageView(_Data, frozen=True):
     cache_write: int = 0
     reasoning: int = 0
     cost_usd: float = 0.0
-    #: "estimated" when any turn's cost was priced by azsd from its tokens (the agent reported none).
+    #: "estimated" when any turn's cost was priced by azsd from its tokens (the agent reported none);
+    #: "unpriced" when no token of it has a price (`cost_usd` is then 0 and means "unknown").
     cost_source: str = "reported"
+    #: Tokens of models without a price: when not 0, `cost_usd` leaves them out (the total is incomplete).
+    unpriced_tokens: int = 0
 
 
 class SessionView(_Data, frozen=True):

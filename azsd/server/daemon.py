@@ -27,7 +27,7 @@ import zmq
 
 from azsd import __version__, pricing
 from azsd.backoff import Backoff
-from azsd.config import ResolvedConfig
+from azsd.config import ResolvedConfig, price_table
 from azsd.errors import AlreadyRunning, ConfigError
 from azsd.files import write_atomic
 from azsd.ingest.follow import Follower
@@ -92,7 +92,7 @@ class Daemon:
 
     def __init__(self, config: ResolvedConfig, environ: Mapping[str, str]) -> None:
         self.config = config
-        pricing.set_active_table(pricing.default_table().with_overrides(config.pricing))
+        pricing.set_active_table(price_table(config))
         self._environ = environ
         self._stop = threading.Event()
         self._lock_file: IO[str] | None = None

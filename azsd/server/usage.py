@@ -205,14 +205,22 @@ def _blocks(rows: Iterable[UsageRow]) -> dict[int, float]:
 
 
 def _total(rows: Sequence[UsageRow]) -> SessionUsage:
+    """The sum of `rows`; its cost unknown ("unpriced") when none of its tokens has a price."""
     usage = Usage()
-    cost, estimated = 0.0, False
+    cost, estimated, unpriced, priced = 0.0, False, 0, False
     for row in rows:
         usage += row.usage
-        cost += row.cost_usd or 0.0
+        if row.cost_usd is None:
+            u = row.usage
+            unpriced += u.input + u.output + u.cache_read + u.cache_write
+        else:
+            cost += row.cost_usd
+            priced = True
         estimated = estimated or row.cost_source == "estimated"
     source: CostSource = "estimated" if estimated else "reported"
-    return SessionUsage(usage, cost, len({(r.session_id, r.source) for r in rows}), source)
+    if unpriced and not priced:
+        source = "unpriced"
+    return SessionUsage(usage, cost, len({(r.session_id, r.source) for r in rows}), source, unpriced)
 
 
 def _midnight(day: date, tz: tzinfo) -> float:

@@ -30,8 +30,9 @@ def usage_view(total: SessionUsage | None) -> p.UsageView:
     if total is None:
         return p.UsageView()
     return p.UsageView(
-        **msgspec.structs.asdict(total.usage), cost_usd=total.cost_usd, cost_source=total.cost_source
-    )
+        **msgspec.structs.asdict(total.usage), cost_usd=total.cost_usd, cost_source=total.cost_source,
+        unpriced_tokens=total.unpriced_tokens,
+    )  # fmt: skip
 
 
 def session_view(

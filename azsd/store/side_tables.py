@@ -169,7 +169,9 @@ class SideTables(EventLog):
             "SELECT session_id, SUM(input), SUM(output), SUM(cache_read), SUM(cache_write), SUM(reasoning), "
             "COALESCE(SUM(cost_usd), 0.0), COUNT(DISTINCT source), "
             # a cost of unknown source (recorded before sources were) counts as an estimate
-            "COALESCE(MAX(cost_usd IS NOT NULL AND cost_source IS NOT 'reported'), 0) "
+            "COALESCE(MAX(cost_usd IS NOT NULL AND cost_source IS NOT 'reported'), 0), "
+            "SUM(CASE WHEN cost_usd IS NULL THEN input + output + cache_read + cache_write ELSE 0 END), "
+            "COUNT(cost_usd) "
             f"FROM azsd_usage {where} GROUP BY session_id",
             params,
         )
@@ -178,9 +180,10 @@ class SideTables(EventLog):
                 Usage(input=i, output=o, cache_read=cr, cache_write=cw, reasoning=r),
                 float(cost),
                 turns,
-                "estimated" if estimated else "reported",
+                "unpriced" if unpriced and not priced else "estimated" if estimated else "reported",
+                unpriced,
             )
-            for sid, i, o, cr, cw, r, cost, turns, estimated in rows
+            for sid, i, o, cr, cw, r, cost, turns, estimated, unpriced, priced in rows
         }
 
     # -- imported histories (side table azsd_imports) -------------------------------------------

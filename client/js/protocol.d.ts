@@ -508,6 +508,7 @@ export interface UsageView {
   reasoning: number;
   cost_usd: number;
   cost_source: string;
+  unpriced_tokens: number;
 }
 
 export interface SessionsReply {

@@ -17,7 +17,7 @@ from typing import Any, BinaryIO, ClassVar, Final
 import msgspec
 
 from azsd.events import MAX_NESTING, Event, event_kind, nests_deeper
-from azsd.ingest.parsers.tally import UsageTally
+from azsd.ingest.parsers.tally import Priced, UsageTally
 from azsd.model import Cost, Usage
 
 __all__ = [
@@ -66,6 +66,8 @@ class ParseReport:
     model: str | None = None
     #: `usage` split by model and time slot (kept by :meth:`LineParser.feed` as `usage` changes).
     tally: UsageTally = field(default_factory=UsageTally)
+    #: The running cost of the messages a parser priced one by one (Claude's); None: it prices none.
+    priced: Priced | None = None
 
     @property
     def skipped_total(self) -> int:
@@ -112,7 +114,7 @@ class LineParser(ABC):
             return self._skip("malformed")
         report = self.report
         if report.usage is not report.tally.seen:
-            report.tally.follow(report.usage, report.model, obj.get("timestamp"))
+            report.tally.follow(report.usage, report.model, obj.get("timestamp"), report.priced)
         if events is None:
             return self._skip("unknown_type")
         self.report.events.update(event_kind(e) for e in events)

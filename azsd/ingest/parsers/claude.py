@@ -126,7 +126,7 @@ class _ClaudeParser(LineParser):
         message = obj.get("message")
         if not isinstance(message, dict):
             return []
-        self._usage.note(message, obj.get("requestId"))
+        self._usage.note(message, obj.get("requestId"), obj.get("costUSD"))
         events: list[Event] = []
         for block in message.get("content") or []:
             if not isinstance(block, dict):

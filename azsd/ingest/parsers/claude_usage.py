@@ -5,8 +5,12 @@ the message's usage; streamed lines may carry a growing `output_tokens`. A messa
 counted once, keyed like ccusage keys it: its `message.id` with the line's `requestId` (the id alone
 when a line has no `requestId`, where ccusage would count every line again), its input and cache
 counts from the first line, its output the largest seen (ccusage keeps the first line's, which is
-often a streamed snapshot: our output can be larger, never smaller). A run without a reported cost
-is priced per message at the message's own model (azsd.pricing).
+often a streamed snapshot: our output can be larger, never smaller). Each message is priced on its
+own: the line's `costUSD` when it has one (older Claude Code wrote it), else at its own model's
+prices for its length (long-context prices above 200k input tokens), its 1-hour cache writes
+(`usage.cache_creation.ephemeral_1h_input_tokens`) and its `usage.speed` (azsd.pricing). A message
+of a model without a price is counted and left unpriced. The `<synthetic>` messages Claude makes up
+itself (an API error shown as a reply) are neither (their zero usage is no API call).
 
 A stream-json `result` line is authoritative for the whole run: its per-model `modelUsage` (which
 counts sub-agents and helper models too) replaces the messages' sums, with each model's reported
@@ -19,6 +23,8 @@ cost; without it, its `usage` does, for the run's model.
 >>> usage.note({**line, "usage": {"input_tokens": 5, "output_tokens": 9}}, "r1")
 >>> usage.report.usage.input, usage.report.usage.output
 (5, 9)
+>>> usage.report.priced, usage.unpriced
+(Priced(reported=0.0, estimated=0.0), 1)
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ import msgspec
 
 from azsd import pricing
 from azsd.ingest.parsers.base import ParseReport
+from azsd.ingest.parsers.tally import Priced
 from azsd.model import Cost, Usage
 
 __all__ = ["MESSAGES_KEPT", "SYNTHETIC_MODEL", "ClaudeUsage", "claude_usage"]
@@ -78,16 +85,39 @@ def _model_usage(value: Any) -> list[tuple[str, Usage, float | None]] | None:
     return parts
 
 
+#: A message as counted: its usage, its cost (None: unpriced), and whether its line reported that cost.
+_Message = tuple[Usage, float | None, bool]
+
+
+def _line_cost(value: Any) -> float | None:
+    """A line's own `costUSD`, or None when it has no usable one."""
+    return float(value) if isinstance(value, int | float) and math.isfinite(value) and value >= 0 else None
+
+
+def _message_cost(model: Any, usage: dict[str, Any], counted: Usage) -> float | None:
+    """What one message costs at the prices in force (None: its model has none)."""
+    if not isinstance(model, str):
+        return None
+    creation = usage.get("cache_creation")
+    hour = creation.get("ephemeral_1h_input_tokens") if isinstance(creation, dict) else None
+    return pricing.active_table().message_cost(
+        model, counted, cache_write_1h=hour if isinstance(hour, int) else 0, fast=usage.get("speed") == "fast"
+    )
+
+
 class ClaudeUsage:
     """Keeps `report.usage` (and an estimated `report.cost_usd`) as a Claude run's lines arrive."""
 
     def __init__(self, report: ParseReport) -> None:
         self.report = report
-        self._messages: OrderedDict[str, Usage] = OrderedDict()  # bounded: oldest forgotten first
+        report.priced = Priced()
+        # bounded, oldest forgotten first: each message's usage, cost and whether its line reported it
+        self._messages: OrderedDict[str, _Message] = OrderedDict()
         self._unnamed = 0
+        self.unpriced = 0  # messages whose model has no price
 
-    def note(self, message: dict[str, Any], request_id: Any) -> None:
-        """An assistant line's API `message` (and the line's `requestId`)."""
+    def note(self, message: dict[str, Any], request_id: Any, line_cost: Any = None) -> None:
+        """An assistant line's API `message` (and the line's `requestId` and `costUSD`)."""
         report = self.report
         usage, model = message.get("usage"), message.get("model")
         if isinstance(model, str) and model != SYNTHETIC_MODEL:
@@ -104,28 +134,36 @@ class ClaudeUsage:
         current = claude_usage(usage)
         total = report.usage
         if seen is not None:
-            current = msgspec.structs.replace(seen, output=max(seen.output, current.output))
-            total = msgspec.structs.replace(total, output=total.output - seen.output + current.output)
+            current = msgspec.structs.replace(seen[0], output=max(seen[0].output, current.output))
+            total = msgspec.structs.replace(total, output=total.output - seen[0].output + current.output)
         else:
             total = total + current
-        self._messages[key] = current
-        self._price(model if isinstance(model, str) else report.model, seen, current)
+        reported = _line_cost(line_cost)
+        cost = reported if reported is not None else _message_cost(message.get("model"), usage, current)
+        self._messages[key] = (current, cost, reported is not None)
+        self._price(seen, (current, cost, reported is not None))
         if len(self._messages) > MESSAGES_KEPT:
             self._messages.popitem(last=False)
         report.usage = total
 
-    def _price(self, model: str | None, seen: Usage | None, current: Usage) -> None:
-        """Add a message's usage, priced at its own model, to the run's estimate (a transcript
-        reports no cost); a reported cost, once seen, is kept instead."""
+    def _price(self, seen: _Message | None, now: _Message) -> None:
+        """Put a message's cost (less what its earlier line of the same message had) into the run's
+        priced total and its estimate (a transcript reports no cost); a run's reported cost, once
+        seen, is kept instead."""
         report = self.report
+        priced = report.priced if report.priced is not None else Priced()
+        before = seen[1] or 0.0 if seen is not None else 0.0
+        _, cost, by_line = now
+        if cost is None:
+            self.unpriced += seen is None  # an unknown model: its tokens count, its cost is not guessed
+            return
+        if by_line:
+            report.priced = Priced(priced.reported + cost - before, priced.estimated)
+        else:
+            report.priced = Priced(priced.reported, priced.estimated + cost - before)
         if report.cost_usd is not None and report.cost_usd.source == "reported":
             return
-        now = pricing.estimate(model, current)
-        before = pricing.estimate(model, seen) if seen is not None else 0.0
-        if now is None or before is None:
-            return  # an unknown model: its tokens count, its cost is not guessed
-        total = (report.cost_usd.usd if report.cost_usd else 0.0) + now - before
-        report.cost_usd = Cost(total, "estimated")
+        report.cost_usd = Cost((report.cost_usd.usd if report.cost_usd else 0.0) + cost - before, "estimated")
 
     def result(self, obj: dict[str, Any], cost: float | None) -> float:
         """A stream-json `result` line, with the cost it reports (None: none); the run's cost."""
@@ -138,6 +176,7 @@ class ClaudeUsage:
             report.usage = report.tally.replace([(report.model or "", claude_usage(usage), None)])
         if parts is not None or isinstance(usage, dict):
             self._messages.clear()
+            report.priced = Priced()
         if cost is not None:
             report.cost_usd = Cost(cost, "reported")
             return cost

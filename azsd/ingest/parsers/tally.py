@@ -26,7 +26,7 @@ from typing import Any
 
 from azsd.model import SLOT_SECONDS, Usage
 
-__all__ = ["SLOT_SECONDS", "Part", "PartTotal", "UsageTally", "line_stamp", "line_time", "slot_of"]
+__all__ = ["SLOT_SECONDS", "Part", "PartTotal", "Priced", "UsageTally", "line_stamp", "line_time", "slot_of"]
 
 
 def line_stamp(value: Any) -> datetime | None:
@@ -69,6 +69,20 @@ class PartTotal:
     first: float | None = None
     last: float | None = None
     reported_usd: float | None = None
+    #: What its messages cost, each priced on its own (a line's `costUSD`, or an estimate at the
+    #: message's long-context, cache and speed prices); None: the parser priced no message of it.
+    priced_usd: float | None = None
+    #: Whether some of `priced_usd` is an estimate (not a line's own `costUSD`).
+    estimated: bool = False
+
+
+@dataclass
+class Priced:
+    """The running cost of a run's priced messages: as their lines reported it (`costUSD`), and as
+    estimated from the price list (each message at its own prices)."""
+
+    reported: float = 0.0
+    estimated: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -91,9 +105,11 @@ class UsageTally:
         self._parts: dict[tuple[str, int | None], PartTotal] = {}
         self.seen = Usage()  # the total the parts add up to
         self.latest: float | None = None  # the latest line time seen with usage
+        self.priced = Priced()  # the run's priced messages so far, as the parts hold them
 
-    def follow(self, total: Usage, model: str | None, timestamp: Any) -> None:
-        """Take the run's running `total` after a line (its `timestamp` as written)."""
+    def follow(self, total: Usage, model: str | None, timestamp: Any, priced: Priced | None = None) -> None:
+        """Take the run's running `total` after a line (its `timestamp` as written), and the running
+        cost of its `priced` messages (the parser's :class:`Priced`, when it prices messages)."""
         if total is self.seen or total == self.seen:
             self.seen = total
             return
@@ -113,13 +129,21 @@ class UsageTally:
         if min(delta.input, delta.output, delta.cache_read, delta.cache_write, delta.reasoning) < 0:
             self._parts.clear()
             delta = total
-        self._add(model or "", at, delta)
+            self.priced = Priced()
+        part = self._add(model or "", at, delta)
         self.seen = total
+        if priced is not None and priced != self.priced:
+            was = self.priced
+            reported, estimated = priced.reported - was.reported, priced.estimated - was.estimated
+            part.priced_usd = (part.priced_usd or 0.0) + reported + estimated
+            part.estimated = part.estimated or estimated != 0.0
+            self.priced = Priced(priced.reported, priced.estimated)
 
     def replace(self, parts: list[tuple[str, Usage, float | None]]) -> Usage:
         """Make the run's usage exactly `parts` (model, usage, reported cost), at the latest time
         seen; the new total, which the parser must make its running total."""
         self._parts.clear()
+        self.priced = Priced()
         total = Usage()
         for model, usage, usd in parts:
             self._add(model, self.latest, usage)
@@ -130,16 +154,17 @@ class UsageTally:
         self.seen = total
         return total
 
-    def _add(self, model: str, at: float | None, delta: Usage) -> None:
+    def _add(self, model: str, at: float | None, delta: Usage) -> PartTotal:
         key = (model, slot_of(at))
         part = self._parts.get(key)
         if part is None:
-            self._parts[key] = PartTotal(delta, at, at)
-            return
+            part = self._parts[key] = PartTotal(delta, at, at)
+            return part
         part.usage = part.usage + delta
         if at is not None:
             part.first = at if part.first is None else min(part.first, at)
             part.last = at if part.last is None else max(part.last, at)
+        return part
 
     def parts(self) -> list[Part]:
         """The non-empty parts, oldest slot first (untimed ones last)."""

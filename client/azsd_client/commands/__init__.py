@@ -355,6 +355,11 @@ COMMANDS: Final = (
             arg("--since", metavar="DATE", help="only the usage of this local day (YYYY-MM-DD) and after"),
             arg("--until", metavar="DATE", help="only the usage of this local day (YYYY-MM-DD) and before"),
             arg("--timezone", metavar="TZ", help="local time of this IANA zone (default: the daemon's)"),
+            arg(
+                "--prices",
+                action="store_true",
+                help="the prices in force (shipped list, config's price-file and [pricing]), and their date",
+            ),
         ),
     ),
     Command(

@@ -13,10 +13,18 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Final
 
+from azsd.config import price_table
 from azsd.errors import AzsdError, RemoteError
 from azsd.files import atomic_write
 from azsd.ipc.protocol import ExportReply
-from azsd_client.render.reports import backup_line, period_lines, search_table, usage_lines
+from azsd_client.render.reports import (
+    backup_line,
+    period_lines,
+    price_lines,
+    price_shape,
+    search_table,
+    usage_lines,
+)
 from azsd_client.render.text import format_size, plural
 
 from . import shapes
@@ -145,6 +153,10 @@ def usage(run: Invocation) -> int:
     """Tokens and cost per session and per worktree (or by period, with `--by`); a session named alone
     is looked up in any worktree."""
     a = run.args
+    if a.prices:
+        table = price_table(run.config)
+        run.out.result(table, price_lines, shape=price_shape)
+        return 0
     scoped = a.session is None or a.worktree is not None
     reply = run.client.usage(
         run.root, a.session, worktrees=worktree_scope(run) if scoped else None, by=a.by,

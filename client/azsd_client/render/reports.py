@@ -9,6 +9,8 @@ import itertools
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Final
 
+import msgspec
+
 from azsd.ipc.protocol import (
     BackupReply,
     SearchHit,
@@ -18,16 +20,32 @@ from azsd.ipc.protocol import (
     WorktreeUsageView,
 )
 
-from .text import Cell, Line, Style, count, format_cost, format_size, join, one_line, plural, table
+from .text import (
+    Cell,
+    Line,
+    Style,
+    count,
+    format_cost,
+    format_size,
+    format_tokens,
+    join,
+    one_line,
+    plural,
+    table,
+)
 
 if TYPE_CHECKING:
     from rich.text import Text
+
+    from azsd.pricing import PriceTable
 
 __all__ = [
     "backup_line",
     "highlighted",
     "import_summary",
     "period_lines",
+    "price_lines",
+    "price_shape",
     "search_row",
     "search_table",
     "usage_lines",
@@ -113,7 +131,7 @@ _TOKEN_HEADERS: Final = ("in", "out", "cache read", "cache write", "reasoning", 
 
 def _token_cells(u: UsageView) -> list[Cell]:
     counts = (u.input, u.output, u.cache_read, u.cache_write, u.reasoning)
-    return [*(Cell(f"{n:,}") for n in counts), Cell(format_cost(u.cost_usd, u.cost_source) or "-")]
+    return [*(Cell(f"{n:,}") for n in counts), Cell(_cost(u) or "-")]
 
 
 def _headers(names: Sequence[str], style: Style) -> list[Cell]:
@@ -150,7 +168,9 @@ def usage_lines(
         ]
         lines += ["", *table(rows, right=frozenset(range(1, 8)), optional=(6, 5, 4, 1))]
     t = total
-    cost = format_cost(t.cost_usd, t.cost_source) or "$0"
+    cost = _cost(t) or "$0"
+    if t.unpriced_tokens:
+        cost += f" ({t.unpriced_tokens:,} tokens of models without a price: cost incomplete)"
     lines += [
         "",
         style.bold(
@@ -176,7 +196,8 @@ def _models(names: Sequence[str]) -> str:
 
 def period_lines(by: str, periods: Sequence[UsagePeriodView], total: UsageView, style: Style) -> list[Line]:
     """`azs usage --by …`: one row per period (and model, with `--by-model`), then the total. Narrow
-    terminals lose cache write, cache read, the total and the models, in that order.
+    terminals get the counts short (``12.3M``), then lose the total column and the models; never one
+    kind of token, so that what a row shows always adds up to its total.
 
     >>> from azsd_client.render.term import plain_lines
     >>> view = UsagePeriodView(period="2025-10-02", start="", end="", models=["m"], total_tokens=7,
@@ -184,40 +205,80 @@ def period_lines(by: str, periods: Sequence[UsagePeriodView], total: UsageView, 
     >>> plain_lines(period_lines("day", [view], view.usage, Style()))[1].split()
     ['2025-10-02', 'm', '2', '5', '0', '0', '7', '~$0.5000']
     """
-    rows = [
-        _headers(
-            (by, "models", "in", "out", "cache read", "cache write", "total", "cost"),
-            style,
-        )
-    ]
-    for view in periods:
-        u = view.usage
-        name = f"  {one_line(view.name, 40)}" if view.name and view.name != view.period else ""
-        rows.append(
-            [
-                Cell(view.period + name, style.bold),
-                Cell(_models([view.model] if view.model is not None else view.models), style.cyan),
-                *(
-                    Cell(f"{n:,}")
-                    for n in (u.input, u.output, u.cache_read, u.cache_write, view.total_tokens)
-                ),
-                Cell(format_cost(u.cost_usd, u.cost_source) or "-"),
-            ]
-        )
     t = total
     all_tokens = t.input + t.output + t.cache_read + t.cache_write
-    rows.append(
-        [
-            Cell("total", style.bold),
-            Cell(""),
-            *(
-                Cell(f"{n:,}", style.bold)
-                for n in (t.input, t.output, t.cache_read, t.cache_write, all_tokens)
-            ),
-            Cell(format_cost(t.cost_usd, t.cost_source) or "$0", style.bold),
+    entries: list[tuple[Cell, Cell, tuple[int, ...], Cell, bool]] = [
+        (
+            Cell(view.period + _named(view), style.bold),
+            Cell(_models([view.model] if view.model is not None else view.models), style.cyan),
+            (*_kinds(view.usage), view.total_tokens),
+            Cell(_cost(view.usage) or "-"),
+            False,
+        )
+        for view in periods
+    ]  # fmt: skip
+    entries.append(
+        (
+            Cell("total", style.bold), Cell(""), (t.input, t.output, t.cache_read, t.cache_write, all_tokens),
+            Cell(_cost(t) or "$0", style.bold), True,
+        )
+    )  # fmt: skip
+
+    def rows(number: Callable[[int], str]) -> list[list[Cell]]:
+        return [
+            [period, models, *(Cell(number(n), style.bold if bold else str) for n in counts), cost]
+            for period, models, counts, cost, bold in entries
         ]
-    )
-    return table(rows, right=frozenset(range(2, 8)), flex=1, optional=(5, 4, 6, 1))
+
+    names = (by, "models", "in", "out", "cache read", "cache write", "total", "cost")
+    full = [_headers(names, style), *rows(lambda n: f"{n:,}")]
+    short = rows(format_tokens)
+    brief = _headers((by, "models", "in", "out", "c.read", "c.write", "total", "cost"), style)
+    return table(full, right=frozenset(range(2, 8)), flex=1, optional=(6, 1), compact=[brief, *short])
+
+
+def _kinds(u: UsageView) -> tuple[int, int, int, int]:
+    return u.input, u.output, u.cache_read, u.cache_write
+
+
+def _named(view: UsagePeriodView) -> str:
+    return f"  {one_line(view.name, 40)}" if view.name and view.name != view.period else ""
+
+
+def _cost(u: UsageView) -> str:
+    return format_cost(u.cost_usd, u.cost_source, u.unpriced_tokens)
+
+
+def price_lines(prices: PriceTable, style: Style) -> list[Line]:
+    """`azs usage --prices`: where the prices come from and when, then one row per model (USD per
+    million tokens; the 1-hour cache write is 2x input unless listed)."""
+    names = ("model", "in", "out", "cache read", "cache write", "1h write", ">200k in/out", "fast")
+    rows = [_headers(names, style)]
+    for model, p in sorted(prices.prices.items()):
+        tier = p.above_200k
+        rows.append(
+            [
+                Cell(model, style.bold),
+                *(Cell(f"{usd:g}") for usd in (p.input, p.output, p.cache_read, p.cache_write)),
+                Cell(f"{p.cache_write_1h if p.cache_write_1h is not None else 2 * p.input:g}"),
+                Cell(f"{tier.input:g}/{tier.output:g}" if tier else "-"),
+                Cell(f"{p.fast:g}x" if p.fast != 1 else "-"),
+            ]
+        )
+    return [
+        style.dim(f"prices as of {prices.date or 'an unknown date'}, per million tokens: {prices.source}"),
+        *table(rows, right=frozenset(range(1, 8)), flex=0),
+    ]
+
+
+def price_shape(table: PriceTable) -> dict[str, object]:
+    """`azs usage --prices --json`: the source, the date and every model's prices."""
+    return {
+        "source": table.source,
+        "date": table.date,
+        "unit": "USD per million tokens",
+        "models": {name: msgspec.to_builtins(price) for name, price in sorted(table.prices.items())},
+    }
 
 
 # -- backup and import ------------------------------------------------------------------------------

@@ -124,6 +124,7 @@ class _Table:
     optional: tuple[int, ...]
     header: Sequence[Cell] | None
     indent: int = 0
+    compact: Sequence[Sequence[Cell]] | None = None
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         from rich.padding import Padding
@@ -134,6 +135,10 @@ class _Table:
         room = options.max_width - self.indent
         filled = _widths(self.rows)
         shown = [i for i in range(len(filled)) if filled[i]]  # a column empty in every row: no gap
+        if self.compact is not None and _needed(widths, shown, self.flex) > room:
+            rows = [*([self.header] if self.header else []), *self.compact]
+            widths, filled = _widths(rows), _widths(self.compact)
+            shown = [i for i in range(len(filled)) if filled[i]]
         for drop in self.optional:
             if _needed(widths, shown, self.flex) <= room:
                 break
@@ -182,10 +187,12 @@ def table(
     optional: Iterable[int] = (),
     header: Sequence[Cell] | None = None,
     indent: int = 0,
+    compact: Sequence[Sequence[Cell]] | None = None,
 ) -> list[Line]:
     """Rows aligned in columns two spaces apart; columns in `right` are right-aligned. It fits the
-    terminal: the `optional` columns go first (in that order), then the `flex` one is cut with ``…``.
-    One line of output (rich draws it at the width it is given).
+    terminal: the `compact` rows (the same cells, shorter: ``12.3M`` for ``12,345,678``) replace the
+    rows when these do not fit whole, then the `optional` columns go (in that order), then the `flex`
+    one is cut with ``…``. One line of output (rich draws it at the width it is given).
 
     >>> from azsd_client.render.term import plain_lines
     >>> plain_lines(table([[Cell("S3"), Cell("x")], [Cell("S12"), Cell("yy")]], right=frozenset({0})))
@@ -194,7 +201,7 @@ def table(
     >>> plain_lines(table(rows, flex=1, optional=(2,)), width=20), plain_lines(table(rows, flex=1), width=20)
     (['S3  a long name'], ['S3  a lon…  2 events'])
     """
-    return [_Table(rows, right, flex, tuple(optional), header, indent)] if rows else []
+    return [_Table(rows, right, flex, tuple(optional), header, indent, compact)] if rows else []
 
 
 @dataclass(frozen=True)
@@ -288,11 +295,18 @@ def format_time(stamp: str, now: datetime | None = None, *, relative: bool = Tru
     return f"{plural(age // 86_400, 'day')} ago"
 
 
-def format_cost(cost: float | None, source: str | None = "reported") -> str:
-    """`$0.1234`, `~$0.1234` for an estimate (azsd priced the tokens), or "" for no cost."""
+def format_cost(cost: float | None, source: str | None = "reported", unpriced: int = 0) -> str:
+    """`$0.1234`, `~$0.1234` for an estimate (azsd priced the tokens), `?` for tokens without a
+    price (`~$0.1234+?` when only some have one), or "" for no cost.
+
+    >>> format_cost(0.5), format_cost(0.5, "estimated", 10), format_cost(0.0, "unpriced", 10), format_cost(0)
+    ('$0.5000', '~$0.5000+?', '?', '')
+    """
+    if source == "unpriced":
+        return "?"
     if not cost:
-        return ""
-    return f"{'~' if source == 'estimated' else ''}${cost:.4f}"
+        return "?" if unpriced else ""
+    return f"{'~' if source == 'estimated' else ''}${cost:.4f}{'+?' if unpriced else ''}"
 
 
 def one_line(text: str, limit: int = LINE_MAX) -> str:
