@@ -48,6 +48,7 @@ from azsd.pricing import Price, PriceTable, default_table, load_price_file
 __all__ = [
     "IPC_PATH_MAX",
     "FileConfig",
+    "PriceTable",
     "ResolvedConfig",
     "default_config_path",
     "default_identity",

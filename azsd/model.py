@@ -191,6 +191,9 @@ class UsageRow(msgspec.Struct, frozen=True, kw_only=True):
     usage: Usage
     cost_usd: float | None
     cost_source: CostSource | None
+    #: How many turns the run held, on one of its rows (0 on the others); None: a run recorded before
+    #: turns were counted, which counts as one.
+    turns: int | None = None
 
 
 class SessionUsage(msgspec.Struct, frozen=True):

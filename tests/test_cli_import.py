@@ -21,6 +21,7 @@ from azsd_client.render.text import format_tokens
 from tests.conftest import CORPUS, corpus_files, requires_corpus
 from tests.test_cli import Azs, azs
 from tests.test_client import client, daemon, worktree
+from tests.test_usage_paths import distinct_copy
 
 __all__ = ["azs", "client", "daemon", "worktree"]  # the fixtures, re-exported for pytest
 
@@ -149,7 +150,8 @@ def test_usage_matches_the_usage_request(azs: Azs, client: Client, worktree: Pat
     sid = client.create_session(worktree, "with usage").session.id
     other = client.create_session(worktree, "elsewhere", worktree="other").session.id
     azs.ok("ingest", str(source), "-s", f"S{sid}")
-    azs.ok("ingest", str(source), "-s", f"S{other}")
+    # other API messages (a copy of the same ones would count once, in the first session)
+    azs.ok("ingest", str(distinct_copy(source, "o", worktree.parent)), "-s", f"S{other}")
     reply = client.usage(worktree, worktrees=[""])
     (mine,) = reply.sessions
     u = mine.usage

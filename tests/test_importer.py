@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import sqlite3
@@ -160,6 +161,13 @@ def home(tmp_path: Path) -> Home:
         dest.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(first, dest)
         planted.append(dest)
+    # the 2.0.x subagent file names a session that is there (an orphaned one is a session of its own)
+    agent = slug_dir / "agent-0a1b2c.jsonl"
+    named = {json.loads(line).get("sessionId") for line in agent.read_text().splitlines() if line.strip()}
+    text = agent.read_text()
+    for old in named - {None}:
+        text = text.replace(f'"{old}"', f'"{sessions[0].stem}"')
+    agent.write_text(text)
 
     day = codex / "sessions" / "2025" / "09" / "25"
     day.mkdir(parents=True)

@@ -17,6 +17,7 @@ import pytest
 from azsd.ingest.file import parse_file
 from azsd.ingest.importer import Source, import_source
 from azsd.ingest.subagents import subagent_files, subagents_current
+from azsd.ingest.usage import turns_of
 from azsd.model import Usage
 from azsd.store import Store
 from tests.conftest import CORPUS, requires_corpus
@@ -60,6 +61,12 @@ def layout_21(tmp_path: Path) -> tuple[Path, Path]:
     return project / f"{uuid}.jsonl", subagents / "agent-a1b2c3.jsonl"
 
 
+def prompts(path: Path) -> int:
+    """The turns a file holds: its prompts (at least one)."""
+    _events, report = parse_file(path, "claude-session")
+    return turns_of(report)
+
+
 def test_a_2_1_sessions_subagents_count_in_its_usage_once(store: Store, layout_21: tuple[Path, Path]) -> None:
     session, agent = layout_21
     assert [p.name for p in subagent_files(session)] == [
@@ -94,7 +101,8 @@ def test_a_subagent_that_grew_is_read_again_and_replaces_its_record(
     )  # so the session is not current (`azs import` redoes it)
     assert import_source(store, source).current
     assert tokens(store, sid) == usage_of(session) + usage_of(WITH_USAGE)
-    assert store.session_usage(sid).turns == 2  # the session's run and the sub-agent's
+    # the session's prompts and the sub-agent's (its task)
+    assert store.session_usage(sid).turns == prompts(session) + prompts(WITH_USAGE)
 
 
 def test_2_0_agent_files_beside_the_session_are_tied_to_it_by_session_id(

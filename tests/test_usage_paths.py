@@ -6,10 +6,14 @@ agree for every session, and equal the one-shot parse's totals. `azs run` only t
 live formats and import only their on-disk histories, so the stream-json / exec files go through
 run, follow and ingest, and a Claude session history through follow, ingest and import. A follow
 records the usage as it goes, with each read, and after a daemon restart too.
+
+A store counts each API message once whatever files hold it, so each way gets a copy of the file
+whose message ids are its own (:func:`distinct_copy`): the same figures, other messages.
 """
 
 from __future__ import annotations
 
+import re
 import shutil
 import signal
 import threading
@@ -34,6 +38,13 @@ pytestmark = [pytest.mark.corpus, requires_corpus]
 CLAUDE_RUN = CORPUS / "claude-stream-json" / "claude_code-elixir__read_file.jsonl"
 CODEX_RUN = CORPUS / "codex-exec-json" / "rust-claude-codes__multi_command.jsonl"
 CLAUDE_HISTORY = CORPUS / "claude-session" / "claudeless__v2.1.29_hook-stop__d266fdf5.jsonl"
+
+
+def distinct_copy(source: Path, tag: str, directory: Path) -> Path:
+    """`source` with every Claude message id made this copy's own (``msg_x`` → ``msg_<tag>x``)."""
+    copy = directory / f"{tag}-{source.name}"
+    copy.write_text(re.sub(r'"id"(\s*):(\s*)"msg_', rf'"id"\1:\2"msg_{tag}', source.read_text()))
+    return copy
 
 
 def expected_usage(path: Path, fmt: str) -> p.UsageView:
@@ -124,8 +135,8 @@ def test_run_follow_and_ingest_record_the_same_usage(world: World, backend: str)
     done = world.azs("run", "--backend", backend, "go")
     assert done.returncode == 0, world.explain(done)
     [ran] = [v.id for v in world.client.list_sessions(world.root).sessions]
-    followed = follow_into(world, source, fmt, backend)
-    ingested = ingest_into(world, source, fmt, backend)
+    followed = follow_into(world, distinct_copy(source, "f", world.root.parent), fmt, backend)
+    ingested = ingest_into(world, distinct_copy(source, "i", world.root.parent), fmt, backend)
 
     usage = usage_of(world.client, world.root)
 
@@ -143,8 +154,8 @@ def test_follow_ingest_and_import_of_a_history_record_the_same_usage(world: Worl
     projects.mkdir(parents=True)
     history = projects / CLAUDE_HISTORY.name.replace("agent-", "session-", 1)
     shutil.copyfile(CLAUDE_HISTORY, history)
-    followed = follow_into(world, CLAUDE_HISTORY, fmt, "history")
-    ingested = ingest_into(world, CLAUDE_HISTORY, fmt, "history")
+    followed = follow_into(world, distinct_copy(CLAUDE_HISTORY, "f", world.root.parent), fmt, "history")
+    ingested = ingest_into(world, distinct_copy(CLAUDE_HISTORY, "i", world.root.parent), fmt, "history")
     imported = world.client.import_session(world.root, "claude", history).session.id
 
     usage = usage_of(world.client, world.root)
@@ -207,7 +218,8 @@ def test_a_follow_resumed_after_a_restart_records_the_whole_runs_usage() -> None
         settle(lambda: client.status().follows[0].offset == target.stat().st_size, "the whole file stored")
         usage = usage_of(client, root)
         assert tokens(usage[sid]) == want
-        assert client.usage(root, sid).sessions[0].turns == 1
+        # its two prompts (2+2, and the .hook-log), whatever the restart: turns count turns
+        assert client.usage(root, sid).sessions[0].turns == 2
         client.close()
     finally:
         d.close()

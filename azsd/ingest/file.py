@@ -32,7 +32,7 @@ from azsd.events import Complete, Event, Init
 from azsd.files import open_regular
 from azsd.ingest.parsers import UnknownFormatError, detect_format, iter_lines, make_parser
 from azsd.ingest.parsers.base import LineParser, ParseReport
-from azsd.ingest.usage import usage_record
+from azsd.ingest.usage import counted_elsewhere, usage_record
 from azsd.model import StoredEvent
 from azsd.store import Store, completion_of
 from azsd.store.chunks import ChunkedWrite
@@ -165,6 +165,8 @@ def ingest_file(
     """
     path = Path(path)
     parser = _parser_for(path, fmt)
+    source = str(path.resolve())
+    parser.report.counted_elsewhere = counted_elsewhere(store, session_id, source)
     parsed = appended = 0
     last_complete: Complete | None = None
     running = False
@@ -203,11 +205,12 @@ def ingest_file(
         report = parser.report
         with chunks.step():
             store.set_completion(session_id, last_complete, running)
-            record = usage_record(report, str(path.resolve()))
+            record = usage_record(report, source)
             if record is not None:  # a run whose lines carry no time is dated by the file's last change
                 store.record_usage(
-                    session_id, record.source, record.parts, replaces=record.path, at=_mtime(path)
-                )
+                    session_id, record.source, record.parts, replaces=record.replaces, at=_mtime(path),
+                    turns=record.turns, keys=record.keys,
+                )  # fmt: skip
     log.info("ingested %s into S%d: %d new of %d", path, session_id, appended, parsed)
     return IngestReport(path, report, parsed, appended, parsed - appended, kept)
 

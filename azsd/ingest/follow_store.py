@@ -48,7 +48,10 @@ def store_read(
     store.save_follow(record, expect_offset=expected)
     result = store.append_prepared(record.session_id, events)
     if usage is not None:
-        store.record_usage(record.session_id, usage.source, usage.parts, replaces=usage.path)
+        store.record_usage(
+            record.session_id, usage.source, usage.parts, replaces=usage.replaces, turns=usage.turns,
+            keys=usage.keys,
+        )  # fmt: skip
     notes = appended_notes(root, record.session_id, result.events)
     completed = is_final([e.event for e in result.events])
     if failed_ms is not None and store.get_session(record.session_id).completed is None:

@@ -31,7 +31,7 @@ from azsd.events import Event, UserMessage
 from azsd.files import open_regular
 from azsd.ingest.file import IngestReport, ingest_file
 from azsd.ingest.parsers import Format, detect_format, head_value, iter_lines
-from azsd.ingest.subagents import import_subagents
+from azsd.ingest.subagents import claude_session_id, import_subagents
 from azsd.model import ImportRecord, StoredEvent
 from azsd.rusttext import RUST_WHITESPACE, is_blank, rust_lines, trim, trim_end
 from azsd.store import Store
@@ -143,7 +143,9 @@ def discover(agent: Agent, source_dir: Path, project: Path) -> list[Source]:
     Claude's (`source_dir` is ``~/.claude`` or ``$CLAUDE_CONFIG_DIR``) are the top-level
     ``*.jsonl`` of ``projects/<claude_slug(project)>`` (of the path as given and of its realpath);
     subagent files are not sessions (their usage is imported with their session's, see
-    :mod:`azsd.ingest.subagents`). Codex's (`source_dir` is ``~/.codex`` or ``$CODEX_HOME``) are the
+    :mod:`azsd.ingest.subagents`), unless their session's file is gone: an orphaned one is a session
+    of its own (and counted once: a parent that appears later does not count it again). Codex's
+    (`source_dir` is ``~/.codex`` or ``$CODEX_HOME``) are the
     ``sessions/**/rollout-*.jsonl`` whose first `session_meta` has a `cwd` that is `project` or inside
     it. A missing directory gives no sources.
     """
@@ -186,12 +188,32 @@ def _claude_paths(source_dir: Path, project: Path) -> Iterator[Path]:
     for directory, check_cwd in dirs:
         if not directory.is_dir():
             continue
-        for path in sorted(directory.glob("*.jsonl")):
-            if path.name.startswith("agent-") or not path.is_file():
+        for path in sorted(directory.glob("*.jsonl")) + orphaned_subagents(directory):
+            if path.name.startswith("agent-") and path.parent == directory and not _orphaned(path):
                 continue  # 2.0.x wrote subagent transcripts beside the sessions
+            if not path.is_file():
+                continue
             if check_cwd and _head_value(path, _claude_cwd) not in cwds:
                 continue  # another long path with the same first 200 characters
             yield path
+
+
+def orphaned_subagents(directory: Path) -> list[Path]:
+    """The 2.1.x sub-agent transcripts of a Claude project directory whose session file is gone
+    (``<id>/subagents/agent-*.jsonl`` without ``<id>.jsonl``): imported as sessions of their own."""
+    return sorted(
+        path
+        for nested in directory.glob("*/subagents")
+        if not (directory / f"{nested.parent.name}.jsonl").exists()
+        for path in nested.glob("*.jsonl")
+    )
+
+
+def _orphaned(path: Path) -> bool:
+    """Whether the 2.0.x sub-agent transcript `path` names a session whose file is not beside it (or
+    names none): it is imported as a session of its own, as ccusage counts it."""
+    session = _head_value(path, claude_session_id)
+    return not session or not (path.parent / f"{session}.jsonl").exists()
 
 
 def _codex_paths(source_dir: Path, project: Path) -> Iterator[Path]:

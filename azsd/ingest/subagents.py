@@ -20,11 +20,11 @@ from typing import Any, Final
 
 from azsd.files import open_regular
 from azsd.ingest.parsers import head_value, iter_lines, make_parser
-from azsd.ingest.usage import usage_record
+from azsd.ingest.usage import counted_elsewhere, usage_record
 from azsd.model import ImportRecord
 from azsd.store import Store
 
-__all__ = ["import_subagents", "subagent_files", "subagents_current"]
+__all__ = ["claude_session_id", "import_subagents", "subagent_files", "subagents_current"]
 
 log = logging.getLogger("azsd.ingest.subagents")
 
@@ -51,7 +51,7 @@ def _beside(directory: Path, _mtime_ns: int) -> dict[str, tuple[Path, ...]]:
     for path in sorted(directory.glob("agent-*.jsonl")):
         try:
             with open_regular(path) as stream:
-                session = head_value(iter_lines(stream), HEAD_LINES, _session_id)
+                session = head_value(iter_lines(stream), HEAD_LINES, claude_session_id)
         except OSError:
             continue
         if session:
@@ -59,7 +59,8 @@ def _beside(directory: Path, _mtime_ns: int) -> dict[str, tuple[Path, ...]]:
     return {k: tuple(v) for k, v in by_session.items()}
 
 
-def _session_id(obj: dict[str, Any]) -> str | None:
+def claude_session_id(obj: dict[str, Any]) -> str | None:
+    """A Claude line's `sessionId`, when it has a usable one."""
     value = obj.get("sessionId")
     return value if isinstance(value, str) and value else None
 
@@ -85,6 +86,8 @@ def subagents_current(store: Store, session_id: int, session: Path) -> bool:
         except OSError:
             continue
         known = store.get_import(str(path.resolve()))
+        if known is not None and known.session_id != session_id and store.has_session(known.session_id):
+            continue  # a session of its own (imported while orphaned): counted there
         if known is None or known.session_id != session_id or known.size != size:
             return False
     return True
@@ -96,7 +99,10 @@ def _import_one(store: Store, session_id: int, path: Path) -> int:
     known = store.get_import(source)
     if known is not None and known.session_id == session_id and known.size == size:
         return 0
+    if known is not None and known.session_id != session_id and store.has_session(known.session_id):
+        return 0  # imported as a session of its own while orphaned (or with another parent): counted there
     parser = make_parser("claude-session")
+    parser.report.counted_elsewhere = counted_elsewhere(store, session_id, source)
     with open_regular(path) as stream:
         for line in iter_lines(stream, stop=size):
             parser.feed(line)
@@ -104,7 +110,10 @@ def _import_one(store: Store, session_id: int, path: Path) -> int:
     record = usage_record(parser.report, source, source=source)
     with store.atomic():
         if record is not None:
-            store.record_usage(session_id, source, record.parts, at=path.stat().st_mtime)
+            store.record_usage(
+                session_id, source, record.parts, at=path.stat().st_mtime, turns=record.turns,
+                keys=record.keys,
+            )  # fmt: skip
         store.record_import(
             ImportRecord(source=source, session_id=session_id, agent="claude", size=size, last_seq=0)
         )

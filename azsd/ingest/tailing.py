@@ -125,8 +125,10 @@ class Tail:
         record = usage_record(self.parser.report, self.record.path)
         if record is None or record == self.usage_sent:
             return None
+        claimed = len(self.usage_sent.keys) if self.usage_sent is not None else 0
         self.usage_sent = record
-        return record
+        # the message ids already handed over are claimed: only the new ones go with this record
+        return msgspec.structs.replace(record, keys=record.keys[claimed:]) if claimed else record
 
     def prepare_parser(self) -> LineParser | None:
         """A fresh parser for the follow's format (detected from the file if need be), or None."""

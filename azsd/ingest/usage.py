@@ -2,9 +2,12 @@
 
 One-shot ingest (:mod:`azsd.ingest.file`, and import through it) records it once the file is read;
 a live follow (:mod:`azsd.ingest.tailing`) records it with each read that changes it, in the same
-transaction as that read's events. Both key it by the run's agent session id (the file's path
-while the parser has not seen one), so a file followed and later ingested, or ingested twice, is
-counted once: the later record replaces the earlier (`Store.record_usage`).
+transaction as that read's events. Both key it by the file's resolved path, so a file followed and
+later ingested, or ingested twice, is counted once (the later record replaces the earlier,
+`Store.record_usage`), and two runs that share an agent session id (`claude -p --resume` run twice)
+are two runs. A record made by an older azsd under the run's agent session id is replaced by it.
+The record also holds the API message ids the run counted (for the store to claim, so that a copy of
+them in another file is counted once) and how many turns the run held.
 
 A record holds the run's parts, one per model and time slot (:mod:`azsd.ingest.parsers.tally`),
 each with its cost: the agent's own (Claude's per-model `modelUsage`, else the run's reported cost
@@ -18,13 +21,14 @@ True
 >>> report.usage, report.agent_session_id = Usage(input=3, output=2), "thread-1"
 >>> report.tally.follow(report.usage, "gpt-5-codex", None)
 >>> record = usage_record(report, "/t/a.jsonl")
->>> record.source, record.usage.input, record.keyed_by_path, record.parts[0].model
-('thread-1', 3, False, 'gpt-5-codex')
+>>> record.source, record.replaces, record.usage.input, record.parts[0].model, record.turns
+('/t/a.jsonl', 'thread-1', 3, 'gpt-5-codex', 1)
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import partial
 
 import msgspec
 
@@ -32,8 +36,9 @@ from azsd import pricing
 from azsd.ingest.parsers.base import ParseReport
 from azsd.ingest.parsers.tally import Part, PartTotal, slot_of
 from azsd.model import Cost, Usage, UsagePart
+from azsd.store import Store
 
-__all__ = ["UsageRecord", "usage_record"]
+__all__ = ["UsageRecord", "counted_elsewhere", "turns_of", "usage_record"]
 
 
 class UsageRecord(msgspec.Struct, frozen=True):
@@ -42,11 +47,12 @@ class UsageRecord(msgspec.Struct, frozen=True):
     source: str
     parts: tuple[UsagePart, ...]
     path: str
-
-    @property
-    def keyed_by_path(self) -> bool:
-        """Whether the record is stored under the file's path (no agent session id was seen)."""
-        return self.source == self.path
+    #: The run's record as an older azsd kept it (under its agent session id), to drop; None: none.
+    replaces: str | None = None
+    #: The turns the run held (prompts answered; at least one).
+    turns: int = 1
+    #: The API message ids it counted.
+    keys: tuple[str, ...] = ()
 
     @property
     def usage(self) -> Usage:
@@ -59,7 +65,7 @@ class UsageRecord(msgspec.Struct, frozen=True):
 
 def usage_record(report: ParseReport, path: str, source: str | None = None) -> UsageRecord | None:
     """The record `report` makes for the file at `path` (its resolved path), stored under `source`
-    (default: the run's agent session id, else `path`), or None while it has no usage to tell."""
+    (default: `path`), or None while it has no usage to tell."""
     parts = report.tally.parts()
     if not parts and report.cost_usd is None:
         return None
@@ -67,8 +73,9 @@ def usage_record(report: ParseReport, path: str, source: str | None = None) -> U
         at = report.tally.latest
         parts = [Part(report.model or "", slot_of(at), PartTotal(Usage(), at, at))]
     costs = _costs(report, parts)
+    replaces = report.agent_session_id if report.agent_session_id != (source or path) else None
     return UsageRecord(
-        source or report.agent_session_id or path,
+        source or path,
         tuple(
             UsagePart(
                 model=part.model, usage=part.usage, cost=cost, slot=part.slot,
@@ -76,8 +83,20 @@ def usage_record(report: ParseReport, path: str, source: str | None = None) -> U
             )
             for part, cost in zip(parts, costs, strict=True)
         ),
-        path,
+        path, replaces, turns_of(report), tuple(report.message_keys),
     )  # fmt: skip
+
+
+def counted_elsewhere(store: Store, session_id: int, source: str) -> Callable[[str], bool]:
+    """The question a parse for run `source` of `session_id` asks of each API message id: whether
+    another run of the store counted it (:attr:`ParseReport.counted_elsewhere`)."""
+    return partial(store.usage_counted_elsewhere, session_id=session_id, source=source)
+
+
+def turns_of(report: ParseReport) -> int:
+    """How many turns a parse saw: its prompts, or its completions when it shows no prompt (a
+    stream-json run's prompt is azsd's own), and at least one."""
+    return max(report.events["UserMessage"], report.events["Complete"], 1)
 
 
 def _costs(report: ParseReport, parts: Sequence[Part]) -> list[Cost | None]:

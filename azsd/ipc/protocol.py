@@ -231,13 +231,15 @@ class SessionView(_Data, frozen=True):
 
 
 class SessionUsageView(_Data, frozen=True):
-    """One session's usage, summed over its `turns` (agent runs)."""
+    """One session's usage, summed over its `turns` (prompts answered); `removed`: a session azsd
+    removed, whose usage the ledger keeps."""
 
     session: int
     name: str
     worktree: str
     turns: int
     usage: UsageView
+    removed: bool = False
 
 
 class UsagePeriodView(_Data, frozen=True):
@@ -595,7 +597,9 @@ class Usage(_StoreReq, frozen=True):
     hours starts a new one). `by_model` splits each period by model. `since` and `until` (local
     dates, ``YYYY-MM-DD`` or ``YYYYMMDD``, both inclusive) keep only the usage of those days, in every
     part of the reply. Local time is that of `timezone` (an IANA name such as ``Europe/Paris``),
-    else the daemon's.
+    else the daemon's. The usage of sessions azsd removed stays in every report not narrowed to one
+    `session` (the ledger), unless `exclude_removed`. `with_sessions` false leaves the reply's
+    `sessions` and `worktrees` empty (a report by period that does not need them).
     """
 
     session: int | None = None
@@ -605,6 +609,8 @@ class Usage(_StoreReq, frozen=True):
     since: str | None = None
     until: str | None = None
     timezone: str | None = None
+    exclude_removed: bool = False
+    with_sessions: bool = True
 
 
 class IngestFile(_KeyedReq, frozen=True):

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta, tzinfo
 from pathlib import Path
 from typing import Final
@@ -54,13 +55,21 @@ def usage_reply(store: Store, req: p.Usage) -> p.UsageReply:
         raise SessionNotFoundError(req.session)
     wanted = None if req.worktrees is None else set(req.worktrees)
     infos = [
-        info
+        _Owner(info.id, info.display_name, info.worktree)
         for info in store.list_sessions(archived="include")
         if (req.session is None or info.id == req.session) and (wanted is None or info.worktree in wanted)
     ]
     start = _midnight(first, tz) if first else None
     end = _midnight(last + timedelta(days=1), tz) if last else None
     rows = store.usage_rows([i.id for i in infos], start=start, end=end)
+    if req.session is None and not req.exclude_removed:
+        gone: dict[int, _Owner] = {}
+        for row, worktree, name in store.removed_usage_rows(start=start, end=end):
+            if wanted is None or worktree in wanted:
+                gone.setdefault(row.session_id, _Owner(row.session_id, name, worktree, removed=True))
+                rows.append(row)
+        infos += gone.values()
+        rows.sort(key=lambda r: (r.first, r.session_id, r.source, r.model))
     by_session: dict[int, list[UsageRow]] = {}
     for row in rows:
         by_session.setdefault(row.session_id, []).append(row)
@@ -73,21 +82,34 @@ def usage_reply(store: Store, req: p.Usage) -> p.UsageReply:
             total = _total(own)
             sessions.append(
                 p.SessionUsageView(
-                    session=info.id, name=info.display_name, worktree=info.worktree, turns=total.turns,
-                    usage=usage_view(total),
+                    session=info.id, name=info.name, worktree=info.worktree, turns=total.turns,
+                    usage=usage_view(total), removed=info.removed,
                 )
             )  # fmt: skip
     rollups = [
         p.WorktreeUsageView(
-            worktree=w, sessions=sum(1 for i in infos if i.worktree == w), usage=usage_view(_total(own))
+            worktree=w, sessions=sum(1 for i in infos if i.worktree == w and not i.removed),
+            usage=usage_view(_total(own)),
         )
         for w, own in sorted(worktrees.items())
-    ]
-    names = {i.id: i.display_name for i in infos}
+    ]  # fmt: skip
+    names = {i.id: f"{i.name} (removed)" if i.removed else i.name for i in infos}
     found = periods(rows, req.by, tz, by_model=req.by_model, names=names) if req.by else []
+    if not req.with_sessions:
+        sessions, rollups = [], []
     return p.UsageReply(
         sessions=sessions, worktrees=rollups, total=usage_view(_total(rows)), by=req.by or "", periods=found
     )
+
+
+@dataclass(frozen=True)
+class _Owner:
+    """Whose usage rows are: a session of the store, or one removed whose usage the ledger keeps."""
+
+    id: int
+    name: str
+    worktree: str
+    removed: bool = False
 
 
 def local_zone(name: str | None) -> tzinfo:
@@ -220,7 +242,12 @@ def _total(rows: Sequence[UsageRow]) -> SessionUsage:
     source: CostSource = "estimated" if estimated else "reported"
     if unpriced and not priced:
         source = "unpriced"
-    return SessionUsage(usage, cost, len({(r.session_id, r.source) for r in rows}), source, unpriced)
+    return SessionUsage(usage, cost, _turns(rows), source, unpriced)
+
+
+def _turns(rows: Sequence[UsageRow]) -> int:
+    """The turns of `rows`' runs: as recorded, and one per run recorded before turns were counted."""
+    return sum(r.turns or 0 for r in rows) + len({(r.session_id, r.source) for r in rows if r.turns is None})
 
 
 def _midnight(day: date, tz: tzinfo) -> float:

@@ -84,7 +84,7 @@ def _is_current(conn: sqlite3.Connection) -> bool:
     columns = _columns(conn, "sessions")
     if "last_claude_uuid" not in columns or columns & set(DROPPED_COLUMNS):
         return False
-    if not {"cost_source", "model"} <= _columns(conn, "azsd_usage"):
+    if not {"cost_source", "model", "turns"} <= _columns(conn, "azsd_usage"):
         return False
     if "model" not in _columns(conn, "azsd_follows"):
         return False
@@ -98,9 +98,10 @@ def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
 def _migrate_side_tables(conn: sqlite3.Connection) -> None:
     """azsd's own tables of an older store, made current (inside the migration's transaction).
 
-    `azsd_usage` from before costs had sources gains the column (NULL: not known); from before
-    models and times were recorded (one row per run, keyed by its source), it is rebuilt with every
-    row kept (see :data:`~azsd.store.schema.USAGE_V1_COPY`). `azsd_follows` gains `model`."""
+        `azsd_usage` from before costs had sources gains the column (NULL: not known); from before
+        models and times were recorded (one row per run, keyed by its source), it is rebuilt with every
+        row kept (see :data:`~azsd.store.schema.USAGE_V1_COPY`); from before turns were counted, it gains
+    `turns` (NULL: the run counts as one turn). `azsd_follows` gains `model`."""
     if "cost_source" not in _columns(conn, "azsd_usage"):
         conn.execute("ALTER TABLE azsd_usage ADD COLUMN cost_source TEXT")  # NULL: not known
     if "model" not in _columns(conn, "azsd_usage"):
@@ -110,6 +111,8 @@ def _migrate_side_tables(conn: sqlite3.Connection) -> None:
         conn.execute("DROP TABLE azsd_usage_v1")
     if "model" not in _columns(conn, "azsd_follows"):
         conn.execute("ALTER TABLE azsd_follows ADD COLUMN model TEXT NOT NULL DEFAULT ''")
+    if "turns" not in _columns(conn, "azsd_usage"):
+        conn.execute("ALTER TABLE azsd_usage ADD COLUMN turns INTEGER")  # NULL: a run of one turn
 
 
 def split_statements(script: str) -> list[str]:

@@ -88,8 +88,46 @@ CREATE TABLE IF NOT EXISTS {name} (
     slot        INTEGER NOT NULL DEFAULT 0,
     first_at    REAL NOT NULL DEFAULT 0,
     last_at     REAL NOT NULL DEFAULT 0,
+    turns       INTEGER,
     PRIMARY KEY (session_id, source, model, slot)
 );
+"""
+
+#: The Claude API messages each run counted, by message id (the first run to record one owns it), so
+#: that a message copied into other files (a `--resume`) is counted once in the store.
+USAGE_KEYS_DDL: Final = """\
+CREATE TABLE IF NOT EXISTS azsd_usage_keys (
+    key        TEXT PRIMARY KEY,
+    session_id INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    source     TEXT NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS azsd_usage_keys_run ON azsd_usage_keys(session_id, source);
+"""
+
+#: The ledger: the usage rows of sessions azsd removed (`azs rm`), with the name each had, so that
+#: reports by period still count what was spent. Its rows outlive their session, so it has no
+#: foreign key (like `azsd_requests`); AZUREAL ignores it.
+USAGE_REMOVED_DDL: Final = """\
+CREATE TABLE IF NOT EXISTS azsd_usage_removed (
+    session_id  INTEGER NOT NULL,
+    name        TEXT NOT NULL DEFAULT '',
+    worktree    TEXT NOT NULL DEFAULT '',
+    removed     REAL NOT NULL,
+    source      TEXT NOT NULL,
+    model       TEXT NOT NULL DEFAULT '',
+    slot        INTEGER NOT NULL DEFAULT 0,
+    first_at    REAL NOT NULL DEFAULT 0,
+    last_at     REAL NOT NULL DEFAULT 0,
+    input       INTEGER NOT NULL DEFAULT 0,
+    output      INTEGER NOT NULL DEFAULT 0,
+    cache_read  INTEGER NOT NULL DEFAULT 0,
+    cache_write INTEGER NOT NULL DEFAULT 0,
+    reasoning   INTEGER NOT NULL DEFAULT 0,
+    cost_usd    REAL,
+    cost_source TEXT,
+    turns       INTEGER
+);
+CREATE INDEX IF NOT EXISTS azsd_usage_removed_slot ON azsd_usage_removed(slot);
 """
 
 #: Copies the rows of a `azsd_usage_v1` (one per run) into the new `azsd_usage`.
@@ -112,6 +150,8 @@ FROM azsd_usage_v1
 #: instead of carried out twice (see azsd.server.idempotency). Rows older than the retention are pruned.
 AZSD_DDL: Final = (
     USAGE_DDL.format(name="azsd_usage")
+    + USAGE_KEYS_DDL
+    + USAGE_REMOVED_DDL
     + """\
 CREATE TABLE IF NOT EXISTS azsd_follows (
     session_id    INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
@@ -186,6 +226,10 @@ REQUIRED_OBJECTS: Final = frozenset(
         "idx_events_session",
         "idx_compactions_session",
         "azsd_usage",
+        "azsd_usage_keys",
+        "azsd_usage_keys_run",
+        "azsd_usage_removed",
+        "azsd_usage_removed_slot",
         "azsd_follows",
         "azsd_lineage",
         "azsd_lineage_parent",

@@ -11,6 +11,7 @@ keeps the session index of :mod:`azsd.store.listing` in step, or drops it when i
 from __future__ import annotations
 
 import sqlite3
+import time
 from typing import Final
 
 from azsd.errors import BadRequestError, SessionNotFoundError
@@ -27,6 +28,14 @@ __all__ = ["FORK_ROWS", "Sessions"]
 FORK_ROWS: Final = 1000
 #: The ``meta`` key (with the fork's id after it) of a fork not yet whole: "<parent>:<at_seq>".
 _FORKING: Final = "azsd_forking:"
+
+#: Copies a session's usage rows into the ledger before it is deleted (azsd.store.usage).
+_KEEP_REMOVED_USAGE: Final = """\
+INSERT INTO azsd_usage_removed (session_id, name, worktree, removed, source, model, slot, first_at, last_at,
+    input, output, cache_read, cache_write, reasoning, cost_usd, cost_source, turns)
+SELECT u.session_id, s.name, s.worktree, ?1, u.source, u.model, u.slot, u.first_at, u.last_at, u.input,
+    u.output, u.cache_read, u.cache_write, u.reasoning, u.cost_usd, u.cost_source, u.turns
+FROM azsd_usage AS u JOIN sessions AS s ON s.id = u.session_id WHERE u.session_id = ?2"""
 
 
 class Sessions(EventLog):
@@ -99,6 +108,7 @@ class Sessions(EventLog):
                 ]
             for sid in doomed:
                 self._unindex(conn, sid)
+                conn.execute(_KEEP_REMOVED_USAGE, (time.time(), sid))
                 conn.execute("DELETE FROM azsd_lineage WHERE parent_id = ?", (sid,))
                 conn.execute("DELETE FROM sessions WHERE id = ?", (sid,))
                 if self._index is not None:

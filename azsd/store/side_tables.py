@@ -10,52 +10,21 @@ newer schema may lack azsd's tables; the reads here then return nothing.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
-from typing import Any, Final
-
-import msgspec
+from typing import Any
 
 from azsd.context import ContextPayload, render_event, strip_injected_context_indexed, strip_rendered
 from azsd.errors import BadRequestError, StoreError
 from azsd.events import Event
 from azsd.model import (
-    SLOT_SECONDS,
     Compaction,
-    Cost,
-    CostSource,
     FollowRecord,
     ImportRecord,
-    SessionUsage,
-    Usage,
-    UsagePart,
-    UsageRow,
 )
-from azsd.store.events import EventLog
 from azsd.store.listing import _require_session
+from azsd.store.usage import IN_LIST_MAX, UsageTables
 
 __all__ = ["FollowMovedError", "SideTables"]
-
-#: Ids a query names in one `IN (…)` list (SQLite allows 32 766 parameters); more read everything.
-_IN_LIST_MAX: Final = 1000
-
-
-def _merged(a: UsagePart, b: UsagePart) -> UsagePart:
-    """Two parts of one model that fell in the same slot (one timed, one given a time), as one."""
-    cost = a.cost if b.cost is None else b.cost if a.cost is None else None
-    if a.cost is not None and b.cost is not None:
-        source: CostSource = "reported" if a.cost.source == b.cost.source == "reported" else "estimated"
-        cost = Cost(a.cost.usd + b.cost.usd, source)
-    first = min(t for t in (a.first, b.first) if t is not None)
-    last = max(t for t in (a.last, b.last) if t is not None)
-    return UsagePart(model=a.model, usage=a.usage + b.usage, cost=cost, slot=a.slot, first=first, last=last)
-
-
-def _cost_source(usd: float | None, stored: str | None) -> CostSource | None:
-    """A stored cost's source (a cost of unknown source, recorded before sources were, is an estimate)."""
-    if usd is None:
-        return None
-    return "reported" if stored == "reported" else "estimated"
 
 
 class FollowMovedError(StoreError):
@@ -63,128 +32,8 @@ class FollowMovedError(StoreError):
     :meth:`SideTables.save_follow` failed): another writer stored those lines. Nothing was written."""
 
 
-class SideTables(EventLog):
-    """Usage, imports, follows, compactions and context building."""
-
-    # -- token usage (side table azsd_usage) --------------------------------------------------
-
-    def record_usage(
-        self,
-        session_id: int,
-        source: str,
-        parts: Sequence[UsagePart],
-        *,
-        replaces: str | None = None,
-        at: float | None = None,
-    ) -> None:
-        """Set the usage of one run (`source`: the agent run's id or file): replaced, never added.
-
-        Each part is one model's usage within one time slot, with its cost (reported by the agent, or
-        estimated by azsd.pricing). A part without a time (the run's lines carry none) keeps the times
-        the run's earlier record of that model had, or takes `at` (default: now) the first time, so
-        that recording the same run again changes nothing. `replaces` names a record of the same
-        run kept under another source until now (its file's path, before the run's id was known): it
-        is dropped, so the run is counted once."""
-        now = time.time() if at is None else at
-        with self.atomic() as conn:
-            _require_session(conn, session_id)
-            olds = (source,) if replaces is None or replaces == source else (source, replaces)
-            marks = ", ".join("?" * len(olds))
-            known = {
-                model: (first, last)
-                for model, first, last in conn.execute(
-                    "SELECT model, MIN(first_at), MAX(last_at) FROM azsd_usage "
-                    f"WHERE session_id = ? AND source IN ({marks}) GROUP BY model",
-                    (session_id, *olds),
-                )
-            }
-            conn.execute(
-                f"DELETE FROM azsd_usage WHERE session_id = ? AND source IN ({marks})", (session_id, *olds)
-            )
-            rows: dict[tuple[str, int], UsagePart] = {}
-            for part in parts:
-                if part.first is None or part.last is None:
-                    first, last = known.get(part.model, (now, now))
-                    part = msgspec.structs.replace(
-                        part, first=first, last=max(last, now) if part.model in known else last,
-                        slot=int(first // SLOT_SECONDS) * SLOT_SECONDS,
-                    )  # fmt: skip
-                key = (part.model, part.slot or 0)
-                rows[key] = part if key not in rows else _merged(rows[key], part)
-            conn.executemany(
-                "INSERT INTO azsd_usage (session_id, source, model, slot, first_at, last_at, input, output, "
-                "cache_read, cache_write, reasoning, cost_usd, cost_source) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [
-                    (
-                        session_id, source, p.model, slot, p.first, p.last, p.usage.input, p.usage.output,
-                        p.usage.cache_read, p.usage.cache_write, p.usage.reasoning,
-                        None if p.cost is None else p.cost.usd, None if p.cost is None else p.cost.source,
-                    )
-                    for (_, slot), p in rows.items()
-                ],
-            )  # fmt: skip
-
-    def usage_rows(
-        self, sessions: Sequence[int] | None = None, *, start: float | None = None, end: float | None = None
-    ) -> list[UsageRow]:
-        """The stored parts of every run (of `sessions`, when given) whose slot starts within
-        [`start`, `end`) (Unix seconds), oldest first."""
-        if self.read_only and not self._has_table("azsd_usage"):  # a newer schema may lack it
-            return []
-        where, params = ["slot >= ?", "slot < ?"], [start or float("-inf"), end or float("inf")]
-        if sessions is not None and len(sessions) <= _IN_LIST_MAX:
-            where.append(f"session_id IN ({', '.join('?' * len(sessions))})")
-            params += list(sessions)
-        wanted = None if sessions is None else set(sessions)
-        rows = self._query(
-            "SELECT session_id, source, model, slot, first_at, last_at, input, output, cache_read, "
-            f"cache_write, reasoning, cost_usd, cost_source FROM azsd_usage WHERE {' AND '.join(where)} "
-            "ORDER BY first_at, session_id, source, model",
-            params,
-        )
-        return [
-            UsageRow(
-                session_id=sid, source=src, model=model, slot=slot, first=first, last=last,
-                usage=Usage(input=i, output=o, cache_read=cr, cache_write=cw, reasoning=r),
-                cost_usd=usd, cost_source=_cost_source(usd, cs),
-            )
-            for sid, src, model, slot, first, last, i, o, cr, cw, r, usd, cs in rows
-            if wanted is None or sid in wanted
-        ]  # fmt: skip
-
-    def session_usage(self, session_id: int) -> SessionUsage:
-        """The session's usage and cost, summed over its turns."""
-        return self.usage_by_session([session_id]).get(session_id, SessionUsage(Usage(), 0.0, 0))
-
-    def usage_by_session(self, sessions: Sequence[int] | None = None) -> dict[int, SessionUsage]:
-        """The usage of every session that has any (of `sessions`, when given), in one query."""
-        if self.read_only and not self._has_table("azsd_usage"):  # a newer schema may lack it
-            return {}
-        where, params = "", []
-        if sessions is not None and len(sessions) <= _IN_LIST_MAX:
-            params = list(sessions)
-            where = f"WHERE session_id IN ({', '.join('?' * len(params))})"
-        rows = self._query(
-            "SELECT session_id, SUM(input), SUM(output), SUM(cache_read), SUM(cache_write), SUM(reasoning), "
-            "COALESCE(SUM(cost_usd), 0.0), COUNT(DISTINCT source), "
-            # a cost of unknown source (recorded before sources were) counts as an estimate
-            "COALESCE(MAX(cost_usd IS NOT NULL AND cost_source IS NOT 'reported'), 0), "
-            "SUM(CASE WHEN cost_usd IS NULL THEN input + output + cache_read + cache_write ELSE 0 END), "
-            "COUNT(cost_usd) "
-            f"FROM azsd_usage {where} GROUP BY session_id",
-            params,
-        )
-        return {
-            sid: SessionUsage(
-                Usage(input=i, output=o, cache_read=cr, cache_write=cw, reasoning=r),
-                float(cost),
-                turns,
-                "unpriced" if unpriced and not priced else "estimated" if estimated else "reported",
-                unpriced,
-            )
-            for sid, i, o, cr, cw, r, cost, turns, estimated, unpriced, priced in rows
-        }
+class SideTables(UsageTables):
+    """Usage (:class:`~azsd.store.usage.UsageTables`), imports, follows, compactions and context building."""
 
     # -- imported histories (side table azsd_imports) -------------------------------------------
 
@@ -335,8 +184,8 @@ class SideTables(EventLog):
     def context_chars(self, session_ids: Sequence[int]) -> dict[int, int]:
         """:meth:`total_chars_since_compaction` of many sessions in one query (0 for none stored)."""
         found: dict[int, int] = dict.fromkeys(session_ids, 0)
-        for start in range(0, len(session_ids), _IN_LIST_MAX):
-            ids = session_ids[start : start + _IN_LIST_MAX]
+        for start in range(0, len(session_ids), IN_LIST_MAX):
+            ids = session_ids[start : start + IN_LIST_MAX]
             marks = ", ".join("?" * len(ids))
             rows = self._query(
                 "SELECT e.session_id, SUM(e.char_len) FROM events AS e "

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO, ClassVar, Final
 
@@ -68,6 +68,13 @@ class ParseReport:
     tally: UsageTally = field(default_factory=UsageTally)
     #: The running cost of the messages a parser priced one by one (Claude's); None: it prices none.
     priced: Priced | None = None
+    #: Whether another run already counted the API message of this id (the store's answer, given by
+    #: whoever parses for it); its tokens are then left out of this run's (None: nobody counted any).
+    counted_elsewhere: Callable[[str], bool] | None = None
+    #: The API message ids this run counted, in order (for the store to claim them for it).
+    message_keys: list[str] = field(default_factory=list)
+    #: Messages left out as counted by another run.
+    counted_before: int = 0
 
     @property
     def skipped_total(self) -> int:

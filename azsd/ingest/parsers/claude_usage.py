@@ -12,8 +12,14 @@ prices for its length (long-context prices above 200k input tokens), its 1-hour 
 of a model without a price is counted and left unpriced. The `<synthetic>` messages Claude makes up
 itself (an API error shown as a reply) are neither (their zero usage is no API call).
 
-A stream-json `result` line is authoritative for the whole run: its per-model `modelUsage` (which
-counts sub-agents and helper models too) replaces the messages' sums, with each model's reported
+A message another run of the store already counted (the same API message id: `claude --resume`
+copies the session it resumes into its new file) is left out when the parse is told so
+(`ParseReport.counted_elsewhere`); the ids the run counted are kept (`ParseReport.message_keys`) for
+the store to claim.
+
+A stream-json `result` line is authoritative for the whole run, unless some of it was counted
+elsewhere: its per-model `modelUsage` (which counts sub-agents and helper models too) replaces the
+messages' sums, with each model's reported
 cost; without it, its `usage` does, for the run's model.
 
 >>> from azsd.ingest.parsers.base import ParseReport
@@ -115,6 +121,8 @@ class ClaudeUsage:
         self._messages: OrderedDict[str, _Message] = OrderedDict()
         self._unnamed = 0
         self.unpriced = 0  # messages whose model has no price
+        self._ids: set[str] = set()  # the API message ids met in this run
+        self._elsewhere: set[str] = set()  # those another run counted
 
     def note(self, message: dict[str, Any], request_id: Any, line_cost: Any = None) -> None:
         """An assistant line's API `message` (and the line's `requestId` and `costUSD`)."""
@@ -123,6 +131,8 @@ class ClaudeUsage:
         if isinstance(model, str) and model != SYNTHETIC_MODEL:
             report.model = model
         if not isinstance(usage, dict) or model == SYNTHETIC_MODEL:
+            return
+        if "id" in message and self._counted_elsewhere(str(message["id"])):
             return
         if "id" in message:
             key = str(message["id"])
@@ -146,6 +156,20 @@ class ClaudeUsage:
             self._messages.popitem(last=False)
         report.usage = total
 
+    def _counted_elsewhere(self, message_id: str) -> bool:
+        """Whether another run counted the message `message_id` (a copy of it: `--resume`); the first
+        time it is met in this run, the id is kept for the store to claim, or the message skipped."""
+        if message_id in self._ids:
+            return message_id in self._elsewhere
+        self._ids.add(message_id)
+        asked = self.report.counted_elsewhere
+        if asked is not None and asked(message_id):
+            self._elsewhere.add(message_id)
+            self.report.counted_before += 1
+            return True
+        self.report.message_keys.append(message_id)
+        return False
+
     def _price(self, seen: _Message | None, now: _Message) -> None:
         """Put a message's cost (less what its earlier line of the same message had) into the run's
         priced total and its estimate (a transcript reports no cost); a run's reported cost, once
@@ -168,6 +192,9 @@ class ClaudeUsage:
     def result(self, obj: dict[str, Any], cost: float | None) -> float:
         """A stream-json `result` line, with the cost it reports (None: none); the run's cost."""
         report = self.report
+        if self._elsewhere:  # the run's totals hold messages another run counted: its own sums stay
+            own = report.cost_usd.usd if report.cost_usd is not None else 0.0
+            return cost if cost is not None else own  # the event shows what the line says, as ever
         parts = _model_usage(obj.get("modelUsage"))
         usage = obj.get("usage")
         if parts is not None:

@@ -37,7 +37,7 @@ from .text import (
 if TYPE_CHECKING:
     from rich.text import Text
 
-    from azsd.pricing import PriceTable
+    from azsd.config import PriceTable
 
 __all__ = [
     "backup_line",

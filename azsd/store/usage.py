@@ -1,0 +1,211 @@
+"""Token usage beside the events: each run's parts (``azsd_usage``), the Claude messages each run
+counted (``azsd_usage_keys``), and the usage of removed sessions (``azsd_usage_removed``).
+
+A run (`source`: the file its lines came from) records its parts, one per model and quarter hour,
+replaced (never added) each time it is recorded again, and how many turns it held. The messages it
+counted are claimed by their API message id, the first run to record one owning it: an import or
+ingest of a file that copies another's messages (a `claude --resume` copies the session it resumes)
+asks :meth:`UsageTables.usage_counted_elsewhere` and leaves them out, so a message is counted once
+in a store whatever files hold it. A session removed by azsd leaves its usage in
+``azsd_usage_removed`` (the ledger: period reports still count what it cost; a table without a
+foreign key, like ``azsd_requests``, since its rows outlive their session).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any, Final
+
+import msgspec
+
+from azsd.model import SLOT_SECONDS, Cost, CostSource, SessionUsage, Usage, UsagePart, UsageRow
+from azsd.store.events import EventLog
+from azsd.store.listing import _require_session
+
+__all__ = ["IN_LIST_MAX", "UsageTables"]
+
+#: Ids a query names in one `IN (…)` list (SQLite allows 32 766 parameters); more read everything.
+IN_LIST_MAX: Final = 1000
+
+_ROW_COLUMNS: Final = (
+    "session_id, source, model, slot, first_at, last_at, input, output, cache_read, cache_write, "
+    "reasoning, cost_usd, cost_source, turns"
+)
+
+
+def _merged(a: UsagePart, b: UsagePart) -> UsagePart:
+    """Two parts of one model that fell in the same slot (one timed, one given a time), as one."""
+    cost = a.cost if b.cost is None else b.cost if a.cost is None else None
+    if a.cost is not None and b.cost is not None:
+        source: CostSource = "reported" if a.cost.source == b.cost.source == "reported" else "estimated"
+        cost = Cost(a.cost.usd + b.cost.usd, source)
+    first = min(t for t in (a.first, b.first) if t is not None)
+    last = max(t for t in (a.last, b.last) if t is not None)
+    return UsagePart(model=a.model, usage=a.usage + b.usage, cost=cost, slot=a.slot, first=first, last=last)
+
+
+def _cost_source(usd: float | None, stored: str | None) -> CostSource | None:
+    """A stored cost's source (a cost of unknown source, recorded before sources were, is an estimate)."""
+    if usd is None:
+        return None
+    return "reported" if stored == "reported" else "estimated"
+
+
+def _row(values: Sequence[Any]) -> UsageRow:
+    sid, src, model, slot, first, last, i, o, cr, cw, r, usd, cs, turns = values
+    return UsageRow(
+        session_id=sid, source=src, model=model, slot=slot, first=first, last=last,
+        usage=Usage(input=i, output=o, cache_read=cr, cache_write=cw, reasoning=r),
+        cost_usd=usd, cost_source=_cost_source(usd, cs), turns=turns,
+    )  # fmt: skip
+
+
+class UsageTables(EventLog):
+    """Token usage: record a run's, read it back by session or by part, and keep the ledger."""
+
+    def record_usage(
+        self,
+        session_id: int,
+        source: str,
+        parts: Sequence[UsagePart],
+        *,
+        replaces: str | None = None,
+        at: float | None = None,
+        turns: int | None = None,
+        keys: Sequence[str] = (),
+    ) -> None:
+        """Set the usage of one run (`source`: the file it came from): replaced, never added.
+
+        Each part is one model's usage within one time slot, with its cost (reported by the agent, or
+        estimated by azsd.pricing). A part without a time (the run's lines carry none) keeps the times
+        the run's earlier record of that model had, or takes `at` (default: now) the first time, so
+        that recording the same run again changes nothing. `replaces` names a record of the same
+        run kept under another source until now (its agent session id, as azsd once keyed runs): it
+        is dropped, so the run is counted once. `turns` is how many turns the run held (None: one);
+        `keys` the API message ids it counted, claimed for it unless another run has them."""
+        now = time.time() if at is None else at
+        with self.atomic() as conn:
+            _require_session(conn, session_id)
+            olds = (source,) if replaces is None or replaces == source else (source, replaces)
+            marks = ", ".join("?" * len(olds))
+            known = {
+                model: (first, last)
+                for model, first, last in conn.execute(
+                    "SELECT model, MIN(first_at), MAX(last_at) FROM azsd_usage "
+                    f"WHERE session_id = ? AND source IN ({marks}) GROUP BY model",
+                    (session_id, *olds),
+                )
+            }
+            conn.execute(
+                f"DELETE FROM azsd_usage WHERE session_id = ? AND source IN ({marks})", (session_id, *olds)
+            )
+            rows: dict[tuple[str, int], UsagePart] = {}
+            for part in parts:
+                if part.first is None or part.last is None:
+                    first, last = known.get(part.model, (now, now))
+                    part = msgspec.structs.replace(
+                        part, first=first, last=max(last, now) if part.model in known else last,
+                        slot=int(first // SLOT_SECONDS) * SLOT_SECONDS,
+                    )  # fmt: skip
+                key = (part.model, part.slot or 0)
+                rows[key] = part if key not in rows else _merged(rows[key], part)
+            conn.executemany(
+                f"INSERT INTO azsd_usage ({_ROW_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (
+                        session_id, source, p.model, slot, p.first, p.last, p.usage.input, p.usage.output,
+                        p.usage.cache_read, p.usage.cache_write, p.usage.reasoning,
+                        None if p.cost is None else p.cost.usd, None if p.cost is None else p.cost.source,
+                        (1 if turns is None else turns) if n == 0 else 0,
+                    )
+                    for n, ((_, slot), p) in enumerate(rows.items())
+                ],
+            )  # fmt: skip
+            if replaces is not None and replaces != source:
+                conn.execute(
+                    "UPDATE azsd_usage_keys SET source = ? WHERE session_id = ? AND source = ?",
+                    (source, session_id, replaces),
+                )
+            conn.executemany(
+                "INSERT OR IGNORE INTO azsd_usage_keys (key, session_id, source) VALUES (?, ?, ?)",
+                [(key, session_id, source) for key in keys],
+            )
+
+    def usage_counted_elsewhere(self, key: str, session_id: int, source: str) -> bool:
+        """Whether the API message `key` is counted by a run other than `source` of `session_id`."""
+        if self.read_only and not self._has_table("azsd_usage_keys"):
+            return False
+        rows = self._query(
+            "SELECT 1 FROM azsd_usage_keys WHERE key = ? AND NOT (session_id = ? AND source = ?)",
+            (key, session_id, source),
+        )
+        return bool(rows)
+
+    def usage_rows(
+        self, sessions: Sequence[int] | None = None, *, start: float | None = None, end: float | None = None
+    ) -> list[UsageRow]:
+        """The stored parts of every run (of `sessions`, when given) whose slot starts within
+        [`start`, `end`) (Unix seconds), oldest first."""
+        if self.read_only and not self._has_table("azsd_usage"):  # a newer schema may lack it
+            return []
+        where, params = ["slot >= ?", "slot < ?"], [start or float("-inf"), end or float("inf")]
+        if sessions is not None and len(sessions) <= IN_LIST_MAX:
+            where.append(f"session_id IN ({', '.join('?' * len(sessions))})")
+            params += list(sessions)
+        wanted = None if sessions is None else set(sessions)
+        rows = self._query(
+            f"SELECT {_ROW_COLUMNS} FROM azsd_usage WHERE {' AND '.join(where)} "
+            "ORDER BY first_at, session_id, source, model",
+            params,
+        )
+        return [_row(values) for values in rows if wanted is None or values[0] in wanted]
+
+    def removed_usage_rows(
+        self, *, start: float | None = None, end: float | None = None
+    ) -> list[tuple[UsageRow, str, str]]:
+        """The ledger's parts (of sessions azsd removed) whose slot starts within [`start`, `end`),
+        oldest first, each with the branch and the name its session had."""
+        if not self._has_table("azsd_usage_removed"):
+            return []
+        rows = self._query(
+            f"SELECT {_ROW_COLUMNS}, worktree, name FROM azsd_usage_removed WHERE slot >= ? AND slot < ? "
+            "ORDER BY first_at, session_id, source, model",
+            (start or float("-inf"), end or float("inf")),
+        )
+        return [(_row(values[:-2]), values[-2], values[-1]) for values in rows]
+
+    def session_usage(self, session_id: int) -> SessionUsage:
+        """The session's usage and cost, summed over its turns."""
+        return self.usage_by_session([session_id]).get(session_id, SessionUsage(Usage(), 0.0, 0))
+
+    def usage_by_session(self, sessions: Sequence[int] | None = None) -> dict[int, SessionUsage]:
+        """The usage of every session that has any (of `sessions`, when given), in one query."""
+        if self.read_only and not self._has_table("azsd_usage"):  # a newer schema may lack it
+            return {}
+        where, params = "", []
+        if sessions is not None and len(sessions) <= IN_LIST_MAX:
+            params = list(sessions)
+            where = f"WHERE session_id IN ({', '.join('?' * len(params))})"
+        rows = self._query(
+            "SELECT session_id, SUM(input), SUM(output), SUM(cache_read), SUM(cache_write), SUM(reasoning), "
+            "COALESCE(SUM(cost_usd), 0.0), "
+            # a run recorded before turns were counted is one turn
+            "COALESCE(SUM(turns), 0) + COUNT(DISTINCT CASE WHEN turns IS NULL THEN source END), "
+            # a cost of unknown source (recorded before sources were) counts as an estimate
+            "COALESCE(MAX(cost_usd IS NOT NULL AND cost_source IS NOT 'reported'), 0), "
+            "SUM(CASE WHEN cost_usd IS NULL THEN input + output + cache_read + cache_write ELSE 0 END), "
+            "COUNT(cost_usd) "
+            f"FROM azsd_usage {where} GROUP BY session_id",
+            params,
+        )
+        return {
+            sid: SessionUsage(
+                Usage(input=i, output=o, cache_read=cr, cache_write=cw, reasoning=r),
+                float(cost),
+                turns,
+                "unpriced" if unpriced and not priced else "estimated" if estimated else "reported",
+                unpriced,
+            )
+            for sid, i, o, cr, cw, r, cost, turns, estimated, unpriced, priced in rows
+        }
