@@ -388,13 +388,18 @@ class AsyncClient(AsyncAgentMethods, AsyncRemoteMethods, AsyncConnection):
         since: str | None = None,
         until: str | None = None,
         timezone: str | None = None,
+        exclude_removed: bool = False,
+        with_sessions: bool = True,
     ) -> UsageReply:
         """Token usage and cost per session, per worktree, and in total (`session`, `worktrees` narrow it);
         with `by` (``day``, ``week``, ``month``, ``session``, ``block``) by period too, each split by
-        model with `by_model`; `since`, `until` (local days, inclusive) keep only those days' usage."""
+        model with `by_model`; `since`, `until` (local days, inclusive) keep only those days' usage.
+        Removed sessions' usage counts unless `exclude_removed`; `with_sessions` false leaves the
+        per-session and per-worktree lists out."""
         wanted = None if worktrees is None else list(worktrees)
         message = Usage(
             root=canonical_root(root), session=session, worktrees=wanted, by=by, by_model=by_model,
-            since=since, until=until, timezone=timezone,
+            since=since, until=until, timezone=timezone, exclude_removed=exclude_removed,
+            with_sessions=with_sessions,
         )  # fmt: skip
         return await self.call(message, UsageReply)

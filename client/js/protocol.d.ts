@@ -327,7 +327,9 @@ export interface ImportSession {
  * hours starts a new one). `by_model` splits each period by model. `since` and `until` (local
  * dates, ``YYYY-MM-DD`` or ``YYYYMMDD``, both inclusive) keep only the usage of those days, in every
  * part of the reply. Local time is that of `timezone` (an IANA name such as ``Europe/Paris``),
- * else the daemon's.
+ * else the daemon's. The usage of sessions azsd removed stays in every report not narrowed to one
+ * `session` (the ledger), unless `exclude_removed`. `with_sessions` false leaves the reply's
+ * `sessions` and `worktrees` empty (a report by period that does not need them).
  */
 export interface Usage {
   op: "usage";
@@ -339,6 +341,8 @@ export interface Usage {
   since?: string | null;
   until?: string | null;
   timezone?: string | null;
+  exclude_removed?: boolean;
+  with_sessions?: boolean;
 }
 
 /**
@@ -708,7 +712,8 @@ export interface UsageReply {
 }
 
 /**
- * One session's usage, summed over its `turns` (agent runs).
+ * One session's usage, summed over its `turns` (prompts answered); `removed`: a session azsd
+ * removed, whose usage the ledger keeps.
  */
 export interface SessionUsageView {
   session: number;
@@ -716,6 +721,7 @@ export interface SessionUsageView {
   worktree: string;
   turns: number;
   usage: UsageView;
+  removed: boolean;
 }
 
 /**

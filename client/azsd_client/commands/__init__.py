@@ -356,6 +356,12 @@ COMMANDS: Final = (
             arg("--until", metavar="DATE", help="only the usage of this local day (YYYY-MM-DD) and before"),
             arg("--timezone", metavar="TZ", help="local time of this IANA zone (default: the daemon's)"),
             arg(
+                "--exclude-removed",
+                action="store_true",
+                help="leave out the usage of sessions removed with `azs rm` (kept by default: money spent)",
+            ),
+            arg("--sessions", action="store_true", help="with --by: the per-session list too (--json)"),
+            arg(
                 "--prices",
                 action="store_true",
                 help="the prices in force (shipped list, config's price-file and [pricing]), and their date",

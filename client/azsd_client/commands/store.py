@@ -161,12 +161,13 @@ def usage(run: Invocation) -> int:
     reply = run.client.usage(
         run.root, a.session, worktrees=worktree_scope(run) if scoped else None, by=a.by,
         by_model=a.by_model, since=a.since, until=a.until, timezone=a.timezone,
+        exclude_removed=a.exclude_removed, with_sessions=a.by is None or a.sessions,
     )  # fmt: skip
     if a.by is not None:
         run.out.result(reply, lambda r, style: period_lines(r.by, r.periods, r.total, style))
     else:
         run.out.result(reply, lambda r, style: usage_lines(r.sessions, r.worktrees, r.total, style))
-    if not reply.sessions:
+    if not reply.sessions and not (reply.periods and a.by is not None):
         dates = " on those days" if a.since or a.until else ""
         run.out.hint(f"no token usage recorded in these sessions{dates}")
     return 0

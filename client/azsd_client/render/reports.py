@@ -155,7 +155,7 @@ def usage_lines(
                 Cell(s.worktree or "-", style.cyan),
                 Cell(str(s.turns)),
                 *_token_cells(s.usage),
-                Cell(one_line(s.name, 50)),
+                Cell(one_line(s.name, 50) + (" (removed)" if s.removed else "")),
             ]
             for s in sessions
         ]
