@@ -135,12 +135,12 @@ def test_two_runs_of_one_agent_session_are_two_runs(client: Client, worktree: Pa
     """`claude -p --resume X` run twice: two stream-json files of the same agent session id."""
 
     def run(n: int) -> Path:
-        message = {
+        message: dict[str, Any] = {
             "id": f"msg_run{n}", "type": "message", "role": "assistant", "model": MODEL,
             "content": [{"type": "text", "text": "done"}],
             "usage": {"input_tokens": 100 * n, "output_tokens": 10},
         }  # fmt: skip
-        lines = [
+        lines: list[dict[str, Any]] = [
             {"type": "system", "subtype": "init", "session_id": "shared", "model": MODEL, "cwd": "/w"},
             {"type": "assistant", "session_id": "shared", "message": message},
             {"type": "result", "subtype": "success", "session_id": "shared", "is_error": False,
