@@ -12,6 +12,11 @@ ccusage is found at `$AZSD_CCUSAGE_DIR/node_modules/.bin/ccusage` (where `.ci/ru
 on PATH, or installed with npm into that directory (default ``~/.cache/azsd/ccusage``). Without
 node, npm or the network the test is skipped, except under `CI=true`, where it fails.
 Set `AZSD_CCUSAGE_TABLE=FILE` to have the per-file comparison written there as a Markdown table.
+
+A second test holds each case where azs and ccusage once differed, written line by line: a session's
+`--resume` copy, an orphaned sub-agent file, Opus 4.7, a model without a price and a `<synthetic>`
+line; azs is checked against the lines themselves, and against ccusage where ccusage is right (all
+but the unpriced model, which ccusage prices at $0).
 """
 
 from __future__ import annotations
@@ -29,6 +34,8 @@ from azsd.ingest.importer import claude_slug
 from tests.conftest import CORPUS, requires_corpus
 from tests.test_cli import Azs, azs
 from tests.test_client import daemon, worktree
+from tests.test_usage_counted import prompt
+from tests.test_usage_prices import assistant, write
 
 __all__ = ["azs", "daemon", "worktree"]  # the fixtures, re-exported for pytest
 
@@ -42,6 +49,7 @@ CORPUS_SUBAGENT = (
     "claudeless__v2.1.29_compact-command__8aa54c1d__subagents__agent-aprompt_suggestion-029c25.jsonl"
 )
 VERSION = "18"
+OPUS_4_7 = "claude-opus-4-7"
 INSTALL_TIMEOUT_S = 180
 
 
@@ -191,3 +199,92 @@ def markdown(
                 cells = [f"{counts[k]:,} / {other.get(k, 0):,}" for k in kinds]
                 lines.append(f"| {label} | {model} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
+
+
+# -- where azs and ccusage once differed ------------------------------------------------------------
+
+A, B = "aaaaaaaa-1111-4000-8000-000000000001", "bbbbbbbb-1111-4000-8000-000000000002"
+GONE = "cccccccc-1111-4000-8000-000000000003"
+UNPRICED = "claude-opus-9"
+NOTHING = {"input_tokens": 0, "output_tokens": 0}
+
+
+def differences(slug: Path) -> list[Path]:
+    """A project directory holding each case: a session on Opus 4.7, its `--resume` copy (the same
+    message ids and request ids, then one more turn), an orphaned 2.0.x sub-agent file, a model
+    without a price, and a `<synthetic>` line (Claude's own made-up reply: no tokens)."""
+    usage = {"input_tokens": 1200, "output_tokens": 300, "cache_read_input_tokens": 40_000,
+             "cache_creation_input_tokens": 2_000}  # fmt: skip
+    original = write(slug / f"{A}.jsonl", [
+        prompt(A, "one", "2026-05-02T10:00:00Z"), assistant(1, OPUS_4_7, usage, sessionId=A),
+        prompt(A, "two", "2026-05-02T10:01:00Z"),
+        assistant(2, OPUS_4_7, {**usage, "input_tokens": 50}, at="2026-05-02T10:01:05Z", sessionId=A),
+        assistant(3, "<synthetic>", NOTHING, at="2026-05-02T10:02:00Z", sessionId=A),
+    ])  # fmt: skip
+    copied = [{**json.loads(line), "sessionId": B} for line in original.read_text().splitlines()]
+    resumed = write(slug / f"{B}.jsonl", [
+        *copied, prompt(B, "three", "2026-05-02T12:00:00Z"),
+        assistant(4, UNPRICED, {"input_tokens": 77, "output_tokens": 7}, at="2026-05-02T12:00:05Z",
+                  sessionId=B),
+    ])  # fmt: skip
+    orphan = write(slug / "agent-0f0f0f0f.jsonl", [
+        prompt(GONE, "task", "2026-05-02T13:00:00Z"),
+        assistant(5, OPUS_4_7, {"input_tokens": 900, "output_tokens": 90}, at="2026-05-02T13:00:05Z",
+                  sessionId=GONE),
+    ])  # fmt: skip
+    for n, path in enumerate((original, resumed, orphan)):
+        os.utime(path, (1_700_000_000 + n, 1_700_000_000 + n))
+    return [original, resumed, orphan]
+
+
+def test_copies_orphans_new_models_and_synthetic_lines_count_as_billed(
+    azs: Azs, tmp_path: Path, monkeypatch: Any
+) -> None:
+    project, config = tmp_path / "proj", tmp_path / "claude"
+    project.mkdir()
+    slug = config / "projects" / claude_slug(project)
+    slug.mkdir(parents=True)
+    files = differences(slug)
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(config))
+    (summary,) = azs.json("import", "claude", "--project", str(project))
+    assert summary["created"] == 3, "the orphaned sub-agent is a session of its own"
+    (reply,) = azs.json("usage", "--by", "day", "--by-model", "--all-worktrees", "--timezone", "UTC")
+    mine = {p["model"]: p["usage"] for p in reply["periods"]}
+    # against the lines themselves: each message id once, nothing of <synthetic>
+    per_model: dict[str, Counts] = {}
+    for path in files:
+        for obj in map(json.loads, path.read_text().splitlines()):
+            message = obj.get("message") or {}
+            if obj["type"] != "assistant" or message["model"] == "<synthetic>":
+                continue
+            per_model.setdefault(message["model"], {}).setdefault(message["id"], message["usage"])
+    assert set(mine) == set(per_model) == {OPUS_4_7, UNPRICED}
+    for model, messages in per_model.items():
+        assert mine[model]["input"] == sum(u["input_tokens"] for u in messages.values())
+        read = sum(u.get("cache_read_input_tokens", 0) for u in messages.values())
+        assert mine[model]["cache_read"] == read
+    opus = mine[OPUS_4_7]
+    fresh, cached = opus["input"] * 5 + opus["output"] * 25, opus["cache_read"] * 0.5 + opus["cache_write"] * 6.25
+    at_list_prices = fresh + cached
+    assert opus["cost_usd"] == pytest.approx(at_list_prices / 1e6)  # Opus 4.7 is $5/$25, not Opus 4's $15/$75
+    assert mine[UNPRICED]["cost_source"] == "unpriced" and reply["total"]["unpriced_tokens"] == 84
+    # against ccusage, which dedups across files, counts the orphan and prices Opus 4.7 alike
+    env = {**os.environ, "CLAUDE_CONFIG_DIR": str(config), "TZ": "UTC", "NO_COLOR": "1"}
+    done = subprocess.run(
+        [*ccusage(), "daily", "--json", "--offline", "--breakdown"], capture_output=True, text=True, env=env,
+        timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    theirs_ = {
+        b["modelName"]: b for day in json.loads(done.stdout)["daily"] for b in day["modelBreakdowns"]
+        if b["inputTokens"] or b["outputTokens"]
+    }  # fmt: skip
+    assert set(theirs_) == set(mine)
+    for model, counts in mine.items():
+        peer = theirs_[model]
+        assert (counts["input"], counts["cache_read"], counts["cache_write"]) == (
+            peer["inputTokens"], peer["cacheReadTokens"], peer["cacheCreationTokens"]
+        )  # fmt: skip
+        assert counts["output"] >= peer["outputTokens"]
+    assert opus["cost_usd"] == pytest.approx(theirs_[OPUS_4_7]["cost"])
+    assert theirs_[UNPRICED]["cost"] == 0  # ccusage's $0 for a model it cannot price; ours says "?"
