@@ -266,7 +266,7 @@ def test_copies_orphans_new_models_and_synthetic_lines_count_as_billed(
     opus = mine[OPUS_4_7]
     fresh, cached = opus["input"] * 5 + opus["output"] * 25, opus["cache_read"] * 0.5 + opus["cache_write"] * 6.25
     at_list_prices = fresh + cached
-    assert opus["cost_usd"] == pytest.approx(at_list_prices / 1e6)  # Opus 4.7 is $5/$25, not Opus 4's $15/$75
+    assert opus["cost_usd"] == pytest.approx(at_list_prices / 1e6)  # $5/$25, not Opus 4's $15/$75
     assert mine[UNPRICED]["cost_source"] == "unpriced" and reply["total"]["unpriced_tokens"] == 84
     # against ccusage, which dedups across files, counts the orphan and prices Opus 4.7 alike
     env = {**os.environ, "CLAUDE_CONFIG_DIR": str(config), "TZ": "UTC", "NO_COLOR": "1"}
