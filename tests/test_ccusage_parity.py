@@ -264,7 +264,8 @@ def test_copies_orphans_new_models_and_synthetic_lines_count_as_billed(
         read = sum(u.get("cache_read_input_tokens", 0) for u in messages.values())
         assert mine[model]["cache_read"] == read
     opus = mine[OPUS_4_7]
-    fresh, cached = opus["input"] * 5 + opus["output"] * 25, opus["cache_read"] * 0.5 + opus["cache_write"] * 6.25
+    fresh = opus["input"] * 5 + opus["output"] * 25
+    cached = opus["cache_read"] * 0.5 + opus["cache_write"] * 6.25
     at_list_prices = fresh + cached
     assert opus["cost_usd"] == pytest.approx(at_list_prices / 1e6)  # $5/$25, not Opus 4's $15/$75
     assert mine[UNPRICED]["cost_source"] == "unpriced" and reply["total"]["unpriced_tokens"] == 84
