@@ -251,7 +251,7 @@ def test_copies_orphans_new_models_and_synthetic_lines_count_as_billed(
     (reply,) = azs.json("usage", "--by", "day", "--by-model", "--all-worktrees", "--timezone", "UTC")
     mine = {p["model"]: p["usage"] for p in reply["periods"]}
     # against the lines themselves: each message id once, nothing of <synthetic>
-    per_model: dict[str, Counts] = {}
+    per_model: dict[str, dict[str, dict[str, int]]] = {}
     for path in files:
         for obj in map(json.loads, path.read_text().splitlines()):
             message = obj.get("message") or {}
