@@ -262,6 +262,16 @@ class UsagePeriodView(_Data, frozen=True):
     session: int | None = None
     name: str = ""
     turns: int = 0
+    #: A block (`by="block"`) still going: its last turn less than 5 hours ago, its end not yet come.
+    active: bool = False
+    #: A block's rate from its first turn to its last: all tokens per minute, and USD per hour.
+    tokens_per_minute: float = 0.0
+    usd_per_hour: float = 0.0
+    #: An active block's tokens and cost at its end if the rate holds, and the minutes left (a
+    #: finished block's: its own totals, and 0).
+    projected_tokens: int = 0
+    projected_usd: float = 0.0
+    remaining_minutes: float = 0.0
 
 
 class WorktreeUsageView(_Data, frozen=True):
@@ -611,6 +621,9 @@ class Usage(_StoreReq, frozen=True):
     timezone: str | None = None
     exclude_removed: bool = False
     with_sessions: bool = True
+    #: With `by="block"`: only the block still going (its last turn less than 5 hours ago, and its 5
+    #: hours not over), with its burn rate and projection.
+    active: bool = False
 
 
 class IngestFile(_KeyedReq, frozen=True):
@@ -895,6 +908,8 @@ class UsageReply(_Versioned, frozen=True):
     #: The request's `by` ("" without one) and its periods, oldest first.
     by: str = ""
     periods: list[UsagePeriodView] = msgspec.field(default_factory=list)
+    #: With `by="block"`: the most tokens any finished block held (`azs usage --token-limit max`).
+    max_block_tokens: int = 0
 
 
 class IngestReply(_Versioned, frozen=True):

@@ -27,13 +27,15 @@ from pathlib import Path
 from typing import Final
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+import msgspec
+
 from azsd.errors import BadRequestError, SessionNotFoundError
 from azsd.ipc import protocol as p
 from azsd.model import CostSource, SessionUsage, Usage, UsageRow
 from azsd.server.views import usage_view
 from azsd.store import Store
 
-__all__ = ["BLOCK_SECONDS", "PERIODS", "local_zone", "parse_day", "periods", "usage_reply"]
+__all__ = ["BLOCK_SECONDS", "PERIODS", "live_block", "local_zone", "parse_day", "periods", "usage_reply"]
 
 #: What a `Usage` request's `by` may name.
 PERIODS: Final = ("day", "week", "month", "session", "block")
@@ -95,11 +97,45 @@ def usage_reply(store: Store, req: p.Usage) -> p.UsageReply:
     ]  # fmt: skip
     names = {i.id: f"{i.name} (removed)" if i.removed else i.name for i in infos}
     found = periods(rows, req.by, tz, by_model=req.by_model, names=names) if req.by else []
+    most = 0
+    if req.by == "block":
+        found = [live_block(view, rows, datetime.now().timestamp()) for view in found]
+        most = max((v.total_tokens for v in found if not v.active), default=0)
+        if req.active:
+            found = [v for v in found if v.active]
     if not req.with_sessions:
         sessions, rollups = [], []
     return p.UsageReply(
-        sessions=sessions, worktrees=rollups, total=usage_view(_total(rows)), by=req.by or "", periods=found
-    )
+        sessions=sessions, worktrees=rollups, total=usage_view(_total(rows)), by=req.by or "", periods=found,
+        max_block_tokens=most,
+    )  # fmt: skip
+
+
+def live_block(view: p.UsagePeriodView, rows: Sequence[UsageRow], now: float) -> p.UsagePeriodView:
+    """A block's burn rate (its tokens and cost over the minutes from its first turn to its last, as
+    ccusage's `blocks`), and whether it is still going: then the minutes left and its projection.
+
+    >>> rows = [_row(1, "m", 3600 * 10 + 60), _row(1, "m", 3600 * 10 + 660)]
+    >>> [block] = periods(rows, "block", ZoneInfo("UTC"), by_model=False, names={})
+    >>> live = live_block(block, rows, 3600 * 11)
+    >>> live.active, live.tokens_per_minute, live.remaining_minutes, live.projected_tokens
+    (True, 0.2, 240.0, 50)
+    """
+    start = datetime.fromisoformat(view.start).timestamp()
+    end = start + BLOCK_SECONDS
+    own = [r for r in rows if start <= r.first < end and (view.model is None or r.model == view.model)]
+    if not own:
+        return view
+    first, last = min(r.first for r in own), max(r.last for r in own)
+    minutes = max((last - first) / 60.0, 1.0)  # a block of one turn: its tokens over a minute
+    per_minute, per_hour = view.total_tokens / minutes, view.usage.cost_usd / minutes * 60.0
+    active = now < end and now - last < BLOCK_SECONDS
+    left = max((end - now) / 60.0, 0.0) if active else 0.0
+    return msgspec.structs.replace(
+        view, active=active, tokens_per_minute=round(per_minute, 3), usd_per_hour=round(per_hour, 6),
+        remaining_minutes=round(left, 1), projected_tokens=view.total_tokens + round(per_minute * left),
+        projected_usd=view.usage.cost_usd + per_hour * left / 60.0,
+    )  # fmt: skip
 
 
 @dataclass(frozen=True)

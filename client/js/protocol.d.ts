@@ -343,6 +343,7 @@ export interface Usage {
   timezone?: string | null;
   exclude_removed?: boolean;
   with_sessions?: boolean;
+  active?: boolean;
 }
 
 /**
@@ -708,6 +709,7 @@ export interface UsageReply {
   total: UsageView;
   by: string;
   periods: Array<UsagePeriodView>;
+  max_block_tokens: number;
   protocol: number;
 }
 
@@ -753,6 +755,12 @@ export interface UsagePeriodView {
   session: number | null;
   name: string;
   turns: number;
+  active: boolean;
+  tokens_per_minute: number;
+  usd_per_hour: number;
+  projected_tokens: number;
+  projected_usd: number;
+  remaining_minutes: number;
 }
 
 /**

@@ -38,6 +38,7 @@ from .arguments import (
     seconds,
     session_id,
     session_or_ref,
+    token_limit,
     worktree_options,
 )
 
@@ -362,11 +363,28 @@ COMMANDS: Final = (
             ),
             arg("--sessions", action="store_true", help="with --by: the per-session list too (--json)"),
             arg(
+                "--active",
+                action="store_true",
+                help="the 5-hour block still going: burn rate and projection to its end (implies --by block)",
+            ),
+            arg(
+                "--token-limit",
+                type=token_limit,
+                metavar="N|max",
+                help="with blocks: how much of N tokens (or of the biggest finished block) each uses",
+            ),
+            arg(
                 "--prices",
                 action="store_true",
                 help="the prices in force (shipped list, config's price-file and [pricing]), and their date",
             ),
         ),
+    ),
+    Command(
+        "statusline",
+        "one short line: today's cost, the active 5-hour block, the context meter (Claude Code's statusLine)",
+        Lazy("statusline", "statusline"),
+        (),
     ),
     Command(
         "sync",

@@ -29,6 +29,7 @@ __all__ = [
     "seconds",
     "session_id",
     "session_or_ref",
+    "token_limit",
     "worktree_options",
 ]
 
@@ -66,6 +67,23 @@ def session_or_ref(text: str) -> int | RemoteRef:
             raise argparse.ArgumentTypeError(f"not a remote session: {text!r} (expected @ and a UUID prefix)")
         return RemoteRef(text)
     return session_id(text)
+
+
+def token_limit(text: str) -> int | str:
+    """`--token-limit`: a positive number of tokens, or ``max`` (the most any finished block held).
+
+    >>> token_limit("500000"), token_limit("MAX")
+    (500000, 'max')
+    """
+    if text.strip().lower() == "max":
+        return "max"
+    try:
+        value = int(text.replace(",", "").replace("_", ""))
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"not a token limit: {text!r} (a positive number, or max)")
+    return value
 
 
 def seconds(text: str) -> float:

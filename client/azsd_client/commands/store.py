@@ -19,6 +19,7 @@ from azsd.files import atomic_write
 from azsd.ipc.protocol import ExportReply
 from azsd_client.render.reports import (
     backup_line,
+    block_lines,
     period_lines,
     price_lines,
     price_shape,
@@ -158,12 +159,19 @@ def usage(run: Invocation) -> int:
         run.out.result(table, price_lines, shape=price_shape)
         return 0
     scoped = a.session is None or a.worktree is not None
+    by = "block" if a.active else a.by
     reply = run.client.usage(
-        run.root, a.session, worktrees=worktree_scope(run) if scoped else None, by=a.by,
+        run.root, a.session, worktrees=worktree_scope(run) if scoped else None, by=by,
         by_model=a.by_model, since=a.since, until=a.until, timezone=a.timezone,
-        exclude_removed=a.exclude_removed, with_sessions=a.by is None or a.sessions,
+        exclude_removed=a.exclude_removed, with_sessions=by is None or a.sessions, active=a.active,
     )  # fmt: skip
-    if a.by is not None:
+    limit = reply.max_block_tokens if a.token_limit == "max" else a.token_limit
+    if by == "block" and (a.active or a.token_limit is not None):
+        run.out.result(reply, lambda r, style: block_lines(r.periods, limit, style))
+        if a.active and not reply.periods:
+            run.out.hint("no block is going: no turn in the last 5 hours")
+        return 0
+    if by is not None:
         run.out.result(reply, lambda r, style: period_lines(r.by, r.periods, r.total, style))
     else:
         run.out.result(reply, lambda r, style: usage_lines(r.sessions, r.worktrees, r.total, style))

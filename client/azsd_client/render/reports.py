@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "backup_line",
+    "block_lines",
     "highlighted",
     "import_summary",
     "period_lines",
@@ -247,6 +248,47 @@ def _named(view: UsagePeriodView) -> str:
 
 def _cost(u: UsageView) -> str:
     return format_cost(u.cost_usd, u.cost_source, u.unpriced_tokens)
+
+
+def block_lines(blocks: Sequence[UsagePeriodView], limit: int | None, style: Style) -> list[Line]:
+    """`azs usage --by block --active` (or `--token-limit`): each block with its tokens, cost and burn
+    rate; one still going also with the time left and its projection to the block's end; with a
+    token `limit`, how much of it the block uses (and will, at this rate).
+
+    >>> from azsd_client.render.term import plain_lines
+    >>> view = UsagePeriodView(period="2026-05-02 10:00", start="2026-05-02T10:00:00+00:00",
+    ...     end="2026-05-02T15:00:00+00:00", total_tokens=1000, usage=UsageView(cost_usd=0.5),
+    ...     active=True, tokens_per_minute=10, usd_per_hour=0.3, remaining_minutes=90,
+    ...     projected_tokens=1900, projected_usd=0.95)
+    >>> for line in plain_lines(block_lines([view], 2000, Style())): print(line)
+    block 2026-05-02 10:00 to 15:00 · active, 1h 30m left
+      1,000 tokens · $0.5000 · 10 tokens/min · $0.3000/h
+      projected at 15:00: 1,900 tokens · $0.9500
+      limit 2,000 tokens: 50% used, 95% projected
+    """
+    lines: list[Line] = []
+    for view in blocks:
+        u = view.usage
+        end = view.end[11:16]
+        state = f"active, {_minutes(view.remaining_minutes)} left" if view.active else "finished"
+        lines.append(join(style.bold(f"block {view.period} to {end}"), style.dim(f" · {state}")))
+        hourly = format_cost(view.usd_per_hour, u.cost_source) or "$0"
+        rate = f"{view.tokens_per_minute:,.0f} tokens/min · {hourly}/h"
+        lines.append(f"  {view.total_tokens:,} tokens · {_cost(u) or '$0'} · {rate}")
+        if view.active:
+            projected = format_cost(view.projected_usd, u.cost_source) or "$0"
+            lines.append(f"  projected at {end}: {view.projected_tokens:,} tokens · {projected}")
+        if limit:
+            used, ahead = view.total_tokens / limit, view.projected_tokens / limit
+            text = f"  limit {limit:,} tokens: {used:.0%} used"
+            text += f", {ahead:.0%} projected" if view.active else ""
+            lines.append(style.red(text) if max(used, ahead if view.active else 0) > 1 else text)
+    return lines
+
+
+def _minutes(minutes: float) -> str:
+    hours, rest = divmod(round(minutes), 60)
+    return f"{hours}h {rest}m" if hours else f"{rest}m"
 
 
 def price_lines(prices: PriceTable, style: Style) -> list[Line]:
