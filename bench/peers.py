@@ -10,9 +10,12 @@ search index build: the import stores and indexes in the same transactions).
   connected (an editor plugin's case, no interpreter start), against the same `rg` runs.
 - `search_index_build`: the import (store + index) against one `rg` run: how many searches it takes
   for the index to have paid for itself.
-- `usage_vs_ccusage`: p50 of the real `azs usage --json` process against `ccusage session --json
-  --offline` (ccusage 18) on the same CLAUDE_CONFIG_DIR.
-- `usage_import`: the one-time `azs import claude` against one `ccusage session` run.
+- `usage_vs_ccusage`: p50 of the real `azs usage --by day --json` process against `ccusage daily
+  --json --offline` (ccusage 18) on the same CLAUDE_CONFIG_DIR (target ≤ 0.05× at 200 MB).
+- `import_vs_ccusage`: the one-time `azs import claude` against one `ccusage daily` run (target ≤ 1×:
+  importing a history costs less than one ccusage run over it); its MB/s printed beside it.
+- `statusline`: p50 of the real `azs statusline` process (two `Usage` requests and a meter) against
+  `azs status --json` (one request: the interpreter and the client's start); target ≤ 50 ms.
 
 A peer that is not installed is skipped with a note (see bench/README.md for installing them).
 Run alone: `python -m bench.peers [--quick]`.
@@ -43,7 +46,9 @@ _ROOT = Path(__file__).resolve().parents[1]
 def ccusage_path() -> str | None:
     """ccusage: $CCUSAGE, `.peers/node_modules/.bin/ccusage` (bench/README.md), or on PATH."""
     installed = _ROOT / ".peers" / "node_modules" / ".bin" / "ccusage"
-    for candidate in (os.environ.get("CCUSAGE"), str(installed)):
+    cache = Path(os.environ.get("AZSD_CCUSAGE_DIR") or Path.home() / ".cache" / "azsd" / "ccusage")
+    cached = cache / "node_modules" / ".bin" / "ccusage"  # where .ci/run installs it
+    for candidate in (os.environ.get("CCUSAGE"), str(installed), str(cached)):
         if candidate and Path(candidate).is_file() and shutil.which("node"):
             return candidate
     return shutil.which("ccusage")
@@ -70,9 +75,11 @@ def main(*, quick: bool = False) -> None:
             search_cli = [[*search, f'"{q}"'] for q in QUERIES]
             run_process(search_cli[0], env, project)  # warm: the store opened, pages cached
             azs_search_s = process_p50(search_cli, env, rounds, project)
-            usage_cli = [[*azs, "usage", "--json"]]
+            usage_cli = [[*azs, "usage", "--by", "day", "--json", "--all-worktrees"]]
             run_process(usage_cli[0], env, project)
             azs_usage_s = process_p50(usage_cli, env, rounds, project)
+            statusline_s = process_p50([[*azs, "statusline"]], env, rounds * 3, project)
+            status_s = process_p50([[*azs, "status", "--json"]], env, rounds * 3, project)
             with Client(daemon_config(run), timeout=120) as client:
                 client.search(project, f'"{QUERIES[0]}"', limit=20)
                 times = []
@@ -82,7 +89,11 @@ def main(*, quick: bool = False) -> None:
                         client.search(project, f'"{q}"', limit=20)
                         times.append(time.perf_counter() - start)
                 request_s = statistics.median(times)
-        print(f"# peers: {files} Claude session files, {size / 1e6:.0f} MB; azs import took {import_s:.1f} s")
+        print(
+            f"# peers: {files} Claude session files, {size / 1e6:.0f} MB; azs import took {import_s:.1f} s "
+            f"({size / 1e6 / import_s:.1f} MB/s); azs statusline {statusline_s * 1e3:.0f} ms"
+        )
+        report("statusline", statusline_s * 1e3, "ms", status_s * 1e3)
         if rg is None:
             print("# search_vs_rg: skipped: rg is not installed (apt-get install -y ripgrep)")
         else:
@@ -96,11 +107,11 @@ def main(*, quick: bool = False) -> None:
         if ccusage is None:
             print("# usage_vs_ccusage: skipped: ccusage is not installed (see bench/README.md)")
         else:
-            cc_argv = [[ccusage, "session", "--json", "--offline"]]
+            cc_argv = [[ccusage, "daily", "--json", "--offline"]]
             run_process(cc_argv[0], env)
             cc_s = process_p50(cc_argv, env, rounds)
             report("usage_vs_ccusage", azs_usage_s * 1e3, "ms", cc_s * 1e3)
-            report("usage_import", import_s * 1e3, "ms", cc_s * 1e3)
+            report("import_vs_ccusage", import_s * 1e3, "ms", cc_s * 1e3)
 
 
 if __name__ == "__main__":

@@ -55,6 +55,9 @@ __all__ = [
     "ForkSession",
     "GetEvents",
     "GetSession",
+    "ImportBatch",
+    "ImportBatchReply",
+    "ImportFailure",
     "ImportReply",
     "ImportSession",
     "ImportSources",
@@ -598,6 +601,16 @@ class ImportSession(_KeyedReq, frozen=True):
     worktree: str = ""
 
 
+class ImportBatch(_KeyedReq, frozen=True):
+    """Import several agent history files, each as `ImportSession` would, many in one short
+    transaction (`azs import` sends the small ones so: a commit per file is most of their cost). A
+    file that cannot be imported is reported in the reply's `failed` and leaves nothing behind."""
+
+    agent: Literal["claude", "codex"]
+    paths: list[str]
+    worktree: str = ""
+
+
 class Usage(_StoreReq, frozen=True):
     """Token usage and cost per session and per worktree (`session` or `worktrees` narrow it).
 
@@ -730,6 +743,7 @@ StoreRequest = (
     | Backup
     | ImportSources
     | ImportSession
+    | ImportBatch
     | Usage
 )
 """The requests a store's worker answers (see azsd.server.handlers); the daemon answers the rest."""
@@ -749,6 +763,7 @@ KeyedRequest = (
     | Reindex
     | Backup
     | ImportSession
+    | ImportBatch
     | IngestFile
 )
 """The requests that change a store (or, for `Backup`, write a file) and so carry a `request_key`."""
@@ -901,6 +916,20 @@ class ImportReply(_Versioned, frozen=True):
     skipped: int
 
 
+class ImportFailure(_Data, frozen=True):
+    """A file of an `ImportBatch` that could not be imported, and why."""
+
+    path: str
+    error: str
+
+
+class ImportBatchReply(_Versioned, frozen=True):
+    """What `ImportBatch` did: one `ImportReply` per file imported, in order, and the files that failed."""
+
+    imports: list[ImportReply]
+    failed: list[ImportFailure] = msgspec.field(default_factory=list)
+
+
 class UsageReply(_Versioned, frozen=True):
     sessions: list[SessionUsageView]
     worktrees: list[WorktreeUsageView]
@@ -980,6 +1009,7 @@ Reply = (
     | BackupReply
     | SourcesReply
     | ImportReply
+    | ImportBatchReply
     | UsageReply
     | SyncStatusReply
     | RemoteSessionsReply

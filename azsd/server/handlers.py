@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Final
@@ -24,9 +23,7 @@ from azsd.errors import BadRequestError, IngestError, SessionNotFoundError
 from azsd.events import Complete, EventDecodeError, decode_new_event
 from azsd.export import render_page
 from azsd.ingest.file import ingest_file
-from azsd.ingest.importer import Source, discover, import_source
 from azsd.ingest.parsers.base import ParseReport
-from azsd.ingest.subagents import subagents_current
 from azsd.ingest.tailing import detect
 from azsd.ipc import protocol as p
 from azsd.model import StoredEvent
@@ -39,6 +36,7 @@ from azsd.server.compaction import (
     plan_compaction,
     store_compaction,
 )
+from azsd.server.imports import Publish, import_batch, import_session, import_sources
 from azsd.server.usage import usage_reply
 from azsd.server.views import appended_notes, changed_note, session_view, wire_events
 from azsd.server.workers import Outcome
@@ -46,14 +44,10 @@ from azsd.store import Store, store_path
 
 __all__ = ["ALONE", "Publish", "backup_path", "handle", "runs_alone"]
 
-#: Publishes notifications of the request's store at once: a long write (ingest, import) publishes
-#: each chunk's as soon as it is committed, rather than keeping them all for the end.
-Publish = Callable[[Sequence[p.Notification]], None]
-
 #: Requests that may run for long (:mod:`azsd.store.chunks`): they run alone, outside the worker's
 #: group transaction, so that each commits its work in short chunks of its own (a search may have
 #: the index to catch up first).
-ALONE: Final = (p.IngestFile, p.ImportSession, p.Reindex, p.ForkSession, p.Backup, p.Search)
+ALONE: Final = (p.IngestFile, p.ImportSession, p.ImportBatch, p.Reindex, p.ForkSession, p.Backup, p.Search)
 
 
 def runs_alone(req: p.Request) -> bool:
@@ -249,51 +243,6 @@ def backup_path(root: Path, dest: str | None, now: datetime) -> Path:
     return path
 
 
-def import_sources(store: Store, req: p.ImportSources) -> Outcome:
-    views = []
-    for source in discover(req.agent, Path(req.source_dir), Path(req.project)):
-        record = store.get_import(str(source.path))
-        if record is not None and not store.has_session(record.session_id):
-            record = None  # its session was deleted by a connection without foreign keys
-        views.append(
-            p.SourceView(
-                path=str(source.path), agent=source.agent, size=source.size,
-                session=record.session_id if record else None,
-                current=record is not None and record.size == source.size
-                and (source.agent != "claude" or subagents_current(store, record.session_id, source.path)),
-            )
-        )  # fmt: skip
-    return Outcome(p.SourcesReply(sources=views))
-
-
-def import_session(store: Store, req: p.ImportSession, publish: Publish | None = None) -> Outcome:
-    path = Path(req.path)
-    if not path.is_absolute():
-        raise BadRequestError(
-            f"import needs an absolute path (the daemon has its own working directory): {path}"
-        )
-    try:
-        size = path.stat().st_size
-    except OSError as exc:
-        raise IngestError(f"cannot read {path}: {exc.strerror}") from None
-    notes: list[p.Notification] = []
-    send = publish or notes.extend
-
-    def stored(session_id: int, events: list[StoredEvent]) -> None:
-        send(appended_notes(req.root, session_id, events))
-
-    source = Source(path=path, agent=req.agent, size=size)
-    outcome = import_source(store, source, req.worktree, on_stored=stored)
-    view = session_view(store, store.get_session(outcome.session_id))
-    if outcome.created:
-        notes.append(p.SessionCreated(root=req.root, seq=0, session=view))
-    reply = p.ImportReply(
-        path=str(path), session=view, created=outcome.created, appended=outcome.appended,
-        lines=outcome.lines, skipped=outcome.skipped,
-    )  # fmt: skip
-    return Outcome(reply, notes)
-
-
 def usage(store: Store, req: p.Usage) -> Outcome:
     return Outcome(usage_reply(store, req))
 
@@ -397,6 +346,8 @@ def handle(  # noqa: C901 (one flat case per request)
             return import_sources(store, req)
         case p.ImportSession():
             return import_session(store, req, publish)
+        case p.ImportBatch():
+            return import_batch(store, req, publish)
         case p.Usage():
             return usage(store, req)
         case p.IngestFile():

@@ -6,11 +6,14 @@ The asyncio module is the source; its blocking twin is generated from it by ``ma
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TypeVar
 
 from azsd.ipc.protocol import (
     Follow,
     FollowReply,
+    ImportBatch,
+    ImportBatchReply,
     ImportReply,
     ImportSession,
     ImportSources,
@@ -60,6 +63,22 @@ class AgentMethods(Connection):
             root=canonical_root(root), agent=agent, path=absolute_path(path), worktree=worktree
         )
         return self.call(message, ImportReply, timeout=long_timeout(timeout, self.timeout))
+
+    def import_batch(
+        self,
+        root: RootLike,
+        agent: Backend,
+        paths: Sequence[RootLike],
+        *,
+        worktree: str = "",
+        timeout: float | None = None,
+    ) -> ImportBatchReply:
+        """Import several agent history files as `import_session` does, many in each transaction (the
+        way to import many small files); those that failed are in the reply's `failed`."""
+        message = ImportBatch(
+            root=canonical_root(root), agent=agent, paths=[absolute_path(p) for p in paths], worktree=worktree
+        )
+        return self.call(message, ImportBatchReply, timeout=long_timeout(timeout, self.timeout))
 
     def ingest_file(
         self,

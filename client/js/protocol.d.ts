@@ -319,6 +319,20 @@ export interface ImportSession {
 }
 
 /**
+ * Import several agent history files, each as `ImportSession` would, many in one short
+ * transaction (`azs import` sends the small ones so: a commit per file is most of their cost). A
+ * file that cannot be imported is reported in the reply's `failed` and leaves nothing behind.
+ */
+export interface ImportBatch {
+  op: "importbatch";
+  root: string;
+  agent: "claude" | "codex";
+  paths: Array<string>;
+  worktree?: string;
+  request_key?: string | null;
+}
+
+/**
  * Token usage and cost per session and per worktree (`session` or `worktrees` narrow it).
  *
  * `by` also groups it by period, into the reply's `periods`: ``day``, ``week`` (ISO, from Monday)
@@ -702,6 +716,24 @@ export interface ImportReply {
   protocol: number;
 }
 
+/**
+ * What `ImportBatch` did: one `ImportReply` per file imported, in order, and the files that failed.
+ */
+export interface ImportBatchReply {
+  op: "importbatchreply";
+  imports: Array<ImportReply>;
+  failed: Array<ImportFailure>;
+  protocol: number;
+}
+
+/**
+ * A file of an `ImportBatch` that could not be imported, and why.
+ */
+export interface ImportFailure {
+  path: string;
+  error: string;
+}
+
 export interface UsageReply {
   op: "usagereply";
   sessions: Array<SessionUsageView>;
@@ -958,6 +990,7 @@ export type Request =
   | Backup
   | ImportSources
   | ImportSession
+  | ImportBatch
   | Usage
   | SyncStatus
   | RemoteList
@@ -988,6 +1021,7 @@ export type Reply =
   | BackupReply
   | SourcesReply
   | ImportReply
+  | ImportBatchReply
   | UsageReply
   | SyncStatusReply
   | RemoteSessionsReply

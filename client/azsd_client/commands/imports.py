@@ -2,26 +2,58 @@
 
 The client finds where the agent keeps them (``$CLAUDE_CONFIG_DIR`` or ``~/.claude``, ``$CODEX_HOME``
 or ``~/.codex``); the daemon lists the project's files there and imports each one that changed, as a
-session of its own. A source that fails is reported and skipped; the exit status is then 1.
+session of its own. Small files go in batches (`ImportBatch`: many in each transaction of the
+daemon's, where one commit per file was most of the time), a big one alone. A source that fails is
+reported and skipped; the exit status is then 1.
 """
 
 from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, Final, TextIO
 
 from azsd.errors import RemoteError
-from azsd.ipc.protocol import ImportReply
+from azsd.ipc.protocol import ImportReply, SourceView
 from azsd_client.render.reports import import_summary
 from azsd_client.render.text import one_line, plural
 
 from .invocation import Invocation
 
-__all__ = ["import_sessions", "source_dir"]
+__all__ = ["BATCH_BYTES", "BATCH_FILES", "batches", "import_sessions", "source_dir"]
+
+#: A batch of small files holds at most this many files and bytes; a file this big goes alone.
+BATCH_FILES: Final = 64
+BATCH_BYTES: Final = 4 << 20
+
+
+def batches(sources: Sequence[SourceView]) -> list[list[SourceView]]:
+    """`sources` in order, cut into batches of small files (a big one is a batch of its own).
+
+    >>> sizes = [10, 10, 5 << 20, 10]
+    >>> [[s.size for s in b] for b in batches([SourceView(path="/p", agent="claude", size=n) for n in sizes])]
+    [[10, 10], [5242880], [10]]
+    """
+    out: list[list[SourceView]] = []
+    size = 0
+    for source in sources:
+        alone = source.size >= BATCH_BYTES
+        if (
+            alone
+            or not out
+            or len(out[-1]) >= BATCH_FILES
+            or size + source.size > BATCH_BYTES
+            or (out[-1][0].size >= BATCH_BYTES)
+        ):
+            out.append([source])
+            size = source.size
+        else:
+            out[-1].append(source)
+            size += source.size
+    return out
 
 
 def source_dir(agent: str, environ: Mapping[str, str]) -> Path:
@@ -116,17 +148,27 @@ def _import(run: Invocation, agent: str, root: str, project: str, where: Path) -
     todo = [source for source in sources if not source.current]
     tally = _Tally(current=len(sources) - len(todo))
     progress = _Progress(sys.stderr, run.environ)
+    done = 0
     try:
-        for i, source in enumerate(todo):
-            progress.show(i, len(todo), Path(source.path).name)
+        for batch in batches(todo):
+            progress.show(done, len(todo), Path(batch[0].path).name)
+            done += len(batch)
             try:
-                reply = run.client.import_session(root, run.args.agent, source.path, worktree=run.branch)
+                if len(batch) == 1:
+                    one = run.client.import_session(root, run.args.agent, batch[0].path, worktree=run.branch)
+                    replies, failed = [one], []
+                else:
+                    paths = [source.path for source in batch]
+                    reply = run.client.import_batch(root, run.args.agent, paths, worktree=run.branch)
+                    replies, failed = reply.imports, [(f.path, f.error) for f in reply.failed]
             except RemoteError as exc:
+                replies, failed = [], [(source.path, exc.message) for source in batch]
+            for path, error in failed:
                 progress.clear()
-                sys.stderr.write(f"azs: {source.path}: {exc.message}\n")
-                tally.failed.append((source.path, exc.message))
-                continue
-            tally.add(reply)
+                sys.stderr.write(f"azs: {path}: {error}\n")
+                tally.failed.append((path, error))
+            for reply_ in replies:
+                tally.add(reply_)
     finally:
         progress.clear()
     said = (
