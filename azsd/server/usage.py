@@ -38,7 +38,7 @@ from azsd.store import Store
 __all__ = ["BLOCK_SECONDS", "PERIODS", "live_block", "local_zone", "parse_day", "periods", "usage_reply"]
 
 #: What a `Usage` request's `by` may name.
-PERIODS: Final = ("day", "week", "month", "session", "block")
+PERIODS: Final = ("day", "week", "month", "session", "block", "model")
 
 #: The length of a Claude billing block.
 BLOCK_SECONDS: Final = 5 * 3600
@@ -197,15 +197,15 @@ def periods(
         key = lambda row: _label(blocks[id(row)], tz, "%Y-%m-%d %H:%M")  # noqa: E731
         for row in rows:
             bounds[key(row)] = (blocks[id(row)], blocks[id(row)] + BLOCK_SECONDS)
-    elif by == "session":
-        key = lambda row: f"S{row.session_id}"  # noqa: E731
+    elif by in ("session", "model"):
+        key = (lambda row: f"S{row.session_id}") if by == "session" else (lambda row: row.model)
         for row in rows:
             low, high = bounds.get(key(row), (row.first, row.last))
             bounds[key(row)] = (min(low, row.first), max(high, row.last))
     else:
         key = _calendar_key(by, tz, bounds)
     for row in rows:
-        groups.setdefault((key(row), row.model if by_model else None), []).append(row)
+        groups.setdefault((key(row), row.model if by_model or by == "model" else None), []).append(row)
     out = []
     for (label, model), own in groups.items():
         total = _total(own)

@@ -349,8 +349,8 @@ COMMANDS: Final = (
             ),
             arg(
                 "--by",
-                choices=("day", "week", "month", "session", "block"),
-                help="a table by local day, ISO week, month, session, or Claude's 5-hour billing block",
+                choices=("day", "week", "month", "session", "block", "model"),
+                help="a table by local day, ISO week, month, session, Claude's 5-hour block, or model",
             ),
             arg("--by-model", action="store_true", help="one row per model in each period"),
             arg("--since", metavar="DATE", help="only the usage of this local day (YYYY-MM-DD) and after"),

@@ -15,7 +15,8 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Mapping
+import tomllib
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -31,6 +32,7 @@ __all__ = [
     "agent_command",
     "agent_environment",
     "check_agent",
+    "started_model",
     "turn_path",
 ]
 
@@ -43,6 +45,39 @@ _ESCALATION: Final = ((signal.SIGINT, 2.0), (signal.SIGTERM, 3.0), (signal.SIGKI
 #: Variables of a systemd service that must not leak into the agent (it would notify as the service).
 _SERVICE_VARIABLES: Final = ("NOTIFY_SOCKET",)
 _SERVICE_PREFIXES: Final = ("WATCHDOG_",)
+
+
+def started_model(argv: Sequence[str], environ: Mapping[str, str]) -> str | None:
+    """The model a `codex exec` command line runs (``-m X``, ``--model X``, ``--model=X``, ``-c
+    model=X``), else the `model` of Codex's config file (``$CODEX_HOME/config.toml``, else
+    ``~/.codex/config.toml``), else None: `codex exec --json` never names it, and pricing needs it.
+
+    >>> started_model(["codex", "-m", "gpt-5.1-codex", "exec"], {"CODEX_HOME": "/nowhere"})
+    'gpt-5.1-codex'
+    >>> started_model(["codex", "-c", 'model="o3"', "exec"], {"CODEX_HOME": "/nowhere"})
+    'o3'
+    >>> started_model(["codex", "exec"], {"CODEX_HOME": "/nowhere"}) is None
+    True
+    """
+    found: str | None = None
+    for i, word in enumerate(argv):
+        following = argv[i + 1] if i + 1 < len(argv) else ""
+        if word in ("-m", "--model"):
+            found = following or found
+        elif word.startswith("--model="):
+            found = word.split("=", 1)[1] or found
+        elif word in ("-c", "--config") and following.split("=", 1)[0].strip() == "model":
+            found = following.split("=", 1)[1].strip().strip("\"'") or found
+    if found:
+        return found
+    home = environ.get("CODEX_HOME") or os.path.join(environ.get("HOME") or os.path.expanduser("~"), ".codex")
+    try:
+        with open(os.path.join(home, "config.toml"), "rb") as stream:
+            config = tomllib.load(stream)
+    except (OSError, tomllib.TOMLDecodeError):
+        return None
+    model = config.get("model")
+    return model if isinstance(model, str) and model else None
 
 
 def agent_command(

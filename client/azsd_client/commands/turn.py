@@ -32,7 +32,7 @@ from azsd_client.render.events import event_lines
 from azsd_client.render.text import Line, Style
 
 from . import shapes
-from .agent import FORMATS, Agent, agent_command, check_agent, turn_path
+from .agent import FORMATS, Agent, agent_command, check_agent, started_model, turn_path
 from .compaction import NothingToCompact, compact_session, describe, say
 from .interrupts import Interrupted, raise_interrupted, stopping_signals
 from .invocation import Invocation, UsageError
@@ -71,6 +71,8 @@ class _Turn:
         self.run, self.session, self.follower, self.backend = run, session, follower, backend
         self.client = run.client
         self.agent: Agent | None = None
+        #: The model the agent runs: asked for, else (Codex) its command line's or config's.
+        self._model: str | None = None
         self.complete: Complete | None = None
         self.shown = 0
         self.started = time.monotonic()
@@ -126,6 +128,9 @@ class _Turn:
         """Start the agent, then have the daemon follow its output."""
         path = turn_path(self.run.config.turns_dir, self.run.root, self.session)
         self.agent = Agent.start(argv, stdin, cwd=self.run.root, path=path, environ=self.run.environ)
+        self._model = self.run.args.model
+        if not self._model and self.backend == "codex":
+            self._model = started_model(argv, self.run.environ)
         self._follow()
 
     def _follow(self) -> None:
@@ -138,7 +143,7 @@ class _Turn:
             self.agent.path,
             format=fmt,
             writer_pid=self.agent.pid,
-            model=self.run.args.model,
+            model=self._model,
         )
 
     def watch(self) -> None:

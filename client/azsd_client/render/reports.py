@@ -198,7 +198,8 @@ def _models(names: Sequence[str]) -> str:
 def period_lines(by: str, periods: Sequence[UsagePeriodView], total: UsageView, style: Style) -> list[Line]:
     """`azs usage --by …`: one row per period (and model, with `--by-model`), then the total. Narrow
     terminals get the counts short (``12.3M``), then lose the total column and the models; never one
-    kind of token, so that what a row shows always adds up to its total.
+    kind of token, so that what a row shows always adds up to its total. By model, a last column
+    gives the input with its cached part, as ccusage's Codex report counts input (`in+cached`).
 
     >>> from azsd_client.render.term import plain_lines
     >>> view = UsagePeriodView(period="2025-10-02", start="", end="", models=["m"], total_tokens=7,
@@ -211,8 +212,8 @@ def period_lines(by: str, periods: Sequence[UsagePeriodView], total: UsageView, 
     entries: list[tuple[Cell, Cell, tuple[int, ...], Cell, bool]] = [
         (
             Cell(view.period + _named(view), style.bold),
-            Cell(_models([view.model] if view.model is not None else view.models), style.cyan),
-            (*_kinds(view.usage), view.total_tokens),
+            Cell("" if by == "model" else _models_of(view), style.cyan),
+            (*_kinds(view.usage), view.total_tokens, view.usage.input + view.usage.cache_read),
             Cell(_cost(view.usage) or "-"),
             False,
         )
@@ -220,22 +221,31 @@ def period_lines(by: str, periods: Sequence[UsagePeriodView], total: UsageView, 
     ]  # fmt: skip
     entries.append(
         (
-            Cell("total", style.bold), Cell(""), (t.input, t.output, t.cache_read, t.cache_write, all_tokens),
+            Cell("total", style.bold), Cell(""),
+            (t.input, t.output, t.cache_read, t.cache_write, all_tokens, t.input + t.cache_read),
             Cell(_cost(t) or "$0", style.bold), True,
         )
     )  # fmt: skip
 
-    def rows(number: Callable[[int], str]) -> list[list[Cell]]:
-        return [
-            [period, models, *(Cell(number(n), style.bold if bold else str) for n in counts), cost]
-            for period, models, counts, cost, bold in entries
-        ]
+    with_cached = by == "model"
 
-    names = (by, "models", "in", "out", "cache read", "cache write", "total", "cost")
+    def rows(number: Callable[[int], str]) -> list[list[Cell]]:
+        out = []
+        for period, models, counts, cost, bold in entries:
+            cells = [Cell(number(n), style.bold if bold else str) for n in counts]
+            out.append([period, models, *cells[:5], cost, *(cells[5:] if with_cached else [])])
+        return out
+
+    extra = ("in+cached",) if with_cached else ()
+    names = (by, "models", "in", "out", "cache read", "cache write", "total", "cost", *extra)
     full = [_headers(names, style), *rows(lambda n: f"{n:,}")]
     short = rows(format_tokens)
-    brief = _headers((by, "models", "in", "out", "c.read", "c.write", "total", "cost"), style)
-    return table(full, right=frozenset(range(2, 8)), flex=1, optional=(6, 1), compact=[brief, *short])
+    brief = _headers((by, "models", "in", "out", "c.read", "c.write", "total", "cost", *extra), style)
+    return table(full, right=frozenset(range(2, 9)), flex=1, optional=(8, 6, 1), compact=[brief, *short])
+
+
+def _models_of(view: UsagePeriodView) -> str:
+    return _models([view.model] if view.model is not None else view.models)
 
 
 def _kinds(u: UsageView) -> tuple[int, int, int, int]:
