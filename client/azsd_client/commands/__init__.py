@@ -334,6 +334,11 @@ COMMANDS: Final = (
         (
             arg("agent", choices=("claude", "codex")),
             arg("--project", metavar="DIR", help="the project the agent ran in (default: the root)"),
+            arg(
+                "--all",
+                action="store_true",
+                help="every project of the machine, each into its own directory's store (gone ones: here)",
+            ),
         ),
         _IMPORT_DESCRIPTION,
     ),
@@ -362,6 +367,9 @@ COMMANDS: Final = (
                 help="leave out the usage of sessions removed with `azs rm` (kept by default: money spent)",
             ),
             arg("--sessions", action="store_true", help="with --by: the per-session list too (--json)"),
+            arg("--all", action="store_true", help="every store of this machine's Claude and Codex projects"),
+            arg("--instances", action="store_true", help="with --all: one row per project"),
+            arg("--project", metavar="TEXT", help="with --all: only the projects whose path holds TEXT"),
             arg(
                 "--active",
                 action="store_true",

@@ -18,12 +18,13 @@ from typing import Any, Final, TextIO
 
 from azsd.errors import RemoteError
 from azsd.ipc.protocol import ImportReply, SourceView
+from azsd_client._shared import Backend
 from azsd_client.render.reports import import_summary
 from azsd_client.render.text import one_line, plural
 
 from .invocation import Invocation
 
-__all__ = ["BATCH_BYTES", "BATCH_FILES", "batches", "import_sessions", "source_dir"]
+__all__ = ["BATCH_BYTES", "BATCH_FILES", "batches", "import_into", "import_sessions", "source_dir"]
 
 #: A batch of small files holds at most this many files and bytes; a file this big goes alone.
 BATCH_FILES: Final = 64
@@ -135,7 +136,11 @@ class _Tally:
 
 def import_sessions(run: Invocation) -> int:
     """Import every source of the project that is not current, labelled with the current branch."""
-    agent: str = run.args.agent
+    if run.args.all:
+        from .machine import import_all  # the whole machine: each project into its own store
+
+        return import_all(run)
+    agent: Backend = run.args.agent
     root = run.new_root
     project = os.path.realpath(run.args.project) if run.args.project else root
     where = source_dir(agent, run.environ)
@@ -143,8 +148,23 @@ def import_sessions(run: Invocation) -> int:
         return _import(run, agent, root, project, where)
 
 
-def _import(run: Invocation, agent: str, root: str, project: str, where: Path) -> int:
-    sources = run.client.import_sources(root, run.args.agent, where, project).sources
+def _import(run: Invocation, agent: Backend, root: str, project: str, where: Path) -> int:
+    summary, code = import_into(run, agent, root, project, where)
+    said = (
+        import_summary(summary["created"], summary["updated"], summary["current"], summary["events"])
+        if summary["sources"]
+        else f"no {agent} sessions of {project} under {where}"
+    )
+    run.out.result(summary, lambda _, __: [said])
+    return code
+
+
+def import_into(
+    run: Invocation, agent: Backend, root: str, project: str, where: Path
+) -> tuple[dict[str, Any], int]:
+    """Import every source of `project` that is not current into `root`'s store: the summary, and
+    the exit status (1 when a source failed, each said on stderr)."""
+    sources = run.client.import_sources(root, agent, where, project).sources
     todo = [source for source in sources if not source.current]
     tally = _Tally(current=len(sources) - len(todo))
     progress = _Progress(sys.stderr, run.environ)
@@ -155,11 +175,11 @@ def _import(run: Invocation, agent: str, root: str, project: str, where: Path) -
             done += len(batch)
             try:
                 if len(batch) == 1:
-                    one = run.client.import_session(root, run.args.agent, batch[0].path, worktree=run.branch)
+                    one = run.client.import_session(root, agent, batch[0].path, worktree=run.branch)
                     replies, failed = [one], []
                 else:
                     paths = [source.path for source in batch]
-                    reply = run.client.import_batch(root, run.args.agent, paths, worktree=run.branch)
+                    reply = run.client.import_batch(root, agent, paths, worktree=run.branch)
                     replies, failed = reply.imports, [(f.path, f.error) for f in reply.failed]
             except RemoteError as exc:
                 replies, failed = [], [(source.path, exc.message) for source in batch]
@@ -171,14 +191,7 @@ def _import(run: Invocation, agent: str, root: str, project: str, where: Path) -
                 tally.add(reply_)
     finally:
         progress.clear()
-    said = (
-        import_summary(tally.created, tally.updated, tally.current, tally.events)
-        if sources
-        else f"no {agent} sessions of {project} under {where}"
-    )
-    run.out.result(tally.summary(agent, project, len(sources)), lambda _, __: [said])
     if tally.failed:
         n = len(tally.failed)
         sys.stderr.write(f"azs: {n:,} of {plural(len(sources), 'source')} failed to import\n")
-        return 1
-    return 0
+    return tally.summary(agent, project, len(sources)), 1 if tally.failed else 0

@@ -154,6 +154,10 @@ def usage(run: Invocation) -> int:
     """Tokens and cost per session and per worktree (or by period, with `--by`); a session named alone
     is looked up in any worktree."""
     a = run.args
+    if a.all:
+        from .machine import usage_all  # every store of the machine's projects
+
+        return usage_all(run)
     if a.prices:
         table = price_table(run.config)
         run.out.result(table, price_lines, shape=price_shape)

@@ -1,0 +1,207 @@
+"""The whole machine: `azs import claude|codex --all` and `azs usage --all`.
+
+Claude keeps every project's sessions under ``~/.claude/projects/<slug>/``, Codex every rollout under
+``~/.codex/sessions/``, each file naming the directory it ran in (`cwd`). `import --all` brings each
+project's sessions into the store of that directory (its own worktree) when the directory is still
+there, and the rest, whose directory is gone, into the current worktree's store, and says where
+each went. `usage --all` reports every store those projects and this worktree have, together: totals
+and periods summed across stores (a message is counted once within a store; `import --all` puts each
+project's files in one store, so none is in two), and with `--instances` one row per project, as
+ccusage's `--instances`; `--project P` keeps the projects whose path contains P. Projects not
+imported are named, with the command that brings them in.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Final
+
+import msgspec
+
+from azsd.errors import AzsdError, RemoteError
+from azsd.ipc.protocol import UsagePeriodView, UsageReply, UsageView, WorktreeUsageView
+from azsd_client._shared import Backend
+from azsd_client.render.reports import period_lines, usage_lines
+
+from .imports import import_into, source_dir
+from .invocation import Invocation
+
+__all__ = ["import_all", "projects", "usage_all"]
+
+#: Lines of a history file read for the directory it ran in.
+HEAD_LINES: Final = 20
+_STORE: Final = os.path.join(".azureal", "sessions.azs")
+_KINDS: Final = ("input", "output", "cache_read", "cache_write", "reasoning")
+
+
+def projects(agent: str, environ: Mapping[str, str]) -> dict[str, list[Path]]:
+    """Every project directory `agent` ran in on this machine (its files' `cwd`), with a file of it.
+
+    Claude's: one per ``projects/<slug>`` directory (the `cwd` of its first file that names one);
+    Codex's: the `cwd` of each rollout's `session_meta`."""
+    where = source_dir(agent, environ)
+    found: dict[str, list[Path]] = {}
+    if agent == "claude":
+        for directory in sorted((where / "projects").glob("*")) if (where / "projects").is_dir() else []:
+            for path in sorted(directory.glob("*.jsonl")):
+                cwd = _head_cwd(path, agent)
+                if cwd:
+                    found.setdefault(cwd, []).append(path)
+                    break
+    else:
+        sessions = where / "sessions"
+        for path in sorted(sessions.rglob("rollout-*.jsonl")) if sessions.is_dir() else []:
+            cwd = _head_cwd(path, agent)
+            if cwd:
+                found.setdefault(cwd, []).append(path)
+    return found
+
+
+def _head_cwd(path: Path, agent: str) -> str | None:
+    try:
+        with path.open("rb") as stream:
+            for _, line in zip(range(HEAD_LINES), stream, strict=False):
+                try:
+                    obj = msgspec.json.decode(line)
+                except msgspec.DecodeError:
+                    continue
+                if not isinstance(obj, dict):
+                    continue
+                if agent == "codex":
+                    payload = obj.get("payload")
+                    obj = payload if obj.get("type") == "session_meta" and isinstance(payload, dict) else {}
+                cwd = obj.get("cwd")
+                if isinstance(cwd, str) and os.path.isabs(cwd):
+                    return cwd
+    except OSError:
+        return None
+    return None
+
+
+def import_all(run: Invocation) -> int:
+    """Each project's sessions into its own directory's store; those of a directory gone, into this
+    worktree's. One summary line per store."""
+    agent: Backend = run.args.agent
+    here = run.new_root
+    where = source_dir(agent, run.environ)
+    failed = 0
+    summaries: list[dict[str, Any]] = []
+    gone: list[str] = []
+    for cwd in sorted(projects(agent, run.environ)):
+        root = os.path.realpath(cwd)
+        if not os.path.isdir(root):
+            gone.append(cwd)
+            root = here
+        with run.creating_store(root):
+            summary, code = import_into(run, agent, root, cwd, where)
+        failed |= code
+        summaries.append({**summary, "root": root})
+    if run.out.json:
+        for summary in summaries:
+            run.out.emit(summary)
+    else:
+        for s in summaries:
+            said = f"{s['created']} new, {s['updated']} updated, {s['current']} current"
+            sys.stdout.write(f"{s['project']} → {s['root']}: {said}\n")
+        if gone:
+            sys.stdout.write(
+                f"{len(gone)} project(s) whose directory is gone went into this worktree's store ({here}): "
+                + ", ".join(gone)
+                + "\n"
+            )
+    return 1 if failed else 0
+
+
+def _roots(run: Invocation) -> list[str]:
+    """The stores of every project Claude or Codex ran in (that has one), and this worktree's."""
+    roots = {run.root} if os.path.exists(os.path.join(run.root, _STORE)) else set()
+    missing = 0
+    for agent in ("claude", "codex"):
+        for cwd in projects(agent, run.environ):
+            root = os.path.realpath(cwd)
+            if os.path.exists(os.path.join(root, _STORE)):
+                roots.add(root)
+            elif root not in roots:
+                missing += 1
+    if missing:
+        run.out.hint(f"{missing} project(s) have no store yet: `azs import claude --all` brings them in")
+    return sorted(roots)
+
+
+def usage_all(run: Invocation) -> int:
+    """Every store's usage together (see the module docstring)."""
+    a = run.args
+    wanted = a.project
+    replies: list[tuple[str, UsageReply]] = []
+    for root in _roots(run):
+        if wanted and wanted not in root:
+            continue
+        try:
+            reply = run.client.usage(
+                root, by=a.by, by_model=a.by_model, since=a.since, until=a.until, timezone=a.timezone,
+                exclude_removed=a.exclude_removed, with_sessions=a.by is None or a.sessions,
+            )  # fmt: skip
+        except RemoteError as exc:
+            sys.stderr.write(f"azs: {root}: {exc.message}\n")
+            continue
+        replies.append((root, reply))
+    merged = merge(replies, instances=a.instances)
+    if merged.by:
+        run.out.result(merged, lambda r, style: period_lines(r.by, r.periods, r.total, style))
+    else:
+        run.out.result(merged, lambda r, style: usage_lines([], r.worktrees, r.total, style))
+    if not replies:
+        raise AzsdError("no store of any project on this machine has usage (try `azs import claude --all`)")
+    return 0
+
+
+def merge(replies: list[tuple[str, UsageReply]], *, instances: bool) -> UsageReply:
+    """The replies of several stores as one: totals summed, periods of the same label (and model)
+    summed (with `instances`, one period per project instead), and one `worktrees` row per store.
+
+    >>> u = UsageView(input=1, cost_usd=0.5, cost_source="estimated")
+    >>> day = UsagePeriodView(period="2026-05-02", start="a", end="b", usage=u, total_tokens=1, models=["m"])
+    >>> r = UsageReply(sessions=[], worktrees=[], total=u, by="day", periods=[day])
+    >>> both = merge([("/p", r), ("/q", r)], instances=False)
+    >>> both.total.input, [(p.period, p.usage.input, p.total_tokens) for p in both.periods]
+    (2, [('2026-05-02', 2, 2)])
+    >>> [(p.period, p.usage.input) for p in merge([("/p", r), ("/q", r)], instances=True).periods]
+    [('/p', 1), ('/q', 1)]
+    """
+    by = next((reply.by for _, reply in replies), "")
+    periods: dict[tuple[str, str | None], UsagePeriodView] = {}
+    rows: list[WorktreeUsageView] = []
+    for root, reply in replies:
+        rows.append(WorktreeUsageView(worktree=root, sessions=len(reply.sessions), usage=reply.total))
+        for view in reply.periods:
+            if instances:
+                view = msgspec.structs.replace(view, period=root, name="")
+            elif by == "session":
+                view = msgspec.structs.replace(view, period=f"{root} {view.period}")
+            key = (view.period, view.model)
+            periods[key] = view if key not in periods else _added(periods[key], view)
+    total = UsageView()
+    for _, reply in replies:
+        total = _sum(total, reply.total)
+    ordered = sorted(periods.values(), key=lambda v: (v.start, v.period, v.model or ""))
+    return UsageReply(sessions=[], worktrees=rows, total=total, by=by, periods=ordered)
+
+
+def _added(a: UsagePeriodView, b: UsagePeriodView) -> UsagePeriodView:
+    return msgspec.structs.replace(
+        a, start=min(a.start, b.start), end=max(a.end, b.end), usage=_sum(a.usage, b.usage),
+        total_tokens=a.total_tokens + b.total_tokens, models=sorted({*a.models, *b.models}),
+        turns=a.turns + b.turns,
+    )  # fmt: skip
+
+
+def _sum(a: UsageView, b: UsageView) -> UsageView:
+    sources = {v.cost_source for v in (a, b) if v != UsageView()}
+    source = "unpriced" if sources == {"unpriced"} else "estimated" if "estimated" in sources else "reported"
+    return UsageView(
+        **{k: getattr(a, k) + getattr(b, k) for k in _KINDS}, cost_usd=a.cost_usd + b.cost_usd,
+        cost_source=source, unpriced_tokens=a.unpriced_tokens + b.unpriced_tokens,
+    )  # fmt: skip

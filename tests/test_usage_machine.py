@@ -1,0 +1,66 @@
+"""The whole machine: `azs import claude --all` puts each project's sessions into its own directory's
+store (those of a directory gone, into this worktree's, and says so), and `azs usage --all` reports
+every store together, by period, and one row per project with `--instances`, as ccusage does.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from azsd.ingest.importer import claude_slug
+from azsd.model import Usage
+from azsd.store import store_path
+from tests.test_cli import Azs, azs
+from tests.test_client import daemon, worktree
+from tests.test_usage_counted import prompt, reply, tokens_of
+from tests.test_usage_prices import write
+
+__all__ = ["azs", "daemon", "worktree"]  # the fixtures, re-exported for pytest
+
+
+def session_of(config: Path, project: Path, n: int, *, at: str) -> Path:
+    """A Claude session of `project` (its `cwd` named in its lines), message `msg_<n>`."""
+    slug = config / "projects" / claude_slug(project)
+    slug.mkdir(parents=True, exist_ok=True)
+    sid = f"{n:08d}-0000-4000-8000-000000000000"
+    cwd = {"cwd": str(project)}
+    lines = [{**prompt(sid, "go", at), **cwd}, {**reply(sid, n, at, 100 * n), **cwd}]
+    return write(slug / f"{sid}.jsonl", lines)
+
+
+def test_import_all_then_usage_all(
+    azs: Azs, worktree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = tmp_path / "claude"
+    one, two, gone = tmp_path / "one", tmp_path / "two", tmp_path / "gone"
+    one.mkdir()
+    two.mkdir()
+    files = [
+        session_of(config, one, 1, at="2026-05-01T10:00:00Z"),
+        session_of(config, two, 2, at="2026-05-02T10:00:00Z"),
+        session_of(config, gone, 3, at="2026-05-02T11:00:00Z"),  # its directory no longer exists
+    ]
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(config))
+    monkeypatch.setenv("CODEX_HOME", str(tmp_path / "no-codex"))
+    said = azs.ok("import", "claude", "--all")
+    assert f"1 project(s) whose directory is gone went into this worktree's store ({worktree})" in said
+    assert str(gone) in said
+    assert all(store_path(root).exists() for root in (one, two, worktree))
+    (whole,) = azs.json("usage", "--all")
+    kinds = ("input", "output", "cache_read", "cache_write")
+    assert Usage(**{k: whole["total"][k] for k in kinds}) == tokens_of(*files)
+    assert {row["worktree"] for row in whole["worktrees"]} == {str(one), str(two), str(worktree)}
+    (days,) = azs.json("usage", "--all", "--by", "day", "--timezone", "UTC")
+    by_day = [(p["period"], p["usage"]["input"]) for p in days["periods"]]
+    assert by_day == [("2026-05-01", 100), ("2026-05-02", 500)]
+    (per_project,) = azs.json("usage", "--all", "--by", "day", "--instances", "--timezone", "UTC")
+    assert {p["period"]: p["usage"]["input"] for p in per_project["periods"]} == {
+        str(one): 100, str(two): 200, str(worktree): 300,
+    }  # fmt: skip
+    (only,) = azs.json("usage", "--all", "--project", "two")
+    assert only["total"]["input"] == 200
+    again = azs.json("import", "claude", "--all")  # one summary per store; nothing new in any
+    assert sorted(s["root"] for s in again) == sorted([str(one), str(two), str(worktree)])
+    assert all((s["created"], s["current"]) == (0, 1) for s in again)
