@@ -45,7 +45,9 @@ def statusline(run: Invocation) -> int:
     meter = _meter(run, hook)
     if meter:
         parts.append(meter)
-    sys.stdout.write(" · ".join(parts) + "\n")
+    line = " · ".join(parts)
+    shown = {"line": line, "today": spent, "block": blocks[-1] if blocks else None, "context": meter}
+    run.out.result(shown, lambda value, _style: [str(value["line"])])
     return 0
 
 
