@@ -48,10 +48,9 @@ def store_read(
     store.save_follow(record, expect_offset=expected)
     result = store.append_prepared(record.session_id, events)
     if usage is not None:
-        store.record_usage(
-            record.session_id, usage.source, usage.parts, replaces=usage.replaces, turns=usage.turns,
-            keys=usage.keys,
-        )  # fmt: skip
+        # no `replaces`: a followed file is a new run's (`azs run`), and an older record under its
+        # agent session id is another turn's of the same agent session, to keep
+        store.record_usage(record.session_id, usage.source, usage.parts, turns=usage.turns, keys=usage.keys)
     notes = appended_notes(root, record.session_id, result.events)
     completed = is_final([e.event for e in result.events])
     if failed_ms is not None and store.get_session(record.session_id).completed is None:

@@ -5,7 +5,8 @@ a live follow (:mod:`azsd.ingest.tailing`) records it with each read that change
 transaction as that read's events. Both key it by the file's resolved path, so a file followed and
 later ingested, or ingested twice, is counted once (the later record replaces the earlier,
 `Store.record_usage`), and two runs that share an agent session id (`claude -p --resume` run twice)
-are two runs. A record made by an older azsd under the run's agent session id is replaced by it.
+are two runs. A record made by an older azsd under the run's agent session id is replaced by it when
+the file is ingested or imported again (`replaces`; a follow, a new run's file, keeps it).
 The record also holds the API message ids the run counted (for the store to claim, so that a copy of
 them in another file is counted once) and how many turns the run held.
 
