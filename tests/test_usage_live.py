@@ -84,3 +84,14 @@ def test_statusline_shows_today_the_block_and_the_context(azs: Azs, live: tuple[
     assert re.fullmatch(r"(~\$[0-9.]+|\$0) today", today)  # $0 only in the first minutes after midnight
     assert block.startswith("block ~$") and "left" in block and "/h)" in block
     assert context == f"ctx {2000 + 4000:,} (3%)"  # the latest message's input and cache read, of 200k
+
+
+def test_statusline_where_there_is_no_store_yet(azs: Azs, tmp_path: Path) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    done = subprocess.run(
+        [sys.executable, "-m", "azsd_client.cli", *azs.argv("--root", str(empty), "statusline")],
+        capture_output=True, env=azs.daemon.env, timeout=30, check=False, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.decode().strip() == "$0 today"

@@ -18,6 +18,8 @@ from typing import Any, Final
 
 import msgspec
 
+from azsd.errors import RemoteError
+from azsd.ipc.protocol import UsageView
 from azsd_client.render.text import format_cost
 
 from .invocation import Invocation
@@ -34,8 +36,13 @@ def statusline(run: Invocation) -> int:
     hook = _hook_input()
     client, root = run.client, run.root
     today = date.today().isoformat()
-    spent = client.usage(root, since=today, until=today, with_sessions=False).total
-    blocks = client.usage(root, by="block", active=True, with_sessions=False).periods
+    try:
+        spent = client.usage(root, since=today, until=today, with_sessions=False).total
+        blocks = client.usage(root, by="block", active=True, with_sessions=False).periods
+    except RemoteError as exc:
+        if exc.code not in ("no_such_root", "not_a_store"):
+            raise
+        spent, blocks = UsageView(), []  # no store here (yet): nothing spent in it
     parts = [f"{format_cost(spent.cost_usd, spent.cost_source, spent.unpriced_tokens) or '$0'} today"]
     for block in blocks[-1:]:
         cost = format_cost(block.usage.cost_usd, block.usage.cost_source) or "$0"
@@ -70,7 +77,10 @@ def _meter(run: Invocation, hook: dict[str, Any]) -> str:
         window = 1_000_000 if "[1m]" in name else WINDOW
         used = context_tokens(Path(path))
         return "" if used is None else f"ctx {used:,} ({used / window:.0%})"
-    listed = run.client.list_sessions(run.root, limit=1, with_meter=True).sessions
+    try:
+        listed = run.client.list_sessions(run.root, limit=1, with_meter=True).sessions
+    except RemoteError:
+        return ""
     if not listed or listed[0].context_chars is None:
         return ""
     chars, threshold = listed[0].context_chars, run.config.compaction_threshold
