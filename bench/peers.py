@@ -1,7 +1,7 @@
 """azsd beside what people run instead: ripgrep for search, ccusage for usage and cost.
 
 The data: a corpus-shaped `~/.claude/projects` tree (:mod:`bench.agent_corpus`; 1 GB, quick: 20 MB),
-imported once with the real `azs import claude` (its time reported as `usage_import`, and as the
+imported once with the real `azs import claude` (its time reported as `import_vs_ccusage`, and as the
 search index build: the import stores and indexes in the same transactions).
 
 - `search_vs_rg`: p50 of the real `azs search --json` process, over 5 realistic queries, against `rg`
