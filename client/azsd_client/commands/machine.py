@@ -4,7 +4,8 @@ Claude keeps every project's sessions under ``~/.claude/projects/<slug>/``, Code
 ``~/.codex/sessions/``, each file naming the directory it ran in (`cwd`). `import --all` brings each
 project's sessions into the store of that directory (its own worktree) when the directory is still
 there, and the rest, whose directory is gone, into the current worktree's store, and says where
-each went. `usage --all` reports every store those projects and this worktree have, together: totals
+each went. `usage --all` reports every store those projects, the daemon (the stores it has open or
+follows files into) and this worktree have, together: totals
 and periods summed across stores (a message is counted once within a store; `import --all` puts each
 project's files in one store, so none is in two), and with `--instances` one row per project, as
 ccusage's `--instances`; `--project P` keeps the projects whose path contains P. Projects not
@@ -116,8 +117,11 @@ def import_all(run: Invocation) -> int:
 
 
 def _roots(run: Invocation) -> list[str]:
-    """The stores of every project Claude or Codex ran in (that has one), and this worktree's."""
-    roots = {run.root} if os.path.exists(os.path.join(run.root, _STORE)) else set()
+    """The stores of every project Claude or Codex ran in (that has one), those the daemon has open
+    or follows files into, and this worktree's."""
+    status = run.client.status()
+    known = {run.root, *status.stores, *(follow.root for follow in status.follows)}
+    roots = {root for root in known if os.path.exists(os.path.join(root, _STORE))}
     missing = 0
     for agent in ("claude", "codex"):
         for cwd in projects(agent, run.environ):
