@@ -181,6 +181,17 @@ def test_removed_sessions_stay_in_the_reports_unless_excluded(
     assert by_day["sessions"] == [] and by_day["periods"]
     (with_sessions,) = azs.json("usage", "--by", "day", "--sessions")
     assert len(with_sessions["sessions"]) == 2
+    # a copy of the removed session's messages, ingested later, is not counted again
+    copy = client.create_session(worktree, "copy").session.id
+    client.ingest_file(worktree, copy, distinct_path(gone, tmp_path))
+    assert total(azs, "--by", "day") == tokens_of(kept, gone)
+
+
+def distinct_path(path: Path, tmp_path: Path) -> Path:
+    """The same lines in another file (a copy, as `--resume` makes)."""
+    copy = tmp_path / f"copy-{path.name}"
+    copy.write_bytes(path.read_bytes())
+    return copy
 
 
 def test_an_older_stores_usage_rows_are_kept_and_each_run_is_one_turn(tmp_path: Path) -> None:
@@ -192,7 +203,8 @@ def test_an_older_stores_usage_rows_are_kept_and_each_run_is_one_turn(tmp_path: 
         store.record_usage(sid, "/older/run.jsonl", [part])
     conn = sqlite3.connect(store_path(tmp_path))  # as the azsd before turns and the ledger left it
     conn.executescript(
-        "ALTER TABLE azsd_usage DROP COLUMN turns; DROP TABLE azsd_usage_keys; DROP TABLE azsd_usage_removed;"
+        "ALTER TABLE azsd_usage DROP COLUMN turns; DROP TABLE azsd_usage_keys; "
+        "DROP TABLE azsd_usage_removed; DROP TABLE azsd_usage_removed_keys;"
     )
     conn.close()
     with Store.open(tmp_path) as store:

@@ -105,8 +105,9 @@ CREATE INDEX IF NOT EXISTS azsd_usage_keys_run ON azsd_usage_keys(session_id, so
 """
 
 #: The ledger: the usage rows of sessions azsd removed (`azs rm`), with the name each had, so that
-#: reports by period still count what was spent. Its rows outlive their session, so it has no
-#: foreign key (like `azsd_requests`); AZUREAL ignores it.
+#: reports by period still count what was spent, and the message ids they counted
+#: (`azsd_usage_removed_keys`), so that a copy of them imported later is not counted again. Their rows
+#: outlive their session, so they have no foreign key (like `azsd_requests`); AZUREAL ignores them.
 USAGE_REMOVED_DDL: Final = """\
 CREATE TABLE IF NOT EXISTS azsd_usage_removed (
     session_id  INTEGER NOT NULL,
@@ -128,6 +129,10 @@ CREATE TABLE IF NOT EXISTS azsd_usage_removed (
     turns       INTEGER
 );
 CREATE INDEX IF NOT EXISTS azsd_usage_removed_slot ON azsd_usage_removed(slot);
+CREATE TABLE IF NOT EXISTS azsd_usage_removed_keys (
+    key        TEXT PRIMARY KEY,
+    session_id INTEGER NOT NULL
+) WITHOUT ROWID;
 """
 
 #: Copies the rows of a `azsd_usage_v1` (one per run) into the new `azsd_usage`.
@@ -230,6 +235,7 @@ REQUIRED_OBJECTS: Final = frozenset(
         "azsd_usage_keys_run",
         "azsd_usage_removed",
         "azsd_usage_removed_slot",
+        "azsd_usage_removed_keys",
         "azsd_follows",
         "azsd_lineage",
         "azsd_lineage_parent",

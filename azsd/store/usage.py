@@ -8,7 +8,8 @@ ingest of a file that copies another's messages (a `claude --resume` copies the 
 asks :meth:`UsageTables.usage_counted_elsewhere` and leaves them out, so a message is counted once
 in a store whatever files hold it. A session removed by azsd leaves its usage in
 ``azsd_usage_removed`` (the ledger: period reports still count what it cost; a table without a
-foreign key, like ``azsd_requests``, since its rows outlive their session).
+foreign key, like ``azsd_requests``, since its rows outlive their session), and the message ids it
+counted in ``azsd_usage_removed_keys``, so that a copy of them imported later is not counted again.
 """
 
 from __future__ import annotations
@@ -133,12 +134,14 @@ class UsageTables(EventLog):
             )
 
     def usage_counted_elsewhere(self, key: str, session_id: int, source: str) -> bool:
-        """Whether the API message `key` is counted by a run other than `source` of `session_id`."""
-        if self.read_only and not self._has_table("azsd_usage_keys"):
+        """Whether the API message `key` is counted by a run other than `source` of `session_id`, or
+        by a session removed since (whose usage the ledger keeps)."""
+        if self.read_only and not self._has_table("azsd_usage_removed_keys"):
             return False
         rows = self._query(
-            "SELECT 1 FROM azsd_usage_keys WHERE key = ? AND NOT (session_id = ? AND source = ?)",
-            (key, session_id, source),
+            "SELECT 1 FROM azsd_usage_keys WHERE key = ? AND NOT (session_id = ? AND source = ?) "
+            "UNION ALL SELECT 1 FROM azsd_usage_removed_keys WHERE key = ? AND session_id != ?",
+            (key, session_id, source, key, session_id),
         )
         return bool(rows)
 
