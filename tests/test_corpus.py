@@ -16,6 +16,7 @@ from azsd.context import CONTEXT_CLOSE, CONTEXT_OPEN
 from azsd.events import AssistantText, Complete, ToolCall, ToolResult, UserMessage
 from azsd.ingest.file import ingest_file, parse_file
 from azsd.ingest.parsers import detect_format, iter_lines
+from azsd.ingest.usage import turns_of
 from azsd.store import Store
 from tests.conftest import corpus_files, requires_corpus
 
@@ -161,4 +162,5 @@ def test_corpus_file(path: Path, tmp_path: Path) -> None:
         assert store.load_events(sid).plain() == stored.plain()
         usage = store.session_usage(sid)
         assert usage.usage == report.usage
-        assert usage.turns == (0 if report.usage.is_zero and report.cost_usd is None else 1)
+        # ingested twice, still one run: its turns (prompts) once
+        assert usage.turns == (0 if report.usage.is_zero and report.cost_usd is None else turns_of(report))
