@@ -44,13 +44,16 @@ def test_import_all_then_usage_all(
     ]
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(config))
     monkeypatch.setenv("CODEX_HOME", str(tmp_path / "no-codex"))
+    kinds = ("input", "output", "cache_read", "cache_write")
+    azs.ok("new", "a store here")  # nothing imported yet: every project's files are read in place
+    (in_place,) = azs.json("usage", "--all")
+    assert Usage(**{k: in_place["total"][k] for k in kinds}) == tokens_of(*files)
     said = azs.ok("import", "claude", "--all")
     assert f"1 project(s) whose directory is gone went into this worktree's store ({worktree})" in said
     assert str(gone) in said
     assert all(store_path(root).exists() for root in (one, two, worktree))
     (whole,) = azs.json("usage", "--all")
-    kinds = ("input", "output", "cache_read", "cache_write")
-    assert Usage(**{k: whole["total"][k] for k in kinds}) == tokens_of(*files)
+    assert Usage(**{k: whole["total"][k] for k in kinds}) == tokens_of(*files)  # imported: nothing twice
     assert {row["worktree"] for row in whole["worktrees"]} == {str(one), str(two), str(worktree)}
     (days,) = azs.json("usage", "--all", "--by", "day", "--timezone", "UTC")
     by_day = [(p["period"], p["usage"]["input"]) for p in days["periods"]]

@@ -37,7 +37,7 @@ from azsd.model import StoredEvent
 from azsd.store import Store, completion_of
 from azsd.store.chunks import ChunkedWrite
 
-__all__ = ["IngestError", "IngestReport", "ingest_file", "overlap_prefix_len", "parse_file"]
+__all__ = ["IngestError", "IngestReport", "ingest_file", "overlap_prefix_len", "parse_file", "parse_usage"]
 
 log = logging.getLogger("azsd.ingest")
 
@@ -65,6 +65,17 @@ class IngestReport:
             f"{self.path.name}: {self.parse.format}, {self.parse.summary()}; "
             f"{self.appended} appended, {self.duplicates} already stored"
         )
+
+
+def parse_usage(path: Path, counted_elsewhere: Callable[[str], bool]) -> ParseReport:
+    """Parse a whole file for its report alone (its events are dropped as they come, so memory does
+    not grow with the file); a Claude message `counted_elsewhere` says another run counted is left
+    out of its usage."""
+    parser = _parser_for(path, None)
+    parser.report.counted_elsewhere = counted_elsewhere
+    for _chunk in _parsed_chunks(path, parser):
+        pass
+    return parser.report
 
 
 def parse_file(path: Path, fmt: str | None = None) -> tuple[list[Event], ParseReport]:

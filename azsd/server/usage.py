@@ -30,6 +30,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import msgspec
 
 from azsd.errors import BadRequestError, SessionNotFoundError
+from azsd.ingest.in_place import read_in_place
 from azsd.ipc import protocol as p
 from azsd.model import CostSource, SessionUsage, Usage, UsageRow
 from azsd.server.views import usage_view
@@ -39,6 +40,9 @@ __all__ = ["BLOCK_SECONDS", "PERIODS", "live_block", "local_zone", "parse_day", 
 
 #: What a `Usage` request's `by` may name.
 PERIODS: Final = ("day", "week", "month", "session", "block", "model")
+
+#: The branch label of the usage read in place (files no store holds).
+IN_PLACE: Final = "(not imported)"
 
 #: The length of a Claude billing block.
 BLOCK_SECONDS: Final = 5 * 3600
@@ -64,14 +68,10 @@ def usage_reply(store: Store, req: p.Usage) -> p.UsageReply:
     start = _midnight(first, tz) if first else None
     end = _midnight(last + timedelta(days=1), tz) if last else None
     rows = store.usage_rows([i.id for i in infos], start=start, end=end)
-    if req.session is None and not req.exclude_removed:
-        gone: dict[int, _Owner] = {}
-        for row, worktree, name in store.removed_usage_rows(start=start, end=end):
-            if wanted is None or worktree in wanted:
-                gone.setdefault(row.session_id, _Owner(row.session_id, name, worktree, removed=True))
-                rows.append(row)
-        infos += gone.values()
-        rows.sort(key=lambda r: (r.first, r.session_id, r.source, r.model))
+    if req.session is None:
+        more, owners = _beyond_sessions(store, req, wanted, start, end)
+        rows = sorted(rows + more, key=lambda r: (r.first, r.session_id, r.source, r.model))
+        infos += owners
     by_session: dict[int, list[UsageRow]] = {}
     for row in rows:
         by_session.setdefault(row.session_id, []).append(row)
@@ -136,6 +136,29 @@ def live_block(view: p.UsagePeriodView, rows: Sequence[UsageRow], now: float) ->
         remaining_minutes=round(left, 1), projected_tokens=view.total_tokens + round(per_minute * left),
         projected_usd=view.usage.cost_usd + per_hour * left / 60.0,
     )  # fmt: skip
+
+
+def _beyond_sessions(
+    store: Store, req: p.Usage, wanted: set[str] | None, start: float | None, end: float | None
+) -> tuple[list[UsageRow], list[_Owner]]:
+    """The usage of no session of the store that a report counts: removed sessions' (the ledger,
+    unless `exclude_removed`) and the files read in place (`read_in_place`), with whose they are."""
+    rows: list[UsageRow] = []
+    owners: dict[int, _Owner] = {}
+    if not req.exclude_removed:
+        for row, worktree, name in store.removed_usage_rows(start=start, end=end):
+            if wanted is None or worktree in wanted:
+                owners.setdefault(row.session_id, _Owner(row.session_id, name, worktree, removed=True))
+                rows.append(row)
+    if req.read_in_place:
+        if not all(os.path.isabs(path) for path in req.read_in_place):
+            raise BadRequestError("read_in_place needs absolute paths (the daemon's directory is its own)")
+        # a file this store imported is counted already
+        loose = [path for path in req.read_in_place if store.get_import(path) is None]
+        found, _ = read_in_place(loose, lambda key: store.usage_counted_elsewhere(key, 0, ""))
+        rows += [r for r in found if (start is None or r.slot >= start) and (end is None or r.slot < end)]
+        owners[0] = _Owner(0, "(read in place)", IN_PLACE)
+    return rows, list(owners.values())
 
 
 @dataclass(frozen=True)

@@ -391,17 +391,20 @@ class AsyncClient(AsyncAgentMethods, AsyncRemoteMethods, AsyncConnection):
         exclude_removed: bool = False,
         with_sessions: bool = True,
         active: bool = False,
+        read_in_place: Sequence[RootLike] = (),
     ) -> UsageReply:
         """Token usage and cost per session, per worktree, and in total (`session`, `worktrees` narrow it);
         with `by` (``day``, ``week``, ``month``, ``session``, ``block``) by period too, each split by
         model with `by_model`; `since`, `until` (local days, inclusive) keep only those days' usage.
         Removed sessions' usage counts unless `exclude_removed`; `with_sessions` false leaves the
         per-session and per-worktree lists out; `active` (with ``by="block"``) keeps only the block
-        still going, with its burn rate and projection."""
+        still going, with its burn rate and projection; `read_in_place` agent files no store holds
+        are read where they lie and counted too."""
         wanted = None if worktrees is None else list(worktrees)
         message = Usage(
             root=canonical_root(root), session=session, worktrees=wanted, by=by, by_model=by_model,
             since=since, until=until, timezone=timezone, exclude_removed=exclude_removed,
             with_sessions=with_sessions, active=active,
+            read_in_place=[absolute_path(path) for path in read_in_place],
         )  # fmt: skip
         return await self.call(message, UsageReply)

@@ -358,6 +358,7 @@ export interface Usage {
   exclude_removed?: boolean;
   with_sessions?: boolean;
   active?: boolean;
+  read_in_place?: Array<string>;
 }
 
 /**

@@ -8,8 +8,9 @@ each went. `usage --all` reports every store those projects, the daemon (the sto
 follows files into) and this worktree have, together: totals
 and periods summed across stores (a message is counted once within a store; `import --all` puts each
 project's files in one store, so none is in two), and with `--instances` one row per project, as
-ccusage's `--instances`; `--project P` keeps the projects whose path contains P. Projects not
-imported are named, with the command that brings them in.
+ccusage's `--instances`; `--project P` keeps the projects whose path contains P. The files of
+projects without a store are read in place by the daemon (`Usage.read_in_place`, with the first
+store's request, a message that store counted once), as ccusage reads them.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Mapping
+from functools import partial
 from pathlib import Path
 from typing import Any, Final
 
@@ -39,29 +41,28 @@ _KINDS: Final = ("input", "output", "cache_read", "cache_write", "reasoning")
 
 
 def projects(agent: str, environ: Mapping[str, str]) -> dict[str, list[Path]]:
-    """Every project directory `agent` ran in on this machine (its files' `cwd`), with a file of it.
+    """Every project directory `agent` ran in on this machine (its files' `cwd`), with its files.
 
-    Claude's: one per ``projects/<slug>`` directory (the `cwd` of its first file that names one);
-    Codex's: the `cwd` of each rollout's `session_meta`."""
+    Claude's: one per ``projects/<slug>`` directory (the `cwd` of its first file that names one),
+    with every file of it, sub-agents' too; Codex's: the `cwd` of each rollout's `session_meta`."""
     where = source_dir(agent, environ)
     found: dict[str, list[Path]] = {}
     if agent == "claude":
         for directory in sorted((where / "projects").glob("*")) if (where / "projects").is_dir() else []:
-            for path in sorted(directory.glob("*.jsonl")):
-                cwd = _head_cwd(path, agent)
-                if cwd:
-                    found.setdefault(cwd, []).append(path)
-                    break
+            files = sorted(directory.glob("*.jsonl")) + sorted(directory.glob("*/subagents/*.jsonl"))
+            cwd = next((c for c in map(partial(_head_cwd, agent=agent), files) if c), None)
+            if cwd:
+                found.setdefault(cwd, []).extend(files)
     else:
         sessions = where / "sessions"
         for path in sorted(sessions.rglob("rollout-*.jsonl")) if sessions.is_dir() else []:
-            cwd = _head_cwd(path, agent)
+            cwd = _head_cwd(path, agent=agent)
             if cwd:
                 found.setdefault(cwd, []).append(path)
     return found
 
 
-def _head_cwd(path: Path, agent: str) -> str | None:
+def _head_cwd(path: Path, *, agent: str) -> str | None:
     try:
         with path.open("rb") as stream:
             for _, line in zip(range(HEAD_LINES), stream, strict=False):
@@ -116,23 +117,21 @@ def import_all(run: Invocation) -> int:
     return 1 if failed else 0
 
 
-def _roots(run: Invocation) -> list[str]:
+def _roots(run: Invocation) -> tuple[list[str], list[str]]:
     """The stores of every project Claude or Codex ran in (that has one), those the daemon has open
-    or follows files into, and this worktree's."""
+    or follows files into, and this worktree's; and the files of the projects that have none."""
     status = run.client.status()
     known = {run.root, *status.stores, *(follow.root for follow in status.follows)}
     roots = {root for root in known if os.path.exists(os.path.join(root, _STORE))}
-    missing = 0
+    loose: list[str] = []
     for agent in ("claude", "codex"):
-        for cwd in projects(agent, run.environ):
+        for cwd, files in projects(agent, run.environ).items():
             root = os.path.realpath(cwd)
             if os.path.exists(os.path.join(root, _STORE)):
                 roots.add(root)
-            elif root not in roots:
-                missing += 1
-    if missing:
-        run.out.hint(f"{missing} project(s) have no store yet: `azs import claude --all` brings them in")
-    return sorted(roots)
+            else:
+                loose += [str(path) for path in files]
+    return sorted(roots), loose
 
 
 def usage_all(run: Invocation) -> int:
@@ -140,13 +139,18 @@ def usage_all(run: Invocation) -> int:
     a = run.args
     wanted = a.project
     replies: list[tuple[str, UsageReply]] = []
-    for root in _roots(run):
-        if wanted and wanted not in root:
-            continue
+    roots, loose = _roots(run)
+    roots = [root for root in roots if not wanted or wanted in root]
+    loose = [path for path in loose if not wanted or wanted in path]
+    # the files read in place go with this worktree's store (where `import --all` puts the projects
+    # whose directory is gone), else the first store's: that store's imports and messages count once
+    reader = run.root if run.root in roots else roots[0] if roots else None
+    for root in roots:
         try:
             reply = run.client.usage(
                 root, by=a.by, by_model=a.by_model, since=a.since, until=a.until, timezone=a.timezone,
                 exclude_removed=a.exclude_removed, with_sessions=a.by is None or a.sessions,
+                read_in_place=loose if root == reader else (),
             )  # fmt: skip
         except RemoteError as exc:
             sys.stderr.write(f"azs: {root}: {exc.message}\n")
@@ -159,6 +163,8 @@ def usage_all(run: Invocation) -> int:
         run.out.result(merged, lambda r, style: usage_lines([], r.worktrees, r.total, style))
     if not replies:
         raise AzsdError("no store of any project on this machine has usage (try `azs import claude --all`)")
+    if loose:
+        run.out.hint(f"{len(loose)} file(s) of projects without a store read in place (azs import --all)")
     return 0
 
 
