@@ -319,7 +319,7 @@ def price_lines(prices: PriceTable, style: Style) -> list[Line]:
         )
     return [
         style.dim(f"prices as of {prices.date or 'an unknown date'}, per million tokens: {prices.source}"),
-        *table(rows, right=frozenset(range(1, 8)), flex=0),
+        *table(rows, right=frozenset(range(1, 8)), optional=(5, 6, 7, 3)),
     ]
 
 
