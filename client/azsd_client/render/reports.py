@@ -241,6 +241,10 @@ def period_lines(by: str, periods: Sequence[UsagePeriodView], total: UsageView, 
     full = [_headers(names, style), *rows(lambda n: f"{n:,}")]
     short = rows(format_tokens)
     brief = _headers((by, "models", "in", "out", "c.read", "c.write", "total", "cost", *extra), style)
+    if with_cached:  # by model: no models column, the model is the row's name
+        full, short = [r[:1] + r[2:] for r in full], [r[:1] + r[2:] for r in short]
+        brief = brief[:1] + brief[2:]
+        return table(full, right=frozenset(range(1, 8)), optional=(5, 7), compact=[brief, *short])
     return table(full, right=frozenset(range(2, 9)), flex=1, optional=(8, 6, 1), compact=[brief, *short])
 
 
