@@ -4,9 +4,9 @@ Claude Code writes what a Task sub-agent did into files of its own (agent-format
 ``<slug>/<sessionId>/subagents/agent-<id>.jsonl``, some 2.0.x builds as ``<slug>/agent-<id>.jsonl``
 beside the sessions, tied to their session only by the `sessionId` inside their lines. Their
 events stay out of the session's transcript (the parent already shows the Task call and its
-result), but their tokens and cost are the session's: each file's usage is recorded in the parent
-session under the file's own path, replaced (never added) whenever the file has grown, so importing
-again counts nothing twice. `azsd_imports` remembers the size read, so an unchanged file is not
+result), but their tokens and cost are the session's (not its turns: a sub-agent's task is no prompt
+of the user's): each file's usage is recorded in the parent session under the file's own path,
+replaced (never added) whenever the file has grown, so importing again counts nothing twice. `azsd_imports` remembers the size read, so an unchanged file is not
 read again.
 """
 
@@ -111,8 +111,7 @@ def _import_one(store: Store, session_id: int, path: Path) -> int:
     with store.atomic():
         if record is not None:
             store.record_usage(
-                session_id, source, record.parts, at=path.stat().st_mtime, turns=record.turns,
-                keys=record.keys,
+                session_id, source, record.parts, at=path.stat().st_mtime, turns=0, keys=record.keys,
             )  # fmt: skip
         store.record_import(
             ImportRecord(source=source, session_id=session_id, agent="claude", size=size, last_seq=0)
