@@ -6,8 +6,8 @@ beside the sessions, tied to their session only by the `sessionId` inside their 
 events stay out of the session's transcript (the parent already shows the Task call and its
 result), but their tokens and cost are the session's (not its turns: a sub-agent's task is no prompt
 of the user's): each file's usage is recorded in the parent session under the file's own path,
-replaced (never added) whenever the file has grown, so importing again counts nothing twice. `azsd_imports` remembers the size read, so an unchanged file is not
-read again.
+replaced (never added) whenever the file has grown, so importing again counts nothing twice.
+`azsd_imports` remembers the size read, so an unchanged file is not read again.
 """
 
 from __future__ import annotations
