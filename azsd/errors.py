@@ -35,6 +35,7 @@ __all__ = [
     "ConfigError",
     "DaemonUnavailable",
     "IngestError",
+    "NewIncarnation",
     "NoReply",
     "NotAStoreError",
     "ProtocolError",
@@ -133,6 +134,11 @@ class SyncError(AzsdError):
     """The sync database (PostgreSQL) cannot be reached or used: down, not initialized, refused.
 
     Its message never holds a password (see azsd.sync.settings.redact_url)."""
+
+
+class NewIncarnation(SyncError):
+    """A store file is not the one whose pushes the database holds (a copy, a restored backup, a file
+    moved between machines, ids gone backwards): it gets a store UUID of its own (DESIGN.md, 8)."""
 
 
 class RemoteSessionNotFound(SyncError):

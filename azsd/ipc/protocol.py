@@ -332,6 +332,12 @@ class SyncStoreView(_Data, frozen=True):
     last_push: float | None = None
     last_error: str = ""
     pushed: int = 0
+    #: Why an unpushed commit has waited for more than a few seconds ("" when none has).
+    waiting: str = ""
+    #: Secrets masked in what this daemon pushed of the store (`sync-redact`).
+    masked: int = 0
+    #: When the store file last became a new incarnation (a copy, a backup put back), and why.
+    note: str = ""
 
 
 class RemoteSessionView(_Data, frozen=True):
@@ -341,8 +347,10 @@ class RemoteSessionView(_Data, frozen=True):
     and from which machine (``user@host``), `root` the worktree there, `local_id` its number there,
     `worktree` its branch label, `updated` when it was last pushed (ISO 8601), `char_total` its size
     (the stored `char_len` summed). `parent` is the session it was forked from, `pulled_from` the one
-    it was pulled from (UUIDs). `mine`: pushed from the store the request named. `deleted`: when it was
-    deleted at its origin (a tombstone: no events left)."""
+    it was pulled from (UUIDs). `owner` is the database role that pushed it (what the database
+    vouches for: `identity` is what that role says of itself); `own`: that role is the one this daemon
+    logs in as. `mine`: `own`, and pushed with this daemon's identity from the store the request
+    named. `deleted`: when it was deleted at its origin (a tombstone: no events left)."""
 
     uuid: str
     identity: str
@@ -367,6 +375,8 @@ class RemoteSessionView(_Data, frozen=True):
     usage: UsageView | None = None
     mine: bool = False
     deleted: str | None = None
+    owner: str = ""
+    own: bool = False
 
 
 class RemoteHit(_Data, frozen=True):
@@ -383,6 +393,8 @@ class RemoteHit(_Data, frozen=True):
     snippet: str
     data: str
     worktree: str = ""
+    #: The database role that pushed the session (see `RemoteSessionView.owner`).
+    owner: str = ""
 
 
 # -- requests ---------------------------------------------------------------------------------------
@@ -907,6 +919,11 @@ class SyncStatusReply(_Versioned, frozen=True):
     url: str = ""
     error: str = ""
     stores: list[SyncStoreView] = []
+    #: Whether secrets are masked in what is pushed (`sync-redact`).
+    redact: bool = False
+    #: The config file's sync settings could not be taken (the daemon goes on with the last good
+    #: ones, or none): why.
+    config_error: str = ""
 
 
 class RemoteSessionsReply(_Versioned, frozen=True):

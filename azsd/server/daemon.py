@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from functools import partial
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Final
+from typing import IO, Final
 
 import msgspec
 import zmq
@@ -41,12 +41,10 @@ from azsd.server.handlers import handle, runs_alone
 from azsd.server.idempotency import RequestKeys
 from azsd.server.pages import PageCache
 from azsd.server.registry import StoreRegistry
+from azsd.server.sync_control import SyncControl
 from azsd.server.views import appended_notes
 from azsd.server.workers import Outcome
 from azsd.store import Store
-
-if TYPE_CHECKING:
-    from azsd.sync.service import SyncService
 
 __all__ = ["AlreadyRunning", "Daemon", "Discovery"]
 
@@ -101,7 +99,7 @@ class Daemon:
         self._registry: StoreRegistry | None = None
         self._keys: RequestKeys | None = None
         self._follower: Follower | None = None
-        self._sync: SyncService | None = None
+        self._sync: SyncControl | None = None
         self._roots: set[str] = set()  # worktree roots with live follows (kept in `roots_path`)
         self._followed_now: set[str] = set()  # roots followed during this run
         self._roots_lock = threading.Lock()
@@ -138,11 +136,10 @@ class Daemon:
         )
         self._keys = RequestKeys(self._registry)
         self._pages = PageCache()
-        if self.config.sync_url is not None:  # psycopg is imported only then
-            from azsd.sync.service import SyncService
-
-            self._sync = SyncService(self.config, self._registry)
-            self._sync.start()
+        # psycopg is imported only while sync is on; the config file's sync settings are taken again
+        # when it changes (or on SIGHUP: `azsd reload`)
+        self._sync = SyncControl(self.config, self._registry, self._environ, self._known_roots)
+        self._sync.start()
         outbox = self._server.outbox
         self._follower = Follower(
             self._registry,
@@ -172,6 +169,15 @@ class Daemon:
     def request_stop(self) -> None:
         """Ask `run` to return (safe from a signal handler or another thread)."""
         self._stop.set()
+
+    def request_reload(self) -> None:
+        """Take the config file's sync settings again (safe from a signal handler: SIGHUP)."""
+        if self._sync is not None:
+            self._sync.request_reload()
+
+    def _known_roots(self) -> set[str]:
+        with self._roots_lock:
+            return set(self._roots)
 
     def stop(self) -> None:
         """Tear down what `start` set up; a daemon that never got the lock touches nothing."""
@@ -229,10 +235,12 @@ class Daemon:
     def _sync_answer(self, envelope: Envelope, request: p.SyncRequest) -> None:
         """Hand a sync request to the sync service; without a `sync-url`, say so."""
         assert self._server is not None
-        if self._sync is not None:
-            self._sync.answer(envelope, request)
+        service = self._sync.service if self._sync is not None else None
+        if service is not None:
+            service.answer(envelope, request)
         elif isinstance(request, p.SyncStatus):
-            self._server.reply(envelope, p.SyncStatusReply(configured=False))
+            off = self._sync.status() if self._sync is not None else p.SyncStatusReply(configured=False)
+            self._server.reply(envelope, off)
         else:
             message = "sync is not configured: set sync-url in the config file (README: Sync to PostgreSQL)"
             self._server.reply(envelope, p.ErrorReply(code="sync_error", message=message))
@@ -348,6 +356,8 @@ class Daemon:
         self._registry.call(root, lambda store: store.follows(active_only=True), then=resume)
 
     def _tick(self) -> None:
+        if self._sync is not None:
+            self._sync.tick()
         if self._watchdog_s is None:
             return
         now = time.monotonic()

@@ -17,15 +17,18 @@ and a batch pushed twice (after a commit whose answer was lost) inserts nothing 
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 import psycopg
 
-from azsd.events import EventDecodeError, decode_event
+from azsd.errors import NewIncarnation
+from azsd.events import EventDecodeError, decode_event, encode_event
+from azsd.redact import redact_event, redact_text
 from azsd.search import search_text
 from azsd.store.codec import CodecError, RowCodec
-from azsd.store.sync_state import SyncEvent, SyncSession
+from azsd.store.sync_state import SyncEvent, SyncSession, event_digest
 
 if TYPE_CHECKING:
     from azsd.store import Store
@@ -86,25 +89,39 @@ class StorePush:
     live: set[str] | None = None
     batch: int = BATCH
     codec: RowCodec = field(default_factory=RowCodec)
+    #: The pushing file (``host:device:inode``): the database binds the store's cursor to it.
+    file_id: str = ""
+    #: Mask secrets in what is pushed (`sync-redact`); the local store keeps the original.
+    redact: bool = True
+    #: How many secrets were masked in what the database now holds, per pattern (this connection).
+    masked: Counter[str] = field(default_factory=Counter)
+    _pending_masks: Counter[str] = field(default_factory=Counter)
 
     def push(
         self, conn: psycopg.Connection[Any], store: Store, store_uuid: str, repository: str
     ) -> PushResult:
         """Push one batch (at most :attr:`batch` events) and commit it."""
+        self._pending_masks = Counter()
         with conn.transaction():
             conn.execute(
-                "INSERT INTO azsd.stores (store_uuid, identity, repository, root) VALUES (%s, %s, %s, %s) "
+                "INSERT INTO azsd.stores (store_uuid, identity, repository, root, file_id) "
+                "VALUES (%s, %s, %s, %s, %s) "
                 "ON CONFLICT (store_uuid) DO UPDATE SET identity = excluded.identity, "
                 "repository = excluded.repository, root = excluded.root, updated = now()",
-                (store_uuid, self.identity, repository, _clean(self.root)),
+                (store_uuid, self.identity, repository, _clean(self.root), self.file_id or None),
             )
             row = conn.execute(
-                "SELECT pushed_event_id, pushed_compaction_id FROM azsd.stores "
+                "SELECT pushed_event_id, pushed_compaction_id, file_id, cursor_check FROM azsd.stores "
                 "WHERE store_uuid = %s FOR UPDATE",
                 (store_uuid,),
             ).fetchone()
             assert row is not None
             cursor, ccursor = int(row[0]), int(row[1])
+            if self.file_id and row[2] is not None and row[2] != self.file_id:
+                raise NewIncarnation(
+                    f"{self.root}: the store file is not the one that pushed as {store_uuid} "
+                    "(a copy of the worktree, a backup put back, or a file from another machine)"
+                )
             if self.live is None:
                 self.live = {
                     str(u)
@@ -114,6 +131,7 @@ class StorePush:
                     )
                 }
             with store.snapshot():
+                check = self._check_cursor(store, store_uuid, cursor, row[3])
                 sessions = store.sync_session_rows()
                 events = store.sync_events_after(cursor, self.batch)
                 compactions = store.sync_compactions_after(ccursor)
@@ -129,9 +147,10 @@ class StorePush:
                 with conn.cursor() as cur:
                     cur.executemany(
                         "INSERT INTO azsd.compactions (store_uuid, local_id, session_uuid, after_seq, "
-                        "summary, created) VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
+                        "summary, created) VALUES (%s, %s, %s, %s, %s, %s) "
+                        "ON CONFLICT (session_uuid, local_id) DO NOTHING",
                         [
-                            (store_uuid, c.id, c.session_uuid, c.after_seq, _clean(c.summary), c.created)
+                            (store_uuid, c.id, c.session_uuid, c.after_seq, self._text(c.summary), c.created)
                             for c in compactions
                         ],
                     )
@@ -147,18 +166,46 @@ class StorePush:
                 )
             new_cursor = events[-1].id if events else cursor
             new_ccursor = compactions[-1].id if compactions else ccursor
-            if (new_cursor, new_ccursor) != (cursor, ccursor):
+            if events:
+                check = event_digest(events[-1].data)
+            if (new_cursor, new_ccursor, check) != (cursor, ccursor, row[3]) or (
+                row[2] is None and self.file_id
+            ):
                 conn.execute(
-                    "UPDATE azsd.stores SET pushed_event_id = %s, pushed_compaction_id = %s, updated = now() "
+                    "UPDATE azsd.stores SET pushed_event_id = %s, pushed_compaction_id = %s, "
+                    "cursor_check = %s, file_id = COALESCE(file_id, %s), updated = now() "
                     "WHERE store_uuid = %s",
-                    (new_cursor, new_ccursor, store_uuid),
+                    (new_cursor, new_ccursor, check, self.file_id or None, store_uuid),
                 )
         # committed: what the database now holds
         self.sessions.update(changed)
         self.live = set(rows)
         for gone in tombstones:
             self.sessions.pop(gone, None)
+        self.masked += self._pending_masks
+        self._pending_masks = Counter()
         return PushResult(len(events), new_cursor, tombstones)
+
+    def _check_cursor(self, store: Store, store_uuid: str, cursor: int, check: str | None) -> str | None:
+        """That the file holds what the database's cursor says was pushed from it, else
+        :class:`NewIncarnation`: its highest `events.id` at or above the cursor, and the row at the
+        cursor (when it was not deleted with its session) the one pushed. The digest to keep."""
+        if cursor <= 0:
+            return check
+        if store.sync_max_event_id() < cursor:
+            raise NewIncarnation(
+                f"{self.root}: its events.id went back below what was pushed as {store_uuid} "
+                f"(#{cursor}): a backup put back?"
+            )
+        local = store.sync_event_digest(cursor)
+        if check is None or local is None:
+            return check if local is None else local
+        if local != check:
+            raise NewIncarnation(
+                f"{self.root}: its event #{cursor} is not the one pushed as {store_uuid}: "
+                "a backup put back, or a copy written to?"
+            )
+        return check
 
     def _copy_events(self, conn: psycopg.Connection[Any], events: list[SyncEvent]) -> None:
         with conn.cursor() as cur:
@@ -166,13 +213,14 @@ class StorePush:
                 "COPY azsd_staging (session_uuid, seq, kind, data, char_len, local_id, body) FROM STDIN"
             ) as copy:
                 for e in events:
-                    copy.write_row((e.session_uuid, e.seq, e.kind, e.data, e.char_len, e.id, self._body(e)))
+                    data, body = self._payload(e)
+                    copy.write_row((e.session_uuid, e.seq, e.kind, data, e.char_len, e.id, body))
             cur.execute(  # the counts grow by the rows inserted now (none, for a batch sent again)
                 "WITH ins AS (INSERT INTO azsd.events "
                 "(session_uuid, seq, kind, data, char_len, local_id, body) "
                 "SELECT session_uuid, seq, kind, data, char_len, local_id, body FROM azsd_staging "
                 "ON CONFLICT (session_uuid, seq) DO NOTHING RETURNING session_uuid, kind, char_len) "
-                "UPDATE azsd.sessions s SET char_total = s.char_total + t.n, "
+                "UPDATE azsd.sessions s SET char_total = s.char_total + t.n, updated = now(), "
                 "event_count = s.event_count + t.events, message_count = s.message_count + t.messages "
                 "FROM (SELECT session_uuid, SUM(char_len) AS n, COUNT(*) AS events, "
                 "COUNT(*) FILTER (WHERE kind IN ('UserMessage', 'AssistantText')) AS messages "
@@ -180,13 +228,32 @@ class StorePush:
             )
             cur.execute("DELETE FROM azsd_staging")  # (ON COMMIT empties it too; a batch may follow)
 
-    def _body(self, event: SyncEvent) -> str | None:
-        """The clean text search sees (as the local index does), or None."""
+    def _payload(self, event: SyncEvent) -> tuple[bytes, str | None]:
+        """What is pushed of an event: its bytes (with :attr:`redact`, any secret in it masked and
+        the event stored again) and the clean text search sees (as the local index does), or None."""
         try:
-            text = search_text(decode_event(self.codec.decode(event.data)))
+            decoded = decode_event(self.codec.decode(event.data))
         except (CodecError, EventDecodeError):
-            return None
-        return None if text is None else _clean(text[:BODY_MAX])
+            return event.data, None
+        data = event.data
+        if self.redact:
+            masked, counts = redact_event(decoded)
+            if counts:
+                self._pending_masks.update(counts)
+                decoded, data = masked, self.codec.encode(encode_event(masked))
+        text = search_text(decoded)
+        return data, None if text is None else _clean(text[:BODY_MAX])
+
+    def _text(self, text: str) -> str:
+        """A text pushed as it is (a name, a summary): cleaned, and with :attr:`redact`, masked."""
+        if self.redact:
+            text, counts = redact_text(text)
+            self._pending_masks.update(counts)
+        return _clean(text)
+
+    def _name(self, name: str) -> str:
+        """A session's name as pushed (masked with :attr:`redact`, not counted: it is sent again)."""
+        return _clean(redact_text(name)[0] if self.redact else name)
 
     def _session_row(self, s: SyncSession, store_uuid: str, repository: str) -> tuple[Any, ...]:
         u = s.usage
@@ -199,7 +266,7 @@ class StorePush:
             )
         )  # fmt: skip
         return (
-            s.uuid, store_uuid, self.identity, repository, s.id, _clean(s.name), _clean(s.worktree),
+            s.uuid, store_uuid, self.identity, repository, s.id, self._name(s.name), _clean(s.worktree),
             s.created, s.state, s.completed, s.duration_ms, s.cost_usd, s.archived, s.parent_uuid,
             s.fork_seq, s.pulled_from, *usage,
         )  # fmt: skip

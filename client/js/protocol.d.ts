@@ -759,6 +759,8 @@ export interface SyncStatusReply {
   url: string;
   error: string;
   stores: Array<SyncStoreView>;
+  redact: boolean;
+  config_error: string;
   protocol: number;
 }
 
@@ -778,6 +780,9 @@ export interface SyncStoreView {
   last_push: number | null;
   last_error: string;
   pushed: number;
+  waiting: string;
+  masked: number;
+  note: string;
 }
 
 export interface RemoteSessionsReply {
@@ -794,8 +799,10 @@ export interface RemoteSessionsReply {
  * and from which machine (``user@host``), `root` the worktree there, `local_id` its number there,
  * `worktree` its branch label, `updated` when it was last pushed (ISO 8601), `char_total` its size
  * (the stored `char_len` summed). `parent` is the session it was forked from, `pulled_from` the one
- * it was pulled from (UUIDs). `mine`: pushed from the store the request named. `deleted`: when it was
- * deleted at its origin (a tombstone: no events left).
+ * it was pulled from (UUIDs). `owner` is the database role that pushed it (what the database
+ * vouches for: `identity` is what that role says of itself); `own`: that role is the one this daemon
+ * logs in as. `mine`: `own`, and pushed with this daemon's identity from the store the request
+ * named. `deleted`: when it was deleted at its origin (a tombstone: no events left).
  */
 export interface RemoteSessionView {
   uuid: string;
@@ -821,6 +828,8 @@ export interface RemoteSessionView {
   usage: UsageView | null;
   mine: boolean;
   deleted: string | null;
+  owner: string;
+  own: boolean;
 }
 
 /**
@@ -855,6 +864,7 @@ export interface RemoteHit {
   snippet: string;
   data: string;
   worktree: string;
+  owner: string;
 }
 
 /**

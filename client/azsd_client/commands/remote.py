@@ -16,6 +16,7 @@ from azsd_client.render.remote import (
     remote_ref,
     remote_rows,
     sync_status_lines,
+    who,
 )
 from azsd_client.render.text import table
 
@@ -99,8 +100,13 @@ def pull(run: Invocation) -> int:
     run.out.result(
         reply,
         lambda _r, _s: [
-            f"pulled {remote_ref(origin.uuid)} ({origin.identity}) as S{v.id}: {v.event_count} events; "
+            f"pulled {remote_ref(origin.uuid)} ({who(origin)}) as S{v.id}: {v.event_count} events; "
             f"continue it with `azs run -s S{v.id} PROMPT`"
         ],
     )
+    if not origin.own:
+        run.out.hint(
+            f"{remote_ref(origin.uuid)} is not your own: the database role {origin.owner or '?'} pushed it "
+            f"(as {origin.identity!r}); read it before an agent acts on it"
+        )
     return 0

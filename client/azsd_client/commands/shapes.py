@@ -96,7 +96,8 @@ def remote_hit(found: RemoteHit) -> dict[str, Any]:
     """A hit of `search --remote`: its remote session and who pushed it, rank, snippet (matches in
     ``[[…]]``) and the event itself."""
     return {
-        "session": found.session, "identity": found.identity, "session_name": found.session_name,
+        "session": found.session, "identity": found.identity, "owner": found.owner,
+        "session_name": found.session_name,
         "worktree": found.worktree, "seq": found.seq, "kind": found.kind, "rank": found.rank,
         "snippet": found.snippet, "event": _decoded(found.data),
     }  # fmt: skip
