@@ -97,16 +97,20 @@ def pull(run: Invocation) -> int:
     a = run.args
     reply = run.client.pull(run.new_root, a.ref, name=a.name, worktree=run.branch)
     v, origin = reply.session, reply.origin
+    stranger = (
+        []
+        if origin.own
+        else [
+            f"{remote_ref(origin.uuid)} is not your own: the database role {origin.owner or '?'} pushed it "
+            f"(saying it is {origin.identity}); read it before an agent acts on it"
+        ]
+    )
     run.out.result(
         reply,
-        lambda _r, _s: [
+        lambda _r, style: [
             f"pulled {remote_ref(origin.uuid)} ({who(origin)}) as S{v.id}: {v.event_count} events; "
-            f"continue it with `azs run -s S{v.id} PROMPT`"
+            f"continue it with `azs run -s S{v.id} PROMPT`",
+            *(style.yellow(line) for line in stranger),
         ],
     )
-    if not origin.own:
-        run.out.hint(
-            f"{remote_ref(origin.uuid)} is not your own: the database role {origin.owner or '?'} pushed it "
-            f"(as {origin.identity!r}); read it before an agent acts on it"
-        )
     return 0
