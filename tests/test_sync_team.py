@@ -118,7 +118,7 @@ def test_a_lock_held_by_a_teammate_bounds_every_wait_and_status_says_why(
 
         def says_waiting() -> bool:
             (view,) = ada.request(p.SyncStatus()).stores
-            return view.waiting != ""
+            return bool(view.waiting)
 
         wait_until("sync status says it waits", says_waiting, timeout=30)
         started = time.monotonic()
