@@ -8,6 +8,7 @@ pusher's own decisions are what is tested).
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -26,7 +27,7 @@ from azsd.sync import remote
 from azsd.sync.push import StorePush, prepare_connection
 from azsd.sync.pusher import connect
 from tests import pg_fixture, sync_fixture
-from tests.sync_fixture import Machine, local_rows, turn, uuid_of, wait_until
+from tests.sync_fixture import Machine, azs, local_rows, turn, uuid_of, wait_until
 
 make_db = pg_fixture.make_db
 pg_url = pg_fixture.pg_url
@@ -243,3 +244,35 @@ def test_a_file_put_back_with_mv_is_a_new_incarnation_too(pg_url: str, tmp_path:
                 job.push(conn, store, store_uuid, repository)
         finally:
             conn.close()
+
+
+def test_verify_finds_what_the_database_lacks_and_pushes_it_again(
+    pg_url: str, machines: Callable[..., Machine], capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.test_cli_json import check as json_check
+
+    machine = machines(pg_url, "ada@laptop")
+    root = machine.root()
+    kept = machine.request(p.CreateSession(root=str(root), name="kept")).session.id
+    lost = machine.request(p.CreateSession(root=str(root), name="lost")).session.id
+    append(machine, root, kept, *turn(0))
+    append(machine, root, lost, *turn(1), *turn(2))
+    wait_until("pushed", lambda: all_pushed(pg_url, root))
+    gone = uuid_of(root, lost)
+    with psycopg.connect(pg_url) as conn:  # rows lost remotely (the tombstone a copy used to push)
+        conn.execute("UPDATE azsd.sessions SET deleted = now() WHERE session_uuid = %s", (gone,))
+        conn.execute("DELETE FROM azsd.events WHERE session_uuid = %s AND seq > 2", (gone,))
+    code, out, _ = azs(capsys, machine, root, "sync", "verify", "--no-repair")
+    assert code == 1 and "S2" in out and "8 events here, 2 in the database" in out, out
+    assert not all_pushed(pg_url, root)
+    code, out, _ = azs(capsys, machine, root, "--json", "sync", "verify")
+    assert code == 0, out
+    json_check("sync", [json.loads(out)])
+    (view,) = json.loads(out)["stores"]
+    assert view["checked"] == 2 and [(s["uuid"], s["repaired"]) for s in view["sessions"]] == [(gone, 6)]
+    assert all_pushed(pg_url, root) and gone not in deleted_sessions(pg_url)
+    with psycopg.connect(pg_url) as conn:
+        counted = conn.execute("SELECT event_count FROM azsd.sessions WHERE session_uuid = %s", (gone,))
+        assert counted.fetchone() == (8,)
+    code, out, _ = azs(capsys, machine, root, "sync", "verify")
+    assert code == 0 and "2 sessions, all there" in out

@@ -103,9 +103,13 @@ __all__ = [
     "StoreRequest",
     "SyncCaughtUp",
     "SyncRequest",
+    "SyncSessionCheck",
     "SyncStatus",
     "SyncStatusReply",
     "SyncStoreView",
+    "SyncVerify",
+    "SyncVerifyReply",
+    "SyncVerifyView",
     "Unfollow",
     "Usage",
     "UsagePeriodView",
@@ -338,6 +342,29 @@ class SyncStoreView(_Data, frozen=True):
     masked: int = 0
     #: When the store file last became a new incarnation (a copy, a backup put back), and why.
     note: str = ""
+
+
+class SyncSessionCheck(_Data, frozen=True):
+    """One session whose events in the sync database are not those of its store (`SyncVerify`):
+    `local` events up to the store's push cursor, `remote` events the database holds, `repaired`
+    events pushed again now. `remote` above `local` cannot be repaired by pushing (`error` says so)."""
+
+    uuid: str
+    local_id: int
+    local: int
+    remote: int
+    repaired: int = 0
+    error: str = ""
+
+
+class SyncVerifyView(_Data, frozen=True):
+    """One store's verification: its sessions compared, and those that differed (`sessions`)."""
+
+    root: str
+    store_uuid: str = ""
+    checked: int = 0
+    sessions: list[SyncSessionCheck] = []
+    error: str = ""
 
 
 class RemoteSessionView(_Data, frozen=True):
@@ -650,6 +677,13 @@ class SyncStatus(_Req, frozen=True):
     """Whether sync is configured, and each known store's pushing (see `SyncStoreView`)."""
 
 
+class SyncVerify(_Req, frozen=True):
+    """Compare, for each store the daemon pushes, each session's events up to the push cursor with
+    those the sync database holds; with `repair`, push again what the database lacks."""
+
+    repair: bool = True
+
+
 class RemoteList(_StoreReq, frozen=True):
     """The sessions in the sync database of the repository `root` belongs to, from every machine and
     person, last pushed first (`worktrees` narrows them to those branches). Tombstones only with
@@ -692,7 +726,7 @@ class Pull(_StoreReq, frozen=True):
     worktree: str | None = None
 
 
-SyncRequest = SyncStatus | RemoteList | RemoteShow | RemoteSearch | Pull
+SyncRequest = SyncStatus | RemoteList | RemoteShow | RemoteSearch | Pull | SyncVerify
 """The requests the daemon's sync service answers (an error reply when sync is not configured)."""
 
 StoreRequest = (
@@ -926,6 +960,10 @@ class SyncStatusReply(_Versioned, frozen=True):
     config_error: str = ""
 
 
+class SyncVerifyReply(_Versioned, frozen=True):
+    stores: list[SyncVerifyView]
+
+
 class RemoteSessionsReply(_Versioned, frozen=True):
     sessions: list[RemoteSessionView]
     total: int
@@ -979,6 +1017,7 @@ Reply = (
     | RemoteSessionReply
     | RemoteSearchReply
     | PullReply
+    | SyncVerifyReply
 )
 
 

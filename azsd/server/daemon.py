@@ -216,7 +216,7 @@ class Daemon:
                 self._server.reply(envelope, p.ShutdownReply())
                 log.info("shutdown requested by a client")
                 self._stop.set()
-            case p.SyncStatus():
+            case p.SyncStatus() | p.SyncVerify():
                 self._sync_answer(envelope, request)
             case _:
                 root = _worktree_root(request.root)

@@ -257,6 +257,30 @@ class SyncState(Sessions, SideTables):
             out.append(SyncCompaction(cid, suuid, after_seq, summary, created))
         return out
 
+    def sync_session_counts(self, upto: int) -> list[tuple[str, int, int]]:
+        """Each session with a UUID: (UUID, its number, its events with `events.id` <= `upto`)."""
+        return [
+            (str(u), int(sid), int(n))
+            for u, sid, n in self._query(
+                "SELECT u.uuid, u.session_id, (SELECT COUNT(*) FROM events e "
+                "WHERE e.session_id = u.session_id AND e.id <= ?) FROM azsd_sync_sessions u "
+                "JOIN sessions s ON s.id = u.session_id ORDER BY u.session_id",
+                (upto,),
+            )
+        ]
+
+    def sync_events_of(self, session_uuid: str, upto: int) -> list[SyncEvent]:
+        """A session's rows with `events.id` <= `upto`, in id order (what `azs sync verify` pushes again)."""
+        rows = self._query(
+            "SELECT e.id, u.uuid, e.seq, e.kind, e.data, e.char_len FROM azsd_sync_sessions u "
+            "JOIN events e ON e.session_id = u.session_id WHERE u.uuid = ? AND e.id <= ? ORDER BY e.id",
+            (session_uuid, upto),
+        )
+        return [
+            SyncEvent(rid, suuid, seq, kind, data.encode() if isinstance(data, str) else data, char_len)
+            for rid, suuid, seq, kind, data, char_len in rows
+        ]
+
     def sync_event_digest(self, event_id: int) -> str | None:
         """The digest of the stored bytes of the `events` row `event_id` (None: no such row), which
         the database keeps for its cursor's row (see azsd.sync.push)."""

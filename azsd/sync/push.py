@@ -186,6 +186,41 @@ class StorePush:
         self._pending_masks = Counter()
         return PushResult(len(events), new_cursor, tombstones)
 
+    def push_again(
+        self,
+        conn: psycopg.Connection[Any],
+        store: Store,
+        ident: tuple[str, str],
+        session_uuid: str,
+        upto: int,
+    ) -> int:
+        """Push a session's rows up to the cursor `upto` again (`azs sync verify`), inserting those the
+        database lacks, and bring it back if it was tombstoned while the file still has it; the
+        events inserted."""
+        store_uuid, repository = ident
+        with store.snapshot():
+            info = next((s for s in store.sync_session_rows() if s.uuid == session_uuid), None)
+            events = store.sync_events_of(session_uuid, upto)
+        if info is None:
+            return 0
+        count = "SELECT COUNT(*) FROM azsd.events WHERE session_uuid = %s"
+        with conn.transaction():
+            conn.execute(_UPSERT_SESSION, self._session_row(info, store_uuid, repository))
+            before = conn.execute(count, (session_uuid,)).fetchone()
+            for at in range(0, len(events), self.batch):
+                self._copy_events(conn, events[at : at + self.batch])
+            after = conn.execute(count, (session_uuid,)).fetchone()
+            conn.execute(  # alive again, and counted from the rows themselves
+                "UPDATE azsd.sessions s SET deleted = NULL, event_count = t.events, "
+                "message_count = t.messages, char_total = t.chars FROM (SELECT COUNT(*) AS events, "
+                "COUNT(*) FILTER (WHERE kind IN ('UserMessage', 'AssistantText')) AS messages, "
+                "COALESCE(SUM(char_len), 0) AS chars FROM azsd.events WHERE session_uuid = %(u)s) t "
+                "WHERE s.session_uuid = %(u)s",
+                {"u": session_uuid},
+            )
+        self.sessions.pop(session_uuid, None)
+        return int(after[0] if after else 0) - int(before[0] if before else 0)
+
     def _check_cursor(self, store: Store, store_uuid: str, cursor: int, check: str | None) -> str | None:
         """That the file holds what the database's cursor says was pushed from it, else
         :class:`NewIncarnation`: its highest `events.id` at or above the cursor, and the row at the

@@ -14,6 +14,7 @@ import logging
 import queue
 import threading
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 import psycopg
@@ -26,8 +27,10 @@ from azsd.store import Store
 from azsd.store.codec import RowCodec
 from azsd.sync import remote
 from azsd.sync.identity import repository_identity
+from azsd.sync.push import StorePush, prepare_connection
 from azsd.sync.pusher import Pusher, StoreStatus, connect
 from azsd.sync.settings import redact_url
+from azsd.sync.verify import verify_store
 
 if TYPE_CHECKING:
     from azsd.config import ResolvedConfig
@@ -176,6 +179,8 @@ class SyncService:
                     return remote.search(conn, self._repository(request.root), request, codec)
                 case p.Pull():
                     return self._pull(conn, request, login)
+                case p.SyncVerify():
+                    return self._verify(conn, request)
             raise AssertionError(f"not a sync request: {request!r}")
         except psycopg.Error as exc:
             raise SyncError(f"the sync database failed: {str(exc).strip().splitlines()[0]}") from None
@@ -195,6 +200,27 @@ class SyncService:
 
         view = self._registry.call(root, write, then=announce).result(_PULL_WRITE_S)
         return p.PullReply(session=view, origin=origin)
+
+    def _verify(self, conn: psycopg.Connection[Any], req: p.SyncVerify) -> p.SyncVerifyReply:
+        """`azs sync verify`: every store the pusher knows, compared (and repaired) one by one."""
+        prepare_connection(conn)  # (its staging table, for what is pushed again)
+        views = []
+        for status in self.pusher.statuses():
+            root = status.root
+            try:
+                store = Store.open(Path(root), reader=True)
+            except AzsdError as exc:
+                views.append(p.SyncVerifyView(root=root, error=str(exc)))
+                continue
+            try:
+                if not store.exists:
+                    views.append(p.SyncVerifyView(root=root, error="no store file there now"))
+                    continue
+                job = StorePush(root, self.identity, redact=self.redact)
+                views.append(verify_store(conn, store, job, repair=req.repair))
+            finally:
+                store.close()
+        return p.SyncVerifyReply(stores=views)
 
 
 def _error_reply(exc: BaseException) -> p.ErrorReply:

@@ -31,6 +31,11 @@ class RemoteMethods(Connection):
         """Whether sync is configured, and each known store's pushing (last pushed event, lag, error)."""
         return self.call(_p.SyncStatus(), _p.SyncStatusReply)
 
+    def sync_verify(self, *, repair: bool = True, timeout: float | None = 600.0) -> _p.SyncVerifyReply:
+        """Each pushed session's events in the sync database against its store's; with `repair`,
+        what the database lacks is pushed again."""
+        return self.call(_p.SyncVerify(repair=repair), _p.SyncVerifyReply, timeout=timeout)
+
     def remote_list(self, root: RootLike, **options: object) -> _p.RemoteSessionsReply:
         """The sessions of `root`'s repository in the sync database, from every machine, last pushed first."""
         return self.call(store_request(_p.RemoteList, root, options), _p.RemoteSessionsReply)

@@ -403,6 +403,15 @@ export interface Pull {
 }
 
 /**
+ * Compare, for each store the daemon pushes, each session's events up to the push cursor with
+ * those the sync database holds; with `repair`, push again what the database lacks.
+ */
+export interface SyncVerify {
+  op: "syncverify";
+  repair?: boolean;
+}
+
+/**
  * Frozen forever.
  */
 export interface StatusReply {
@@ -877,6 +886,37 @@ export interface PullReply {
   protocol: number;
 }
 
+export interface SyncVerifyReply {
+  op: "syncverifyreply";
+  stores: Array<SyncVerifyView>;
+  protocol: number;
+}
+
+/**
+ * One store's verification: its sessions compared, and those that differed (`sessions`).
+ */
+export interface SyncVerifyView {
+  root: string;
+  store_uuid: string;
+  checked: number;
+  sessions: Array<SyncSessionCheck>;
+  error: string;
+}
+
+/**
+ * One session whose events in the sync database are not those of its store (`SyncVerify`):
+ * `local` events up to the store's push cursor, `remote` events the database holds, `repaired`
+ * events pushed again now. `remote` above `local` cannot be repaired by pushing (`error` says so).
+ */
+export interface SyncSessionCheck {
+  uuid: string;
+  local_id: number;
+  local: number;
+  remote: number;
+  repaired: number;
+  error: string;
+}
+
 export interface SessionCreated {
   op: "sessioncreated";
   root: string;
@@ -958,7 +998,8 @@ export type Request =
   | RemoteList
   | RemoteShow
   | RemoteSearch
-  | Pull;
+  | Pull
+  | SyncVerify;
 
 export type Reply =
   | StatusReply
@@ -988,7 +1029,8 @@ export type Reply =
   | RemoteSessionsReply
   | RemoteSessionReply
   | RemoteSearchReply
-  | PullReply;
+  | PullReply
+  | SyncVerifyReply;
 
 export type Notification =
   | SessionCreated

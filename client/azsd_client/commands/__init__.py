@@ -359,9 +359,13 @@ COMMANDS: Final = (
     ),
     Command(
         "sync",
-        "sync to PostgreSQL: `azs sync status` shows each store's pushing",
+        "sync to PostgreSQL: `azs sync status` shows each store's pushing, `azs sync verify` compares "
+        "each session with the database and pushes what it lacks",
         Lazy("remote", "sync"),
-        (arg("action", choices=("status",)),),
+        (
+            arg("action", choices=("status", "verify")),
+            arg("--no-repair", action="store_true", help="verify: only compare, push nothing"),
+        ),
     ),
     Command(
         "pull",

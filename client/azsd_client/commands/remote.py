@@ -16,6 +16,7 @@ from azsd_client.render.remote import (
     remote_ref,
     remote_rows,
     sync_status_lines,
+    sync_verify_lines,
     who,
 )
 from azsd_client.render.text import table
@@ -30,7 +31,16 @@ _PAGE: Final = 500
 
 
 def sync(run: Invocation) -> int:
-    """`azs sync status`: the database, and each store's last pushed event, lag and last error."""
+    """`azs sync status`: the database, and each store's last pushed event, lag and last error;
+    `azs sync verify`: each session compared with the database, and what it lacked pushed again."""
+    if run.args.action == "verify":
+        reply = run.client.sync_verify(repair=not run.args.no_repair)
+        run.out.result(reply, sync_verify_lines)
+        differs = any(
+            s.error or any(c.error or c.repaired < c.local - c.remote for c in s.sessions)
+            for s in reply.stores
+        )
+        return 1 if differs else 0
     run.out.result(run.client.sync_status(), sync_status_lines)
     return 0
 

@@ -7,7 +7,7 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Final
 
-from azsd.ipc.protocol import RemoteHit, RemoteSessionView, SyncStatusReply
+from azsd.ipc.protocol import RemoteHit, RemoteSessionView, SyncStatusReply, SyncVerifyReply
 
 from .sessions import badge
 from .text import Cell, Line, Style, format_cost, format_duration, format_size, join, one_line, table
@@ -15,7 +15,15 @@ from .text import Cell, Line, Style, format_cost, format_duration, format_size, 
 if TYPE_CHECKING:
     from rich.text import Text
 
-__all__ = ["remote_header", "remote_hit_row", "remote_ref", "remote_rows", "sync_status_lines", "who"]
+__all__ = [
+    "remote_header",
+    "remote_hit_row",
+    "remote_ref",
+    "remote_rows",
+    "sync_status_lines",
+    "sync_verify_lines",
+    "who",
+]
 
 #: The characters of a UUID `azs ls --remote` shows (a prefix long enough in practice; a shorter or
 #: ambiguous one is refused by the daemon with the candidates).
@@ -77,6 +85,28 @@ def sync_status_lines(reply: SyncStatusReply, style: Style) -> list[Line]:
             ]
         )
     return lines + (table(rows, flex=0, optional=(4, 3)) if rows else ["  no store pushed yet"]) + notes
+
+
+def sync_verify_lines(reply: SyncVerifyReply, style: Style) -> list[Line]:
+    """`azs sync verify`: per store, its sessions compared, and each that differed."""
+    lines: list[Line] = []
+    for s in reply.stores:
+        if s.error:
+            lines.append(join(style.bold(s.root), ": ", style.yellow(s.error)))
+            continue
+        if not s.sessions:
+            lines.append(join(style.bold(s.root), ": ", style.green(f"{s.checked} sessions, all there")))
+            continue
+        lines.append(join(style.bold(s.root), f": {s.checked} sessions, {len(s.sessions)} differed"))
+        for c in s.sessions:
+            said = f"  S{c.local_id} {remote_ref(c.uuid)}: {c.local} events here, {c.remote} in the database"
+            if c.error:
+                lines.append(style.red(f"{said}: {c.error}"))
+            elif c.repaired:
+                lines.append(style.green(f"{said}: {c.repaired} pushed again"))
+            else:
+                lines.append(style.yellow(said))
+    return lines or ["no store pushed yet"]
 
 
 def who(view: RemoteSessionView | RemoteHit) -> str:
