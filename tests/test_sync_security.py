@@ -41,6 +41,7 @@ TEAM_GRANTS = """
 GRANT USAGE ON SCHEMA azsd TO {role};
 GRANT SELECT ON azsd.schema_version, azsd.readers TO {role};
 GRANT SELECT, INSERT, UPDATE, DELETE ON azsd.stores, azsd.sessions, azsd.events, azsd.compactions TO {role};
+GRANT SELECT, INSERT, DELETE ON azsd.usage TO {role};
 """
 
 

@@ -7,6 +7,7 @@ The roles and their grants are those of docs/sync.md (tests/test_sync_security.p
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Callable
@@ -17,13 +18,16 @@ import pytest
 
 from azsd.events import encode_event
 from azsd.ipc import protocol as p
+from azsd.model import Cost, Usage, UsagePart
 from azsd.store import Store
 from azsd.sync.push import StorePush, prepare_connection
 from azsd.sync.pusher import connect
+from azsd.sync.team_usage import remote_usage
 from tests import sync_fixture
 from tests.daemon_fixture import start_daemon
 from tests.sync_fixture import Machine, azs, mirrored, turn, uuid_of, wait_until
-from tests.test_sync_security import WIDGET, Team, push_store, team
+from tests.test_cli_json import check as json_check
+from tests.test_sync_security import PRIVATE, WIDGET, Team, push_store, team
 
 machines = sync_fixture.machines
 __all__ = ["team"]  # the fixture, re-exported for pytest
@@ -71,6 +75,7 @@ def test_a_teammate_posing_as_another_is_shown_as_who_they_are(
     with Store.open(fake) as store:
         bad = store.create_session("ada's notes", "main").id
         store.append_events(bad, turn(1))
+        store.record_usage(bad, "run", [_part("opus", 10, 0.5, DAY)])
         store_uuid = store.sync_prepare(WIDGET)
         conn = connect(team.url(team.b))
         try:
@@ -89,6 +94,74 @@ def test_a_teammate_posing_as_another_is_shown_as_who_they_are(
     assert code == 0 and f"role {team.b}" in out
     code, out, _ = azs(capsys, ada, root, "pull", f"@{posed[:8]}")
     assert code == 0 and f"role {team.b}" in out and "is not your own" in out
+    code, out, _ = azs(capsys, ada, root, "--json", "usage", "--remote", "--by", "person")
+    json_check("usage", [json.loads(out)])
+    assert [(v["period"], v["usage"]["input"]) for v in json.loads(out)["periods"]] == [(team.b, 10)]
+    code, out, _ = azs(capsys, ada, root, "usage", "--remote", "--by", "model")
+    assert code == 0 and "opus" in out and "$0.5" in out
+
+
+DAY = 1_759_399_200.0  # 2025-10-02 10:00 UTC
+
+
+def _part(model: str, tokens: int, usd: float, at: float, source: str = "reported") -> UsagePart:
+    slot = int(at // 900 * 900)
+    cost = Cost(usd, source)  # type: ignore[arg-type]
+    return UsagePart(
+        model=model, usage=Usage(input=tokens, output=1), cost=cost, slot=slot, first=at, last=at
+    )
+
+
+def _push_usage(root: Path, url: str, repository: str, parts: list[UsagePart]) -> None:
+    root.mkdir()
+    with Store.open(root) as store:
+        sid = store.create_session("spent", "main").id
+        store.append_events(sid, turn(1))
+        store.record_usage(sid, "run", parts)
+        store_uuid = store.sync_prepare(repository)
+        conn = connect(url)
+        try:
+            prepare_connection(conn)
+            StorePush(str(root), "someone@somewhere").push(conn, store, store_uuid, repository)
+        finally:
+            conn.close()
+
+
+def test_the_teams_usage_is_summed_in_the_database_under_the_read_rules(team: Team, tmp_path: Path) -> None:
+    _push_usage(
+        tmp_path / "a",
+        team.url(team.a),
+        WIDGET,
+        [_part("opus", 100, 1.0, DAY), _part("sonnet", 50, 0.5, DAY + 86400)],
+    )
+    _push_usage(tmp_path / "b", team.url(team.b), WIDGET, [_part("opus", 7, 0.25, DAY + 60, "estimated")])
+    _push_usage(tmp_path / "p", team.url(team.b), PRIVATE, [_part("opus", 1000, 9.0, DAY)])
+    team.grant(WIDGET, team.a)
+
+    def report(role: str, by: str, **kw: object) -> p.UsageReply:
+        with psycopg.connect(team.url(role), autocommit=True) as conn:
+            return remote_usage(conn, WIDGET, p.RemoteUsage(root="/x", by=by, timezone="UTC", **kw))  # type: ignore[arg-type]
+
+    days = report(team.a, "day")
+    assert [(v.period, v.usage.input, v.models) for v in days.periods] == [
+        ("2025-10-02", 107, ["opus"]),
+        ("2025-10-03", 50, ["sonnet"]),
+    ]
+    assert days.total.cost_usd == pytest.approx(1.75) and days.total.cost_source == "estimated"
+    assert days.periods[0].start == "2025-10-02T10:00:00+00:00" and days.by == "day"
+    people = report(team.a, "person")
+    assert {v.period: v.usage.input for v in people.periods} == {team.a: 150, team.b: 7}
+    assert {v.period: v.usage.input for v in report(team.a, "repository").periods} == {WIDGET: 157}
+    mine = report(team.b, "repository")  # bob reads no one's but his own
+    assert {v.period: v.usage.input for v in mine.periods} == {WIDGET: 7, PRIVATE: 1000}
+    split = report(team.a, "week", by_model=True)
+    assert [(v.period, v.model, v.usage.input) for v in split.periods] == [
+        ("2025-W40", "opus", 107),
+        ("2025-W40", "sonnet", 50),
+    ]
+    assert [v.period for v in report(team.a, "day", since="2025-10-03").periods] == ["2025-10-03"]
+    with pytest.raises(Exception, match="expected one of"):
+        report(team.a, "block")
 
 
 def test_a_lock_held_by_a_teammate_bounds_every_wait_and_status_says_why(

@@ -81,6 +81,7 @@ __all__ = [
     "RemoteSessionView",
     "RemoteSessionsReply",
     "RemoteShow",
+    "RemoteUsage",
     "RenameSession",
     "Reply",
     "Request",
@@ -716,6 +717,20 @@ class RemoteSearch(_StoreReq, frozen=True):
     words: bool = False
 
 
+class RemoteUsage(_StoreReq, frozen=True):
+    """The team's token usage and cost in the sync database, summed there under the read rules, as
+    a `UsageReply` with `by` and `periods` (`sessions` and `worktrees` empty): `by` is ``day``,
+    ``week`` or ``month`` of local time, ``model``, ``person`` (the database role that pushed;
+    the default) or ``repository`` (every repository the role may read; the others cover the
+    repository of `root`). `by_model`, `since`, `until` and `timezone` are those of `Usage`."""
+
+    by: str | None = None
+    by_model: bool = False
+    since: str | None = None
+    until: str | None = None
+    timezone: str | None = None
+
+
 class Pull(_StoreReq, frozen=True):
     """Copy a session of the sync database into the store of `root`, as a new local session (events
     byte for byte, compactions, badge), its lineage recorded as pulled from `ref`. Each pull makes a
@@ -726,7 +741,7 @@ class Pull(_StoreReq, frozen=True):
     worktree: str | None = None
 
 
-SyncRequest = SyncStatus | RemoteList | RemoteShow | RemoteSearch | Pull | SyncVerify
+SyncRequest = SyncStatus | RemoteList | RemoteShow | RemoteSearch | Pull | SyncVerify | RemoteUsage
 """The requests the daemon's sync service answers (an error reply when sync is not configured)."""
 
 StoreRequest = (

@@ -71,7 +71,7 @@ _INLINE_PAGE: Final = 1000
 _ROOT_TTL_S: Final = 1.0
 _ROOTS: dict[str, tuple[str, float]] = {}  # root as asked -> (canonical, when resolved)
 #: Requests the sync service answers (azsd.sync; an error without a `sync-url`).
-_SYNC: Final = (p.SyncStatus, p.RemoteList, p.RemoteShow, p.RemoteSearch, p.Pull)
+_SYNC: Final = (p.SyncStatus, p.RemoteList, p.RemoteShow, p.RemoteSearch, p.Pull, p.RemoteUsage)
 
 
 class Discovery(msgspec.Struct, frozen=True):

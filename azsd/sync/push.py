@@ -25,6 +25,7 @@ import psycopg
 
 from azsd.errors import NewIncarnation
 from azsd.events import EventDecodeError, decode_event, encode_event
+from azsd.model import UsageRow
 from azsd.redact import redact_event, redact_text
 from azsd.search import search_text
 from azsd.store.codec import CodecError, RowCodec
@@ -56,6 +57,12 @@ _UPSERT_SESSION: Final = (
     "ON CONFLICT (session_uuid) DO UPDATE SET "
     + ", ".join(f"{c} = excluded.{c}" for c in _SESSION_COLUMNS.split(", ")[1:])
     + ", updated = now()"
+)
+
+
+_USAGE_COLUMNS: Final = (
+    "session_uuid, source, model, slot, repository, first_at, last_at, input, output, cache_read, "
+    "cache_write, reasoning, cost_usd, estimated"
 )
 
 
@@ -135,12 +142,15 @@ class StorePush:
                 sessions = store.sync_session_rows()
                 events = store.sync_events_after(cursor, self.batch)
                 compactions = store.sync_compactions_after(ccursor)
-            rows = {s.uuid: self._session_row(s, store_uuid, repository) for s in sessions}
+                rows = {s.uuid: self._session_row(s, store_uuid, repository) for s in sessions}
+                changed = {k: v for k, v in rows.items() if self.sessions.get(k) != v}
+                ids = {s.id: s.uuid for s in sessions if s.uuid in changed}
+                usage = store.usage_rows(sorted(ids)) if ids else []
             tombstones = sorted(self.live - rows.keys())
-            changed = {k: v for k, v in rows.items() if self.sessions.get(k) != v}
             if changed:
                 with conn.cursor() as cur:
                     cur.executemany(_UPSERT_SESSION, list(changed.values()))
+                    self._push_usage(cur, repository, list(changed), usage, ids)
             if events:
                 self._copy_events(conn, events)
             if compactions:
@@ -241,6 +251,29 @@ class StorePush:
                 "a backup put back, or a copy written to?"
             )
         return check
+
+    def _push_usage(
+        self,
+        cur: psycopg.Cursor[Any],
+        repository: str,
+        changed: list[str],
+        usage: list[UsageRow],
+        uuids: dict[int, str],
+    ) -> None:
+        """Replace the usage rows of the sessions whose row changed (their usage may have)."""
+        cur.execute("DELETE FROM azsd.usage WHERE session_uuid = ANY(%s::uuid[])", (changed,))
+        if usage:
+            cur.executemany(
+                f"INSERT INTO azsd.usage ({_USAGE_COLUMNS}) VALUES ({', '.join(['%s'] * 14)})",
+                [
+                    (
+                        uuids[u.session_id], u.source, u.model, u.slot, repository, u.first, u.last,
+                        u.usage.input, u.usage.output, u.usage.cache_read, u.usage.cache_write,
+                        u.usage.reasoning, u.cost_usd, u.cost_source == "estimated",
+                    )
+                    for u in usage
+                ],
+            )  # fmt: skip
 
     def _copy_events(self, conn: psycopg.Connection[Any], events: list[SyncEvent]) -> None:
         with conn.cursor() as cur:

@@ -79,18 +79,22 @@ def list_sessions(
     push first (a first push of a whole store pushes them all at once)."""
     if req.limit < 0 or req.offset < 0:
         raise BadRequestError("limit and offset must not be negative")
-    where = "s.repository = %(repo)s AND (%(deleted)s OR s.deleted IS NULL)"
-    if req.worktrees is not None:
-        where += " AND s.worktree = ANY(%(worktrees)s)"
-    params = {"repo": repository, "deleted": req.deleted, "worktrees": req.worktrees}
+    params = {
+        "repo": repository, "deleted": req.deleted, "worktrees": req.worktrees, "limit": req.limit,
+        "offset": req.offset,
+    }  # fmt: skip
+    # azsd.session_page and session_total (005) check the read rule once, not once per session
     with conn.cursor(row_factory=dict_row) as cur:
         rows = cur.execute(
-            f"SELECT {_VIEW_COLUMNS} FROM azsd.sessions s JOIN azsd.stores st USING (store_uuid) "
-            f"WHERE {where} ORDER BY s.updated DESC, s.created DESC, s.local_id DESC, s.session_uuid "
-            "LIMIT %(limit)s OFFSET %(offset)s",
-            {**params, "limit": req.limit, "offset": req.offset},
+            f"SELECT {_VIEW_COLUMNS} FROM azsd.session_page(%(repo)s, %(worktrees)s::text[], %(deleted)s, "
+            "%(limit)s, %(offset)s) pg JOIN azsd.sessions s ON s.session_uuid = pg.session_uuid "
+            "JOIN azsd.stores st ON st.store_uuid = s.store_uuid "
+            "ORDER BY s.updated DESC, s.created DESC, s.local_id DESC, s.session_uuid",
+            params,
         ).fetchall()
-        total = cur.execute(f"SELECT COUNT(*) AS n FROM azsd.sessions s WHERE {where}", params).fetchone()
+        total = cur.execute(
+            "SELECT azsd.session_total(%(repo)s, %(worktrees)s::text[], %(deleted)s) AS n", params
+        ).fetchone()
     views = [session_view(r, identity=identity, root=req.root, login=login) for r in rows]
     return p.RemoteSessionsReply(sessions=views, total=int(total["n"]) if total else 0)
 

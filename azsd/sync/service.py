@@ -30,6 +30,7 @@ from azsd.sync.identity import repository_identity
 from azsd.sync.push import StorePush, prepare_connection
 from azsd.sync.pusher import Pusher, StoreStatus, connect
 from azsd.sync.settings import redact_url
+from azsd.sync.team_usage import remote_usage
 from azsd.sync.verify import verify_store
 
 if TYPE_CHECKING:
@@ -181,6 +182,8 @@ class SyncService:
                     return self._pull(conn, request, login)
                 case p.SyncVerify():
                     return self._verify(conn, request)
+                case p.RemoteUsage():
+                    return remote_usage(conn, self._repository(request.root), request)
             raise AssertionError(f"not a sync request: {request!r}")
         except psycopg.Error as exc:
             raise SyncError(f"the sync database failed: {str(exc).strip().splitlines()[0]}") from None

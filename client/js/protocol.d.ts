@@ -412,6 +412,23 @@ export interface SyncVerify {
 }
 
 /**
+ * The team's token usage and cost in the sync database, summed there under the read rules, as
+ * a `UsageReply` with `by` and `periods` (`sessions` and `worktrees` empty): `by` is ``day``,
+ * ``week`` or ``month`` of local time, ``model``, ``person`` (the database role that pushed;
+ * the default) or ``repository`` (every repository the role may read; the others cover the
+ * repository of `root`). `by_model`, `since`, `until` and `timezone` are those of `Usage`.
+ */
+export interface RemoteUsage {
+  op: "remoteusage";
+  root: string;
+  by?: string | null;
+  by_model?: boolean;
+  since?: string | null;
+  until?: string | null;
+  timezone?: string | null;
+}
+
+/**
  * Frozen forever.
  */
 export interface StatusReply {
@@ -999,7 +1016,8 @@ export type Request =
   | RemoteShow
   | RemoteSearch
   | Pull
-  | SyncVerify;
+  | SyncVerify
+  | RemoteUsage;
 
 export type Reply =
   | StatusReply

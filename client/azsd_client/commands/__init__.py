@@ -339,7 +339,7 @@ COMMANDS: Final = (
     Command(
         "usage",
         "tokens and cost per session, per worktree, in total, and by period",
-        Lazy("store", "usage"),
+        Lazy("remote_usage", "usage"),
         (
             arg("session", type=session_id, metavar="SESSION", nargs="?"),
             worktree_options(
@@ -348,8 +348,14 @@ COMMANDS: Final = (
             ),
             arg(
                 "--by",
-                choices=("day", "week", "month", "session", "block"),
-                help="a table by local day, ISO week, month, session, or Claude's 5-hour billing block",
+                choices=("day", "week", "month", "session", "block", "model", "person", "repository"),
+                help="a table by local day, ISO week, month, session, or Claude's 5-hour billing block; "
+                "with --remote also by model, person (database role) or repository",
+            ),
+            arg(
+                "--remote",
+                action="store_true",
+                help="the team's usage in the sync database (by person unless --by says)",
             ),
             arg("--by-model", action="store_true", help="one row per model in each period"),
             arg("--since", metavar="DATE", help="only the usage of this local day (YYYY-MM-DD) and after"),
