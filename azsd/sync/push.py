@@ -96,7 +96,7 @@ class StorePush:
     live: set[str] | None = None
     batch: int = BATCH
     codec: RowCodec = field(default_factory=RowCodec)
-    #: The pushing file (``host:device:inode``): the database binds the store's cursor to it.
+    #: The pushing file (``machine:inode``): the database binds the store's cursor to it.
     file_id: str = ""
     #: Mask secrets in what is pushed (`sync-redact`); the local store keeps the original.
     redact: bool = True

@@ -92,14 +92,28 @@ def connect(url: str, *, autocommit: bool = True) -> psycopg.Connection[Any]:
     return conn
 
 
+def _machine() -> str:
+    """This machine: its systemd/D-Bus machine id (stable across renames and networks), else its
+    host name."""
+    for path in ("/etc/machine-id", "/var/lib/dbus/machine-id"):
+        try:
+            text = Path(path).read_text().strip()
+        except OSError:
+            continue
+        if text:
+            return text
+    return socket.gethostname()
+
+
 def file_id(root: str) -> str:
-    """The store file of `root` as the database binds a cursor to it: ``host:device:inode`` ("" when
-    there is no file). A copy, a file put back with `mv`, or one on another machine differs."""
+    """The store file of `root` as the database binds a cursor to it: ``machine:inode`` ("" when there
+    is no file). A copy, a file put back with `mv`, or one on another machine differs. (Not the
+    device number: some file systems hand out another one at each mount.)"""
     try:
         info = os.stat(store_path(Path(root)))
     except OSError:
         return ""
-    return f"{socket.gethostname()}:{info.st_dev}:{info.st_ino}"
+    return f"{_machine()}:{info.st_ino}"
 
 
 def _file_mark(root: str) -> tuple[int, int] | None:

@@ -2,8 +2,8 @@
 -- Applied by `azsd sync init` in one transaction; never edited once shipped.
 
 -- 1. Which file pushes to a store row, and what the cursor's row held. A store's cursor belongs to
---    one incarnation of one store file (DESIGN.md decision 8). `file_id` is the machine, device and
---    inode of the file that pushed (`host:dev:ino`): a copy of the worktree (`cp -a`), a backup put
+--    one incarnation of one store file (DESIGN.md decision 8). `file_id` is the machine and the
+--    inode of the file that pushed (`machine:inode`): a copy of the worktree (`cp -a`), a backup put
 --    back with `mv`, or the file moved to another machine is another file, and gets a store UUID
 --    of its own instead of pushing (and tombstoning) under this one. `cursor_check` is a digest of
 --    the stored bytes of the row at `pushed_event_id`: a file whose row there differs (a backup
