@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 from collections.abc import Callable
@@ -183,10 +184,14 @@ def test_ls_remote_is_newest_first_even_for_sessions_pushed_at_once(pg_url: str,
     with Store.open(tmp_path) as store:
         for i in range(8):
             store.append_events(store.create_session(f"s{i}", "main").id, turn(i))
+    with sqlite3.connect(store_path(tmp_path)) as lite:  # an old session, pushed with the others
+        lite.execute("UPDATE sessions SET created = '2025-01-01 10:00:00' WHERE id = 3")
+    with Store.open(tmp_path) as store:
         _push(pg_url, tmp_path, store)
     with psycopg.connect(pg_url, autocommit=True) as conn:
         listed = remote.list_sessions(conn, f"path:{tmp_path}", p.RemoteList(root=str(tmp_path)), "x")
-    assert [v.local_id for v in listed.sessions] == list(range(8, 0, -1))
+    assert [v.local_id for v in listed.sessions] == [8, 7, 6, 5, 4, 2, 1, 3]
+    assert listed.sessions[-1].updated == "2025-01-01T10:00:00Z"  # its own time, not the push's
 
 
 def test_sync_settings_are_taken_without_a_restart_and_known_stores_are_pushed_at_once(

@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 import psycopg
@@ -52,11 +53,16 @@ _SESSION_COLUMNS: Final = (
     "duration_ms, cost_usd, archived, parent_uuid, fork_seq, pulled_from, usage_input, usage_output, "
     "usage_cache_read, usage_cache_write, usage_reasoning, usage_cost_usd, usage_turns, cost_source"
 )
-_UPSERT_SESSION: Final = (
-    f"INSERT INTO azsd.sessions ({_SESSION_COLUMNS}) VALUES ({', '.join(['%s'] * 24)}) "
+_UPSERT_SESSION: Final = (  # a new row: `updated` is the session's own last time (see _seen)
+    f"INSERT INTO azsd.sessions ({_SESSION_COLUMNS}, updated) "
+    f"VALUES ({', '.join(['%s'] * 24)}, COALESCE(%s::timestamptz, now())) "
     "ON CONFLICT (session_uuid) DO UPDATE SET "
     + ", ".join(f"{c} = excluded.{c}" for c in _SESSION_COLUMNS.split(", ")[1:])
-    + ", updated = now()"
+    + ", updated = CASE WHEN ("
+    + ", ".join(f"azsd.sessions.{c}" for c in _SESSION_COLUMNS.split(", ")[1:])
+    + ") IS DISTINCT FROM ("
+    + ", ".join(f"excluded.{c}" for c in _SESSION_COLUMNS.split(", ")[1:])
+    + ") THEN now() ELSE azsd.sessions.updated END"  # (a row sent again after a reconnect: as it was)
 )
 
 
@@ -64,6 +70,19 @@ _USAGE_COLUMNS: Final = (
     "session_uuid, source, model, slot, repository, first_at, last_at, input, output, cache_read, "
     "cache_write, reasoning, cost_usd, estimated"
 )
+
+
+def _seen(session: SyncSession, usage: list[UsageRow]) -> str | None:
+    """When a session pushed for the first time was last active, as far as its store says: its last
+    turn with usage, else its creation (so that a whole store pushed at once, when sync is turned on
+    or a file is a new incarnation, lists by its own times, not all at the time of the push)."""
+    times = [u.last for u in usage if u.session_id == session.id and u.last]
+    try:
+        created = datetime.fromisoformat(session.created.strip().replace(" ", "T"))
+        times.append((created if created.tzinfo else created.replace(tzinfo=UTC)).timestamp())
+    except ValueError:
+        pass
+    return datetime.fromtimestamp(max(times), UTC).isoformat() if times else None
 
 
 def prepare_connection(conn: psycopg.Connection[Any]) -> None:
@@ -147,9 +166,12 @@ class StorePush:
                 ids = {s.id: s.uuid for s in sessions if s.uuid in changed}
                 usage = store.usage_rows(sorted(ids)) if ids else []
             tombstones = sorted(self.live - rows.keys())
+            fresh = {
+                s.uuid: _seen(s, usage) for s in sessions if s.uuid in changed and s.uuid not in self.live
+            }
             if changed:
                 with conn.cursor() as cur:
-                    cur.executemany(_UPSERT_SESSION, list(changed.values()))
+                    cur.executemany(_UPSERT_SESSION, [(*v, fresh.get(k)) for k, v in changed.items()])
                     self._push_usage(cur, repository, list(changed), usage, ids)
             if events:
                 self._copy_events(conn, events)
@@ -215,7 +237,7 @@ class StorePush:
             return 0
         count = "SELECT COUNT(*) FROM azsd.events WHERE session_uuid = %s"
         with conn.transaction():
-            conn.execute(_UPSERT_SESSION, self._session_row(info, store_uuid, repository))
+            conn.execute(_UPSERT_SESSION, (*self._session_row(info, store_uuid, repository), None))
             before = conn.execute(count, (session_uuid,)).fetchone()
             for at in range(0, len(events), self.batch):
                 self._copy_events(conn, events[at : at + self.batch])
@@ -288,7 +310,7 @@ class StorePush:
                 "(session_uuid, seq, kind, data, char_len, local_id, body) "
                 "SELECT session_uuid, seq, kind, data, char_len, local_id, body FROM azsd_staging "
                 "ON CONFLICT (session_uuid, seq) DO NOTHING RETURNING session_uuid, kind, char_len) "
-                "UPDATE azsd.sessions s SET char_total = s.char_total + t.n, updated = now(), "
+                "UPDATE azsd.sessions s SET char_total = s.char_total + t.n, "
                 "event_count = s.event_count + t.events, message_count = s.message_count + t.messages "
                 "FROM (SELECT session_uuid, SUM(char_len) AS n, COUNT(*) AS events, "
                 "COUNT(*) FILTER (WHERE kind IN ('UserMessage', 'AssistantText')) AS messages "
