@@ -96,7 +96,9 @@ def init_database(url: str) -> tuple[list[str], int]:
     from azsd.sync.settings import redact_url
 
     conn = connect(url)
-    try:
+    try:  # a migration may take long, and wait for pushers' locks: no bound (a person runs it)
+        conn.execute("SET statement_timeout = 0")
+        conn.execute("SET lock_timeout = 0")
         return migrate(conn), current_version(conn)
     except psycopg.Error as exc:
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__

@@ -56,7 +56,10 @@ def _ago(seconds: float) -> str:
 def sync_status_lines(reply: SyncStatusReply, style: Style) -> list[Line]:
     """`azs sync status`: the database and identity, then one line per store."""
     if not reply.configured:
-        return ["sync: off (no sync-url in the config file; README: Sync to PostgreSQL)"]
+        off: list[Line] = ["sync: off (no sync-url in the config file; README: Sync to PostgreSQL)"]
+        if reply.config_error:
+            off.append(style.red(f"  config file: {reply.config_error}"))
+        return off
     redact = "secrets masked" if reply.redact else "secrets pushed as stored (sync-redact = false)"
     lines: list[Line] = [f"sync: {reply.url} as {reply.identity}; {redact}"]
     if reply.config_error:
