@@ -27,7 +27,7 @@ import psycopg
 from azsd.errors import NewIncarnation
 from azsd.events import EventDecodeError, decode_event, encode_event
 from azsd.model import UsageRow
-from azsd.redact import redact_event, redact_text
+from azsd.redact import may_hold_secret, redact_event, redact_text
 from azsd.search import search_text
 from azsd.store.codec import CodecError, RowCodec
 from azsd.store.sync_state import SyncEvent, SyncSession, event_digest
@@ -322,11 +322,12 @@ class StorePush:
         """What is pushed of an event: its bytes (with :attr:`redact`, any secret in it masked and
         the event stored again) and the clean text search sees (as the local index does), or None."""
         try:
-            decoded = decode_event(self.codec.decode(event.data))
+            raw = self.codec.decode(event.data)
+            decoded = decode_event(raw)
         except (CodecError, EventDecodeError):
             return event.data, None
         data = event.data
-        if self.redact:
+        if self.redact and may_hold_secret(raw):
             masked, counts = redact_event(decoded)
             if counts:
                 self._pending_masks.update(counts)
