@@ -44,8 +44,8 @@ from azsd.search import search_text
 from azsd.store import Store
 from azsd.store.codec import RowCodec
 from azsd.store.schema import AZUREAL_DDL
+from azsd.sync.connection import connect
 from azsd.sync.push import StorePush, prepare_connection
-from azsd.sync.pusher import connect
 from azsd.sync.schema import init_database
 from azsd_client import Client
 from bench.common import corpus_like_events, daemon_config, percentile, report, running_daemon

@@ -20,8 +20,8 @@ from azsd.events import encode_event
 from azsd.ipc import protocol as p
 from azsd.model import Cost, Usage, UsagePart
 from azsd.store import Store
+from azsd.sync.connection import connect
 from azsd.sync.push import StorePush, prepare_connection
-from azsd.sync.pusher import connect
 from azsd.sync.team_usage import remote_usage
 from tests import sync_fixture
 from tests.daemon_fixture import start_daemon

@@ -25,8 +25,8 @@ from azsd.ipc import protocol as p
 from azsd.store import Store, store_path
 from azsd.store.codec import RowCodec
 from azsd.sync import remote
+from azsd.sync.connection import connect
 from azsd.sync.push import StorePush, prepare_connection
-from azsd.sync.pusher import connect
 from tests import pg_fixture, sync_fixture
 from tests.sync_fixture import Machine, azs, local_rows, turn, uuid_of, wait_until
 
@@ -229,7 +229,7 @@ def test_sync_settings_are_taken_without_a_restart_and_known_stores_are_pushed_a
 
 def test_a_file_put_back_with_mv_is_a_new_incarnation_too(pg_url: str, tmp_path: Path) -> None:
     from azsd.errors import NewIncarnation
-    from azsd.sync.pusher import file_id
+    from azsd.sync.connection import file_id
 
     root = tmp_path / "wt"
     root.mkdir()

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import logging
 import os
-import socket
 import threading
 import time
 from collections.abc import Callable
@@ -32,23 +31,14 @@ from azsd.errors import AzsdError, NewIncarnation, SyncError
 from azsd.files import write_atomic
 from azsd.store import Store, store_path
 from azsd.sync import schema
+from azsd.sync.connection import connect, file_id, reason
 from azsd.sync.identity import repository_identity
 from azsd.sync.push import BATCH, StorePush, prepare_connection
-from azsd.sync.settings import redact_url
 
 if TYPE_CHECKING:
     from azsd.server.registry import StoreRegistry
 
-__all__ = [
-    "LOCK_TIMEOUT_MS",
-    "POLL_S",
-    "STATEMENT_TIMEOUT_MS",
-    "WAITING_S",
-    "Pusher",
-    "StoreStatus",
-    "connect",
-    "file_id",
-]
+__all__ = ["POLL_S", "WAITING_S", "Pusher", "StoreStatus"]
 
 log = logging.getLogger("azsd.sync.pusher")
 
@@ -58,62 +48,8 @@ POLL_S: Final = 1.0
 READER_IDLE_S: Final = 60.0
 #: How long a store's writer may take to give it its sync UUIDs.
 _PREPARE_TIMEOUT_S: Final = 30.0
-#: The longest any statement of a sync connection may run (a catch-up batch takes about 1 s).
-STATEMENT_TIMEOUT_MS: Final = 60_000
-#: The longest a statement of a sync connection waits for a lock (another role may hold one: a
-#: ``LOCK TABLE`` by anyone with the pushers' grants would otherwise stop every push and read).
-LOCK_TIMEOUT_MS: Final = 5_000
 #: How long an unpushed commit may wait before `azs sync status` says why it waits.
 WAITING_S: Final = 3.0
-
-
-def _timeout_ms(name: str, default: int) -> int:
-    text = os.environ.get(name, "")
-    return int(text) if text.strip().isdigit() and int(text) > 0 else default
-
-
-def connect(url: str, *, autocommit: bool = True) -> psycopg.Connection[Any]:
-    """A connection to the sync database, with bounded waits (:data:`STATEMENT_TIMEOUT_MS`,
-    :data:`LOCK_TIMEOUT_MS`; ``AZSD_SYNC_STATEMENT_TIMEOUT_MS`` and ``AZSD_SYNC_LOCK_TIMEOUT_MS`` in
-    the environment set others); :class:`SyncError` (with no password in it) when refused."""
-    statement = _timeout_ms("AZSD_SYNC_STATEMENT_TIMEOUT_MS", STATEMENT_TIMEOUT_MS)
-    lock = _timeout_ms("AZSD_SYNC_LOCK_TIMEOUT_MS", LOCK_TIMEOUT_MS)
-    try:
-        conn = psycopg.connect(url, autocommit=True, connect_timeout=5, application_name="azsd")
-    except psycopg.Error as exc:
-        raise SyncError(f"cannot connect to the sync database {redact_url(url)}: {_reason(exc)}") from None
-    try:
-        conn.execute(f"SET statement_timeout = {statement}")
-        conn.execute(f"SET lock_timeout = {lock}")
-        conn.autocommit = autocommit
-    except psycopg.Error as exc:
-        conn.close()
-        raise SyncError(f"the sync database {redact_url(url)} failed: {_reason(exc)}") from None
-    return conn
-
-
-def _machine() -> str:
-    """This machine: its systemd/D-Bus machine id (stable across renames and networks), else its
-    host name."""
-    for path in ("/etc/machine-id", "/var/lib/dbus/machine-id"):
-        try:
-            text = Path(path).read_text().strip()
-        except OSError:
-            continue
-        if text:
-            return text
-    return socket.gethostname()
-
-
-def file_id(root: str) -> str:
-    """The store file of `root` as the database binds a cursor to it: ``machine:inode`` ("" when there
-    is no file). A copy, a file put back with `mv`, or one on another machine differs. (Not the
-    device number: some file systems hand out another one at each mount.)"""
-    try:
-        info = os.stat(store_path(Path(root)))
-    except OSError:
-        return ""
-    return f"{_machine()}:{info.st_ino}"
 
 
 def _file_mark(root: str) -> tuple[int, int] | None:
@@ -141,11 +77,6 @@ def _wait_s(now: float, next_poll: float, backoff: Backoff) -> float:
     """
     until = next_poll if backoff.ready(now) else backoff.retry_at
     return max(0.0, until - now)
-
-
-def _reason(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return text[0] if text else type(exc).__name__
 
 
 @dataclass
@@ -279,8 +210,7 @@ class Pusher(threading.Thread):
                     return
                 self._push_root(conn, root, force=root in forced)
         except (psycopg.Error, SyncError) as exc:
-            reason = exc if isinstance(exc, SyncError) else _reason(exc)
-            self.error = str(reason)
+            self.error = str(exc) if isinstance(exc, SyncError) else reason(exc)
             with self._lock:
                 self._dirty.update(roots)  # all of them again, once it is back
                 for root in roots:

@@ -26,9 +26,10 @@ from azsd.server.views import session_view
 from azsd.store import Store
 from azsd.store.codec import RowCodec
 from azsd.sync import remote
+from azsd.sync.connection import connect, reason
 from azsd.sync.identity import repository_identity
 from azsd.sync.push import StorePush, prepare_connection
-from azsd.sync.pusher import Pusher, StoreStatus, connect
+from azsd.sync.pusher import Pusher, StoreStatus
 from azsd.sync.settings import redact_url
 from azsd.sync.team_usage import remote_usage
 from azsd.sync.verify import verify_store
@@ -186,7 +187,7 @@ class SyncService:
                     return remote_usage(conn, self._repository(request.root), request)
             raise AssertionError(f"not a sync request: {request!r}")
         except psycopg.Error as exc:
-            raise SyncError(f"the sync database failed: {str(exc).strip().splitlines()[0]}") from None
+            raise SyncError(f"the sync database failed: {reason(exc)}") from None
 
     def _pull(self, conn: psycopg.Connection[Any], req: p.Pull, login: str) -> p.PullReply:
         pulled, row = remote.fetch_for_pull(conn, req.ref, req.name, req.worktree)
