@@ -63,38 +63,40 @@ $$;
 -- The team's usage, summed in the database: per group (`by`: day, week or month of local time in
 -- zone `tz`; model; person, the role that pushed; repository), and per model too with `by_model`,
 -- of the turns between `since` and `until` (Unix seconds, NULL: unbounded). `repo` NULL: every
--- repository the role may read. `first_at`/`last_at` of each group are Unix seconds.
+-- repository the role may read. `first_at`/`last_at` of each group are Unix seconds. The rows are
+-- summed per time bucket (or key) and model first, and only those sums are labelled and grouped.
 CREATE FUNCTION azsd.usage_groups(
     repo text, by text, tz text, since double precision, until double precision, by_model boolean
 ) RETURNS TABLE (
     label text, model text, first_at double precision, last_at double precision, models text[],
     input bigint, output bigint, cache_read bigint, cache_write bigint, reasoning bigint,
-    cost_usd double precision, estimated boolean, sessions bigint
+    cost_usd double precision, estimated boolean
 )
 LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp SET jit = off AS $$
     WITH readable AS MATERIALIZED (
         SELECT r.repository, azsd.reads_repository(r.repository) AS all_rows
         FROM (SELECT DISTINCT u.repository FROM azsd.usage u WHERE repo IS NULL OR u.repository = repo) r
-    ), rows AS (
-        SELECT u.*, CASE by
-            WHEN 'day' THEN to_char(to_timestamp(u.first_at) AT TIME ZONE tz, 'YYYY-MM-DD')
-            WHEN 'week' THEN to_char(to_timestamp(u.first_at) AT TIME ZONE tz, 'IYYY-"W"IW')
-            WHEN 'month' THEN to_char(to_timestamp(u.first_at) AT TIME ZONE tz, 'YYYY-MM')
-            WHEN 'model' THEN u.model
-            WHEN 'person' THEN u.owner::text
-            WHEN 'repository' THEN u.repository
-        END AS label
-        FROM azsd.usage u JOIN readable r ON r.repository = u.repository
-        WHERE (r.all_rows OR u.owner = session_user)
+    ), sums AS (
+        SELECT CASE WHEN by IN ('day', 'week', 'month')
+                    THEN date_trunc(by, to_timestamp(u.first_at) AT TIME ZONE tz) END AS bucket,
+               CASE by WHEN 'model' THEN u.model WHEN 'person' THEN u.owner::text
+                       WHEN 'repository' THEN u.repository END AS key,
+               u.model, MIN(u.first_at) AS f, MAX(u.last_at) AS l, SUM(u.input) AS i, SUM(u.output) AS o,
+               SUM(u.cache_read) AS cr, SUM(u.cache_write) AS cw, SUM(u.reasoning) AS r,
+               COALESCE(SUM(u.cost_usd), 0) AS c, bool_or(u.estimated) AS e
+        FROM azsd.usage u JOIN readable rd ON rd.repository = u.repository
+        WHERE (rd.all_rows OR u.owner = session_user)
           AND (since IS NULL OR u.first_at >= since) AND (until IS NULL OR u.first_at < until)
+        GROUP BY 1, 2, 3
     )
-    SELECT label, CASE WHEN by_model THEN model END, MIN(first_at), MAX(last_at),
-           array_agg(DISTINCT model ORDER BY model), SUM(input)::bigint, SUM(output)::bigint,
-           SUM(cache_read)::bigint, SUM(cache_write)::bigint, SUM(reasoning)::bigint,
-           COALESCE(SUM(cost_usd), 0), bool_or(estimated), COUNT(DISTINCT session_uuid)
-    FROM rows
-    GROUP BY label, CASE WHEN by_model THEN model END
-    ORDER BY MIN(first_at), label
+    SELECT COALESCE(to_char(bucket, CASE by WHEN 'day' THEN 'YYYY-MM-DD' WHEN 'week' THEN 'IYYY-"W"IW'
+                                            ELSE 'YYYY-MM' END), key) AS label,
+           CASE WHEN by_model THEN sums.model END, MIN(f), MAX(l), array_agg(sums.model ORDER BY sums.model),
+           SUM(i)::bigint, SUM(o)::bigint, SUM(cr)::bigint, SUM(cw)::bigint, SUM(r)::bigint, SUM(c),
+           bool_or(e)
+    FROM sums
+    GROUP BY bucket, key, CASE WHEN by_model THEN sums.model END
+    ORDER BY MIN(f), 1
 $$;
 
 -- 2. `azs ls --remote`. Under the policies, counting a repository's sessions checked the read rule of
