@@ -122,6 +122,7 @@ class StorePush:
     #: How many secrets were masked in what the database now holds, per pattern (this connection).
     masked: Counter[str] = field(default_factory=Counter)
     _pending_masks: Counter[str] = field(default_factory=Counter)
+    _names: dict[str, str] = field(default_factory=dict)
 
     def push(
         self, conn: psycopg.Connection[Any], store: Store, store_uuid: str, repository: str
@@ -343,8 +344,13 @@ class StorePush:
         return _clean(text)
 
     def _name(self, name: str) -> str:
-        """A session's name as pushed (masked with :attr:`redact`, not counted: it is sent again)."""
-        return _clean(redact_text(name)[0] if self.redact else name)
+        """A session's name as pushed (masked with :attr:`redact`, not counted: it is sent again).
+        Every push makes every session's row, so names seen before are looked up, not masked again."""
+        if not self.redact or not may_hold_secret(name):
+            return _clean(name)
+        if (masked := self._names.get(name)) is None:
+            masked = self._names[name] = _clean(redact_text(name)[0])
+        return masked
 
     def _session_row(self, s: SyncSession, store_uuid: str, repository: str) -> tuple[Any, ...]:
         u = s.usage
