@@ -1,0 +1,84 @@
+// azs web: the live parts of a page. Nothing here builds HTML from text: new transcript items come
+// from the server already rendered and escaped by its templates (the same ones the page used).
+"use strict";
+(function () {
+  const main = document.querySelector("main[data-live]");
+  const banner = document.getElementById("daemon");
+
+  // A seq in the URL's #fragment inside a folded tool call: open it and show it.
+  function reveal() {
+    const target = location.hash ? document.getElementById(location.hash.slice(1)) : null;
+    if (!target) return;
+    for (let node = target.parentElement; node; node = node.parentElement) {
+      if (node.tagName === "DETAILS") node.open = true;
+    }
+    target.scrollIntoView({ block: "center" });
+  }
+  window.addEventListener("hashchange", reveal);
+  reveal();
+
+  if (!main || !window.EventSource) return;
+  const source = new EventSource(main.dataset.live);
+  const reload = main.dataset.reload === "1";
+  let wasDown = false;
+
+  function showDaemon(up) {
+    if (banner) banner.hidden = up;
+    document.body.classList.toggle("daemon-down", !up);
+    if (up && reload && wasDown) location.reload();
+    if (!up) wasDown = true;
+  }
+
+  source.addEventListener("daemon", (e) => showDaemon(JSON.parse(e.data).up));
+  // The server itself went away (the stream broke): say so until the browser reconnects.
+  source.addEventListener("error", () => { if (banner && source.readyState !== EventSource.OPEN) banner.hidden = false; });
+  source.addEventListener("open", () => { if (banner && !document.body.classList.contains("daemon-down")) banner.hidden = true; });
+
+  const transcript = document.getElementById("transcript");
+  function fragment(html) {
+    const template = document.createElement("template");
+    template.innerHTML = html;
+    return template.content;
+  }
+  function pendingCall(tool) {
+    for (const details of document.querySelectorAll("details.tool[data-pending]")) {
+      if (details.dataset.tool === tool) return details;
+    }
+    return null;
+  }
+  source.addEventListener("events", (e) => {
+    if (!transcript) return;
+    const atBottom = window.innerHeight + window.scrollY >= document.body.scrollHeight - 80;
+    for (const item of JSON.parse(e.data).items) {
+      if (document.getElementById("seq-" + item.seq)) continue; // already shown
+      const call = item.tool ? pendingCall(item.tool) : null;
+      if (call) {
+        call.appendChild(fragment(item.fold));
+        delete call.dataset.pending;
+        const outcome = call.querySelector(".outcome");
+        const failed = call.querySelector(".result.error") !== null;
+        if (outcome) outcome.textContent = failed ? "✗ error" : "✓";
+        if (failed) call.parentElement.classList.add("failed");
+      } else {
+        const node = fragment(item.html);
+        const first = node.firstElementChild;
+        if (first) first.classList.add("fresh");
+        transcript.appendChild(node);
+      }
+    }
+    transcript.dataset.last = String(JSON.parse(e.data).items.slice(-1)[0]?.seq ?? "");
+    if (atBottom) window.scrollTo(0, document.body.scrollHeight);
+  });
+  source.addEventListener("session", (e) => {
+    const data = JSON.parse(e.data);
+    const word = document.getElementById("state-word");
+    const badge = document.getElementById("state");
+    const marks = { succeeded: "✓", failed: "✗", running: "●", ended: "○" };
+    if (word) word.textContent = data.state;
+    if (badge) {
+      badge.textContent = marks[data.state] || data.state;
+      badge.className = "badge state-" + data.state;
+      badge.title = data.state;
+    }
+  });
+})();
