@@ -4,16 +4,21 @@ inert, and what each page says, against the real daemon and the real server."""
 from __future__ import annotations
 
 import http.client
+import os
 import re
 import shutil
+import socket
 import time
 from collections.abc import Iterator
 from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
 from azsd.events import AssistantText, ToolCall, ToolResult
 from tests.daemon_fixture import DaemonProc, daemon_in_tmpdir, short_tmpdir, start_daemon
+from tests.test_cli import Azs, Lines
 from tests.web_fixture import LONG, Made, WebServer, make_sessions, web_server
 
 
@@ -274,3 +279,55 @@ def test_the_daemon_going_away_and_back_is_shown() -> None:
             stream.close()
             daemon.close()
             shutil.rmtree(base, ignore_errors=True)
+
+
+# -- the command ------------------------------------------------------------------------------------
+
+
+class _UnixHTTP(http.client.HTTPConnection):
+    """HTTP over a Unix socket."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__("localhost", timeout=20)
+        self.unix_path = path
+
+    def connect(self) -> None:
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.connect(self.unix_path)
+
+
+def test_azs_web_prints_its_url_serves_on_loopback_and_stops_on_ctrl_c(
+    setup: tuple[DaemonProc, WebServer, Made], made: Made, tmp_path: Path
+) -> None:
+    daemon = setup[0]
+    runner = Azs(daemon, Path(made.root), None)  # type: ignore[arg-type]
+    lines = Lines(runner.spawn("web"))
+    try:
+        line = lines.wait_for(lambda text: "serving on" in text, timeout=20)
+        url = urlsplit(line.split("serving on ", 1)[1].split()[0])
+        assert url.hostname == "127.0.0.1" and url.query.startswith("token=") and len(url.query) > 40
+        conn = http.client.HTTPConnection(url.netloc, timeout=20)
+        conn.request("GET", f"/?{url.query}", headers={"Host": url.netloc})
+        response = conn.getresponse()
+        assert response.status == 303
+        cookie = (response.getheader("Set-Cookie") or "").split(";", 1)[0]
+        response.read()
+        conn.request("GET", "/", headers={"Host": url.netloc, "Cookie": cookie})
+        page = conn.getresponse().read().decode()
+        conn.close()
+        assert f'data-session="{made.tools}"' in page
+    finally:
+        assert lines.stop() == 0
+    sock = str(short_tmpdir() / "web.sock")
+    lines = Lines(runner.spawn("web", "--unix", sock))
+    try:
+        line = lines.wait_for(lambda text: "serving on" in text, timeout=20)
+        token = line.split("token=", 1)[1].split()[0]
+        assert oct(os.stat(sock).st_mode & 0o777) == "0o600"
+        conn = _UnixHTTP(sock)
+        conn.request("GET", "/usage", headers={"Host": "localhost", "Cookie": f"azs_web={token}"})
+        assert conn.getresponse().status == 200
+        conn.close()
+    finally:
+        assert lines.stop() == 0
+        shutil.rmtree(os.path.dirname(sock), ignore_errors=True)
