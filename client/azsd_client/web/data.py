@@ -14,11 +14,12 @@ from typing import Final
 
 from azsd.config import ResolvedConfig
 from azsd.ipc.protocol import SessionView
+from azsd_client._shared import Archived
 from azsd_client.aio import AsyncClient
 
 from .views import agent_of
 
-__all__ = ["LIST_ALL", "Stores", "list_everywhere", "session_agents"]
+__all__ = ["LIST_ALL", "Stores", "list_everywhere", "session_agents", "with_details"]
 
 #: How many sessions of one store the sessions page reads (one request; the page shows a slice).
 LIST_ALL: Final = 100_000
@@ -54,20 +55,47 @@ class Stores:
 async def list_everywhere(
     client: AsyncClient, roots: Sequence[str], *, archived: bool = False
 ) -> list[tuple[str, list[SessionView]]]:
-    """Every session of each store in `roots`, latest activity first, with usage and context meter."""
+    """Every session of each store in `roots`, latest activity first (without usage or context meter:
+    those cost ten times the listing; :func:`with_details` adds them to the few shown)."""
 
     async def one(root: str) -> tuple[str, list[SessionView]]:
-        reply = await client.list_sessions(
-            root,
-            None,
-            limit=LIST_ALL,
-            archived="include" if archived else "exclude",
-            with_usage=True,
-            with_meter=True,
-        )
+        reply = await client.list_sessions(root, None, limit=LIST_ALL, archived=_archived(archived))
         return root, reply.sessions
 
     return list(await asyncio.gather(*(one(root) for root in roots)))
+
+
+def _archived(archived: bool) -> Archived:
+    return "include" if archived else "exclude"
+
+
+async def with_details(
+    client: AsyncClient,
+    listed: Sequence[tuple[str, Sequence[SessionView]]],
+    shown: Sequence[tuple[str, SessionView]],
+    *,
+    archived: bool = False,
+) -> list[tuple[str, SessionView]]:
+    """`shown` (sessions of `listed`) with their usage and context meter, read with one `ListSessions`
+    per store over the stretch of its listing that holds them (a session that moved in between, as
+    a new one was made, stays as it was)."""
+    places = {root: {v.id: i for i, v in enumerate(views)} for root, views in listed}
+    wanted: dict[str, list[int]] = {}
+    for root, view in shown:
+        wanted.setdefault(root, []).append(places[root][view.id])
+
+    async def one(root: str, at: list[int]) -> dict[tuple[str, int], SessionView]:
+        low, high = min(at), max(at)
+        reply = await client.list_sessions(
+            root, None, limit=high - low + 1, offset=low, archived=_archived(archived),
+            with_usage=True, with_meter=True,
+        )  # fmt: skip
+        return {(root, v.id): v for v in reply.sessions}
+
+    found: dict[tuple[str, int], SessionView] = {}
+    for part in await asyncio.gather(*(one(root, at) for root, at in wanted.items())):
+        found.update(part)
+    return [(root, found.get((root, view.id), view)) for root, view in shown]
 
 
 async def session_agents(client: AsyncClient, roots: Sequence[str]) -> dict[tuple[str, int], frozenset[str]]:

@@ -18,7 +18,7 @@ from azsd.errors import AzsdError, RemoteError
 from azsd.ipc.protocol import RemoteSessionView, UsageReply, UsageView, WireEvent
 
 from . import charts
-from .data import list_everywhere, session_agents
+from .data import list_everywhere, session_agents, with_details
 from .views import Filters, filter_sessions, session_rows, transcript
 
 if TYPE_CHECKING:
@@ -28,8 +28,8 @@ __all__ = ["PAGE_EVENTS", "PAGE_SESSIONS", "routes"]
 
 #: Events on one page of a transcript.
 PAGE_EVENTS: Final = 200
-#: Sessions on one page of the sessions table.
-PAGE_SESSIONS: Final = 200
+#: Sessions on one page of the sessions table (a screen or two; the page's time grows with it).
+PAGE_SESSIONS: Final = 100
 _STATES: Final = ("running", "succeeded", "failed", "ended", "new")
 _TEAM_SESSIONS: Final = 2_000
 
@@ -63,7 +63,9 @@ async def sessions_page(web_: Web, request: web.Request) -> web.Response:
     )
     kept = filter_sessions(listed, filters, agents)
     page = max(0, _int(request, "page", 0) or 0)
-    shown = kept[page * PAGE_SESSIONS : (page + 1) * PAGE_SESSIONS]
+    shown = await with_details(
+        web_.client, listed, kept[page * PAGE_SESSIONS : (page + 1) * PAGE_SESSIONS], archived=archived
+    )
     worktrees = sorted({v.worktree for _, views in listed for v in views})
     return web_.render(
         "sessions.html",

@@ -177,6 +177,8 @@ def filter_sessions(
     """The sessions of each store (`listed`: root and its sessions, latest activity first) that
     `filters` keeps, every store's in `azs ls`'s order, stores in the order given."""
     kept: list[tuple[str, SessionView]] = []
+    if filters == Filters():
+        return [(root, view) for root, views in listed for view in by_latest(views)]
     for root, views in listed:
         for view in by_latest(views):
             if filters.keeps(root, view, agents.get((root, view.id), frozenset())):
