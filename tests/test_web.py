@@ -157,7 +157,10 @@ def test_a_transcript_folds_tool_calls_and_marks_failures_and_boundaries(web: We
     failed = page[page.index('id="seq-5"') :]
     assert failed.startswith('id="seq-5"') and "✗ error" in page
     assert 'class="event complete failed"' in page
-    assert 'boundary" id="seq-8"' in page
+    assert 'boundary" id="seq-8"' in page  # the agent's own compaction marker
+    compacted = web.get(f"/session/compacted?root={made.root}&id={made.tools}")
+    assert compacted[0] == 200 and compacted[2] == '{"after": 7}'  # where azs compact's summary ends
+    assert web.get(f"/session/compacted?root={made.root}&id={made.long}")[2] == '{"after": 0}'
     assert "seq 10" in page
     assert f'forks: <a href="/session?root={made.root.replace("/", "%2F")}&amp;id={made.fork}">' in page
     fork = web.get(f"/session?root={made.root}&id={made.fork}")[2]

@@ -160,7 +160,11 @@ def test_a_transcript_folds_tool_calls_until_opened(world: World) -> None:
     page.locator("#seq-3 summary").click()
     assert result.is_visible() and "a.py" in result.inner_text()
     assert "✗ error" in page.locator("#seq-5 summary").inner_text()
-    assert page.locator("#seq-8.boundary").is_visible()
+    assert page.locator("#seq-8.boundary").is_visible()  # the agent's own compaction marker
+    marker = page.locator("#compacted")  # azs compact's, found after the first screen
+    marker.wait_for(state="visible", timeout=10_000)
+    assert marker.get_attribute("data-after") == "7" and "seqs 1–7 are summarised" in marker.inner_text()
+    assert page.evaluate("document.getElementById('compacted').nextElementSibling.id") == "seq-8"
     assert page.locator(".lineage a").first.inner_text() == f"S{made.fork}"
     browser.shot("transcript")
     assert not browser.problems, browser.problems

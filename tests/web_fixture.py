@@ -77,6 +77,7 @@ def make_sessions(client: Client, root: Path) -> Made:
         AssistantText(text="done"),
     ]
     client.append_events(root, tools, turn)
+    client.store_compaction(root, tools, 7, "the summary of seqs 1-7")  # as `azs compact` does
     fork = client.fork_session(root, tools, 4, name="a fork").session.id
     long = client.create_session(root, "a long one", worktree="main").session.id
     events: list[Event] = []

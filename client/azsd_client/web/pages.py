@@ -32,6 +32,9 @@ PAGE_EVENTS: Final = 200
 PAGE_SESSIONS: Final = 100
 _STATES: Final = ("running", "succeeded", "failed", "ended", "new")
 _TEAM_SESSIONS: Final = 2_000
+#: A `keep` no session has that many prompts: `PlanCompaction` then plans nothing and answers at once
+#: with where the latest compaction ends (its `from_seq`), which is all the transcript needs.
+_NO_PLAN: Final = 2**62
 
 
 def _int(request: web.Request, name: str, default: int | None = None) -> int | None:
@@ -115,6 +118,18 @@ async def session_page(web_: Web, request: web.Request) -> web.Response:
         threshold=web_.threshold,
         at=at,
     )
+
+
+async def compacted(web_: Web, request: web.Request) -> web.Response:
+    """``{"after": N}``: the latest compaction (`azs compact`) summarised seqs 1..N of the session (0:
+    none). Asked by the transcript page once it is shown: finding it reads every prompt of the
+    session, too slow for the first screen of a long one."""
+    root = await _root(web_, request)
+    sid = _int(request, "id")
+    if sid is None:
+        raise web.HTTPBadRequest(text="id is missing\n")
+    plan = await web_.client.plan_compaction(root, sid, keep=_NO_PLAN)
+    return web.json_response({"after": plan.from_seq - 1})
 
 
 def render_items(web_: Web, events: list[WireEvent]) -> list[dict[str, Any]]:
@@ -252,4 +267,5 @@ def routes(web_: Web) -> list[web.RouteDef]:
         web.get("/session", page(session_page)),
         web.get("/search", page(search_page)),
         web.get("/usage", page(usage_page)),
+        web.get("/session/compacted", page(compacted)),
     ]

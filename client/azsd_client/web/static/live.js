@@ -17,6 +17,31 @@
   window.addEventListener("hashchange", reveal);
   reveal();
 
+  // Where the latest `azs compact` ends: asked after the first screen (finding it takes a while).
+  const transcriptNode = document.getElementById("transcript");
+  if (transcriptNode && transcriptNode.dataset.compacted) {
+    fetch(transcriptNode.dataset.compacted, { credentials: "same-origin" })
+      .then((response) => (response.ok ? response.json() : { after: 0 }))
+      .then((data) => {
+        const after = Number(data.after);
+        const next = Array.from(transcriptNode.querySelectorAll(":scope > [data-seq]"))
+          .find((node) => Number(node.dataset.seq) > after);
+        if (!after || !next || Number(transcriptNode.firstElementChild?.dataset.seq) > after + 1) return;
+        const marker = document.createElement("div");
+        marker.className = "event compaction-boundary boundary";
+        marker.id = "compacted";
+        marker.dataset.after = String(after);
+        const line = document.createElement("p");
+        line.className = "line";
+        const strong = document.createElement("strong");
+        strong.textContent = "Compacted";
+        line.append(strong, `: seqs 1–${after} are summarised; the next turn's context is that summary and what follows`);
+        marker.appendChild(line);
+        transcriptNode.insertBefore(marker, next);
+      })
+      .catch(() => {});
+  }
+
   if (!main || !window.EventSource) return;
   const source = new EventSource(main.dataset.live);
   const reload = main.dataset.reload === "1";
