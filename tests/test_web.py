@@ -4,6 +4,7 @@ inert, and what each page says, against the real daemon and the real server."""
 from __future__ import annotations
 
 import http.client
+import json
 import os
 import re
 import shutil
@@ -139,7 +140,7 @@ def test_the_sessions_page_lists_filters_and_links(web: WebServer, made: Made) -
     rows = re.findall(r'<tr class="state-(\w+)" data-session="(\d+)">', page)
     assert [int(s) for _, s in rows] == [made.long, made.fork, made.tools, made.hostile]
     assert dict((int(s), state) for state, s in rows)[made.tools] == "failed"
-    assert f"⑂S{made.tools}@4" in page  # the fork's lineage, a link to its parent at seq 4
+    assert f"fork of S{made.tools}@4" in page  # the fork's lineage, a link to its parent at seq 4
     assert f"/session?root={made.root.replace('/', '%2F')}&amp;id={made.tools}&amp;at=4" in page
     assert "<meter" in page and "$0.5000" in page
     only = web.get("/?worktree=feature%2Fx")[2]  # the fork keeps its parent's label
@@ -322,10 +323,11 @@ def test_azs_web_prints_its_url_serves_on_loopback_and_stops_on_ctrl_c(
     finally:
         assert lines.stop() == 0
     sock = str(short_tmpdir() / "web.sock")
-    lines = Lines(runner.spawn("web", "--unix", sock))
+    lines = Lines(runner.spawn("--json", "web", "--unix", sock))
     try:
-        line = lines.wait_for(lambda text: "serving on" in text, timeout=20)
-        token = line.split("token=", 1)[1].split()[0]
+        said = json.loads(lines.wait_for(lambda text: text.startswith("{"), timeout=20))
+        assert said["unix"] == sock
+        token = said["url"].split("token=", 1)[1]
         assert oct(os.stat(sock).st_mode & 0o777) == "0o600"
         conn = _UnixHTTP(sock)
         conn.request("GET", "/usage", headers={"Host": "localhost", "Cookie": f"azs_web={token}"})

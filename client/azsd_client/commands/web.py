@@ -16,14 +16,15 @@ def web(run: Invocation) -> int:
     from azsd_client.web import serve  # the web stack loads only for this command
 
     a = run.args
-    roots = [*a.roots, run.root] if a.roots else [run.root]
+    roots = [run.root, *a.roots]
 
     def ready(url: str) -> None:
         where = f" (on the Unix socket {a.unix})" if a.unix else ""
-        sys.stdout.write(
-            f"azs web: serving on {url}{where}\n(Ctrl-C stops it; the token in the URL is the key)\n"
-        )
-        sys.stdout.flush()
+        said = [
+            f"azs web: serving on {url}{where}",
+            "(Ctrl-C stops it; the token in the URL is the key: keep it to yourself)",
+        ]
+        run.out.result({"url": url, "unix": a.unix}, lambda _, __: said, flush=True)
         if a.open and not a.unix:
             webbrowser.open(url)
 

@@ -20,7 +20,7 @@ from azsd.events import EventDecodeError, ToolCall, ToolResult, decode_event
 from azsd.export import EventView, css_class, event_view
 from azsd.ipc.protocol import SessionView, WireEvent
 from azsd.model import StoredEvent
-from azsd_client.render.sessions import by_latest, lineage, usage_summary
+from azsd_client.render.sessions import by_latest, usage_summary
 from azsd_client.render.text import format_cost, format_duration
 
 __all__ = [
@@ -149,7 +149,6 @@ class Row:
     cost: str
     took: str
     tokens: str
-    lineage: str
     agents: str
     meter: int | None
     threshold: int
@@ -203,7 +202,6 @@ def session_rows(
                 cost=format_cost(cost, v.cost_source),
                 took=format_duration(v.duration_ms),
                 tokens=usage_summary(v.usage),
-                lineage=lineage(v),
                 agents=", ".join(sorted(agents.get((root, v.id), ()))),
                 meter=v.context_chars,
                 threshold=threshold,
