@@ -306,6 +306,7 @@ def test_azs_web_prints_its_url_serves_on_loopback_and_stops_on_ctrl_c(
     daemon = setup[0]
     runner = Azs(daemon, Path(made.root), None)  # type: ignore[arg-type]
     lines = Lines(runner.spawn("web"))
+    stream: _Stream | None = None
     try:
         line = lines.wait_for(lambda text: "serving on" in text, timeout=20)
         url = urlsplit(line.split("serving on ", 1)[1].split()[0])
@@ -320,8 +321,13 @@ def test_azs_web_prints_its_url_serves_on_loopback_and_stops_on_ctrl_c(
         page = conn.getresponse().read().decode()
         conn.close()
         assert f'data-session="{made.tools}"' in page
+        stream = _Stream(WebServer.at(url.netloc, cookie.split("=", 1)[1]), "/live/daemon")
+        assert stream.next("daemon") == '{"up":true}'  # an open stream does not keep it from stopping
     finally:
-        assert lines.stop() == 0
+        code = lines.stop()
+        if stream is not None:
+            stream.close()
+        assert code == 0
     sock = str(short_tmpdir() / "web.sock")
     lines = Lines(runner.spawn("--json", "web", "--unix", sock))
     try:

@@ -7,6 +7,7 @@ Skipped with a reason when Chromium or Playwright is missing, except under CI=tr
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import time
@@ -18,7 +19,7 @@ import pytest
 
 from azsd.events import AssistantText, ToolCall, ToolResult
 from tests.conftest import CORPUS
-from tests.daemon_fixture import DaemonProc, daemon_in_tmpdir, short_tmpdir
+from tests.daemon_fixture import DaemonProc, daemon_in_tmpdir, short_tmpdir, start_daemon
 from tests.web_fixture import HOSTILE, Made, WebServer, make_sessions, web_server
 
 CHROMIUM = os.environ.get("AZSD_CHROMIUM", "/usr/bin/chromium")
@@ -120,14 +121,20 @@ def world(
                     browser.close()
     finally:
         shutil.rmtree(base, ignore_errors=True)
-        reporter = request.config.pluginmanager.get_plugin("terminalreporter")
-        if reporter is not None:
-            reporter.write_line(f"azs web screenshots: {shots}")
+        capture = request.config.pluginmanager.get_plugin("capturemanager")
+        with capture.global_and_fixture_disabled() if capture is not None else contextlib.nullcontext():
+            print(f"\nazs web screenshots: {shots}")
 
 
 @pytest.fixture(autouse=True)
 def _fresh_problems(world: World) -> None:
     world[3].problems.clear()
+
+
+def _last_seq(browser: Browser) -> int:
+    """The highest seq on the page (a tool result folded into its call counts)."""
+    seqs = browser.page.eval_on_selector_all("#transcript [data-seq]", "ns => ns.map((n) => +n.dataset.seq)")
+    return max(seqs, default=0)
 
 
 def _go(browser: Browser, web: WebServer, path: str) -> None:
@@ -175,7 +182,7 @@ def test_an_appended_event_appears_live(world: World) -> None:
     page = browser.page
     _go(browser, web, f"/session?root={made.root}&id={made.tools}")
     page.wait_for_function("document.querySelectorAll('#transcript [data-seq]').length > 0")
-    shown = int(page.locator("#transcript > [data-seq]").last.get_attribute("data-seq") or 0)
+    shown = _last_seq(browser)
     with daemon.client() as client:
         time.sleep(0.3)  # the page's event stream is open
         call = ToolCall(tool_use_id="live1", tool_name="Bash", input={"command": "make test"})
@@ -259,3 +266,29 @@ def test_a_hostile_transcript_is_inert(world: World) -> None:
     page.hover("#seq-1 .text")
     browser.shot("hostile")
     assert not browser.problems, browser.problems  # no dialog, no script error, no CSP violation
+
+
+def test_the_daemon_going_away_and_back_is_shown(world: World) -> None:
+    """Last of the module: it stops the module's daemon and starts another on the same runtime dir."""
+    daemon, web, made, browser = world
+    page = browser.page
+    _go(browser, web, f"/session?root={made.root}&id={made.tools}")
+    banner = page.locator("#daemon")
+    assert banner.is_hidden()
+    daemon.stop()
+    banner.wait_for(state="visible", timeout=10_000)
+    assert "azsd is not answering" in banner.inner_text()
+    assert page.locator("#transcript [data-seq]").count() > 0  # what was read stays on the page
+    browser.shot("daemon-away")
+    again = start_daemon(daemon.runtime_dir)
+    try:
+        banner.wait_for(state="hidden", timeout=15_000)
+        shown = _last_seq(browser)
+        with again.client() as client:
+            client.append_events(made.root, made.tools, [AssistantText(text="after the restart")])
+        page.locator(f"#seq-{shown + 1}").wait_for(state="visible", timeout=10_000)
+        assert "after the restart" in page.locator(f"#seq-{shown + 1}").inner_text()
+    finally:
+        again.close()
+    browser.problems = [p for p in browser.problems if "ERR_" not in p and "503" not in p]
+    assert not browser.problems, browser.problems

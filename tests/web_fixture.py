@@ -127,6 +127,13 @@ class WebServer:
             self._loop.call_soon_threadsafe(self._stop.set)
         self._thread.join(10)
 
+    @classmethod
+    def at(cls, host: str, token: str) -> WebServer:
+        """A handle on a server started elsewhere (`azs web` in a subprocess), for its requests."""
+        server = cls.__new__(cls)
+        server.url = f"http://{host}/?token={token}"
+        return server
+
     @property
     def host(self) -> str:
         return urlsplit(self.url).netloc
