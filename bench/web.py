@@ -41,6 +41,7 @@ from azsd.ipc.protocol import EventsAppended
 from azsd.store import Store
 from azsd_client import AsyncClient, Client
 from azsd_client.web import serve
+from azsd_client.web.security import cookie_name
 from bench.common import corpus_like_events, daemon_config, median_of, percentile, report, running_daemon
 
 SESSIONS = 10_000
@@ -102,7 +103,7 @@ def _first_byte(url: str, path: str, whole: bool = False) -> float:
     token = parts.query.removeprefix("token=")
     conn = http.client.HTTPConnection(parts.netloc, timeout=60)
     start = time.perf_counter()
-    conn.request("GET", path, headers={"Host": parts.netloc, "Cookie": f"azs_web={token}"})
+    conn.request("GET", path, headers={"Host": parts.netloc, "Cookie": f"{cookie_name(parts.port)}={token}"})
     response = conn.getresponse()
     took = time.perf_counter() - start
     body = response.read()

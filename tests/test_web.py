@@ -69,13 +69,14 @@ def tags(page: str) -> list[tuple[str, dict[str, str | None]]]:
 def test_the_token_is_needed_and_traded_for_a_cookie(web: WebServer) -> None:
     status, _, body = web.get("/", cookie=False)
     assert status == 403 and "token" in body
-    status, _, _ = web.get("/", {"Cookie": "azs_web=wrong"})
+    status, _, _ = web.get("/", {"Cookie": web.cookie.split("=")[0] + "=wrong"})
     assert status == 403
     status, headers, _ = web.get(f"/?token={web.token}&q=x", cookie=False)
     assert status == 303
     assert headers["location"] == "/?q=x"  # the token leaves the address bar
     cookie = headers["set-cookie"]
-    assert f"azs_web={web.token}" in cookie and "HttpOnly" in cookie and "SameSite=Strict" in cookie
+    assert web.cookie in cookie and web.cookie.startswith("azs_web_")  # one cookie per port
+    assert "HttpOnly" in cookie and "SameSite=Strict" in cookie
     assert web.get("/")[0] == 200
 
 
@@ -210,7 +211,7 @@ class _Stream:
 
     def __init__(self, web: WebServer, path: str) -> None:
         self.conn = http.client.HTTPConnection(web.host, timeout=20)
-        self.conn.request("GET", path, headers={"Host": web.host, "Cookie": f"azs_web={web.token}"})
+        self.conn.request("GET", path, headers={"Host": web.host, "Cookie": web.cookie})
         self.response = self.conn.getresponse()
         assert self.response.status == 200
         assert self.response.getheader("Content-Type", "").startswith("text/event-stream")
@@ -322,6 +323,7 @@ def test_azs_web_prints_its_url_serves_on_loopback_and_stops_on_ctrl_c(
         conn.close()
         assert f'data-session="{made.tools}"' in page
         stream = _Stream(WebServer.at(url.netloc, cookie.split("=", 1)[1]), "/live/daemon")
+        assert cookie.startswith(f"azs_web_{url.port}=")
         assert stream.next("daemon") == '{"up":true}'  # an open stream does not keep it from stopping
     finally:
         code = lines.stop()

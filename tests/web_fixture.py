@@ -27,6 +27,7 @@ from azsd.events import (
 )
 from azsd_client import Client
 from azsd_client.web import serve
+from azsd_client.web.security import cookie_name
 from tests.daemon_fixture import DaemonProc
 
 #: What an agent might write to attack a page: script, a link to javascript:, a textarea closed
@@ -139,6 +140,11 @@ class WebServer:
         return urlsplit(self.url).netloc
 
     @property
+    def cookie(self) -> str:
+        """The Cookie header that carries the token (the cookie is named after the port)."""
+        return f"{cookie_name(int(self.host.rsplit(':', 1)[1]))}={self.token}"
+
+    @property
     def token(self) -> str:
         return urlsplit(self.url).query.removeprefix("token=")
 
@@ -149,7 +155,7 @@ class WebServer:
         conn = http.client.HTTPConnection(self.host, timeout=20)
         sent = {"Host": self.host, **(headers or {})}
         if cookie:
-            sent.setdefault("Cookie", f"azs_web={self.token}")
+            sent.setdefault("Cookie", self.cookie)
         conn.request(method, path, headers=sent)
         response = conn.getresponse()
         body = response.read().decode()

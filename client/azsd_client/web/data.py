@@ -47,10 +47,6 @@ class Stores:
             self._roots.setdefault(root, None)
         return [root for root in self._roots if Path(root, _STORE).is_file()]
 
-    def knows(self, root: str) -> bool:
-        """Whether `root` is one of the roots this view shows (a page names its store by root)."""
-        return root in self._roots
-
 
 async def list_everywhere(
     client: AsyncClient, roots: Sequence[str], *, archived: bool = False

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any, Final
 
 import msgspec
@@ -168,7 +168,9 @@ async def session_stream(
     return response
 
 
-async def _chunks(client: AsyncClient, root: str, session: int, from_seq: int) -> Any:
+async def _chunks(
+    client: AsyncClient, root: str, session: int, from_seq: int
+) -> AsyncIterator[list[WireEvent]]:
     """The events from `from_seq` on, a page at a time (nothing when the daemon is away)."""
     next_seq: int | None = from_seq
     while next_seq is not None:

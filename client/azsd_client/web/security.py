@@ -9,7 +9,8 @@ The web view serves one person on one machine, so every request must prove three
   ``Sec-Fetch-Site: cross-site`` is refused too);
 - it carries the **token**: the random one in the URL printed at start, ``?token=…``. The first
   visit trades it for a cookie (HttpOnly, SameSite=Strict) and is redirected to the same URL without
-  it, so the token leaves the address bar and the history; a request with neither is 403.
+  it, so the token leaves the address bar and the history; a request with neither is 403. The
+  cookie is named after the port (``azs_web_<port>``): two views at once keep a token each.
 
 Every response gets a strict Content-Security-Policy (scripts, styles and connections only from this
 server, no inline script or style, no frames, no forms to elsewhere), ``nosniff``, no referrer and
@@ -29,10 +30,8 @@ from typing import Final
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 
-__all__ = ["COOKIE", "CSP", "Guard", "check_csrf", "csrf_token", "new_token", "secure_headers"]
+__all__ = ["CSP", "Guard", "check_csrf", "cookie_name", "csrf_token", "new_token", "secure_headers"]
 
-#: The cookie the token is kept in after the first visit.
-COOKIE: Final = "azs_web"
 #: The Content-Security-Policy of every response: nothing inline, nothing from elsewhere.
 CSP: Final = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
@@ -51,6 +50,12 @@ _HEADERS: Final = {
 _LOOPBACK_NAMES: Final = ("127.0.0.1", "localhost", "[::1]")
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def cookie_name(port: int | None) -> str:
+    """The cookie a server on `port` keeps its token in: ``azs_web_<port>`` (cookies are shared by every
+    port of a host, so two views at once each need their own), ``azs_web`` on a Unix socket."""
+    return "azs_web" if port is None else f"azs_web_{port}"
 
 
 def new_token() -> str:
@@ -77,6 +82,7 @@ class Guard:
 
     def __init__(self, token: str, port: int | None, hosts: tuple[str, ...] | None = None) -> None:
         self.token = token
+        self.cookie = cookie_name(port)
         if hosts is None:
             suffix = "" if port is None else f":{port}"
             hosts = tuple(name + suffix for name in _LOOPBACK_NAMES)
@@ -98,7 +104,7 @@ class Guard:
 
     def has_token(self, request: web.Request) -> bool:
         """The request carries the token, in its cookie or its URL."""
-        given = request.cookies.get(COOKIE) or request.query.get("token") or ""
+        given = request.cookies.get(self.cookie) or request.query.get("token") or ""
         return hmac.compare_digest(given.encode(), self.token.encode())
 
     def middleware(self) -> Middleware:
@@ -124,7 +130,7 @@ class Guard:
         if "token" in request.query:
             query = {k: v for k, v in request.query.items() if k != "token"}
             response = web.Response(status=303, headers={"Location": str(request.rel_url.with_query(query))})
-            response.set_cookie(COOKIE, self.token, httponly=True, samesite="Strict", path="/")
+            response.set_cookie(self.cookie, self.token, httponly=True, samesite="Strict", path="/")
             return response
         return await handler(request)
 

@@ -24,6 +24,7 @@ from aiohttp import web
 from markupsafe import Markup
 
 from azsd.config import ResolvedConfig
+from azsd.ipc.protocol import WireEvent
 from azsd_client.aio import AsyncClient
 
 from . import pages
@@ -100,8 +101,11 @@ class Web:
             session, after = int(request.query["id"]), int(request.query.get("after", "0"))
         except (KeyError, ValueError):
             raise web.HTTPBadRequest(text="id and after must be numbers\n") from None
-        render: Callable[[list[Any]], list[dict[str, Any]]] = lambda events: pages.render_items(self, events)  # noqa: E731
-        return await session_stream(request, self.watch, root, session, after, render)
+        return await session_stream(request, self.watch, root, session, after, self.render_items)
+
+    def render_items(self, events: list[WireEvent]) -> list[dict[str, Any]]:
+        """New events of a live transcript, rendered as the page renders them."""
+        return pages.render_items(self, events)
 
     async def daemon_events(self, request: web.Request) -> web.StreamResponse:
         return await daemon_stream(request, self.watch)
