@@ -24,25 +24,34 @@ import argparse
 import asyncio
 import dataclasses
 import http.client
-import os
+import signal
 import statistics
+import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import quote, urlsplit
 
+import msgspec
+
 from azsd.config import ResolvedConfig
 from azsd.events import AssistantText, Complete, Event, UserMessage
 from azsd.ipc.protocol import EventsAppended
 from azsd.store import Store
 from azsd_client import AsyncClient, Client
-from azsd_client.web import serve
 from azsd_client.web.security import cookie_name
-from bench.common import corpus_like_events, daemon_config, median_of, percentile, report, running_daemon
+from bench.common import (
+    corpus_like_events,
+    daemon_config,
+    installed_env,
+    median_of,
+    percentile,
+    report,
+    running_daemon,
+)
 
 SESSIONS = 10_000
 EVENTS = 100_000
@@ -67,35 +76,22 @@ def _fill(list_root: Path, long_root: Path, events: int) -> int:
 
 
 @contextmanager
-def _web(config: ResolvedConfig, roots: list[str]) -> Iterator[str]:
-    """`azs web` in a thread; yields its URL (with the token)."""
-    ready = threading.Event()
-    found: list[str] = []
-    state: dict[str, object] = {}
-
-    def run() -> None:
-        async def main() -> None:
-            stop = asyncio.Event()
-            state["loop"], state["stop"] = asyncio.get_running_loop(), stop
-
-            def on_ready(url: str) -> None:
-                found.append(url)
-                ready.set()
-
-            await serve(config, roots, on_ready=on_ready, stop=stop)
-
-        asyncio.run(main())
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    if not ready.wait(30):
-        raise RuntimeError("azs web did not start")
+def _web(run_dir: Path, state_dir: Path, roots: list[str]) -> Iterator[str]:
+    """`azs web` as users run it, a process of its own; yields the URL it printed (with the token)."""
+    env = installed_env({"AZSD_RUNTIME_DIR": str(run_dir), "XDG_STATE_HOME": str(state_dir)})
+    argv = [sys.executable, "-m", "azsd_client.cli", "--json", "--root", roots[0], "web"]
+    for root in roots[1:]:
+        argv += ["--store", root]
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
     try:
-        yield found[0]
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        if not line:
+            raise RuntimeError("azs web did not start")
+        yield str(msgspec.json.decode(line)["url"])
     finally:
-        loop, stop = state["loop"], state["stop"]
-        loop.call_soon_threadsafe(stop.set)  # type: ignore[attr-defined]
-        thread.join(10)
+        proc.send_signal(signal.SIGINT)
+        proc.wait(15)
 
 
 def _first_byte(url: str, path: str, whole: bool = False) -> float:
@@ -201,9 +197,8 @@ def main(*, quick: bool = False, browser: bool | None = None) -> None:
         long_root.mkdir()
         sid = _fill(list_root, long_root, events)
         run_dir = base / "run"
-        config = daemon_config(run_dir)
-        config = dataclasses.replace(config, state_dir=base / "state")  # not the user's follow-roots
-        with running_daemon(run_dir), _web(config, [str(list_root), str(long_root)]) as url:
+        config = dataclasses.replace(daemon_config(run_dir), state_dir=base / "state")
+        with running_daemon(run_dir), _web(run_dir, base / "state", [str(list_root), str(long_root)]) as url:
             sessions_s = median_of(runs, lambda: _first_byte(url, "/"))
             list_s = _async_median(
                 runs, config,
@@ -229,4 +224,3 @@ if __name__ == "__main__":
     parser.add_argument("--browser", action="store_true", help="measure append → visible even with --quick")
     args = parser.parse_args()
     main(quick=args.quick, browser=True if args.browser else None)
-    os._exit(0)

@@ -152,7 +152,9 @@ def test_the_sessions_page_lists_filters_and_links(web: WebServer, made: Made) -
     assert re.findall(r'data-session="(\d+)"', text) == [str(made.long)]
 
 
-def test_a_transcript_folds_tool_calls_and_marks_failures_and_boundaries(web: WebServer, made: Made) -> None:
+def test_a_transcript_folds_tool_calls_and_marks_failures_and_boundaries(
+    setup: tuple[DaemonProc, WebServer, Made], web: WebServer, made: Made
+) -> None:
     page = web.get(f"/session?root={made.root}&id={made.tools}")[2]
     call = page[page.index('id="seq-3"') : page.index('id="seq-5"')]
     assert "<details" in call and 'id="seq-4"' in call and "a.py\nb.py" in call  # result folded in
@@ -160,9 +162,11 @@ def test_a_transcript_folds_tool_calls_and_marks_failures_and_boundaries(web: We
     assert failed.startswith('id="seq-5"') and "✗ error" in page
     assert 'class="event complete failed"' in page
     assert 'boundary" id="seq-8"' in page  # the agent's own compaction marker
-    compacted = web.get(f"/session/compacted?root={made.root}&id={made.tools}")
-    assert compacted[0] == 200 and compacted[2] == '{"after": 7}'  # where azs compact's summary ends
-    assert web.get(f"/session/compacted?root={made.root}&id={made.long}")[2] == '{"after": 0}'
+    status, _, body = web.get(f"/session/context?root={made.root}&id={made.tools}")
+    with setup[0].client() as client:
+        chars = client.context_meter(made.root, made.tools).chars  # of seqs 8.. (after the compaction)
+    assert status == 200 and json.loads(body) == {"after": 7, "chars": chars, "threshold": 400_000}
+    assert json.loads(web.get(f"/session/context?root={made.root}&id={made.long}")[2])["after"] == 0
     assert "seq 10" in page
     assert f'forks: <a href="/session?root={made.root.replace("/", "%2F")}&amp;id={made.fork}">' in page
     fork = web.get(f"/session?root={made.root}&id={made.fork}")[2]

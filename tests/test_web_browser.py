@@ -169,6 +169,11 @@ def test_a_transcript_folds_tool_calls_until_opened(world: World) -> None:
     assert "✗ error" in page.locator("#seq-5 summary").inner_text()
     assert page.locator("#seq-8.boundary").is_visible()  # the agent's own compaction marker
     marker = page.locator("#compacted")  # azs compact's, found after the first screen
+    page.locator("#meter").wait_for(state="visible", timeout=10_000)
+    with world[0].client() as client:
+        chars = client.context_meter(made.root, made.tools).chars
+    assert page.locator("#meter .meter-text").inner_text() == f"{chars} of 400,000 chars (0%)"
+    assert page.eval_on_selector("#meter meter", "m => m.value") == chars
     marker.wait_for(state="visible", timeout=10_000)
     assert marker.get_attribute("data-after") == "7" and "seqs 1–7 are summarised" in marker.inner_text()
     assert page.evaluate("document.getElementById('compacted').nextElementSibling.id") == "seq-8"

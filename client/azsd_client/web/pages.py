@@ -92,7 +92,7 @@ async def session_page(web_: Web, request: web.Request) -> web.Response:
     if sid is None:
         raise web.HTTPBadRequest(text="id is missing\n")
     try:
-        view = (await web_.client.get_session(root, sid, with_meter=True)).session
+        view = (await web_.client.get_session(root, sid)).session
     except RemoteError as exc:
         if exc.code != "not_found":
             raise
@@ -120,16 +120,20 @@ async def session_page(web_: Web, request: web.Request) -> web.Response:
     )
 
 
-async def compacted(web_: Web, request: web.Request) -> web.Response:
-    """``{"after": N}``: the latest compaction (`azs compact`) summarised seqs 1..N of the session (0:
-    none). Asked by the transcript page once it is shown: finding it reads every prompt of the
-    session, too slow for the first screen of a long one."""
+async def context(web_: Web, request: web.Request) -> web.Response:
+    """``{"after", "chars", "threshold"}``: the latest compaction (`azs compact`) summarised seqs
+    1..`after` of the session (0: none), and its context meter: `chars` stored since, against
+    `threshold`. Asked by the transcript page once it is shown: both read the whole session since its
+    latest compaction (every prompt, every event's size), too slow for the first screen of a long one."""
     root = await _root(web_, request)
     sid = _int(request, "id")
     if sid is None:
         raise web.HTTPBadRequest(text="id is missing\n")
-    plan = await web_.client.plan_compaction(root, sid, keep=_NO_PLAN)
-    return web.json_response({"after": plan.from_seq - 1})
+    plan, meter = await asyncio.gather(
+        web_.client.plan_compaction(root, sid, keep=_NO_PLAN),
+        web_.client.context_meter(root, sid, threshold=web_.threshold),
+    )
+    return web.json_response({"after": plan.from_seq - 1, "chars": meter.chars, "threshold": meter.threshold})
 
 
 def render_items(web_: Web, events: list[WireEvent]) -> list[dict[str, Any]]:
@@ -267,5 +271,5 @@ def routes(web_: Web) -> list[web.RouteDef]:
         web.get("/session", page(session_page)),
         web.get("/search", page(search_page)),
         web.get("/usage", page(usage_page)),
-        web.get("/session/compacted", page(compacted)),
+        web.get("/session/context", page(context)),
     ]

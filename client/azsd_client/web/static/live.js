@@ -17,12 +17,23 @@
   window.addEventListener("hashchange", reveal);
   reveal();
 
-  // Where the latest `azs compact` ends: asked after the first screen (finding it takes a while).
+  // The context meter and where the latest `azs compact` ends: asked after the first screen (both
+  // read the whole session since its latest compaction).
   const transcriptNode = document.getElementById("transcript");
-  if (transcriptNode && transcriptNode.dataset.compacted) {
-    fetch(transcriptNode.dataset.compacted, { credentials: "same-origin" })
+  function showMeter(data) {
+    const box = document.getElementById("meter");
+    if (!box || typeof data.chars !== "number") return;
+    const percent = Math.round((100 * data.chars) / data.threshold);
+    box.querySelector("meter").value = data.chars;
+    box.querySelector(".meter-text").textContent =
+      `${data.chars.toLocaleString("en")} of ${data.threshold.toLocaleString("en")} chars (${percent}%)`;
+    box.hidden = false;
+  }
+  if (transcriptNode && transcriptNode.dataset.context) {
+    fetch(transcriptNode.dataset.context, { credentials: "same-origin" })
       .then((response) => (response.ok ? response.json() : { after: 0 }))
       .then((data) => {
+        showMeter(data);
         const after = Number(data.after);
         const next = Array.from(transcriptNode.querySelectorAll(":scope > [data-seq]"))
           .find((node) => Number(node.dataset.seq) > after);
