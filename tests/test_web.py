@@ -20,6 +20,7 @@ import pytest
 from azsd.events import AssistantText, ToolCall, ToolResult
 from tests.daemon_fixture import DaemonProc, daemon_in_tmpdir, short_tmpdir, start_daemon
 from tests.test_cli import Azs, Lines
+from tests.test_cli_json import check
 from tests.web_fixture import LONG, Made, WebServer, make_sessions, web_server
 
 
@@ -338,6 +339,7 @@ def test_azs_web_prints_its_url_serves_on_loopback_and_stops_on_ctrl_c(
     lines = Lines(runner.spawn("--json", "web", "--unix", sock))
     try:
         said = json.loads(lines.wait_for(lambda text: text.startswith("{"), timeout=20))
+        check("web", [said])  # the shape docs/cli-json.md shows
         assert said["unix"] == sock
         token = said["url"].split("token=", 1)[1]
         assert oct(os.stat(sock).st_mode & 0o777) == "0o600"
