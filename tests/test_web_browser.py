@@ -8,8 +8,11 @@ Skipped with a reason when Chromium or Playwright is missing, except under CI=tr
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,6 +23,8 @@ import pytest
 from azsd.events import AssistantText, ToolCall, ToolResult
 from tests.conftest import CORPUS
 from tests.daemon_fixture import DaemonProc, daemon_in_tmpdir, short_tmpdir, start_daemon
+from tests.test_run import CLAUDE as CLAUDE_RUN
+from tests.test_run import FAKE_AGENT
 from tests.web_fixture import HOSTILE, Made, WebServer, make_sessions, web_server
 
 CHROMIUM = os.environ.get("AZSD_CHROMIUM", "/usr/bin/chromium")
@@ -271,6 +276,39 @@ def test_a_hostile_transcript_is_inert(world: World) -> None:
     page.hover("#seq-1 .text")
     browser.shot("hostile")
     assert not browser.problems, browser.problems  # no dialog, no script error, no CSP violation
+
+
+@pytest.mark.skipif(CLAUDE_RUN is None, reason=f"no Claude stream-json file in the corpus at {CORPUS}")
+def test_a_turn_run_in_a_terminal_is_watched_in_the_browser(world: World, tmp_path: Path) -> None:
+    daemon, web, made, browser = world
+    assert CLAUDE_RUN is not None
+    with daemon.client() as client:
+        sid = client.create_session(made.root, "watched", worktree="main").session.id
+    page = browser.page
+    _go(browser, web, f"/session?root={made.root}&id={sid}")
+    time.sleep(0.3)  # the page's event stream is open
+    config = tmp_path / "azsd.toml"
+    agent = [sys.executable, str(FAKE_AGENT), "--replay", str(CLAUDE_RUN), "--delay", "0.05"]
+    config.write_text(f"claude-command = {json.dumps(agent)}\n")
+    argv = [sys.executable, "-m", "azsd_client.cli", "--runtime-dir", str(daemon.runtime_dir),
+            "--root", made.root, "run", "-s", str(sid), "--backend", "claude", "watch this turn"]  # fmt: skip
+    done = subprocess.run(
+        argv, env={**daemon.env, "AZSD_CONFIG": str(config)}, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    page.locator("#transcript .user-message", has_text="watch this turn").wait_for(timeout=10_000)
+    with daemon.client() as client:
+        stored = [e.seq for e in client.get_events(made.root, sid)]
+        state = client.get_session(made.root, sid).session.state
+    page.locator(f"#seq-{stored[-1]}").wait_for(state="attached", timeout=10_000)
+    assert _last_seq(browser) == stored[-1]  # every event the turn stored, in the page
+    deadline = time.monotonic() + 10
+    while page.locator("#state-word").inner_text() != state and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert page.locator("#state-word").inner_text() == state == "succeeded"
+    assert page.locator("#state").inner_text() == "✓"
+    browser.shot("azs-run-watched")
+    assert not browser.problems, browser.problems
 
 
 def test_the_daemon_going_away_and_back_is_shown(world: World) -> None:

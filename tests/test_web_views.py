@@ -25,7 +25,7 @@ from azsd.ipc.protocol import (
     UsageView,
     WireEvent,
 )
-from azsd_client.web import charts
+from azsd_client.web import charts, security
 from azsd_client.web.views import Filters, clean, filter_sessions, transcript
 
 
@@ -158,3 +158,13 @@ def test_team_usage_sums_per_identity() -> None:
         ("bob@b", 1, 15, 3.0, True),
         ("ann@a", 2, 30, 1.5, False),
     ]
+
+
+def test_a_csrf_token_is_bound_to_its_token_and_purpose() -> None:
+    token = security.new_token()
+    assert len(token) >= 43 and token != security.new_token()
+    made = security.csrf_token(token, "rename S3")
+    assert security.check_csrf(token, "rename S3", made)
+    assert not security.check_csrf(token, "delete S3", made)
+    assert not security.check_csrf(security.new_token(), "rename S3", made)
+    assert security.cookie_name(41873) == "azs_web_41873" and security.cookie_name(None) == "azs_web"
