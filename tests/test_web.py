@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from azsd.events import AssistantText, ToolCall, ToolResult
+from azsd.events import AssistantText, ToolCall, ToolResult, UserMessage
 from tests.daemon_fixture import DaemonProc, daemon_in_tmpdir, short_tmpdir, start_daemon
 from tests.test_cli import Azs, Lines
 from tests.test_cli_json import check
@@ -139,7 +139,8 @@ def test_hostile_agent_text_is_inert(web: WebServer, made: Made) -> None:
 
 def test_the_sessions_page_lists_filters_and_links(web: WebServer, made: Made) -> None:
     page = web.get("/")[2]
-    rows = re.findall(r'<tr class="state-(\w+)" data-session="(\d+)">', page)
+    mine = f'data-root="{made.root}"'  # (another test adds a store of its own)
+    rows = re.findall(rf'<tr class="state-(\w+)" data-session="(\d+)" {mine}>', page)
     assert [int(s) for _, s in rows] == [made.long, made.fork, made.tools, made.hostile]
     assert dict((int(s), state) for state, s in rows)[made.tools] == "failed"
     assert f"fork of S{made.tools}@4" in page  # the fork's lineage, a link to its parent at seq 4
@@ -151,6 +152,22 @@ def test_the_sessions_page_lists_filters_and_links(web: WebServer, made: Made) -
     assert re.findall(r'data-session="(\d+)"', failed) == [str(made.tools)]
     text = web.get("/?q=a+long")[2]
     assert re.findall(r'data-session="(\d+)"', text) == [str(made.long)]
+
+
+def test_every_store_the_daemon_has_open_is_shown(
+    setup: tuple[DaemonProc, WebServer, Made], web: WebServer, made: Made
+) -> None:
+    other = Path(made.root).parent / "other"
+    other.mkdir(exist_ok=True)
+    with setup[0].client() as client:
+        sid = client.create_session(other, "in another worktree").session.id  # the daemon opens it
+        client.append_events(other, sid, [UserMessage(content="numbat in another store")])
+    page = web.get("/")[2]
+    assert "in another worktree" in page and "in 2 stores" in page
+    link = f"/session?root={str(other.resolve()).replace('/', '%2F')}&amp;id={sid}"
+    assert link in page
+    assert web.get(f"/session?root={other.resolve()}&id={sid}")[0] == 200
+    assert link + "&amp;at=1#seq-1" in web.get("/search?q=numbat")[2]
 
 
 def test_a_transcript_folds_tool_calls_and_marks_failures_and_boundaries(
