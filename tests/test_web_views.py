@@ -144,6 +144,19 @@ def test_the_active_block_and_what_a_newer_daemon_adds_to_it() -> None:
     shown = charts.active_block(newer, now)
     assert shown is not None and shown.extra == (("burn usd per hour", "1.5000"),)
 
+    # … or the reply itself, with a value of its own.
+    class Projection(msgspec.Struct, frozen=True):
+        cost_usd: float
+        tokens: int
+
+    class NewerReply(UsageReply, frozen=True):
+        projection: Projection | None = None
+
+    fields = msgspec.structs.asdict(block())
+    reply = NewerReply(**fields, projection=Projection(cost_usd=6.25, tokens=4200))
+    shown = charts.active_block(reply, now)
+    assert shown is not None and shown.extra == (("projection", "cost_usd 6.2500, tokens 4200"),)
+
 
 def test_team_usage_sums_per_identity() -> None:
     def remote(who: str, cost: float, source: str = "reported") -> RemoteSessionView:

@@ -29,7 +29,9 @@ KINDS: Final = (
 )
 #: The fields of a period every daemon sends; any other one (a newer daemon's: a block's burn rate and
 #: projection) is shown as it comes, by its name.
-_PERIOD_FIELDS: Final = frozenset(UsagePeriodView.__struct_fields__) - {"usage", "models"}
+_PERIOD_FIELDS: Final = frozenset(UsagePeriodView.__struct_fields__)
+#: The same of the reply (a newer daemon may tell the active block's burn and projection there).
+_REPLY_FIELDS: Final = frozenset(UsageReply.__struct_fields__) | {"protocol"}
 
 
 def cost_by_day(reply: UsageReply) -> dict[str, Any]:
@@ -64,7 +66,8 @@ class Block:
     elapsed_min: int
     left_min: int
     cost: str
-    #: Figures a newer daemon sends about the block (its burn rate, its projection), by field name.
+    #: Figures a newer daemon sends about the block (its burn rate, its projection), by field name:
+    #: fields of the period, or of the reply, that this client does not know.
     extra: tuple[tuple[str, str], ...]
 
 
@@ -86,11 +89,7 @@ def active_block(reply: UsageReply, now: datetime) -> Block | None:
         return None
     now = now.astimezone(start.tzinfo) if start.tzinfo else now.replace(tzinfo=None)
     active = start <= now < end
-    extra = tuple(
-        (name.replace("_", " "), _shown(value))
-        for name, value in msgspec.structs.asdict(latest).items()
-        if name not in _PERIOD_FIELDS and name not in ("usage", "models") and value is not None
-    )
+    extra = _extra(latest, _PERIOD_FIELDS | {"usage", "models"}) + _extra(reply, _REPLY_FIELDS)
     return Block(
         period=latest,
         active=active,
@@ -98,6 +97,15 @@ def active_block(reply: UsageReply, now: datetime) -> Block | None:
         left_min=max(0, int((end - now).total_seconds() // 60)) if active else 0,
         cost=format_cost(latest.usage.cost_usd, latest.usage.cost_source) or "$0",
         extra=extra,
+    )
+
+
+def _extra(value: msgspec.Struct, known: frozenset[str]) -> tuple[tuple[str, str], ...]:
+    """The fields of `value` this client does not know (a newer daemon's), by name, as text."""
+    return tuple(
+        (name.replace("_", " "), _shown(field))
+        for name, field in msgspec.structs.asdict(value).items()
+        if name not in known and field is not None
     )
 
 
