@@ -9,6 +9,8 @@ import os
 import re
 import shutil
 import socket
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from html.parser import HTMLParser
@@ -367,3 +369,38 @@ def test_azs_web_prints_its_url_serves_on_loopback_and_stops_on_ctrl_c(
     finally:
         assert lines.stop() == 0
         shutil.rmtree(os.path.dirname(sock), ignore_errors=True)
+
+
+def test_open_hands_the_browser_a_private_file_not_the_token(
+    setup: tuple[DaemonProc, WebServer, Made], made: Made, tmp_path: Path
+) -> None:
+    """Every user can read a process's command line: the browser gets a file only this user can read,
+    which leads on to the URL with the token."""
+    daemon = setup[0]
+    seen = tmp_path / "browser.json"
+    recorder = tmp_path / "browser.py"
+    recorder.write_text(
+        "import json, os, sys\n"
+        "path = sys.argv[1].removeprefix('file://')\n"
+        "seen = {'argv': sys.argv[1:], 'mode': os.stat(path).st_mode & 0o777, 'text': open(path).read()}\n"
+        f"json.dump(seen, open({str(seen)!r}, 'w'))\n"
+    )
+    runner = Azs(daemon, Path(made.root), None)  # type: ignore[arg-type]
+    command = [sys.executable, "-m", "azsd_client.cli", *runner.argv("--json", "web", "--open")]
+    browser = {**daemon.env, "BROWSER": f"{sys.executable} {recorder} %s"}
+    pipe, nothing = subprocess.PIPE, subprocess.DEVNULL
+    lines = Lines(subprocess.Popen(command, env=browser, stdin=nothing, stdout=pipe, stderr=pipe, text=True))
+    try:
+        url = json.loads(lines.wait_for(lambda text: text.startswith("{"), timeout=20))["url"]
+        deadline = time.monotonic() + 20
+        while not seen.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        opened = json.loads(seen.read_text())
+        token = url.split("token=", 1)[1]
+        assert token not in " ".join(opened["argv"]) and opened["argv"][0].startswith("file://")
+        assert opened["mode"] == 0o600 and f'content="0;url={url}"' in opened["text"]
+        page = Path(opened["argv"][0].removeprefix("file://"))
+        assert page.parent == daemon.runtime_dir
+    finally:
+        assert lines.stop() == 0
+    assert not page.exists()  # removed when azs web stops

@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import html
 import sys
 import webbrowser
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from azsd.files import atomic_write
 
 from .invocation import Invocation
 
@@ -26,11 +31,33 @@ def web(run: Invocation) -> int:
         ]
         run.out.result({"url": url, "unix": a.unix}, lambda _, __: said, flush=True)
         if a.open and not a.unix:
-            webbrowser.open(url)
+            opener.append(open_privately(url, run.config.runtime_dir))
 
+    opener: list[Path] = []
     try:
         asyncio.run(serve(run.config, roots, port=a.port, unix=a.unix, on_ready=ready))
     except OSError as exc:
         sys.stderr.write(f"azs web: cannot listen: {exc}\n")
         return 1
+    finally:
+        for path in opener:
+            path.unlink(missing_ok=True)
     return 0
+
+
+def open_privately(url: str, directory: Path) -> Path:
+    """Open `url` in the browser without putting its token on the browser's command line (which every
+    user of the machine can read in /proc): the browser is given a file only this user can read
+    (`directory` is the private runtime dir), whose meta refresh leads to `url`. Returns the file."""
+    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    path = directory / f"web-{urlsplit(url).port}.html"
+    target = html.escape(url, quote=True)
+    page = (
+        '<!doctype html><meta charset="utf-8"><meta name="referrer" content="no-referrer">'
+        f'<meta http-equiv="refresh" content="0;url={target}"><title>azs web</title>'
+        f'<p><a href="{target}">Open azs web</a></p>\n'
+    )
+    with atomic_write(path, mode=0o600) as out:
+        out.write(page.encode())
+    webbrowser.open(path.as_uri())
+    return path
