@@ -401,7 +401,8 @@ def test_open_hands_the_browser_a_private_file_not_the_token(
         "import json, os, sys\n"
         "path = sys.argv[1].removeprefix('file://')\n"
         "seen = {'argv': sys.argv[1:], 'mode': os.stat(path).st_mode & 0o777, 'text': open(path).read()}\n"
-        f"json.dump(seen, open({str(seen)!r}, 'w'))\n"
+        f"json.dump(seen, open({str(seen)!r} + '.part', 'w'))\n"
+        f"os.replace({str(seen)!r} + '.part', {str(seen)!r})\n"
     )
     runner = Azs(daemon, Path(made.root), None)  # type: ignore[arg-type]
     command = [sys.executable, "-m", "azsd_client.cli", *runner.argv("--json", "web", "--open")]

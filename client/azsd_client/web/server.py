@@ -170,12 +170,12 @@ async def serve(
         await site.start()
         if unix is not None:
             os.chmod(unix, 0o600)
-        on_ready(url)
         done = stop or asyncio.Event()
         loop = asyncio.get_running_loop()
-        for signum in (signal.SIGINT, signal.SIGTERM):
+        for signum in (signal.SIGINT, signal.SIGTERM):  # before the URL is out: Ctrl-C at once is a stop
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.add_signal_handler(signum, done.set)
+        on_ready(url)
         await done.wait()
     finally:
         await runner.cleanup()
