@@ -203,6 +203,7 @@ def test_an_appended_event_appears_live(world: World) -> None:
         client.append_events(made.root, made.tools, [answer])
         page.locator(f"#seq-{shown + 2} .result").wait_for(state="attached", timeout=10_000)
     assert page.locator(f"#seq-{shown + 2} .outcome").inner_text() == "✓"  # folded into its call
+    assert page.locator("#last-seq").inner_text() == str(shown + 3)
     browser.shot("live")
     assert not browser.problems, browser.problems
 

@@ -102,7 +102,9 @@
         transcript.appendChild(node);
       }
     }
-    transcript.dataset.last = String(JSON.parse(e.data).items.slice(-1)[0]?.seq ?? "");
+    const newest = JSON.parse(e.data).items.slice(-1)[0];
+    const lastSeq = document.getElementById("last-seq");
+    if (newest && lastSeq) lastSeq.textContent = String(newest.seq);
     if (atBottom) window.scrollTo(0, document.body.scrollHeight);
   });
   source.addEventListener("session", (e) => {
