@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from azsd.events import AssistantText, ToolCall, ToolResult, UserMessage
+from azsd_client.commands.web import git_worktrees
 from azsd_client.web.pages import PAGE_SESSIONS
 from tests.daemon_fixture import DaemonProc, daemon_in_tmpdir, short_tmpdir, start_daemon
 from tests.test_cli import Azs, Lines
@@ -423,3 +424,19 @@ def test_open_hands_the_browser_a_private_file_not_the_token(
     finally:
         assert lines.stop() == 0
     assert not page.exists()  # removed when azs web stops
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+def test_the_other_worktrees_of_the_repository_are_found(tmp_path: Path) -> None:
+    main, other = tmp_path / "main", tmp_path / "other"
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@t"}  # fmt: skip
+    for argv in (
+        ["init", "-q", str(main)],
+        ["-C", str(main), "commit", "-q", "--allow-empty", "-m", "first"],
+        ["-C", str(main), "worktree", "add", "-q", "-b", "feature", str(other)],
+    ):
+        subprocess.run(["git", *argv], check=True, env=env, capture_output=True)
+    assert [os.path.realpath(p) for p in git_worktrees(str(main))] == [os.path.realpath(other)]
+    assert [os.path.realpath(p) for p in git_worktrees(str(other))] == [os.path.realpath(main)]
+    assert git_worktrees(str(tmp_path)) == []  # not in git

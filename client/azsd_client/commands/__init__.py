@@ -136,8 +136,9 @@ _BRIDGE_DESCRIPTION: Final = (
     "docs/bridge.md."
 )
 _WEB_DESCRIPTION: Final = (
-    "Serve a read-only web view of the sessions of every store the daemon knows (this worktree's, the "
-    "ones it has open or follows, and each --store), on 127.0.0.1 only, behind a random token in the "
+    "Serve a read-only web view of the sessions of every store the daemon knows (this worktree's and "
+    "the repository's other worktrees', the ones it has open or follows, and each --store), on "
+    "127.0.0.1 only, behind a random token in the "
     "URL it prints. Transcripts update live; the daemon stays the only writer. See docs/web.md."
 )
 _KINDS: Final = ("user", "assistant", "tool", "call", "result", "plan")

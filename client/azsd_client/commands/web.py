@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import html
+import os
 import sys
 import webbrowser
 from pathlib import Path
@@ -11,7 +12,7 @@ from urllib.parse import urlsplit
 
 from azsd.files import atomic_write
 
-from .invocation import Invocation
+from .invocation import Invocation, git
 
 __all__ = ["web"]
 
@@ -21,7 +22,7 @@ def web(run: Invocation) -> int:
     from azsd_client.web import serve  # the web stack loads only for this command
 
     a = run.args
-    roots = [run.root, *a.roots]
+    roots = [run.root, *git_worktrees(run.root), *a.roots]
 
     def ready(url: str) -> None:
         where = f" (on the Unix socket {a.unix})" if a.unix else ""
@@ -43,6 +44,14 @@ def web(run: Invocation) -> int:
         for path in opener:
             path.unlink(missing_ok=True)
     return 0
+
+
+def git_worktrees(root: str) -> list[str]:
+    """The other worktrees of `root`'s repository (`git worktree list`): each keeps a store of its own.
+    None outside git."""
+    listed = git(["worktree", "list", "--porcelain"], root) or ""
+    found = [line.removeprefix("worktree ") for line in listed.splitlines() if line.startswith("worktree ")]
+    return [path for path in found if os.path.realpath(path) != os.path.realpath(root)]
 
 
 def open_privately(url: str, directory: Path) -> Path:
