@@ -6,6 +6,7 @@
   :mod:`.compaction`: `azs compact` (and `azs run`'s compaction before a turn).
 - :mod:`.store`: search, usage, export, backup; :mod:`.imports`: `azs import`.
 - :mod:`.daemon`: status, protocol, doctor; :mod:`.bridge`: `azs bridge`, JSON lines for editors.
+- :mod:`.web`: `azs web`, the local web view.
 - :mod:`.remote`: the sync database: sync status, ls --remote, show @REF, search --remote, pull.
 - :mod:`.invocation`: what the commands of one run share; :mod:`.output`: ``--json`` or text;
   :mod:`.arguments`: argument types and specs.
@@ -133,6 +134,12 @@ _BRIDGE_DESCRIPTION: Final = (
     "a protocol message's op and fields, each answer a line {id, result} or {id, error}, and "
     '{"notify": ...} lines for the stores and sessions subscribed to. It runs until stdin ends. See '
     "docs/bridge.md."
+)
+_WEB_DESCRIPTION: Final = (
+    "Serve a read-only web view of the sessions of every store the daemon knows (this worktree's and "
+    "the repository's other worktrees', the ones it has open or follows, and each --store), on "
+    "127.0.0.1 only, behind a random token in the "
+    "URL it prints. Transcripts update live; the daemon stays the only writer. See docs/web.md."
 )
 _KINDS: Final = ("user", "assistant", "tool", "call", "result", "plan")
 _FILE: Final = arg("file")
@@ -378,6 +385,25 @@ COMMANDS: Final = (
         "copy a session of the sync database into this worktree's store",
         Lazy("remote", "pull"),
         (arg("ref", metavar="@REF"), arg("--name", help="the new session's name (default: the original's)")),
+    ),
+    Command(
+        "web",
+        "a local web view of every session, live, with search and usage (docs/web.md)",
+        Lazy("web", "web"),
+        (
+            arg("--port", type=int, default=0, help="the port on 127.0.0.1 (default: any free one)"),
+            arg("--unix", metavar="PATH", help="listen on this Unix socket instead"),
+            arg("--open", action="store_true", help="open the URL in the browser"),
+            arg(
+                "--store",
+                dest="roots",
+                action="append",
+                default=[],
+                metavar="DIR",
+                help="show this worktree's store too (repeatable); the current one is always shown",
+            ),
+        ),
+        _WEB_DESCRIPTION,
     ),
     Command(
         "bridge",
