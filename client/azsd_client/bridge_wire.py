@@ -22,6 +22,7 @@ Incoming(id=7, fields={'op': 'status'}, timeout=None)
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -40,6 +41,7 @@ from azsd.ipc.protocol import (
 
 __all__ = [
     "BRIDGE_OPS",
+    "MAX_DEPTH",
     "BadLine",
     "Incoming",
     "error_code",
@@ -53,6 +55,14 @@ __all__ = [
 
 #: The requests the bridge answers itself (they are not protocol messages).
 BRIDGE_OPS: Final = frozenset({"subscribe", "unsubscribe"})
+
+#: The deepest nesting of arrays and objects a line may have (a request needs a handful of levels; an
+#: event's tool input a few dozen). Deeper lines are refused before they are decoded, as decoding them
+#: could exhaust Python's recursion limit.
+MAX_DEPTH: Final = 200
+
+#: A JSON string (skipped whole) or a bracket: what :func:`too_deep` steps through.
+_TOKEN: Final = re.compile(rb'"(?:[^"\\]|\\.)*"|[][{}]', re.DOTALL)
 
 _JSON_DECODER: Final = msgspec.json.Decoder()
 _JSON_ENCODER: Final = msgspec.json.Encoder()
@@ -76,6 +86,27 @@ class Incoming:
     timeout: float | None
 
 
+def too_deep(line: bytes, limit: int = MAX_DEPTH) -> bool:
+    """Whether the arrays and objects of a JSON line nest more than `limit` levels (brackets inside
+    strings do not count).
+
+    >>> too_deep(b'{"a": [1, {"b": "[[[["}]}', limit=3), too_deep(b"[" * 500 + b"]" * 500)
+    (False, True)
+    """
+    if line.count(b"[") + line.count(b"{") <= limit:
+        return False  # not enough brackets to be deeper: no need to walk
+    depth = 0
+    for token in _TOKEN.finditer(line):
+        bracket = token.group()
+        if bracket in (b"[", b"{"):
+            depth += 1
+            if depth > limit:
+                return True
+        elif bracket in (b"]", b"}"):
+            depth -= 1
+    return False
+
+
 def parse_line(line: bytes) -> Incoming:
     """A request from one line, or :class:`BadLine` saying what is wrong with it.
 
@@ -84,10 +115,14 @@ def parse_line(line: bytes) -> Incoming:
     ...
     azsd_client.bridge_wire.BadLine: a request needs an "id" (any JSON value, echoed in its reply)
     """
+    if too_deep(line):
+        raise BadLine("bad_request", f"a line nested deeper than {MAX_DEPTH} levels of arrays and objects")
     try:
         value = _JSON_DECODER.decode(line)
     except msgspec.DecodeError as exc:
         raise BadLine("bad_json", f"not a JSON line: {exc}") from None
+    except RecursionError:  # too deep for the stack left, though within MAX_DEPTH
+        raise BadLine("bad_request", "a line nested too deeply to be read") from None
     if not isinstance(value, dict):
         raise BadLine("bad_request", f"a request is a JSON object, not {type(value).__name__}")
     if "id" not in value:
@@ -134,7 +169,7 @@ def _event_value(text: str) -> Any:
     """An event's JSON text as a value (text that does not parse stays a string)."""
     try:
         return _JSON_DECODER.decode(text)
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError):
         return text
 
 
