@@ -197,6 +197,8 @@ class StoreCore:
                     raise StoreError(f"{self.path}: cannot switch journal mode to DELETE (it is {mode})")
                 conn.execute("PRAGMA synchronous = NORMAL")
                 conn.execute("PRAGMA foreign_keys = ON")
+                if conn.execute("PRAGMA page_count").fetchone()[0] == 0:  # a new file: before any table
+                    conn.execute("PRAGMA auto_vacuum = INCREMENTAL")  # freed pages can go back (vacuum.py)
         self._conn = conn
         self._opened, self._lock_wait_ms = next(_CONNECTIONS), None
         if not self.read_only:
