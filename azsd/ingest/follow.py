@@ -116,8 +116,10 @@ class Follower:
                 message = None  # time to poll
             try:
                 self._dispatch(message)
-            except Exception:
+            except Exception as exc:  # a request among them is answered all the same
                 log.exception("follow: %s failed", type(message).__name__)
+                if isinstance(message, Start | End) and message.envelope is not None:
+                    self._reply(message.envelope, error_reply(exc))
             if message is None or time.monotonic() >= next_poll:
                 for follow in list(self._follows.values()):
                     self._service_safely(follow)
