@@ -1,4 +1,10 @@
-"""Giving freed space back: the file's size follows what it holds.
+"""The file's upkeep: its journal mode stays DELETE, and its size follows what it holds.
+
+Another program may switch the store to WAL (which persists in the file; spec §1.2 says azsd must
+never do it, and AZUREAL switches back on its next open). Its commits then go to the `-wal` file:
+:meth:`Vacuum.keep_journal_mode` switches the store back to DELETE from the store's upkeep as soon as
+SQLite lets it (no other connection in a transaction), and until then pages are versioned with the
+`-wal` file's stat too (:meth:`~azsd.store.core.StoreCore.read_version`), so none is served stale.
 
 Deleting rows (a session, pruned request keys, a reindex) leaves their pages on SQLite's free list;
 the file does not shrink by itself. AZUREAL runs a full ``VACUUM`` after each session it deletes
@@ -19,10 +25,11 @@ Nothing is done while less than :data:`MIN_FREE_BYTES` are free (the next writes
 from __future__ import annotations
 
 import logging
+import os
 from typing import Final
 
 from azsd.store.chunks import ChunkedWrite
-from azsd.store.core import StoreCore, _translate
+from azsd.store.core import BUSY_TIMEOUT_S, StoreBusyError, StoreCore, _translate
 
 __all__ = ["FULL_VACUUM_MAX_BYTES", "INCREMENTAL", "MIN_FREE_BYTES", "Vacuum"]
 
@@ -39,10 +46,39 @@ _STEP_PAGES: Final = 256
 
 
 class Vacuum(StoreCore):
-    """The store's free pages, given back to the file system."""
+    """The store's journal mode, and its free pages given back to the file system."""
 
     _too_big_logged = False
     _vacuuming = False  # an incremental vacuum started: it goes on until no page is free
+
+    _wal_logged = False
+
+    def keep_journal_mode(self) -> None:
+        """Switch a store another program put in WAL back to DELETE, when SQLite lets it (not while
+        another connection has the file open in WAL: then it is tried again at the next upkeep)."""
+        conn = self._conn
+        if conn is None or self.read_only or self.reader or conn.in_transaction:
+            return
+        if not os.path.exists(f"{self.path}-wal"):
+            return
+        waited = self._lock_wait_ms
+        try:
+            with _translate(self.path):
+                conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()  # sees the mode as it is
+                if str(conn.execute("PRAGMA journal_mode").fetchone()[0]).lower() != "wal":
+                    return
+                self.wait_for_locks(0)  # never wait for the other program here
+                mode = str(conn.execute("PRAGMA journal_mode = DELETE").fetchone()[0]).lower()
+        except StoreBusyError:
+            mode = "wal"
+        finally:
+            self.wait_for_locks(BUSY_TIMEOUT_S if waited is None else waited / 1000)
+        if mode == "delete":
+            log.warning("%s was switched to WAL by another program: switched it back to DELETE", self.path)
+            self._wal_logged = False
+        elif not self._wal_logged:
+            log.warning("%s is in WAL mode (another program's doing); switching back later", self.path)
+            self._wal_logged = True
 
     def free_bytes(self) -> tuple[int, int]:
         """The bytes on the free list and the file's bytes, as SQLite counts them."""
