@@ -12,6 +12,7 @@ and after :data:`MAX_FAILURES` in a row it ends, with the reason kept in `status
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import queue
@@ -31,7 +32,7 @@ from azsd.events import Event
 from azsd.files import open_regular
 from azsd.ingest.follow_store import start_follow, store_read
 from azsd.ingest.inbox import Committed, End, Fetched, Hint, Message, Resume, Service, Start, Wake
-from azsd.ingest.tailing import MAX_FAILURES, Tail, check_follow, detect, is_final, pid_alive, started_epoch
+from azsd.ingest.tailing import MAX_FAILURES, Tail, check_follow, detect, is_final, started_epoch
 from azsd.ingest.watcher import watch_dirs
 from azsd.ipc import protocol as p
 from azsd.ipc.transport import Envelope
@@ -91,8 +92,8 @@ class Follower:
         validated and saved, before the client is answered, and never for a refused one."""
         self._inbox.put(Start(envelope, root, request, accepted))
 
-    def unfollow(self, envelope: Envelope, root: str, path: str) -> None:
-        self._inbox.put(End(envelope, root, path))
+    def unfollow(self, envelope: Envelope, root: str, path: str, reason: str = "unfollowed") -> None:
+        self._inbox.put(End(envelope, root, path, reason))
 
     def resume(self, root: str, records: list[FollowRecord]) -> None:
         """Pick up follows a previous daemon left running."""
@@ -109,11 +110,9 @@ class Follower:
     def _run(self) -> None:
         next_poll = time.monotonic()
         while not self._stop.is_set():
-            message: Message | None
-            try:
+            message: Message | None = None  # (None: time to poll)
+            with contextlib.suppress(queue.Empty):
                 message = self._inbox.get(timeout=max(0.0, next_poll - time.monotonic()))
-            except queue.Empty:
-                message = None  # time to poll
             try:
                 self._dispatch(message)
             except Exception as exc:  # a request among them is answered all the same
@@ -131,8 +130,8 @@ class Follower:
                 self._add(envelope, root, request, accepted)
             case Resume(root, record):
                 self._resume(root, record)
-            case End(envelope, root, path):
-                self._end_request(envelope, root, path)
+            case End(envelope, root, path, reason):
+                self._end_request(envelope, root, path, reason)
             case Hint(changed, deleted):
                 for follow in list(self._follows.values()):
                     if follow.record.path in deleted:
@@ -216,12 +215,12 @@ class Follower:
             "resuming the follow of %s into S%d at byte %d", record.path, record.session_id, record.offset
         )
 
-    def _end_request(self, envelope: Envelope, root: str, path: str) -> None:
+    def _end_request(self, envelope: Envelope, root: str, path: str, reason: str) -> None:
         follow = self._follows.get(os.path.realpath(path))
         if follow is None or follow.root != root:
             self._reply(envelope, p.ErrorReply(code="not_found", message=f"{path} is not followed in {root}"))
             return
-        follow.ending = envelope
+        follow.ending, follow.ending_reason = envelope, reason
         self._service_safely(follow)
 
     # -- reading ----------------------------------------------------------------------------------
@@ -262,7 +261,7 @@ class Follower:
             log.info("%s was replaced or truncated: re-reading it", follow.path)
             events = follow.reread(info.st_ino)
             ending = follow.ending is not None
-            self._commit(follow, events, end_follow=ending, moved=True, reason="unfollowed")
+            self._commit(follow, events, end_follow=ending, moved=True, reason=follow.ending_reason)
             return
         if follow.parser is None and follow.prepare_parser() is None:
             self._settled(follow)
@@ -275,7 +274,11 @@ class Follower:
         start_offset = record.offset
         events = follow.read_new(info.st_ino)
         end_follow = is_final(events) or follow.ending is not None
-        why = "unfollowed" if follow.ending is not None else "the turn ended (its final event is stored)"
+        why = (
+            follow.ending_reason
+            if follow.ending is not None
+            else "the turn ended (its final event is stored)"
+        )
         self._commit(follow, events, end_follow=end_follow, moved=record.offset != start_offset, reason=why)
 
     def _fetch(self, follow: Tail) -> None:
@@ -367,13 +370,10 @@ class Follower:
             self._ended.appendleft(ended.view())
 
     def _maybe_idle_end(self, follow: Tail) -> None:
-        pid = follow.record.writer_pid
-        idle = time.monotonic() - follow.last_growth
         if follow.ending is not None:
-            self._commit(follow, [], end_follow=True, reason="unfollowed")
-        elif pid is not None and not pid_alive(pid) and idle >= self._idle_end_s:
-            log.info("the writer of %s (pid %d) is gone; ending the follow", follow.path, pid)
-            why = f"its writer (pid {pid}) exited and the file was idle for {idle:.0f} s"
+            self._commit(follow, [], end_follow=True, reason=follow.ending_reason)
+        elif (why := follow.idle_end_reason(time.monotonic(), self._idle_end_s)) is not None:
+            log.info("ending the follow of %s: %s", follow.path, why)
             self._commit(follow, [], end_follow=True, failed_if_open=True, reason=why)
 
     # -- committing -------------------------------------------------------------------------------
@@ -440,10 +440,8 @@ class Follower:
         else:
             self._failed(follow, f"storing its new lines failed: {error}")
 
-    # -- the watcher thread -----------------------------------------------------------------------
-
     def _watch(self) -> None:
-        """Turn file-system events in the followed directories into hints (polling covers gaps)."""
+        """The watcher thread: file-system events in the followed directories become hints."""
         watch_dirs(self._watched_dirs, lambda changed, deleted: self._inbox.put(Hint(changed, deleted)),
                    self._stop, self._rewatch, POLL_S)  # fmt: skip
 

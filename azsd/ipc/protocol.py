@@ -636,9 +636,11 @@ class Follow(_StoreReq, frozen=True):
 
 
 class Unfollow(_StoreReq, frozen=True):
-    """Stop following `path` after reading what it holds now."""
+    """Stop following `path` after reading what it holds now. `reason` is why, in words, as `status`
+    shows it among the ended follows (``unfollowed`` without one; sent only when set)."""
 
     path: str
+    reason: str | msgspec.UnsetType = msgspec.UNSET
 
 
 class SyncStatus(_Req, frozen=True):

@@ -34,12 +34,14 @@ export interface Follow {
 }
 
 /**
- * Stop following `path` after reading what it holds now.
+ * Stop following `path` after reading what it holds now. `reason` is why, in words, as `status`
+ * shows it among the ended follows (``unfollowed`` without one; sent only when set).
  */
 export interface Unfollow {
   op: "unfollow";
   root: string;
   path: string;
+  reason?: string;
 }
 
 export interface CreateSession {
