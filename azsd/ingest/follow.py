@@ -47,6 +47,8 @@ log = logging.getLogger("azsd.ingest.follow")
 
 #: Every followed file is stat-ed this often, watcher or not.
 POLL_S: Final = 0.25
+#: The longest reason an `Unfollow` may give (it is shown in every `status`).
+REASON_MAX: Final = 500
 #: How many ended follows `Status` still shows (the most recent ones).
 ENDED_KEPT: Final = 100
 #: Reads of one follow on their way to its store at most (a file read faster than it is stored
@@ -93,7 +95,7 @@ class Follower:
         self._inbox.put(Start(envelope, root, request, accepted))
 
     def unfollow(self, envelope: Envelope, root: str, path: str, reason: str = "unfollowed") -> None:
-        self._inbox.put(End(envelope, root, path, reason))
+        self._inbox.put(End(envelope, root, path, reason[:REASON_MAX] or "unfollowed"))
 
     def resume(self, root: str, records: list[FollowRecord]) -> None:
         """Pick up follows a previous daemon left running."""
@@ -274,11 +276,7 @@ class Follower:
         start_offset = record.offset
         events = follow.read_new(info.st_ino)
         end_follow = is_final(events) or follow.ending is not None
-        why = (
-            follow.ending_reason
-            if follow.ending is not None
-            else "the turn ended (its final event is stored)"
-        )
+        why = "the turn ended (its final event is stored)" if follow.ending is None else follow.ending_reason
         self._commit(follow, events, end_follow=end_follow, moved=record.offset != start_offset, reason=why)
 
     def _fetch(self, follow: Tail) -> None:
