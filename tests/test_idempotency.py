@@ -7,6 +7,7 @@ from __future__ import annotations
 import doctest
 import os
 import sqlite3
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -98,8 +99,11 @@ def test_the_digest_leaves_the_key_out_and_tells_requests_apart() -> None:
 
 
 class Clock:
+    """The request keys' clock, turned by the test (from the wall clock's now, which the store's
+    upkeep goes by when it forgets expired keys)."""
+
     def __init__(self) -> None:
-        self.now = 1_000_000.0
+        self.now = time.time()
 
     def __call__(self) -> float:
         return self.now
@@ -231,3 +235,16 @@ def test_freed_pages_go_back_to_the_file_system(tmp_path: Path) -> None:
     with sqlite3.connect(path) as conn:
         assert conn.execute("PRAGMA auto_vacuum").fetchone()[0] == 2
         assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+def test_the_upkeep_forgets_expired_keys_without_waiting_for_new_ones(tmp_path: Path) -> None:
+    with Store.open(tmp_path) as store:
+        store.create_session()
+        for i in range(300):
+            store.remember_request(f"old{i}", b"d", b"r", float(i), forget_before=0.0, prune=0, max_bytes=CAP)
+        store.remember_request("fresh", b"d", b"r", 10_000.0, forget_before=0.0, prune=0, max_bytes=CAP)
+        now = 10_000.0 + RETENTION_S - 1
+        assert store.forget_requests(now) is True  # a bounded batch, and more remain
+        assert store.forget_requests(now) is False
+        assert rows(tmp_path) == 1 and store.remembered_request("fresh", since=0.0) is not None
+        assert store.forget_requests(now) is False  # nothing expired: nothing written

@@ -18,8 +18,8 @@ another request). A request that failed is not remembered: a later retry carries
 Only what a retry needs is kept (:func:`pack_reply`): the reply compressed, or, when even that passes
 :data:`MAX_PACKED_BYTES` (an append of a long prompt), the reply without its events' text, which a
 retry reads back from the rows the request stored. Keys are kept :data:`RETENTION_S` (each new key
-forgets at most :data:`PRUNE_BATCH` older ones) while the table holds less than :data:`MAX_TABLE_BYTES`;
-past that the oldest keys leave first.
+forgets at most :data:`PRUNE_BATCH` older ones, the store's upkeep the rest) while the table holds
+less than :data:`MAX_TABLE_BYTES`; past that the oldest keys leave first.
 """
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ from azsd.ipc.transport import Envelope
 from azsd.server.registry import StoreRegistry
 from azsd.server.workers import Outcome, encoded, error_reply
 from azsd.store import Store
+from azsd.store.requests import RETENTION_S
 
 __all__ = [
     "MAX_KEY_CHARS",
@@ -59,8 +60,6 @@ __all__ = [
 
 log = logging.getLogger("azsd.server.idempotency")
 
-#: How long a store remembers a request's key (at least; older keys are forgotten lazily).
-RETENTION_S: Final = 600.0
 #: The most expired keys one new key prunes (bounded work per request).
 PRUNE_BATCH: Final = 64
 #: The longest key.

@@ -2,17 +2,25 @@
 
 :class:`RequestLog` keeps, per key, a digest of the request and what its retry is answered from (the
 reply as the server packed it: compressed, or only the identifiers of what it returned, which
-:meth:`RequestLog.stored_events` reads back). Keys leave by age (the server's retention, a bounded
-number per new key) and by size: the table never holds more than the `max_bytes` given, the oldest
-keys leaving first, so it cannot grow with what requests carry.
+:meth:`RequestLog.stored_events` reads back). Keys leave by age (:data:`RETENTION_S`: a bounded
+number per new key, the rest from the store's upkeep, :meth:`RequestLog.forget_requests`) and by
+size: the table never holds more than the `max_bytes` given, the oldest keys leaving first, so it
+cannot grow with what requests carry.
 """
 
 from __future__ import annotations
 
+from typing import Final
+
 from azsd.events import encode_event, event_kind
 from azsd.store.events import EventLog
 
-__all__ = ["RequestLog"]
+__all__ = ["RETENTION_S", "RequestLog"]
+
+#: How long a store remembers a request's key.
+RETENTION_S: Final = 600.0
+#: The most expired keys one upkeep forgets (bounded work between requests).
+_FORGET_BATCH: Final = 256
 
 
 class RequestLog(EventLog):
@@ -65,6 +73,23 @@ class RequestLog(EventLog):
                 if kept > max_bytes and other:
                     over.append((rowid,))
             conn.executemany("DELETE FROM azsd_requests WHERE rowid = ?", over)
+
+    def forget_requests(self, now: float) -> bool:
+        """Forget some keys older than :data:`RETENTION_S` (a read finds none: no write); whether
+        more remain."""
+        conn = self._conn
+        if conn is None or self.read_only or self.reader or conn.in_transaction:
+            return False
+        before = now - RETENTION_S
+        if not self._query("SELECT 1 FROM azsd_requests WHERE created < ? LIMIT 1", (before,)):
+            return False
+        with self.atomic() as write:
+            forgotten = write.execute(
+                "DELETE FROM azsd_requests WHERE rowid IN "
+                "(SELECT rowid FROM azsd_requests WHERE created < ? ORDER BY created LIMIT ?)",
+                (before, _FORGET_BATCH),
+            ).rowcount
+        return bool(forgotten == _FORGET_BATCH)
 
     def stored_events(self, session_id: int, seqs: list[int]) -> dict[int, tuple[str, str]]:
         """The events of `session_id` at `seqs` as stored (kind and JSON, no context stripped): what
