@@ -21,8 +21,10 @@ Incoming(id=7, fields={'op': 'status'}, timeout=None)
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
+from array import array
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -61,8 +63,11 @@ BRIDGE_OPS: Final = frozenset({"subscribe", "unsubscribe"})
 #: could exhaust Python's recursion limit.
 MAX_DEPTH: Final = 200
 
-#: A JSON string (skipped whole) or a bracket: what :func:`too_deep` steps through.
-_TOKEN: Final = re.compile(rb'"(?:[^"\\]|\\.)*"|[][{}]', re.DOTALL)
+#: A JSON string, removed whole before brackets are counted (those inside strings do not nest).
+_STRING: Final = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
+#: Every byte that is not a bracket; and each opening bracket as +1, each closing one as -1 (a byte).
+_NOT_BRACKETS: Final = bytes(set(range(256)) - set(b"[]{}"))
+_STEPS: Final = bytes.maketrans(b"[{]}", b"\x01\x01\xff\xff")
 
 _JSON_DECODER: Final = msgspec.json.Decoder()
 _JSON_ENCODER: Final = msgspec.json.Encoder()
@@ -87,24 +92,16 @@ class Incoming:
 
 
 def too_deep(line: bytes, limit: int = MAX_DEPTH) -> bool:
-    """Whether the arrays and objects of a JSON line nest more than `limit` levels (brackets inside
-    strings do not count).
+    """Whether the arrays and objects of a line of valid JSON nest more than `limit` levels (brackets
+    inside strings do not count): the highest running sum of +1 per opening bracket, -1 per closing.
 
     >>> too_deep(b'{"a": [1, {"b": "[[[["}]}', limit=3), too_deep(b"[" * 500 + b"]" * 500)
     (False, True)
     """
     if line.count(b"[") + line.count(b"{") <= limit:
-        return False  # not enough brackets to be deeper: no need to walk
-    depth = 0
-    for token in _TOKEN.finditer(line):
-        bracket = token.group()
-        if bracket in (b"[", b"{"):
-            depth += 1
-            if depth > limit:
-                return True
-        elif bracket in (b"]", b"}"):
-            depth -= 1
-    return False
+        return False  # not enough brackets to be deeper
+    steps = array("b", _STRING.sub(b"", line).translate(_STEPS, _NOT_BRACKETS))
+    return max(itertools.accumulate(steps), default=0) > limit
 
 
 def parse_line(line: bytes) -> Incoming:
@@ -115,14 +112,15 @@ def parse_line(line: bytes) -> Incoming:
     ...
     azsd_client.bridge_wire.BadLine: a request needs an "id" (any JSON value, echoed in its reply)
     """
-    if too_deep(line):
-        raise BadLine("bad_request", f"a line nested deeper than {MAX_DEPTH} levels of arrays and objects")
+    too_deep_said = f"a line nested deeper than {MAX_DEPTH} levels of arrays and objects"
     try:
         value = _JSON_DECODER.decode(line)
     except msgspec.DecodeError as exc:
         raise BadLine("bad_json", f"not a JSON line: {exc}") from None
-    except RecursionError:  # too deep for the stack left, though within MAX_DEPTH
-        raise BadLine("bad_request", "a line nested too deeply to be read") from None
+    except RecursionError:  # deeper than the stack allows (Python's recursion limit)
+        raise BadLine("bad_request", too_deep_said) from None
+    if too_deep(line):  # what later steps (conversion, encoding, the daemon) could not handle
+        raise BadLine("bad_request", too_deep_said)
     if not isinstance(value, dict):
         raise BadLine("bad_request", f"a request is a JSON object, not {type(value).__name__}")
     if "id" not in value:
