@@ -3,8 +3,9 @@
 Another program may switch the store to WAL (which persists in the file; spec §1.2 says azsd must
 never do it, and AZUREAL switches back on its next open). Its commits then go to the `-wal` file:
 :meth:`Vacuum.keep_journal_mode` switches the store back to DELETE from the store's upkeep as soon as
-SQLite lets it (no other connection in a transaction), and until then pages are versioned with the
-`-wal` file's stat too (:meth:`~azsd.store.core.StoreCore.read_version`), so none is served stale.
+SQLite lets it (once no other connection has the file open in WAL: azsd's readers let go of it
+between reads meanwhile), and until then pages are versioned with the `-wal` file's stat too
+(:meth:`~azsd.store.core.StoreCore.read_version`), so none is served stale.
 
 Deleting rows (a session, pruned request keys, a reindex) leaves their pages on SQLite's free list;
 the file does not shrink by itself. AZUREAL runs a full ``VACUUM`` after each session it deletes
@@ -50,7 +51,6 @@ class Vacuum(StoreCore):
 
     _too_big_logged = False
     _vacuuming = False  # an incremental vacuum started: it goes on until no page is free
-
     _wal_logged = False
 
     def keep_journal_mode(self) -> None:
