@@ -14,6 +14,7 @@ family::
      │    ├── NotAStoreError        the file exists but is not an SQLite database
      │    ├── ReadOnlyStoreError    the store was opened read-only (newer schema) and a write was tried
      │    ├── SessionNotFoundError  no session with that id in the store
+     │    │    └── SessionReplacedError  the session planned for was deleted and its number reused
      │    └── StoreFullError        the disk (or the file's page limit) is full
      ├── IngestError            an agent file cannot be ingested (unreadable, unknown format)
      ├── SyncError              the sync database (PostgreSQL) cannot be reached or used
@@ -43,6 +44,7 @@ __all__ = [
     "RemoteError",
     "RemoteSessionNotFound",
     "SessionNotFoundError",
+    "SessionReplacedError",
     "ShuttingDownError",
     "StoreError",
     "StoreFullError",
@@ -101,6 +103,19 @@ class SessionNotFoundError(StoreError):
 
     def __init__(self, session_id: int) -> None:
         super().__init__(f"no session S{session_id} in this store")
+        self.session_id = session_id
+
+
+class SessionReplacedError(SessionNotFoundError):
+    """The session a request was planned for is gone, and its number now names another one (AZUREAL
+    deleted it, and reused the number for a new session)."""
+
+    def __init__(self, session_id: int) -> None:
+        StoreError.__init__(
+            self,
+            f"S{session_id} is no longer the session this was planned for: it was deleted and its number "
+            "given to a new session (nothing was written; plan again)",
+        )
         self.session_id = session_id
 
 

@@ -397,6 +397,11 @@ def test_an_agent_that_dies_mid_turn_leaves_a_failed_partial_turn(world: World, 
     [kept] = world.turn_files(1)
     assert kept.read_bytes() == half.read_bytes() and str(kept) in done.stderr
     assert world.follows() == []
+    [ended] = [v for v in world.client.status().follows if v.path == str(kept)]  # said as it was:
+    assert (
+        ended.reason.startswith("its agent (pid ")
+        and "exited (exit status 3) before the turn ended" in ended.reason
+    )
 
 
 def test_a_missing_agent_program_fails_before_anything_is_stored(world: World) -> None:
@@ -480,8 +485,8 @@ def test_follow_shows_in_status_and_unfollow_ends_it(world: World, tmp_path: Pat
     human = world.azs("status")
     assert human.returncode == 0, world.explain(human)
     [row] = [line for line in human.stdout.splitlines() if str(live.resolve()) in line]
-    assert "● active" in row and "S1" in row and "claude-stream-json" in row and f"{first} lines" in row
-    assert "(1 active)" in human.stdout
+    assert "● following" in row and "S1" in row and "claude-stream-json" in row and f"{first} lines" in row
+    assert "(1 following" in human.stdout and "active" not in row  # one word for it, as in --json
 
     with live.open("ab") as sink:
         sink.write(b"".join(lines[first:second]))
@@ -503,14 +508,52 @@ def test_follow_errors_are_reported(world: World, tmp_path: Path) -> None:
     live.write_bytes(b"")
     world.client.create_session(world.root, "s")
 
-    missing = world.azs("follow", str(tmp_path / "nope.jsonl"), "-s", "S1")
     bad_format = world.azs("follow", str(live), "-s", "S1", "--format", "yaml")
     no_session = world.azs("follow", str(live), "-s", "S9")
 
-    assert missing.returncode == 1 and "no such file" in missing.stderr
     assert bad_format.returncode == 1 and "unknown format" in bad_format.stderr
     assert no_session.returncode == 1 and "S9" in no_session.stderr
     assert world.follows() == []
+
+
+def test_follow_of_a_file_not_there_yet_waits_for_it(world: World, tmp_path: Path) -> None:
+    world.client.create_session(world.root, "s")
+    later = tmp_path / "later.jsonl"
+    waiting = world.azs("follow", str(later), "-s", "S1")
+    assert waiting.returncode == 0, world.explain(waiting)
+    assert "waiting: the file does not exist (yet)" in waiting.stdout
+    [view] = world.follows()
+    assert view.state == "waiting" and "does not exist" in view.reason
+    source = corpus(CLAUDE).read_bytes().splitlines(keepends=True)
+    later.write_bytes(b"".join(source[:5]))
+    deadline = time.monotonic() + 20
+    while not world.events():
+        assert time.monotonic() < deadline, "the file's lines were never stored"
+        time.sleep(0.1)
+    assert world.follows()[0].state == "following"
+
+
+def test_status_says_each_follows_reason_under_it(world: World, tmp_path: Path) -> None:
+    """Each reason is on its own line right under its follow (they were grouped after the store's
+    rows); `--all` lists what `status` shows and the follows that ended long ago."""
+    world.client.create_session(world.root, "s")
+    paths = [tmp_path / f"f{i}.jsonl" for i in range(3)]
+    for path in paths:
+        path.write_bytes(b"")
+        world.client.follow(world.root, 1, path)
+    world.client.unfollow(world.root, paths[0], reason="the first reason")
+    world.client.unfollow(world.root, paths[1], reason="the second reason")
+    shown = world.azs("status")
+    assert shown.returncode == 0, world.explain(shown)
+    lines = shown.stdout.splitlines()
+    for path, reason in ((paths[0], "the first reason"), (paths[1], "the second reason")):
+        [at] = [i for i, line in enumerate(lines) if str(path) in line]
+        assert "○ ended" in lines[at] and lines[at + 1].strip() == f"↳ {reason}", shown.stdout
+    assert " ended)" in shown.stdout  # (the daemon is shared: other tests' follows ended too)
+    every = world.azs("--json", "status", "--all")
+    assert every.returncode == 0, world.explain(every)
+    listed = msgspec.json.decode(every.stdout, type=p.StatusReply).follows
+    assert {v.path for v in listed} >= {str(path) for path in paths}
 
 
 def test_the_async_client_follows_and_unfollows(world: World, tmp_path: Path) -> None:

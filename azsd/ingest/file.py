@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Final
 
 from azsd.compact import prepare_for_store
-from azsd.errors import IngestError
+from azsd.errors import IngestError, StoreError, StoreFullError
 from azsd.events import Complete, Event, Init
 from azsd.files import open_regular
 from azsd.ingest.parsers import UnknownFormatError, detect_format, iter_lines, make_parser
@@ -35,7 +35,7 @@ from azsd.ingest.parsers.base import LineParser, ParseReport
 from azsd.ingest.usage import usage_record
 from azsd.model import StoredEvent
 from azsd.store import Store, completion_of
-from azsd.store.chunks import ChunkedWrite
+from azsd.store.chunks import ChunkedWrite, Pacer
 
 __all__ = ["IngestError", "IngestReport", "ingest_file", "overlap_prefix_len", "parse_file"]
 
@@ -149,6 +149,7 @@ def ingest_file(
     fmt: str | None = None,
     *,
     on_stored: Callable[[list[StoredEvent]], None] | None = None,
+    pacer: Pacer | None = None,
 ) -> IngestReport:
     """Parse `path`, drop what the session already holds, append the rest, record usage.
 
@@ -161,7 +162,11 @@ def ingest_file(
 
     With `on_stored`, each chunk's stored events go to it as soon as they are committed and the
     report keeps only counts (its `events` stays empty: memory does not grow with the file);
-    without, the report holds every stored event.
+    without, the report holds every stored event. `pacer` paces the chunks (the default policy
+    unless given).
+
+    A store error after some chunks were committed (the disk filled) says how many events are stored
+    and that running it again stores the rest.
     """
     path = Path(path)
     parser = _parser_for(path, fmt)
@@ -171,45 +176,77 @@ def ingest_file(
     kept: list[StoredEvent] = []
     existing = store.load_events(session_id).plain()
     pending: list[Event] = []  # held until the overlap with `existing` can be decided
+    committed = [0]  # events in chunks committed so far
+    parsing = _parsed_chunks(path, parser)
+    try:
+        with ChunkedWrite(store, pacer=pacer) as chunks:
 
-    with ChunkedWrite(store) as chunks:
+            def append(events: Sequence[Event]) -> None:
+                nonlocal last_complete, running, appended
+                for start in range(0, len(events), STEP_EVENTS):
+                    part = events[start : start + STEP_EVENTS]
+                    complete, content = completion_of(part)
+                    with chunks.step():
+                        stored = store.append_prepared(session_id, part, completion=False).events
+                    last_complete, running = complete or last_complete, running or content
+                    appended += len(stored)
+                    chunks.after_commit(partial(_add, committed, len(stored)))
+                    if on_stored is None:
+                        kept.extend(stored)
+                    else:
+                        chunks.after_commit(partial(on_stored, stored))
 
-        def append(events: Sequence[Event]) -> None:
-            nonlocal last_complete, running, appended
-            for start in range(0, len(events), STEP_EVENTS):
-                part = events[start : start + STEP_EVENTS]
-                complete, content = completion_of(part)
-                with chunks.step():
-                    stored = store.append_prepared(session_id, part, completion=False).events
-                last_complete, running = complete or last_complete, running or content
-                appended += len(stored)
-                if on_stored is None:
-                    kept.extend(stored)
-                else:
-                    chunks.after_commit(partial(on_stored, stored))
-
-        for chunk in _parsed_chunks(path, parser):
-            prepared = prepare_for_store(chunk)
-            parsed += len(prepared)
-            if existing:
-                pending += prepared
-                if not _overlap_decidable(existing, pending):
-                    continue
-                prepared = pending[overlap_prefix_len(existing, pending) :]
-                existing, pending = [], []
-            append(prepared)
-        if pending:  # the whole file is about as long as what the session ends with
-            append(pending[overlap_prefix_len(existing, pending) :])
-        report = parser.report
-        with chunks.step():
-            store.set_completion(session_id, last_complete, running)
-            record = usage_record(report, str(path.resolve()))
-            if record is not None:  # a run whose lines carry no time is dated by the file's last change
-                store.record_usage(
-                    session_id, record.source, record.parts, replaces=record.path, at=_mtime(path)
-                )
+            for chunk in parsing:
+                prepared = prepare_for_store(chunk)
+                parsed += len(prepared)
+                if existing:
+                    pending += prepared
+                    if not _overlap_decidable(existing, pending):
+                        continue
+                    prepared = pending[overlap_prefix_len(existing, pending) :]
+                    existing, pending = [], []
+                append(prepared)
+            if pending:  # the whole file is about as long as what the session ends with
+                append(pending[overlap_prefix_len(existing, pending) :])
+            report = parser.report
+            with chunks.step():
+                store.set_completion(session_id, last_complete, running)
+                record = usage_record(report, str(path.resolve()))
+                if record is not None:  # a run whose lines carry no time is dated by the file's last change
+                    store.record_usage(
+                        session_id, record.source, record.parts, replaces=record.path, at=_mtime(path)
+                    )
+    except StoreError as exc:
+        if not committed[0]:
+            raise
+        raise _partly_stored(exc, committed[0], parsed + _count_rest(parsing), path) from None
     log.info("ingested %s into S%d: %d new of %d", path, session_id, appended, parsed)
     return IngestReport(path, report, parsed, appended, parsed - appended, kept)
+
+
+def _add(counter: list[int], n: int) -> None:
+    counter[0] += n
+
+
+def _count_rest(parsing: Iterator[list[Event]]) -> int:
+    """The events of the chunks not parsed yet (to say how many a failed ingest did not store)."""
+    try:
+        return sum(len(prepare_for_store(chunk)) for chunk in parsing)
+    except IngestError:
+        return 0
+
+
+def _partly_stored(exc: StoreError, stored: int, total: int, path: Path) -> StoreError:
+    """`exc`, said of an ingest that had committed `stored` of the file's `total` events."""
+    if isinstance(exc, StoreFullError):
+        return StoreFullError(
+            f"stored {stored:,} of {total:,} events of {path.name} before the disk filled; "
+            "make room and run it again to store the rest"
+        )
+    return StoreError(
+        f"stored {stored:,} of {total:,} events of {path.name} before the store failed ({exc}); "
+        "run it again to store the rest"
+    )
 
 
 def _mtime(path: Path) -> float | None:

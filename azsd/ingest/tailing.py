@@ -40,6 +40,7 @@ __all__ = [
     "is_final",
     "pid_alive",
     "started_epoch",
+    "writers_of",
 ]
 
 #: The largest process id Linux hands out (/proc/sys/kernel/pid_max can go no higher).
@@ -62,6 +63,7 @@ class Tail:
     skipping: bool = False
     last_growth: float = field(default_factory=time.monotonic)
     ending: Envelope | None = None  # an Unfollow waiting for the final read
+    ending_reason: str = "unfollowed"  # and why it was asked for
     resync: bool = False  # read from the stored offset next, once the store has given it back
     fetching: bool = False  # asked the store for it; waiting
     started: float = field(default_factory=time.time)  # wall clock, for turns that report no duration
@@ -76,6 +78,7 @@ class Tail:
     store_since: float = 0.0  # monotonic: since when the store has not answered (while a call is out)
     end_reason: str = ""
     usage_sent: UsageRecord | None = None  # the usage last handed to a commit (None: send it anew)
+    writers_checked: float = 0.0  # monotonic: when /proc was last asked who writes the file
 
     @property
     def path(self) -> Path:
@@ -116,6 +119,30 @@ class Tail:
         if not self.record.format:
             return "waiting", "waiting for a first line that tells the file's format"
         return "following", ""
+
+    def idle_end_reason(self, now: float, idle_end_s: float) -> str | None:
+        """Why the follow ends now, its file idle for `idle_end_s` or more: its writer exited. A
+        follow given no writer takes as its writer a process that has the file open for writing
+        (stored with the next commit); with none, the writer is gone. None: it goes on."""
+        idle, pid = now - self.last_growth, self.record.writer_pid
+        if idle < idle_end_s or self.missing:
+            return None
+        if pid is not None:
+            return (
+                None
+                if pid_alive(pid)
+                else f"its writer (pid {pid}) exited and the file was idle for {idle:.0f} s"
+            )
+        if now - self.writers_checked < idle_end_s:
+            return None  # asked /proc lately (it reads every process's open files)
+        self.writers_checked = now
+        writers = writers_of(self.record.path)
+        if writers:
+            self.record.writer_pid = writers[0]
+            return None
+        if writers is None:
+            return None  # no /proc: the writer cannot be told gone
+        return f"no program has it open for writing, and the file was idle for {idle:.0f} s"
 
     def take_usage(self) -> UsageRecord | None:
         """The run's usage as the parser has it now, when a commit has not been handed it yet; the
@@ -256,6 +283,43 @@ def pid_alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def writers_of(path: str) -> list[int] | None:
+    """The processes that have `path` open for writing, from Linux's /proc (the user's own: the
+    others' cannot be read); None where /proc cannot tell."""
+    if not os.path.isdir("/proc/self/fdinfo"):
+        return None
+    try:
+        target = os.stat(path)
+    except OSError:
+        return []
+    real = os.path.realpath(path)
+    found = []
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit() and _writes(entry.name, real, (target.st_dev, target.st_ino)):
+            found.append(int(entry.name))
+    return found
+
+
+def _writes(pid: str, real: str, file_id: tuple[int, int]) -> bool:
+    """Whether process `pid` has the file (at `real`, of `file_id`) open for writing."""
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return False
+    for fd in fds:
+        try:
+            if os.readlink(f"/proc/{pid}/fd/{fd}") != real:
+                continue
+            info = os.stat(f"/proc/{pid}/fd/{fd}")
+            with open(f"/proc/{pid}/fdinfo/{fd}") as fdinfo:
+                flags = next((int(line.split()[1], 8) for line in fdinfo if line.startswith("flags:")), 0)
+        except (OSError, ValueError):
+            continue
+        if (info.st_dev, info.st_ino) == file_id and flags & os.O_ACCMODE in (os.O_WRONLY, os.O_RDWR):
+            return True
+    return False
 
 
 def started_epoch(started: str) -> float:

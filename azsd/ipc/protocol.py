@@ -518,9 +518,15 @@ class MarkCompleted(_KeyedReq, frozen=True):
 
 
 class StoreCompaction(_KeyedReq, frozen=True):
+    """Store `summary` as the compaction of seqs 1..`after_seq` (a seq of the session). With the
+    `identity` a `CompactionPlanReply` gave, it is refused (`not_found`) if the session is no longer
+    the one planned for (deleted, and its number reused). (`identity` is sent only when set, so that a
+    daemon from before it takes the request as before.)"""
+
     session: int
     after_seq: int
     summary: str
+    identity: str | msgspec.UnsetType = msgspec.UNSET
 
 
 class CompactWithOutput(_KeyedReq, frozen=True):
@@ -531,6 +537,7 @@ class CompactWithOutput(_KeyedReq, frozen=True):
     after_seq: int
     path: str
     format: str
+    identity: str | msgspec.UnsetType = msgspec.UNSET
 
 
 class CompactionBoundary(_StoreReq, frozen=True):
@@ -669,9 +676,11 @@ class Follow(_StoreReq, frozen=True):
 
 
 class Unfollow(_StoreReq, frozen=True):
-    """Stop following `path` after reading what it holds now."""
+    """Stop following `path` after reading what it holds now. `reason` is why, in words, as `status`
+    shows it among the ended follows (``unfollowed`` without one; sent only when set)."""
 
     path: str
+    reason: str | msgspec.UnsetType = msgspec.UNSET
 
 
 class SyncStatus(_Req, frozen=True):
@@ -875,6 +884,9 @@ class CompactionPlanReply(_Versioned, frozen=True):
     chars: int = 0
     #: The newest prompts left raw after the boundary.
     kept_prompts: int = 0
+    #: The session's identity (its number alone may be reused): give it to `CompactWithOutput` or
+    #: `StoreCompaction`, which then refuse to store into another session of the same number.
+    identity: str = ""
 
 
 class CompactionReply(_Versioned, frozen=True):

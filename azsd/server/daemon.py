@@ -257,7 +257,7 @@ class Daemon:
             case p.Follow():  # its root is remembered once the follow is accepted, never before
                 self._follower.follow(envelope, request.root, request, accepted=self._remember_root)
             case p.Unfollow():
-                self._follower.unfollow(envelope, request.root, request.path)
+                self._follower.unfollow(envelope, request.root, request.path, request.reason or "unfollowed")
             case _:
                 run, peek = self._runner(request)
                 self._keys.answer(  # a retry with a known `request_key` gets the first reply

@@ -218,13 +218,16 @@ class Writer(threading.Thread):
             return batch
 
     def _upkeep(self, store: Store) -> bool:
-        """One chunk of catching the store's search index and context blocks up with rows another
-        program (AZUREAL) committed (:meth:`~azsd.store.events.EventLog.catch_up_some`), between
-        calls, so that a search finds them indexed; whether more remains. A failure (the file
-        locked, replaced) is logged and tried again later."""
+        """One chunk of the store's upkeep between calls; whether more remains. First a store another
+        program put in WAL goes back to DELETE; then the search index and context blocks catch up
+        with rows another program (AZUREAL) committed (:meth:`~azsd.store.events.EventLog.catch_up_some`),
+        so that a search finds them indexed; then expired request keys are forgotten and freed pages
+        given back to the file system (:meth:`~azsd.store.vacuum.Vacuum.vacuum_some`). A failure
+        (the file locked, replaced) is logged and tried again later."""
         self._upkept = time.monotonic()
         try:
-            return store.catch_up_some()
+            store.keep_journal_mode()
+            return store.catch_up_some() or store.forget_requests(time.time()) or store.vacuum_some()
         except StoreBusyError as exc:
             log.debug("catching up %s later: %s", self.root, exc)
         except Exception:

@@ -90,6 +90,7 @@ class StoreCore:
         self._opened = 0  # which connection this is, of all this process opened (see read_version)
         self._lock_wait_ms: int | None = None  # the connection's busy_timeout, when set by us
         self._seen: os.stat_result | None = None  # the file as check_file last saw it
+        self._seen_wal: os.stat_result | None = None  # and its `-wal` file (another program's WAL)
         self._codec = RowCodec()
         self._depth = 0
         if self.path.exists():
@@ -118,7 +119,7 @@ class StoreCore:
         if self._conn is not None:
             self._conn.close()
             self._conn = None
-        self._file_id, self._seen = None, None
+        self._file_id, self._seen, self._seen_wal = None, None, None
 
     def check_file(self) -> str | None:
         """Follow the file at the store's path when it is no longer the one this Store opened: reopen
@@ -138,7 +139,7 @@ class StoreCore:
             self._connect()
             return "created" if self._conn is not None else None
         if (info.st_dev, info.st_ino) == self._file_id:
-            self._seen = info
+            self._seen, self._seen_wal = info, _stat_or_none(f"{self.path}-wal")
             return None
         self.close()
         self.read_only, self.schema_version = False, None  # of the file that was there
@@ -197,6 +198,8 @@ class StoreCore:
                     raise StoreError(f"{self.path}: cannot switch journal mode to DELETE (it is {mode})")
                 conn.execute("PRAGMA synchronous = NORMAL")
                 conn.execute("PRAGMA foreign_keys = ON")
+                if conn.execute("PRAGMA page_count").fetchone()[0] == 0:  # a new file: before any table
+                    conn.execute("PRAGMA auto_vacuum = INCREMENTAL")  # freed pages can go back (vacuum.py)
         self._conn = conn
         self._opened, self._lock_wait_ms = next(_CONNECTIONS), None
         if not self.read_only:
@@ -323,6 +326,9 @@ class StoreCore:
             if _in_transaction(conn):  # (SQLite may have ended it on an I/O error)
                 with _translate(self.path):
                     conn.execute("ROLLBACK")
+            if self.reader and self._seen_wal is not None:  # another program's WAL: hold nothing
+                conn.close()  # between reads, so that the writer can switch the file back to DELETE
+                self._conn = None  # (check_file opens it again)
 
     def wait_for_locks(self, seconds: float) -> None:
         """From now on, wait at most `seconds` for another connection's lock (then
@@ -343,14 +349,18 @@ class StoreCore:
         open, or when the file changed too recently for a later change to be sure to show: Git's
         rule for "racily clean" index entries, since the kernel stamps times from a coarse clock, so
         two writes a few ms apart can leave the same mtime. A read that follows `check_file` reads
-        the state it names, or a later one (then a later `check_file` names another)."""
-        info = self._seen
-        if info is None or self._conn is None:
+        the state it names, or a later one (then a later `check_file` names another).
+
+        A file another program switched to WAL takes its commits in its `-wal` file, not in the file
+        itself: that file's stat is part of the version too (until the writer switches the store back
+        to DELETE, :meth:`~azsd.store.vacuum.Vacuum.keep_journal_mode`)."""
+        info, wal = self._seen, self._seen_wal
+        if info is None or self._conn is None or _racy(info) or (wal is not None and _racy(wal)):
             return None
-        coarse = info.st_mtime_ns % 1_000_000_000 == 0  # a file system that keeps whole seconds
-        if time.time_ns() - info.st_mtime_ns < (_SETTLED_COARSE_NS if coarse else _SETTLED_NS):
-            return None
-        return self._opened, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns
+        version = (self._opened, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+        if wal is None:
+            return version
+        return (*version, wal.st_ino, wal.st_size, wal.st_mtime_ns, wal.st_ctime_ns)
 
     def _query(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         if self._conn is None:
@@ -383,6 +393,19 @@ def _raise_open_error(path: Path, exc: sqlite3.DatabaseError) -> NoReturn:
         with _translate(path):
             raise exc
     raise NotAStoreError(path) from None
+
+
+def _racy(info: os.stat_result) -> bool:
+    """Whether a file changed too recently for its stat to be sure to show a later change."""
+    coarse = info.st_mtime_ns % 1_000_000_000 == 0  # a file system that keeps whole seconds
+    return time.time_ns() - info.st_mtime_ns < (_SETTLED_COARSE_NS if coarse else _SETTLED_NS)
+
+
+def _stat_or_none(path: str) -> os.stat_result | None:
+    try:
+        return os.stat(path)
+    except OSError:
+        return None
 
 
 def _in_transaction(conn: sqlite3.Connection) -> bool:

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import TypeVar
 
+import msgspec
+
 from azsd.ipc.protocol import (
     Follow,
     FollowReply,
@@ -108,7 +110,14 @@ class AsyncAgentMethods(AsyncConnection):
         )
         return await self.call(message, FollowReply, timeout=long_timeout(timeout, self.timeout))
 
-    async def unfollow(self, root: RootLike, path: RootLike, *, timeout: float | None = None) -> OkReply:
-        """Stop following `path`, after storing what the file holds now."""
-        message = Unfollow(root=canonical_root(root), path=absolute_path(path))
+    async def unfollow(
+        self, root: RootLike, path: RootLike, *, timeout: float | None = None, reason: str | None = None
+    ) -> OkReply:
+        """Stop following `path`, after storing what the file holds now; `reason` (why, in words) is
+        what `status` shows for the ended follow (``unfollowed`` without one)."""
+        message = Unfollow(
+            root=canonical_root(root),
+            path=absolute_path(path),
+            reason=msgspec.UNSET if reason is None else reason,
+        )
         return await self.call(message, OkReply, timeout=long_timeout(timeout, self.timeout))

@@ -16,6 +16,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, TypeVar
 
+import msgspec
+
 from azsd.errors import NoReply
 from azsd.ipc.protocol import (
     AppendEvents,
@@ -240,10 +242,17 @@ class Client(AgentMethods, RemoteMethods, Connection):
         )
         return self.call(message, OkReply)
 
-    def store_compaction(self, root: RootLike, session: int, after_seq: int, summary: str) -> OkReply:
-        """Record a compaction summary covering seqs up to `after_seq`."""
+    def store_compaction(
+        self, root: RootLike, session: int, after_seq: int, summary: str, *, identity: str | None = None
+    ) -> OkReply:
+        """Record a compaction summary covering seqs up to `after_seq`; with the plan's `identity`,
+        refused if the session is no longer the one planned for (its number reused)."""
         message = StoreCompaction(
-            root=canonical_root(root), session=session, after_seq=after_seq, summary=summary
+            root=canonical_root(root),
+            session=session,
+            after_seq=after_seq,
+            summary=summary,
+            identity=msgspec.UNSET if identity is None else identity,
         )
         return self.call(message, OkReply)
 
@@ -266,16 +275,25 @@ class Client(AgentMethods, RemoteMethods, Connection):
         return self.call(message, MeterReply)
 
     def compact_with_output(
-        self, root: RootLike, session: int, after_seq: int, path: RootLike, format: str
+        self,
+        root: RootLike,
+        session: int,
+        after_seq: int,
+        path: RootLike,
+        format: str,
+        *,
+        identity: str | None = None,
     ) -> CompactionReply:
         """Store a compaction whose summary is the assistant text of the agent output at `path`
-        (`stored` False: it held none)."""
+        (`stored` False: it held none); with the plan's `identity`, refused if the session is no
+        longer the one planned for (its number reused)."""
         message = CompactWithOutput(
             root=canonical_root(root),
             session=session,
             after_seq=after_seq,
             path=absolute_path(path),
             format=format,
+            identity=msgspec.UNSET if identity is None else identity,
         )
         return self.call(message, CompactionReply)
 

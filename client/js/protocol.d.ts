@@ -34,12 +34,14 @@ export interface Follow {
 }
 
 /**
- * Stop following `path` after reading what it holds now.
+ * Stop following `path` after reading what it holds now. `reason` is why, in words, as `status`
+ * shows it among the ended follows (``unfollowed`` without one; sent only when set).
  */
 export interface Unfollow {
   op: "unfollow";
   root: string;
   path: string;
+  reason?: string;
 }
 
 export interface CreateSession {
@@ -137,12 +139,19 @@ export interface MarkCompleted {
   request_key?: string | null;
 }
 
+/**
+ * Store `summary` as the compaction of seqs 1..`after_seq` (a seq of the session). With the
+ * `identity` a `CompactionPlanReply` gave, it is refused (`not_found`) if the session is no longer
+ * the one planned for (deleted, and its number reused). (`identity` is sent only when set, so that a
+ * daemon from before it takes the request as before.)
+ */
 export interface StoreCompaction {
   op: "storecompaction";
   root: string;
   session: number;
   after_seq: number;
   summary: string;
+  identity?: string;
   request_key?: string | null;
 }
 
@@ -157,6 +166,7 @@ export interface CompactWithOutput {
   after_seq: number;
   path: string;
   format: string;
+  identity?: string;
   request_key?: string | null;
 }
 
@@ -594,6 +604,7 @@ export interface CompactionPlanReply {
   events: number;
   chars: number;
   kept_prompts: number;
+  identity: string;
   protocol: number;
 }
 

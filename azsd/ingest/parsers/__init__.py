@@ -102,7 +102,8 @@ def detect_format(lines: Iterable[bytes]) -> Format | None:
 
 def head_value(lines: Iterable[bytes], limit: int, pick: Callable[[dict[str, Any]], _T | None]) -> _T | None:
     """The first `pick(object)` that is not None among the JSON-object lines of the first `limit`
-    `lines` (blank, undecodable and too-long lines are passed over)."""
+    `lines` (blank, undecodable, too deeply nested and too-long lines are passed over: the parser
+    that reads them afterwards skips and counts them)."""
     for n, line in enumerate(lines):
         if n >= limit:
             break
@@ -110,7 +111,7 @@ def head_value(lines: Iterable[bytes], limit: int, pick: Callable[[dict[str, Any
             continue
         try:
             obj = _DECODER.decode(line)
-        except (msgspec.DecodeError, UnicodeDecodeError):
+        except (msgspec.DecodeError, UnicodeDecodeError, RecursionError):
             continue
         if isinstance(obj, dict):
             value = pick(obj)

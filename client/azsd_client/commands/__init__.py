@@ -146,7 +146,12 @@ _FILE: Final = arg("file")
 
 #: Every `azs` command, in the order `azs --help` lists them.
 COMMANDS: Final = (
-    Command("status", "is azsd running, and what it has open", Lazy("daemon", "status")),
+    Command(
+        "status",
+        "is azsd running, and what it has open",
+        Lazy("daemon", "status"),
+        (arg("--all", action="store_true", help="follows that ended more than 10 minutes ago too"),),
+    ),
     Command(
         "ls",
         "sessions of this worktree, latest activity first",

@@ -13,7 +13,7 @@ import msgspec
 
 from azsd.errors import AzsdError, DaemonUnavailable, NoReply, RemoteError
 from azsd.ipc.protocol import PROTOCOL_VERSION, json_schema
-from azsd_client.render.status import status_lines
+from azsd_client.render.status import recent_follows, status_lines
 from azsd_client.render.text import Line, Style, join, plural
 
 from . import shapes
@@ -30,7 +30,8 @@ NOT_RUNNING: Final = 3
 
 
 def status(run: Invocation) -> int:
-    """What the daemon has open; exit status 3 when it is not running (``--json``:
+    """What the daemon has open and follows (follows that ended more than 10 minutes ago only with
+    ``--all``); exit status 3 when it is not running (``--json``:
     ``{"running": false, "endpoint", "reason", "start"}``)."""
     endpoint = run.config.rpc_endpoint
     try:
@@ -42,8 +43,12 @@ def status(run: Invocation) -> int:
         down = {"running": False, "endpoint": endpoint, "reason": said, "start": _START}
         run.out.result(down, lambda _, __: [said])
         return NOT_RUNNING
-    up = {"running": True, "endpoint": endpoint, **shapes.plain(reply)}
-    run.out.result(reply, lambda r, style: status_lines(r, endpoint, style), shape=lambda _: up)
+    shown = reply if run.args.all else msgspec.structs.replace(reply, follows=recent_follows(reply.follows))
+    hidden = len(reply.follows) - len(shown.follows)
+    up = {"running": True, "endpoint": endpoint, **shapes.plain(shown)}
+    run.out.result(
+        shown, lambda r, style: status_lines(r, endpoint, style, hidden=hidden), shape=lambda _: up
+    )
     return 0
 
 

@@ -124,15 +124,15 @@ def _report_gap(run: Invocation, last: int, note: Notification) -> None:
     run.out.result(gap, lambda _, style: [style.yellow(said)], flush=True)
 
 
-def _existing_file(run: Invocation) -> Path:
-    """The file argument, made absolute; a clear error when it is missing or is a directory (the
-    daemon names any other kind of file it refuses)."""
+def _existing_file(run: Invocation, *, may_be_missing: bool = False) -> Path:
+    """The file argument, made absolute; a clear error when it is a directory or (unless it
+    `may_be_missing`: a follow waits for it) missing (the daemon names any other kind it refuses)."""
     path = Path(run.args.file).absolute()
     if path.is_dir():
         raise AzsdError(
             f"{run.args.file} is a directory: give one agent JSONL file (`azs import` reads them all)"
         )
-    if not path.exists():
+    if not path.exists() and not may_be_missing:
         raise AzsdError(f"no such file: {run.args.file}")
     return path
 
@@ -157,8 +157,9 @@ def ingest(run: Invocation) -> int:
 
 
 def follow(run: Invocation) -> int:
-    """Have the daemon follow a file live into a session (until its final event, or `azs unfollow`)."""
-    path = _existing_file(run)
+    """Have the daemon follow a file live into a session (until its final event, or `azs unfollow`);
+    a file that does not exist yet is waited for."""
+    path = _existing_file(run, may_be_missing=True)
     view = run.client.follow(run.root, run.args.session, path, format=run.args.format).follow
     run.out.result(view, lambda v, style: [follow_line(v, style)])
     return 0

@@ -161,7 +161,10 @@ class _Turn:
         if code is None:
             self.note(f"the agent (pid {self.agent.pid}) did not exit after the turn ended: stopping it")
             code = self._stop_agent()
-        self._unfollow(timeout=None)  # a follow the daemon already ended answers not_found
+        why = None  # a turn that completed: its follow ended with it
+        if self.complete is None:
+            why = f"its agent (pid {self.agent.pid}) exited ({_status(code)}) before the turn ended"
+        self._unfollow(timeout=None, reason=why)  # a follow the daemon already ended answers not_found
         self.show(self.follower.read())
         return self._conclude(code)
 
@@ -201,7 +204,8 @@ class _Turn:
         agent = f"stopped the agent ({_status(code)}); " if self.agent is not None else ""
         try:
             if self.agent is not None:
-                self._unfollow(timeout=_UNFOLLOW_TIMEOUT_S)
+                why = f"interrupted by {signal.Signals(signum).name}: its agent was stopped ({_status(code)})"
+                self._unfollow(timeout=_UNFOLLOW_TIMEOUT_S, reason=why)
             self.show(self.follower.read())
             if self.complete is None:
                 self.client.mark_completed(self.run.root, self.session, False, duration_ms=self.elapsed_ms())
@@ -239,10 +243,10 @@ class _Turn:
         ]
         return any(v.active for v in mine)
 
-    def _unfollow(self, *, timeout: float | None) -> None:
+    def _unfollow(self, *, timeout: float | None, reason: str | None = None) -> None:
         assert self.agent is not None
         try:
-            self.client.unfollow(self.run.root, self.agent.path, timeout=timeout)
+            self.client.unfollow(self.run.root, self.agent.path, timeout=timeout, reason=reason)
         except RemoteError as exc:
             if exc.code not in _ALREADY_ENDED:
                 raise

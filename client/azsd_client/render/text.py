@@ -115,7 +115,8 @@ class _Table:
 
     When the rows are wider than the terminal, the columns in `optional` are left out, first one
     first, as long as that is still needed; then the `flex` column (a name, a snippet, a path) is cut
-    with an ellipsis. No line is wider than the terminal, and each row stays on one line.
+    with an ellipsis. No line is wider than the terminal, and each row stays on one line. A row's
+    note (`notes`, one per row or None) is a line of its own right under it.
     """
 
     rows: Sequence[Sequence[Cell]]
@@ -124,10 +125,12 @@ class _Table:
     optional: tuple[int, ...]
     header: Sequence[Cell] | None
     indent: int = 0
+    notes: Sequence[Line | None] = ()
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         from rich.padding import Padding
         from rich.table import Table
+        from rich.text import Text
 
         rows = [*([self.header] if self.header else []), *self.rows]
         widths = _widths(rows)
@@ -139,22 +142,34 @@ class _Table:
                 break
             if drop in shown:
                 shown.remove(drop)
-        table = Table(
-            box=None, show_header=False, pad_edge=False, padding=(0, 2, 0, 0), collapse_padding=True
-        )
         fixed = sum(widths[i] for i in shown if i != self.flex) + 2 * (len(shown) - 1)
-        for i in shown:
-            width = max(1, min(widths[i], room - fixed)) if i == self.flex else widths[i]
-            table.add_column(
-                justify="right" if i in self.right else "left",
-                no_wrap=True,
-                overflow="ellipsis",
-                min_width=width,
-                max_width=width,
+        sized = [(i, max(1, min(widths[i], room - fixed)) if i == self.flex else widths[i]) for i in shown]
+
+        def part() -> Table:  # the rows up to a note: every part has the same columns
+            table = Table(
+                box=None, show_header=False, pad_edge=False, padding=(0, 2, 0, 0), collapse_padding=True
             )
-        for row in rows:
+            for i, width in sized:
+                table.add_column(
+                    justify="right" if i in self.right else "left",
+                    no_wrap=True,
+                    overflow="ellipsis",
+                    min_width=width,
+                    max_width=width,
+                )
+            return table
+
+        notes = [None] * (len(rows) - len(self.rows)) + list(self.notes or [None] * len(self.rows))
+        table = part()
+        for row, note in zip(rows, notes, strict=True):
             table.add_row(*(row[i].paint(row[i].text) if i < len(row) else "" for i in shown))
-        yield Padding(table, (0, 0, 0, self.indent)) if self.indent else table
+            if note is not None:
+                line = Text(note) if isinstance(note, str) else note  # never read as markup
+                yield Padding(table, (0, 0, 0, self.indent)) if self.indent else table
+                yield Padding(line, (0, 0, 0, self.indent)) if self.indent else line
+                table = part()
+        if table.rows:
+            yield Padding(table, (0, 0, 0, self.indent)) if self.indent else table
 
 
 def _widths(rows: Sequence[Sequence[Cell]]) -> list[int]:
@@ -182,10 +197,12 @@ def table(
     optional: Iterable[int] = (),
     header: Sequence[Cell] | None = None,
     indent: int = 0,
+    notes: Sequence[Line | None] = (),
 ) -> list[Line]:
     """Rows aligned in columns two spaces apart; columns in `right` are right-aligned. It fits the
     terminal: the `optional` columns go first (in that order), then the `flex` one is cut with ``…``.
-    One line of output (rich draws it at the width it is given).
+    One line of output (rich draws it at the width it is given); a row's note (`notes`: one per row,
+    or None) is drawn on a line of its own right under that row.
 
     >>> from azsd_client.render.term import plain_lines
     >>> plain_lines(table([[Cell("S3"), Cell("x")], [Cell("S12"), Cell("yy")]], right=frozenset({0})))
@@ -194,7 +211,7 @@ def table(
     >>> plain_lines(table(rows, flex=1, optional=(2,)), width=20), plain_lines(table(rows, flex=1), width=20)
     (['S3  a long name'], ['S3  a lon…  2 events'])
     """
-    return [_Table(rows, right, flex, tuple(optional), header, indent)] if rows else []
+    return [_Table(rows, right, flex, tuple(optional), header, indent, notes)] if rows else []
 
 
 @dataclass(frozen=True)
