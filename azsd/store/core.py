@@ -30,6 +30,7 @@ from typing import Any, Final, NoReturn, Self
 from azsd.errors import NotAStoreError, ReadOnlyStoreError, StoreError, StoreFullError
 from azsd.store.codec import RowCodec
 from azsd.store.migration import migrate, read_schema_version
+from azsd.store.pacing import Pacer
 from azsd.store.schema import SCHEMA_VERSION
 
 __all__ = [
@@ -92,6 +93,8 @@ class StoreCore:
         self._seen: os.stat_result | None = None  # the file as check_file last saw it
         self._codec = RowCodec()
         self._depth = 0
+        #: Times every write transaction, for the store's life (:mod:`azsd.store.pacing`).
+        self.pacer = Pacer()
         if self.path.exists():
             self._connect()
 
@@ -268,30 +271,45 @@ class StoreCore:
                     f"{self.path}: the enclosing transaction was rolled back (nothing was written)"
                 )
             conn.execute("BEGIN IMMEDIATE" if depth == 0 else f"SAVEPOINT azsd_{depth}")
-            self._depth += 1
+            if depth == 0:
+                self.pacer.begin()
             try:
-                yield conn
-            except BaseException:
-                self._depth = depth
-                self._forget()  # it may hold what is being rolled back
-                if conn.in_transaction:  # else SQLite rolled it all back already
-                    if depth == 0:
-                        conn.execute("ROLLBACK")
-                    else:
-                        conn.execute(f"ROLLBACK TO azsd_{depth}")
-                        conn.execute(f"RELEASE azsd_{depth}")
-                raise
+                with self._held(conn, depth):
+                    yield conn
+            finally:
+                if depth == 0:
+                    self.pacer.release()  # (leaving the lock free for a while when that is due)
+
+    @contextmanager
+    def _held(self, conn: sqlite3.Connection, depth: int) -> Iterator[None]:
+        """The body of :meth:`atomic` once it holds the transaction (or savepoint) at `depth`: its
+        commit, or its rollback on an exception."""
+        self._depth += 1
+        try:
+            yield
+        except BaseException:
             self._depth = depth
-            if not conn.in_transaction:  # rolled back under a caller that went on
-                self._forget()
-                raise StoreError(f"{self.path}: the transaction was rolled back (nothing was written)")
-            try:
-                conn.execute("COMMIT" if depth == 0 else f"RELEASE azsd_{depth}")
-            except sqlite3.Error:
-                self._forget()
-                if depth == 0 and conn.in_transaction:
+            self._forget()  # it may hold what is being rolled back
+            if conn.in_transaction:  # else SQLite rolled it all back already
+                if depth == 0:
                     conn.execute("ROLLBACK")
-                raise
+                else:
+                    conn.execute(f"ROLLBACK TO azsd_{depth}")
+                    conn.execute(f"RELEASE azsd_{depth}")
+            raise
+        self._depth = depth
+        if not conn.in_transaction:  # rolled back under a caller that went on
+            self._forget()
+            raise StoreError(f"{self.path}: the transaction was rolled back (nothing was written)")
+        try:
+            if depth == 0:
+                self.pacer.committing()
+            conn.execute("COMMIT" if depth == 0 else f"RELEASE azsd_{depth}")
+        except sqlite3.Error:
+            self._forget()
+            if depth == 0 and conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
 
     @contextmanager
     def _read_only_atomic(self, create: bool) -> Iterator[sqlite3.Connection]:

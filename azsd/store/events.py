@@ -83,7 +83,6 @@ class EventLog(SearchIndex, ContextTable, SessionListing):
             ).fetchone()[0]
             jsons = [encode_event(event) for event in events]
             payloads = self._codec.encode_many(jsons)
-            indexed = self._search_current(conn)
             conn.executemany(
                 "INSERT INTO events (session_id, seq, kind, data, char_len) VALUES (?, ?, ?, ?, ?)",
                 [
@@ -93,8 +92,7 @@ class EventLog(SearchIndex, ContextTable, SessionListing):
             )
             if events:
                 last_id = conn.execute("SELECT last_insert_rowid()").fetchone()[0]
-                if indexed:
-                    self._index_new(conn, last_id - len(events) + 1, events, last_id)
+                self._index_new(conn, last_id - len(events) + 1, events, last_id)
                 self._context_new(conn, session_id, seq, events, last_id - len(events) + 1)
                 catch_up_summaries(conn)
                 if self._index is not None:
@@ -253,9 +251,10 @@ class EventLog(SearchIndex, ContextTable, SessionListing):
             return False
         more = True
         with ChunkedWrite(self) as chunks:
-            while more and chunks.pacer.chunks == 0:
+            first = chunks.pacer.chunks
+            while more and chunks.pacer.chunks == first:
                 with chunks.step() as conn:
-                    more = self._search_step(conn) or self._context_step(conn)
+                    more = self._search_step(conn) or self._context_step(conn) or catch_up_summaries(conn)
         if not more:
             self._caught_up_at = version
         return more

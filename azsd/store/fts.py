@@ -2,8 +2,9 @@
 
 :class:`SearchIndex` owns the index's upkeep, keyed by ``events.id`` and marked by a high-water mark
 in ``meta`` (:data:`azsd.store.schema.SEARCH_HWM_KEY`): rows an append has just inserted are indexed
-in the same transaction while the index is current (:meth:`~SearchIndex._index_new`); rows written
-by AZUREAL, or before an upgrade, are caught up before a search (:meth:`~SearchIndex._catch_up`); a
+in the same transaction (:meth:`~SearchIndex._index_new`), even while other rows wait; rows written
+by AZUREAL, or before an upgrade, are caught up in the background and before a search
+(:meth:`~SearchIndex._catch_up`, which skips the rows indexed already); a
 deleted session's rows are taken out (:meth:`~SearchIndex._unindex`, the index is contentless);
 :meth:`~SearchIndex.reindex_search` rebuilds it (the catch-up and the rebuild commit in short chunks).
 :meth:`~SearchIndex.search` runs an FTS5 query and returns snippets (the text of an event is
@@ -32,7 +33,7 @@ log = logging.getLogger("azsd.store")
 
 _SEARCHABLE: Final = ", ".join(f"'{kind}'" for kind in SEARCHABLE_KINDS)
 #: Event ids a step of the catch-up indexes (a step stays well under a chunk's 200 ms).
-CATCH_UP_ROWS: Final = 1000
+CATCH_UP_ROWS: Final = 250
 
 
 class SearchIndex(StoreCore):
@@ -50,22 +51,11 @@ class SearchIndex(StoreCore):
             (SEARCH_HWM_KEY, str(value)),
         )
 
-    def _search_current(self, conn: sqlite3.Connection) -> bool:
-        """Whether the index holds every event row (else new rows wait for :meth:`_catch_up`)."""
-        top = conn.execute("SELECT COALESCE(MAX(id), 0) FROM events").fetchone()[0]
-        return bool((self._search_hwm(conn) or 0) == top)
-
     def _index_new(
         self, conn: sqlite3.Connection, first_id: int, events: Sequence[Event], last_id: int
     ) -> None:
         """Index events just inserted as rows `first_id`, `first_id + 1`, …"""
-        rows = [
-            (first_id + offset, text)
-            for offset, event in enumerate(events)
-            if (text := search_text(event)) is not None
-        ]
-        conn.executemany("INSERT INTO azsd_search (rowid, text) VALUES (?, ?)", rows)
-        self._set_search_hwm(conn, last_id)
+        self._index_rows(conn, [(first_id + offset, event) for offset, event in enumerate(events)], last_id)
 
     def _index_copies(
         self, conn: sqlite3.Connection, session_id: int, seqs: Sequence[int], events: Sequence[Event]
@@ -79,15 +69,27 @@ class SearchIndex(StoreCore):
                 (session_id, min(seqs), max(seqs)),
             ).fetchall()
         )
+        rows = [(ids[seq], event) for seq, event in zip(seqs, events, strict=True)]
+        self._index_rows(conn, rows, max(ids.values()))
+
+    def _index_rows(self, conn: sqlite3.Connection, rows: Sequence[tuple[int, Event]], last_id: int) -> None:
+        """Index rows azsd just inserted (`(id, event)`, ids ascending, the last `last_id`), in its
+        transaction, even while rows of others wait below them for the catch-up (which skips the
+        rows indexed already): a big ingest never waits for AZUREAL's rows to be indexed. The mark
+        moves to `last_id` when no row between it and these waits. Nothing is indexed while the
+        index has no mark (the catch-up then starts it afresh, these rows too)."""
+        mark = self._search_hwm(conn)
+        if mark is None or not rows:
+            return
         conn.executemany(
             "INSERT INTO azsd_search (rowid, text) VALUES (?, ?)",
-            [
-                (ids[seq], text)
-                for seq, event in zip(seqs, events, strict=True)
-                if (text := search_text(event))
-            ],
+            [(event_id, text) for event_id, event in rows if (text := search_text(event)) is not None],
         )
-        self._set_search_hwm(conn, conn.execute("SELECT MAX(id) FROM events").fetchone()[0])
+        waiting = conn.execute(
+            "SELECT 1 FROM events WHERE id > ? AND id < ? LIMIT 1", (mark, rows[0][0])
+        ).fetchone()
+        if waiting is None:
+            self._set_search_hwm(conn, last_id)
 
     def _indexed_texts(self, rows: Iterable[tuple[int, bytes]]) -> Iterator[tuple[int, str]]:
         """`(event id, text)` of stored rows the index holds text for (unreadable rows have none)."""
@@ -127,9 +129,11 @@ class SearchIndex(StoreCore):
         if hwm + CATCH_UP_ROWS >= top or hwm % (10 * CATCH_UP_ROWS) < CATCH_UP_ROWS:
             log.info("%s: indexing events %d to %d for search", self.path, hwm + 1, top)
         upto = min(top, hwm + CATCH_UP_ROWS)
-        rows = conn.execute(
-            f"SELECT id, data FROM events WHERE id > ? AND id <= ? AND kind IN ({_SEARCHABLE}) ORDER BY id",
-            (hwm, upto),
+        rows = conn.execute(  # (rows azsd indexed as it appended them are in the index already)
+            f"SELECT id, data FROM events WHERE id > ? AND id <= ? AND kind IN ({_SEARCHABLE}) "
+            "AND id NOT IN (SELECT rowid FROM azsd_search_docsize WHERE rowid > ? AND rowid <= ?) "
+            "ORDER BY id",
+            (hwm, upto, hwm, upto),
         )
         conn.executemany("INSERT INTO azsd_search (rowid, text) VALUES (?, ?)", self._indexed_texts(rows))
         self._set_search_hwm(conn, upto)
@@ -145,16 +149,31 @@ class SearchIndex(StoreCore):
             return int(conn.execute("SELECT COUNT(*) FROM events WHERE id > ?", (mark,)).fetchone()[0])
 
     def _unindex(self, conn: sqlite3.Connection, session_id: int) -> None:
-        """Take a session's indexed events out of the index (a contentless index needs their text)."""
+        """Take a session's indexed events out of the index (a contentless index needs their text).
+
+        The rows the index holds are those in its ``docsize`` table; a row under the mark that has
+        text and is not there means the index lost entries (a restore, a hand edit): it is started
+        afresh rather than trusted."""
         hwm = self._search_hwm(conn) or 0
         rows = conn.execute(
-            f"SELECT id, data FROM events WHERE session_id = ? AND id <= ? AND kind IN ({_SEARCHABLE})",
+            f"SELECT id, data FROM events WHERE session_id = ? AND kind IN ({_SEARCHABLE}) AND (id <= ? "
+            "OR id IN (SELECT rowid FROM azsd_search_docsize))",
             (session_id, hwm),
         ).fetchall()
+        held = {
+            row[0]
+            for row in conn.execute(
+                "SELECT rowid FROM azsd_search_docsize WHERE rowid IN "
+                "(SELECT id FROM events WHERE session_id = ?)",
+                (session_id,),
+            )
+        }
+        texts = list(self._indexed_texts(rows))
         try:
+            if any(event_id not in held for event_id, _ in texts):
+                raise sqlite3.DatabaseError("indexed rows missing from the index")
             conn.executemany(
-                "INSERT INTO azsd_search (azsd_search, rowid, text) VALUES ('delete', ?, ?)",
-                self._indexed_texts(rows),
+                "INSERT INTO azsd_search (azsd_search, rowid, text) VALUES ('delete', ?, ?)", texts
             )
         except sqlite3.DatabaseError as exc:  # the index does not hold what it should: start it afresh
             log.warning("%s: search index out of step (%s), rebuilt at the next search", self.path, exc)

@@ -45,7 +45,7 @@ CONTEXT_INLINE_ROWS: Final = 2000
 #: A group takes more blocks while its text is under this many bytes.
 GROUP_BYTES: Final = 1 << 16
 #: Event ids a step of the chunked catch-up renders (a step stays well under a chunk's 200 ms).
-_STEP_ROWS: Final = 1000
+_STEP_ROWS: Final = 250
 #: What `bytes.rstrip` may take off a transcript's end (all of it Rust whitespace: `trim_end` agrees).
 _ASCII_SPACE: Final = b" \t\n\r\x0b\x0c"
 _LAYOUT: Final = msgspec.msgpack.Decoder(list[int])
