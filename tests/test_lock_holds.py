@@ -12,6 +12,7 @@ import zstandard
 
 from azsd.events import AssistantText, UserMessage, encode_event
 from azsd.store import Store, store_path
+from azsd.store.pacing import Pacer, Pacing
 from azsd.store.schema import SEARCH_HWM_KEY, SUMMARY_HWM_KEY
 from azsd.store.summaries import STEP_ROWS
 
@@ -26,7 +27,7 @@ def write_as_azureal(root: Path, rows: int, per_session: int = 5000) -> list[int
     sessions: list[int] = []
     conn.execute("BEGIN")
     for start in range(0, rows, per_session):
-        sid = conn.execute("INSERT INTO sessions (worktree) VALUES ('azureal')").lastrowid
+        sid = conn.execute("INSERT INTO sessions (worktree) VALUES ('azureal-bulk')").lastrowid
         assert sid is not None
         sessions.append(sid)
         data = []
@@ -62,18 +63,19 @@ def new_store(root: Path) -> int:
 def test_the_catch_up_leaves_the_long_gap_across_its_calls(tmp_path: Path) -> None:
     """Each call of `catch_up_some` is one chunk; the pause owed after each second of holding the
     lock must still come (a pacer made afresh per chunk never owed one: AZUREAL's busy handler,
-    which tries every 100 ms, missed every 5 ms gap for 5 s and failed)."""
+    which tries every 100 ms, missed every 5 ms gap for 5 s and failed). The policy is scaled down
+    here (chunks of 40 ms, a pause per 200 ms of holding) to see many periods in a short test."""
     new_store(tmp_path)
-    write_as_azureal(tmp_path, 40_000)
+    write_as_azureal(tmp_path, 20_000)
     with Store.open(tmp_path) as store:
+        store.pacer = pacer = Pacer(Pacing(chunk_s=0.04, gap_s=0.001, long_gap_s=0.02, long_gap_every_s=0.2))
         calls = 0
         while store.catch_up_some():
             calls += 1
-        pacer = store.pacer
         held_s = pacer.held_s
-        assert calls >= 5 and held_s >= 1.2, (calls, held_s)  # the test needs seconds of holding
-        # one long gap (over the busy handler's 100 ms) per second of holds, at the latest
-        assert pacer.long_gaps >= int(held_s / 1.05), (pacer.long_gaps, held_s)
+        assert calls >= 10 and held_s >= 0.4, (calls, held_s)  # the test needs many periods
+        # one long gap per period of holds, at the latest
+        assert pacer.long_gaps >= int(held_s / 0.21), (pacer.long_gaps, held_s)
         assert store.search_pending() == 0
 
 

@@ -6,7 +6,9 @@ reindex and the search index catch-up, the fork of a big session) therefore runs
 transactions driven by :class:`ChunkedWrite`, timed by the store's one pacer
 (:mod:`azsd.store.pacing`, where the policy and its reasons are): each transaction commits once it
 has held the lock ~200 ms, the lock stays free a few ms after each, and ~120 ms after each second of
-holding, counted across chunks and calls.
+holding, counted across chunks and calls. After each commit the store's
+:attr:`~azsd.store.core.StoreCore.between_chunks` runs: the daemon's worker carries out there the
+calls queued behind the long write, so a rename waits for a chunk, not for a 200 000-line ingest.
 
 A :class:`ChunkedWrite` opened while the store is already in a transaction (a caller's
 :meth:`~azsd.store.core.StoreCore.atomic`, or the worker's group commit) cannot release the lock:
@@ -105,6 +107,9 @@ class ChunkedWrite:
         self._end_chunk(None, None, None)  # (the pacer releases, leaving the long gap when due)
         self.pacer.pause()
         self._run_pending()
+        between = self._store.between_chunks
+        if between is not None:  # the writes queued behind this one (a rename) answer now
+            between()
 
     def after_commit(self, fn: Callable[[], None]) -> None:
         """Run `fn` once what the steps so far wrote is committed: at once when it is, else after the

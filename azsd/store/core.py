@@ -22,7 +22,7 @@ import os
 import sqlite3
 import stat
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Final, NoReturn, Self
@@ -95,6 +95,9 @@ class StoreCore:
         self._depth = 0
         #: Times every write transaction, for the store's life (:mod:`azsd.store.pacing`).
         self.pacer = Pacer()
+        #: Run after each chunk of a long write is committed (:mod:`azsd.store.chunks`), outside any
+        #: transaction: the owner's queued work (the worker's waiting calls) goes between chunks.
+        self.between_chunks: Callable[[], None] | None = None
         if self.path.exists():
             self._connect()
 
