@@ -151,7 +151,7 @@ class Writer(threading.Thread):
         store: Store | None = None
         try:
             try:
-                store = Store.open(Path(self.root))
+                store = Store.open(Path(self.root), exclusive=True)  # one azsd writes a store file
             except Exception as exc:  # whatever it is, this worker cannot serve: say so, and go
                 self._refuse(open_error(self.root, exc))
                 return

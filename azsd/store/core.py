@@ -25,13 +25,14 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Final, NoReturn, Self
+from typing import IO, Any, Final, NoReturn, Self
 
 from azsd.errors import NotAStoreError, ReadOnlyStoreError, StoreError, StoreFullError
 from azsd.store.codec import RowCodec
 from azsd.store.migration import migrate, read_schema_version
 from azsd.store.pacing import Pacer
 from azsd.store.schema import SCHEMA_VERSION
+from azsd.store.writer_lock import take_writer_lock
 
 __all__ = [
     "BUSY_TIMEOUT_S",
@@ -80,10 +81,12 @@ class NeedsWriterError(StoreError):
 class StoreCore:
     """The connection to one `.azs` file, opened lazily: absent until the first session is created."""
 
-    def __init__(self, root: Path, *, reader: bool = False) -> None:
+    def __init__(self, root: Path, *, reader: bool = False, exclusive: bool = False) -> None:
         self.root = Path(root)
         self.path = store_path(self.root)
         self.reader = reader
+        self.exclusive = exclusive and not reader
+        self._writer_lock: IO[str] | None = None  # held while the file is open, when exclusive
         self.read_only = False
         self.schema_version: int | None = None
         self._conn: sqlite3.Connection | None = None
@@ -95,19 +98,25 @@ class StoreCore:
         self._depth = 0
         #: Times every write transaction, for the store's life (:mod:`azsd.store.pacing`).
         self.pacer = Pacer()
-        #: Run after each chunk of a long write is committed (:mod:`azsd.store.chunks`), outside any
-        #: transaction: the owner's queued work (the worker's waiting calls) goes between chunks.
+        #: Run between the chunks of a long write (:mod:`azsd.store.chunks`): the worker's queued calls.
         self.between_chunks: Callable[[], None] | None = None
         if self.path.exists():
-            self._connect()
+            try:
+                self._connect()
+            except BaseException:
+                self.close()  # (the writer lock, if taken)
+                raise
 
     @classmethod
-    def open(cls, root: Path, *, reader: bool = False) -> Self:
+    def open(cls, root: Path, *, reader: bool = False, exclusive: bool = False) -> Self:
         """Open the store of `root`; the file is not created until a session is.
 
         A `reader` only reads (beside the store's writer, which alone creates and migrates the file).
+        An `exclusive` writer (a daemon's) holds the store's writer lock while the file is open: one
+        azsd writes a store file, whatever its state dir or the path it was given
+        (:mod:`azsd.store.writer_lock`); AZUREAL, which knows nothing of it, opens the file as before.
         """
-        return cls(root, reader=reader)
+        return cls(root, reader=reader, exclusive=exclusive)
 
     @property
     def exists(self) -> bool:
@@ -125,6 +134,9 @@ class StoreCore:
             self._conn.close()
             self._conn = None
         self._file_id, self._seen = None, None
+        if self._writer_lock is not None:
+            self._writer_lock.close()
+            self._writer_lock = None
 
     def check_file(self) -> str | None:
         """Follow the file at the store's path when it is no longer the one this Store opened: reopen
@@ -172,6 +184,8 @@ class StoreCore:
         if self.reader:
             self._connect_reader()
             return
+        if self.exclusive and self._writer_lock is None:
+            self._writer_lock = take_writer_lock(self.path)
         uri = f"{self.path.as_uri()}?mode=rwc"
         conn = sqlite3.connect(
             uri, uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
@@ -285,8 +299,7 @@ class StoreCore:
 
     @contextmanager
     def _held(self, conn: sqlite3.Connection, depth: int) -> Iterator[None]:
-        """The body of :meth:`atomic` once it holds the transaction (or savepoint) at `depth`: its
-        commit, or its rollback on an exception."""
+        """:meth:`atomic` holding its transaction (or savepoint): its commit, or rollback on an error."""
         self._depth += 1
         try:
             yield
@@ -294,10 +307,8 @@ class StoreCore:
             self._depth = depth
             self._forget()  # it may hold what is being rolled back
             if conn.in_transaction:  # else SQLite rolled it all back already
-                if depth == 0:
-                    conn.execute("ROLLBACK")
-                else:
-                    conn.execute(f"ROLLBACK TO azsd_{depth}")
+                conn.execute("ROLLBACK" if depth == 0 else f"ROLLBACK TO azsd_{depth}")
+                if depth > 0:
                     conn.execute(f"RELEASE azsd_{depth}")
             raise
         self._depth = depth
