@@ -201,14 +201,14 @@ class Writer(threading.Thread):
     def _next_batch(self, store: Store) -> list[Task[Any] | None] | None:
         """Wait for work, catching the store up meanwhile (:meth:`_upkeep`); None when idle long
         enough to close (and the registry agreed)."""
-        if self._held:  # what waited behind a long call, in its order
-            batch, self._held = self._held, []
-            if batch[-1] is not None:
-                batch += self._take(MAX_BATCH - len(batch))
-            return batch
         idle_since = time.monotonic()
         behind = False
         while True:
+            if self._held:  # what waited behind a long call (the catch-up's chunk too), in its order
+                batch, self._held = self._held, []
+                if batch[-1] is not None:
+                    batch += self._take(MAX_BATCH - len(batch))
+                return batch
             try:
                 first = self.queue.get(timeout=0 if behind else min(UPKEEP_S, self._registry.idle_close_s))
             except queue.Empty:

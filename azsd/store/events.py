@@ -38,7 +38,7 @@ from azsd.store.cache import ROWS, CachedRow
 from azsd.store.chunks import ChunkedWrite
 from azsd.store.codec import CodecError
 from azsd.store.core import _translate
-from azsd.store.fts import SearchIndex
+from azsd.store.fts_stale import StaleEntries
 from azsd.store.listing import SessionListing, _require_session
 from azsd.store.rendered import ContextTable
 from azsd.store.summaries import catch_up as catch_up_summaries
@@ -57,7 +57,7 @@ _RANGE: Final = (
 )
 
 
-class EventLog(SearchIndex, ContextTable, SessionListing):
+class EventLog(StaleEntries, ContextTable, SessionListing):
     """Appending and loading a session's events."""
 
     #: `PRAGMA data_version` when :meth:`catch_up_some` last found nothing to catch up.
@@ -254,7 +254,12 @@ class EventLog(SearchIndex, ContextTable, SessionListing):
             first = chunks.pacer.chunks
             while more and chunks.pacer.chunks == first:
                 with chunks.step() as conn:
-                    more = self._search_step(conn) or self._context_step(conn) or catch_up_summaries(conn)
+                    more = (
+                        self._search_step(conn)
+                        or self._context_step(conn)
+                        or catch_up_summaries(conn)
+                        or self._stale_step(conn)
+                    )
         if not more:
             self._caught_up_at = version
         return more

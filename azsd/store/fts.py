@@ -25,15 +25,17 @@ from azsd.search import SEARCHABLE_KINDS, make_snippet, search_text
 from azsd.store.chunks import ChunkedWrite
 from azsd.store.codec import CodecError
 from azsd.store.core import StoreCore, _translate
-from azsd.store.schema import SEARCH_HWM_KEY
+from azsd.store.schema import SEARCH_HWM_KEY, SEARCH_NEXT_HWM_KEY
 
-__all__ = ["SearchIndex"]
+__all__ = ["CATCH_UP_ROWS", "NEXT_INDEX", "SearchIndex"]
 
 log = logging.getLogger("azsd.store")
 
 _SEARCHABLE: Final = ", ".join(f"'{kind}'" for kind in SEARCHABLE_KINDS)
-#: Event ids a step of the catch-up indexes (a step stays well under a chunk's 200 ms).
+#: Event ids a step of the catch-up indexes (a step stays well under a chunk's 150 ms).
 CATCH_UP_ROWS: Final = 250
+#: The index built beside `azsd_search` to replace it (:mod:`azsd.store.fts_stale`).
+NEXT_INDEX: Final = "azsd_search_next"
 
 
 class SearchIndex(StoreCore):
@@ -77,10 +79,15 @@ class SearchIndex(StoreCore):
         transaction, even while rows of others wait below them for the catch-up (which skips the
         rows indexed already): a big ingest never waits for AZUREAL's rows to be indexed. The mark
         moves to `last_id` when no row between it and these waits. Nothing is indexed while the
-        index has no mark (the catch-up then starts it afresh, these rows too)."""
+        index has no mark and rows are below these (the catch-up then starts it afresh, these rows
+        too)."""
         mark = self._search_hwm(conn)
-        if mark is None or not rows:
+        if not rows:
             return
+        if mark is None:  # never indexed: only a store without earlier rows starts its index here
+            if conn.execute("SELECT 1 FROM events WHERE id < ? LIMIT 1", (rows[0][0],)).fetchone():
+                return
+            mark = 0
         conn.executemany(
             "INSERT INTO azsd_search (rowid, text) VALUES (?, ?)",
             [(event_id, text) for event_id, event in rows if (text := search_text(event)) is not None],
@@ -126,18 +133,28 @@ class SearchIndex(StoreCore):
             return False
         if mark is None:  # never indexed, or by another version of search_text: start afresh
             conn.execute("INSERT INTO azsd_search (azsd_search) VALUES ('delete-all')")
-        if hwm + CATCH_UP_ROWS >= top or hwm % (10 * CATCH_UP_ROWS) < CATCH_UP_ROWS:
+        if hwm + CATCH_UP_ROWS >= top or hwm % (40 * CATCH_UP_ROWS) < CATCH_UP_ROWS:
             log.info("%s: indexing events %d to %d for search", self.path, hwm + 1, top)
-        upto = min(top, hwm + CATCH_UP_ROWS)
-        rows = conn.execute(  # (rows azsd indexed as it appended them are in the index already)
-            f"SELECT id, data FROM events WHERE id > ? AND id <= ? AND kind IN ({_SEARCHABLE}) "
-            "AND id NOT IN (SELECT rowid FROM azsd_search_docsize WHERE rowid > ? AND rowid <= ?) "
-            "ORDER BY id",
-            (hwm, upto, hwm, upto),
-        )
-        conn.executemany("INSERT INTO azsd_search (rowid, text) VALUES (?, ?)", self._indexed_texts(rows))
-        self._set_search_hwm(conn, upto)
+        self._set_search_hwm(conn, self._index_range(conn, "azsd_search", hwm, top))
         return True
+
+    def _index_range(self, conn: sqlite3.Connection, table: str, mark: int, top: int) -> int:
+        """Index into `table` the searchable rows with ids above `mark`, `CATCH_UP_ROWS` of them at
+        most and none above `top`, but those it holds already (azsd indexed them as it appended
+        them); the id indexed up to."""
+        upto = min(top, mark + CATCH_UP_ROWS)
+        rows = conn.execute(
+            f"SELECT id, data FROM events WHERE id > ? AND id <= ? AND kind IN ({_SEARCHABLE}) "
+            f"AND id NOT IN (SELECT rowid FROM {table}_docsize WHERE rowid > ? AND rowid <= ?) ORDER BY id",
+            (mark, upto, mark, upto),
+        )
+        conn.executemany(f"INSERT INTO {table} (rowid, text) VALUES (?, ?)", self._indexed_texts(rows))
+        return int(upto)
+
+    def _next_index_exists(self, conn: sqlite3.Connection) -> bool:
+        """Whether an index is being built to replace this one (:mod:`azsd.store.fts_stale`)."""
+        found = conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (NEXT_INDEX,)).fetchone()
+        return found is not None
 
     def search_pending(self) -> int:
         """How many event rows wait to be indexed (0 for a store without an index to keep)."""
@@ -149,36 +166,47 @@ class SearchIndex(StoreCore):
             return int(conn.execute("SELECT COUNT(*) FROM events WHERE id > ?", (mark,)).fetchone()[0])
 
     def _unindex(self, conn: sqlite3.Connection, session_id: int) -> None:
-        """Take a session's indexed events out of the index (a contentless index needs their text).
+        """Take a session's indexed events out of the index, and out of the one being built to
+        replace it (a contentless index needs their text)."""
+        if not self._unindex_from(conn, "azsd_search", self._search_hwm(conn) or 0, session_id):
+            log.warning("%s: search index out of step, rebuilt at the next search", self.path)
+            conn.execute("INSERT INTO azsd_search (azsd_search) VALUES ('delete-all')")
+            conn.execute("DELETE FROM meta WHERE key = ?", (SEARCH_HWM_KEY,))
+        if self._next_index_exists(conn):
+            row = conn.execute("SELECT value FROM meta WHERE key = ?", (SEARCH_NEXT_HWM_KEY,)).fetchone()
+            if not self._unindex_from(conn, NEXT_INDEX, int(row[0]) if row else 0, session_id):
+                self._drop_next_index(conn)
 
-        The rows the index holds are those in its ``docsize`` table; a row under the mark that has
-        text and is not there means the index lost entries (a restore, a hand edit): it is started
-        afresh rather than trusted."""
-        hwm = self._search_hwm(conn) or 0
+    def _unindex_from(self, conn: sqlite3.Connection, table: str, mark: int, session_id: int) -> bool:
+        """Take a session's rows out of the index `table`; False when it does not hold what it should
+        (a row under its `mark` with text and no entry: a restore, a hand edit), and is not to be
+        trusted. The rows it holds are those in its ``docsize`` table."""
         rows = conn.execute(
             f"SELECT id, data FROM events WHERE session_id = ? AND kind IN ({_SEARCHABLE}) AND (id <= ? "
-            "OR id IN (SELECT rowid FROM azsd_search_docsize))",
-            (session_id, hwm),
+            f"OR id IN (SELECT rowid FROM {table}_docsize))",
+            (session_id, mark),
         ).fetchall()
         held = {
             row[0]
             for row in conn.execute(
-                "SELECT rowid FROM azsd_search_docsize WHERE rowid IN "
+                f"SELECT rowid FROM {table}_docsize WHERE rowid IN "
                 "(SELECT id FROM events WHERE session_id = ?)",
                 (session_id,),
             )
         }
         texts = list(self._indexed_texts(rows))
+        if any(event_id not in held for event_id, _ in texts):
+            return False
         try:
-            if any(event_id not in held for event_id, _ in texts):
-                raise sqlite3.DatabaseError("indexed rows missing from the index")
-            conn.executemany(
-                "INSERT INTO azsd_search (azsd_search, rowid, text) VALUES ('delete', ?, ?)", texts
-            )
-        except sqlite3.DatabaseError as exc:  # the index does not hold what it should: start it afresh
-            log.warning("%s: search index out of step (%s), rebuilt at the next search", self.path, exc)
-            conn.execute("INSERT INTO azsd_search (azsd_search) VALUES ('delete-all')")
-            conn.execute("DELETE FROM meta WHERE key = ?", (SEARCH_HWM_KEY,))
+            conn.executemany(f"INSERT INTO {table} ({table}, rowid, text) VALUES ('delete', ?, ?)", texts)
+        except sqlite3.DatabaseError as exc:
+            log.warning("%s: %s out of step: %s", self.path, table, exc)
+            return False
+        return True
+
+    def _drop_next_index(self, conn: sqlite3.Connection) -> None:
+        conn.execute(f"DROP TABLE IF EXISTS {NEXT_INDEX}")
+        conn.execute("DELETE FROM meta WHERE key = ?", (SEARCH_NEXT_HWM_KEY,))
 
     def reindex_search(self) -> int:
         """Rebuild the search index from the event rows; returns how many events it holds."""
@@ -186,6 +214,7 @@ class SearchIndex(StoreCore):
             return 0
         with self.atomic() as conn:
             conn.execute("DELETE FROM meta WHERE key = ?", (SEARCH_HWM_KEY,))
+            self._drop_next_index(conn)
         self._catch_up()  # in chunks; run again (by a search), it goes on where it stopped
         return int(
             self._scalar(

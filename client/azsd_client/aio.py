@@ -316,10 +316,11 @@ class AsyncClient(AsyncAgentMethods, AsyncRemoteMethods, AsyncConnection):
         )
         return await self.call(message, SearchReply)
 
-    async def index_status(self, root: RootLike) -> IndexStatusReply:
+    async def index_status(self, root: RootLike, *, stale: bool = False) -> IndexStatusReply:
         """How many event rows wait to be indexed for search (rows another program wrote, indexed in
-        the background or by the next search)."""
-        return await self.call(IndexStatus(root=canonical_root(root)), IndexStatusReply)
+        the background or by the next search); with `stale`, how many entries of the index are of
+        rows that are gone (reads the whole index)."""
+        return await self.call(IndexStatus(root=canonical_root(root), stale=stale), IndexStatusReply)
 
     async def reindex(self, root: RootLike, *, timeout: float | None = None) -> ReindexReply:
         """Rebuild the store's search index from its events (a long request, like `ingest_file`)."""
