@@ -160,8 +160,8 @@ def test_azureal_and_a_bulk_writer_never_fail_while_the_store_grows() -> None:
             wait_until(lambda: all((meta(root, key) or 0) >= top for key in keys), 600, "the catch-up")
         print(
             f"{count_events(store)} events ({ingests} ingests, {bulk['rows']} bulk rows): "
-            f"AZUREAL's longest wait {run.report['longest_wait_s'] * 1000:.0f} ms over {run.report['rounds']} appends, the bulk "
-            f"writer's {bulk['longest_wait_s'] * 1000:.0f} ms for the lock and "
+            f"AZUREAL's longest wait {run.report['longest_wait_s'] * 1000:.0f} ms over "
+            f"{run.report['rounds']} appends, the bulk writer's {bulk['longest_wait_s'] * 1000:.0f} ms for the lock and "
             f"{bulk['longest_commit_s'] * 1000:.0f} ms for a commit over {bulk['transactions']} transactions"
         )
         assert bulk["failures"] == [], bulk["failures"][:5]
