@@ -161,8 +161,8 @@ def test_azureal_and_a_bulk_writer_never_fail_while_the_store_grows() -> None:
         print(
             f"{count_events(store)} events ({ingests} ingests, {bulk['rows']} bulk rows): "
             f"AZUREAL's longest wait {run.report['longest_wait_s'] * 1000:.0f} ms over "
-            f"{run.report['rounds']} appends, the bulk writer's {bulk['longest_wait_s'] * 1000:.0f} ms for the lock and "
-            f"{bulk['longest_commit_s'] * 1000:.0f} ms for a commit over {bulk['transactions']} transactions"
+            f"{run.report['rounds']} appends, the bulk writer's "
+            f"{bulk['longest_wait_s'] * 1000:.0f} ms for the lock and {bulk['longest_commit_s'] * 1000:.0f} ms for a commit over {bulk['transactions']} transactions"
         )
         assert bulk["failures"] == [], bulk["failures"][:5]
         assert bulk["transactions"] >= 1
