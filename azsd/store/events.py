@@ -238,9 +238,10 @@ class EventLog(StaleEntries, ContextTable, SessionListing):
         self._caught_up_at = None  # (a reopened file's connection counts its versions afresh)
 
     def catch_up_some(self) -> bool:
-        """One chunk (~200 ms, :mod:`azsd.store.chunks`) of catching up what is kept beside the
-        events, the search index and the rendered context blocks, with rows written by others
-        (AZUREAL) or before an upgrade; whether more remains. Cheap when nothing was committed by
+        """One chunk (~150 ms, :mod:`azsd.store.chunks`) of catching up what is kept beside the
+        events (the summaries, the search index, the rendered context blocks, and the index's
+        entries of rows gone: :mod:`azsd.store.fts_stale`) with rows written by others (AZUREAL) or
+        before an upgrade; whether more remains. Cheap when nothing was committed by
         another connection since the last call that found everything caught up."""
         conn = self._conn
         if conn is None or self.read_only or self.reader or conn.in_transaction:
@@ -254,10 +255,10 @@ class EventLog(StaleEntries, ContextTable, SessionListing):
             first = chunks.pacer.chunks
             while more and chunks.pacer.chunks == first:
                 with chunks.step() as conn:
-                    more = (
-                        self._search_step(conn)
+                    more = (  # the summaries first: cheap, and every listing reads what they lack
+                        catch_up_summaries(conn)
+                        or self._search_step(conn)
                         or self._context_step(conn)
-                        or catch_up_summaries(conn)
                         or self._stale_step(conn)
                     )
         if not more:

@@ -29,7 +29,7 @@ from typing import Any
 from azsd.ipc import protocol as p
 from azsd.store.schema import CONTEXT_HWM_KEY, SEARCH_HWM_KEY, SUMMARY_HWM_KEY
 from tests.daemon_fixture import DaemonProc, short_tmpdir, start_daemon
-from tests.reliability.common import scaled, stream_lines, wait_until
+from tests.reliability.common import SOAK, scaled, stream_lines, wait_until
 from tests.reliability.test_azureal_writer import assert_writer_whole, azureal_writer, store_of
 from tests.test_lock_holds import meta, write_as_azureal
 
@@ -39,6 +39,9 @@ FOREIGN_ROWS = scaled(30_000, 250_000)
 #: Events the store grows to while AZUREAL and a bulk writer write beside the daemon.
 GROW_TO = scaled(20_000, 1_000_000)
 BULK_WRITER = Path(__file__).with_name("bulk_writer.py")
+#: The bulk writer's pause between its transactions (under soak, the daemon's ingests make most of
+#: the million events).
+BULK_PAUSE_S = 3.0 if SOAK else 0.5
 
 
 def test_a_rename_behind_a_big_ingest_answers_before_the_ingest_ends() -> None:
@@ -145,7 +148,7 @@ def test_azureal_and_a_bulk_writer_never_fail_while_the_store_grows() -> None:
         reply = d.request(p.CreateSession(root=str(root), name="first"))
         assert isinstance(reply, p.SessionReply), reply
         store = store_of(root)
-        with azureal_writer(store, pause_s=0.05) as run, bulk_writer(store) as bulk:
+        with azureal_writer(store, pause_s=0.05) as run, bulk_writer(store, pause_s=BULK_PAUSE_S) as bulk:
             ingests = 0
             while count_events(store) < GROW_TO:
                 made = d.request(p.CreateSession(root=str(root), name=f"ingest {ingests}"))
