@@ -5,6 +5,8 @@ from __future__ import annotations
 import io
 import json
 import shutil
+import sqlite3
+import time
 from pathlib import Path
 
 import pytest
@@ -119,11 +121,36 @@ def test_doctor_checks_and_reindexes(azs: Azs, client: Client, worktree: Path) -
     lines = azs.ok("doctor", "--reindex").splitlines()
     assert lines[1] == f"✓ store: {worktree}/.azureal/sessions.azs: 2 sessions"
     assert lines[2] == "✓ search: the index answers"
-    assert lines[3] == "✓ reindex: search index rebuilt: 6 events"  # 5 indexed here (all searchable), 1 there
+    assert lines[3] == "✓ index: no entries of deleted rows"
+    assert lines[4] == "✓ reindex: search index rebuilt: 6 events"  # 5 indexed here (all searchable), 1 there
     found = azs.json("doctor", "--reindex")
-    assert [f["check"] for f in found] == ["daemon", "store", "search", "reindex"]
-    assert all(f["ok"] for f in found) and found[3]["detail"] == "search index rebuilt: 6 events"
+    assert [f["check"] for f in found] == ["daemon", "store", "search", "index", "reindex"]
+    assert all(f["ok"] for f in found) and found[4]["detail"] == "search index rebuilt: 6 events"
     assert len(azs.json("search", "panic")) == 3  # the rebuilt index answers as before
+
+
+def test_doctor_reports_index_entries_of_deleted_rows_until_they_are_removed(
+    azs: Azs, client: Client, worktree: Path
+) -> None:
+    """AZUREAL deleted a session: its index entries stayed and skewed the ranking, and `azs doctor`
+    said the index answers. It counts them; the daemon removes them in the background."""
+    _, other = _sessions(client, worktree)
+    assert len(azs.json("search", "panic")) == 3  # all indexed
+    conn = sqlite3.connect(worktree / ".azureal" / "sessions.azs", timeout=5.0, isolation_level=None)
+    try:
+        conn.execute("PRAGMA foreign_keys = ON")
+        conn.execute("DELETE FROM sessions WHERE id = ?", (other,))  # AZUREAL's delete_session
+        conn.execute("BEGIN IMMEDIATE")  # holding its lock: the daemon cannot clean up yet
+        code, out, _ = azs("doctor")
+        assert code == 1 and "✗ index: 1 index entry of rows another program deleted" in out, out
+    finally:
+        conn.execute("ROLLBACK")
+        conn.close()
+    deadline = time.monotonic() + 30
+    while client.index_status(worktree, stale=True).stale:
+        assert time.monotonic() < deadline, "the stale entries were not removed"
+        time.sleep(0.1)
+    assert "✓ index: no entries of deleted rows" in azs.ok("doctor")
 
 
 def test_doctor_without_a_daemon(capsys: pytest.CaptureFixture[str]) -> None:

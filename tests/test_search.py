@@ -21,6 +21,7 @@ from azsd.events import (
 from azsd.ingest.file import ingest_file
 from azsd.search import event_kinds, make_snippet, query_terms, search_text, words_query
 from azsd.store import Store, store_path
+from azsd.store.pacing import Pacer, Pacing
 
 from .conftest import corpus_files, requires_corpus
 
@@ -159,6 +160,61 @@ def test_a_delete_with_the_index_out_of_step_still_deletes_and_the_index_recover
         store.delete_session(a)  # 'delete' of entries it does not hold: start afresh, do not fail
         assert not store.has_session(a)
         assert store.search("panic") == [] and len(store.search("step")) == 8
+
+
+def test_entries_of_rows_another_program_deleted_are_found_and_removed_in_the_background(root: Path) -> None:
+    """AZUREAL deletes a session: the contentless index kept its entries (BM25 counted them, and
+    ranks drifted from a reindexed copy's). The background catch-up finds them and rebuilds the
+    index without them, while searches go on; one rebuilt afresh holds exactly the same."""
+    with Store.open(root) as store:
+        a, b = populate(store)
+        assert store.search("panic")  # all indexed
+        before_delete = index_contents(store)
+    with sqlite3.connect(store_path(root)) as conn:  # AZUREAL's delete_session, and a number reused
+        conn.execute("PRAGMA foreign_keys = ON")
+        conn.execute("DELETE FROM sessions WHERE id = ?", (b,))
+        conn.execute("INSERT INTO sessions (id, worktree) VALUES (?, 'reused')", (b,))
+    with Store.open(root) as store:
+        store.pacer = Pacer(Pacing(chunk_s=0.0, gap_s=0.0, long_gap_s=0.0))  # a step a call
+        assert store.stale_entries() == 4  # the deleted session's four entries with text
+        assert index_contents(store) == before_delete
+        steps = 0
+        while store.catch_up_some():
+            steps += 1
+            assert [h.session_id for h in store.search("panic")] == [a]  # answers all along
+        assert steps >= 2 and store.stale_entries() == 0
+        left = index_contents(store)
+        assert left != before_delete
+        store.reindex_search()
+        assert index_contents(store) == left
+        fts_integrity(store)
+        store.append_events(a, [UserMessage(content="panic again")])  # the new index is kept up
+        assert len(store.search("panic")) == 2 and store.stale_entries() == 0
+
+
+def test_a_delete_while_the_index_is_rebuilt_takes_its_rows_out_of_both(root: Path) -> None:
+    with Store.open(root) as store:
+        a, b = populate(store)
+        c = store.create_session(worktree="main").id
+        store.append_events(c, [UserMessage(content="panic in c")])
+        assert store.search("panic")
+    with sqlite3.connect(store_path(root)) as conn:
+        conn.execute("PRAGMA foreign_keys = ON")
+        conn.execute("DELETE FROM sessions WHERE id = ?", (b,))
+    with Store.open(root) as store:
+        store.pacer = Pacer(Pacing(chunk_s=0.0, gap_s=0.0, long_gap_s=0.0))  # a step a call
+        while not store._query("SELECT 1 FROM sqlite_master WHERE name = 'azsd_search_next'"):
+            assert store.catch_up_some()  # until the rebuild has begun
+        assert store.catch_up_some()  # the new index holds c's rows: the delete takes them from both
+        assert store._query("SELECT COUNT(*) FROM azsd_search_next_docsize")[0][0] == 11  # all but b's
+        store.delete_session(c)
+        while store.catch_up_some():
+            pass
+        assert [h.session_id for h in store.search("panic")] == [a] and store.stale_entries() == 0
+        left = index_contents(store)
+        store.reindex_search()
+        assert index_contents(store) == left
+        fts_integrity(store)
 
 
 def test_rows_written_by_another_program_are_indexed_before_a_search(store: Store) -> None:

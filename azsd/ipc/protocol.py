@@ -586,7 +586,11 @@ class Reindex(_KeyedReq, frozen=True):
 class IndexStatus(_StoreReq, frozen=True):
     """How far a store's search index is behind its events: rows another program (AZUREAL) wrote
     wait to be indexed, in the background or by the next search. `azs search` asks this first, and
-    while many rows wait, shows their progress instead of waiting in silence."""
+    while many rows wait, shows their progress instead of waiting in silence. With `stale`, the
+    reply counts the index's entries of rows that are gone too (`azs doctor` asks: it reads the
+    whole index)."""
+
+    stale: bool = False
 
 
 class Export(_StoreReq, frozen=True):
@@ -915,9 +919,12 @@ class ReindexReply(_Versioned, frozen=True):
 
 
 class IndexStatusReply(_Versioned, frozen=True):
-    """`pending`: the event rows not yet in the search index (a search indexes them first)."""
+    """`pending`: the event rows not yet in the search index (a search indexes them first).
+    `stale` (when asked for): entries of rows another program deleted, which the index still counts
+    in its ranking until the background removes them (0 when not asked for)."""
 
     pending: int
+    stale: int = 0
 
 
 class ExportReply(_Versioned, frozen=True):

@@ -9,8 +9,6 @@ files go, the lock is released.
 
 from __future__ import annotations
 
-import errno
-import fcntl
 import logging
 import os
 import stat
@@ -29,7 +27,7 @@ from azsd import __version__, pricing
 from azsd.backoff import Backoff
 from azsd.config import ResolvedConfig
 from azsd.errors import AlreadyRunning, ConfigError
-from azsd.files import write_atomic
+from azsd.files import lock_holder, take_lock, write_atomic
 from azsd.ingest.follow import Follower
 from azsd.ingest.orphans import recover_orphans
 from azsd.ipc import protocol as p
@@ -42,6 +40,7 @@ from azsd.server.idempotency import RequestKeys
 from azsd.server.pages import PageCache
 from azsd.server.registry import StoreRegistry
 from azsd.server.sync_control import SyncControl
+from azsd.server.roots import worktree_root
 from azsd.server.views import appended_notes
 from azsd.server.workers import Outcome
 from azsd.store import Store
@@ -66,10 +65,6 @@ _READS: Final = (
 #: their reply back took most of their time.
 _QUICK_READS: Final = (p.GetEvents, p.GetSession, p.ContextMeter)
 _INLINE_PAGE: Final = 1000
-#: How long a root's canonical path is remembered (a root moved or deleted meanwhile fails when its
-#: store is opened, with the reason).
-_ROOT_TTL_S: Final = 1.0
-_ROOTS: dict[str, tuple[str, float]] = {}  # root as asked -> (canonical, when resolved)
 #: Requests the sync service answers (azsd.sync; an error without a `sync-url`).
 _SYNC: Final = (p.SyncStatus, p.RemoteList, p.RemoteShow, p.RemoteSearch, p.Pull, p.RemoteUsage)
 
@@ -219,7 +214,7 @@ class Daemon:
             case p.SyncStatus() | p.SyncVerify():
                 self._sync_answer(envelope, request)
             case _:
-                root = _worktree_root(request.root)
+                root = worktree_root(request.root, self._registry_roots)
                 if root is None:
                     message = (
                         f"no such worktree directory: {request.root!r} "
@@ -231,6 +226,9 @@ class Daemon:
                     self._sync_answer(envelope, msgspec.structs.replace(request, root=root))
                     return
                 self._route(envelope, msgspec.structs.replace(request, root=root))
+
+    def _registry_roots(self) -> list[str]:  # (the roots of the open stores)
+        return self._registry.open_stores() if self._registry is not None else []
 
     def _sync_answer(self, envelope: Envelope, request: p.SyncRequest) -> None:
         """Hand a sync request to the sync service; without a `sync-url`, say so."""
@@ -385,27 +383,6 @@ class Daemon:
             ctx.term()
 
 
-def _worktree_root(root: str) -> str | None:
-    """`root` made canonical, if it is an absolute path to an existing directory; else None.
-
-    A root found is remembered for :data:`_ROOT_TTL_S` (resolving it costs as much as a small read)."""
-    now = time.monotonic()
-    known = _ROOTS.get(root)
-    if known is not None and now - known[1] < _ROOT_TTL_S:
-        return known[0]
-    if len(_ROOTS) > 1024:
-        _ROOTS.clear()
-    try:
-        canonical = os.path.realpath(root) if root else ""
-        usable = bool(root) and os.path.isabs(root) and os.path.isdir(canonical)
-    except ValueError:  # e.g. a NUL byte in the path
-        usable = False
-    if not usable:
-        return None
-    _ROOTS[root] = (canonical, now)
-    return canonical
-
-
 def _recover(store: Store, root: str, home: Path) -> list[p.Notification]:
     """Orphan recovery when a store opens, announced like any other append."""
     notes: list[p.Notification] = []
@@ -429,18 +406,7 @@ def _prepare_runtime_dir(path: Path) -> None:
 
 def _take_lock(path: Path) -> IO[str]:
     """Hold an exclusive lock on `path` for the life of the process, with our pid in it."""
-    handle = open(path, "a+", encoding="ascii")
-    try:
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError as exc:
-        if exc.errno not in (errno.EWOULDBLOCK, errno.EACCES):
-            raise
-        handle.seek(0)
-        pid = handle.read().strip() or "unknown"
-        handle.close()
-        raise AlreadyRunning(f"azsd is already running (pid {pid}, lock {path})") from None
-    handle.seek(0)
-    handle.truncate()
-    handle.write(f"{os.getpid()}\n")
-    handle.flush()
+    handle = take_lock(path)
+    if handle is None:
+        raise AlreadyRunning(f"azsd is already running (pid {lock_holder(path)}, lock {path})")
     return handle

@@ -388,7 +388,8 @@ def handle(  # noqa: C901 (one flat case per request)
         case p.Reindex():
             return Outcome(p.ReindexReply(indexed=store.reindex_search()))
         case p.IndexStatus():
-            return Outcome(p.IndexStatusReply(pending=store.search_pending()))
+            stale = store.stale_entries() if req.stale else 0
+            return Outcome(p.IndexStatusReply(pending=store.search_pending(), stale=stale))
         case p.Export():
             return export(store, req)
         case p.Backup():

@@ -199,9 +199,8 @@ class Sessions(EventLog):
         last: int,
         badge: tuple[Complete | None, bool],
     ) -> tuple[Complete | None, bool]:
-        """Copy the rows `first..last` of a fork, index them when the index is current, and return
-        the badge after them (`badge`: the one before)."""
-        indexed = self._search_current(conn)
+        """Copy the rows `first..last` of a fork, index them, and return the badge after them
+        (`badge`: the one before)."""
         before = conn.execute("SELECT COALESCE(MAX(id), 0) FROM events").fetchone()[0]
         conn.execute(
             "INSERT INTO events (session_id, seq, kind, data, char_len) SELECT ?, seq, kind, data, char_len "
@@ -209,8 +208,7 @@ class Sessions(EventLog):
             (new_id, session_id, first, last),
         )
         seqs, events, _, _ = self._load(new_id, first, last, -1)  # decoded once, for the index and badge
-        if indexed:
-            self._index_copies(conn, new_id, seqs, events)
+        self._index_copies(conn, new_id, seqs, events)
         self._context_copies(conn, new_id, seqs, events, before)
         after = _badge_after(events)
         return after if after != (None, False) else badge

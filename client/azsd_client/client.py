@@ -75,12 +75,12 @@ from ._shared import (
     Backend,
     ExportFormat,
     RootLike,
+    WriteWait,
     absolute_path,
     canonical_root,
     encode_events,
     expect,
     long_timeout,
-    unavailable,
     with_request_key,
 )
 
@@ -107,22 +107,21 @@ class Client(AgentMethods, RemoteMethods, Connection):
         """`request`, with the reply checked to be of type `kind`.
 
         A request that changes a store (a :data:`~azsd.ipc.protocol.KeyedRequest`) is given a fresh
-        `request_key` unless it has one, and when its reply does not come in time it is sent once more
-        with the same key: the daemon carries it out at most once, and answers the retry with the
-        first reply. A second timeout raises :class:`~azsd.errors.NoReply`.
+        `request_key` unless it has one, and when its reply does not come in time it is sent again
+        with the same key, as long as the daemon answers (:class:`~azsd_client._shared.WriteWait`):
+        the daemon carries it out at most once, and answers the retry with the first reply. Once
+        `busy_wait_s` is over, a timeout raises :class:`~azsd.errors.NoReply`.
         """
         if not isinstance(message, KeyedRequest):
             return expect(self.request(message, timeout=timeout), kind)
         keyed = with_request_key(message)
-        try:
-            reply = self.request(keyed, timeout=timeout)
-        except NoReply:
+        waiting = WriteWait(self, keyed, timeout)
+        while True:
             try:
                 reply = self.request(keyed, timeout=timeout)
+                break
             except NoReply:
-                wait = self.timeout if timeout is None else timeout
-                endpoint, op = self.config.rpc_endpoint, type(message).__name__
-                raise unavailable(endpoint, wait, first_contact=False, op=op, asked_twice=True) from None
+                waiting.no_reply()
         return expect(reply, kind)
 
     def status(self) -> StatusReply:
@@ -335,10 +334,11 @@ class Client(AgentMethods, RemoteMethods, Connection):
         )
         return self.call(message, SearchReply)
 
-    def index_status(self, root: RootLike) -> IndexStatusReply:
+    def index_status(self, root: RootLike, *, stale: bool = False) -> IndexStatusReply:
         """How many event rows wait to be indexed for search (rows another program wrote, indexed in
-        the background or by the next search)."""
-        return self.call(IndexStatus(root=canonical_root(root)), IndexStatusReply)
+        the background or by the next search); with `stale`, how many entries of the index are of
+        rows that are gone (reads the whole index)."""
+        return self.call(IndexStatus(root=canonical_root(root), stale=stale), IndexStatusReply)
 
     def reindex(self, root: RootLike, *, timeout: float | None = None) -> ReindexReply:
         """Rebuild the store's search index from its events (a long request, like `ingest_file`)."""

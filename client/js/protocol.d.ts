@@ -268,11 +268,14 @@ export interface Reindex {
 /**
  * How far a store's search index is behind its events: rows another program (AZUREAL) wrote
  * wait to be indexed, in the background or by the next search. `azs search` asks this first, and
- * while many rows wait, shows their progress instead of waiting in silence.
+ * while many rows wait, shows their progress instead of waiting in silence. With `stale`, the
+ * reply counts the index's entries of rows that are gone too (`azs doctor` asks: it reads the
+ * whole index).
  */
 export interface IndexStatus {
   op: "indexstatus";
   root: string;
+  stale?: boolean;
 }
 
 /**
@@ -673,10 +676,13 @@ export interface ReindexReply {
 
 /**
  * `pending`: the event rows not yet in the search index (a search indexes them first).
+ * `stale` (when asked for): entries of rows another program deleted, which the index still counts
+ * in its ranking until the background removes them (0 when not asked for).
  */
 export interface IndexStatusReply {
   op: "indexstatusreply";
   pending: number;
+  stale: number;
   protocol: number;
 }
 

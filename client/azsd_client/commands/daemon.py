@@ -102,6 +102,7 @@ def doctor(run: Invocation) -> int:
         _finding(run, "store", True, said)
         if exists:
             healthy = _check_search(run) and healthy
+            healthy = _check_stale(run) and healthy
     if run.args.reindex:
         indexed = run.client.reindex(run.root).indexed
         _finding(run, "reindex", True, f"search index rebuilt: {plural(indexed, 'event')}")
@@ -114,3 +115,19 @@ def _check_search(run: Invocation) -> bool:
     except RemoteError as exc:
         return _finding(run, "search", False, f"{exc} (`azs doctor --reindex` rebuilds the index)")
     return _finding(run, "search", True, "the index answers")
+
+
+def _check_stale(run: Invocation) -> bool:
+    """Entries of the index whose rows another program deleted (they skew the ranking until the
+    daemon's background upkeep rebuilds the index without them)."""
+    stale = run.client.index_status(run.root, stale=True).stale
+    if not stale:
+        return _finding(run, "index", True, "no entries of deleted rows")
+    entries = plural(stale, "index entry", "index entries")
+    return _finding(
+        run,
+        "index",
+        bool(run.args.reindex),
+        f"{entries} of rows another program deleted still count in the ranking (azsd removes them in "
+        "the background; `azs doctor --reindex` now)",
+    )

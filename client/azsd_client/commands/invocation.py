@@ -97,7 +97,7 @@ class Invocation:
     def client(self) -> Client:
         """The connection to azsd, opened on first use."""
         if self._client is None:
-            self._client = Client(self.config, timeout=self.args.timeout)
+            self._client = Client(self.config, timeout=self.args.timeout, on_wait=_say_waiting)
         return self._client
 
     @functools.cached_property
@@ -143,3 +143,9 @@ class Invocation:
         if self._client is not None:
             self._client.close()
             self._client = None
+
+
+def _say_waiting(what: str) -> None:
+    """A change that got no reply in time is waited for still (the daemon answers): say so on stderr."""
+    sys.stderr.write(f"azs: {what}\n")
+    sys.stderr.flush()
