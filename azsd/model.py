@@ -236,6 +236,8 @@ class SearchResult(msgspec.Struct, frozen=True, kw_only=True):
     snippet: str
     highlights: list[tuple[int, int]]
     json: str
+    #: Other sessions holding the same event at the same seq (a fork's copies), in order.
+    also_in: list[int] = msgspec.field(default_factory=list)
 
 
 class BackupInfo(msgspec.Struct, frozen=True, kw_only=True):

@@ -19,6 +19,7 @@ command's code (tests/test_cli_start.py holds `azs --version`, `ls` and `search`
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Callable
 from importlib import import_module
 from typing import TYPE_CHECKING, Final, NamedTuple, TypeAlias
@@ -94,7 +95,8 @@ class Command(NamedTuple):
 
 _LS_DESCRIPTION: Final = (
     "Sessions of this worktree's store, latest activity first. By default: those labelled with the "
-    "current branch, and the unlabelled ones (made outside git or by a tool that named no worktree)."
+    "current branch, and the unlabelled ones (made outside git or by a tool that named no branch); how many "
+    "other branches hold is said on stderr (--all-branches lists them)."
 )
 _RUN_DESCRIPTION: Final = (
     "Run one agent turn: build the session's context into the prompt, store the clean prompt, start the "
@@ -118,9 +120,12 @@ _EXPORT_DESCRIPTION: Final = (
 )
 _SEARCH_DESCRIPTION: Final = (
     "Full-text search of prompts, answers, tool calls and results and plans, best match first. QUERY is "
-    'SQLite FTS5 syntax (panic AND unwrap, "exact phrase", pars*); --words takes it as plain words that '
-    "must all appear. By default it searches the sessions `azs ls` shows: the current branch's and the "
-    "unlabelled ones."
+    "text as you would give it to `rg -F -i`, word by word: every word must appear as written, "
+    "punctuation included, in any case, from the start of a word (claude-clean, main.go, unwrap(); pars "
+    'finds parser). --fts (-e) takes SQLite FTS5 syntax instead (panic OR unwrap, "exact phrase", pars*, '
+    "NOT x). By default it searches the sessions `azs ls` shows: the current branch's and the unlabelled "
+    "ones, and says how many hits other branches hold. The same event copied by forks is one hit "
+    '("also in S13"). -C N shows N events before and after each hit.'
 )
 _IMPORT_DESCRIPTION: Final = (
     "Import the histories an agent keeps of this project ($CLAUDE_CONFIG_DIR or ~/.claude, $CODEX_HOME "
@@ -162,7 +167,9 @@ COMMANDS: Final = (
         Lazy("sessions", "new"),
         (
             arg("name", nargs="?", default=None),
-            arg("--worktree", metavar="W", help="label (default: the current branch)"),
+            arg(
+                "--branch", "--worktree", dest="worktree", metavar="B", help="its branch (default: this one)"
+            ),
         ),
     ),
     Command(
@@ -225,7 +232,13 @@ COMMANDS: Final = (
             arg("-s", "--session", type=session_id, metavar="SESSION", help="default: a new session"),
             BACKEND,
             arg("--model", metavar="M", help="the model to ask the agent for"),
-            arg("--worktree", metavar="W", help="label of a new session (default: the current branch)"),
+            arg(
+                "--branch",
+                "--worktree",
+                dest="worktree",
+                metavar="B",
+                help="branch of a new session (default: the current one)",
+            ),
             arg(
                 "--no-compact",
                 action="store_true",
@@ -286,7 +299,7 @@ COMMANDS: Final = (
                 type=session_id,
                 action="append",
                 metavar="SESSION",
-                help="in this session only (repeatable; in any worktree unless --worktree)",
+                help="in this session only (repeatable; on any branch unless --branch)",
             ),
             arg(
                 "--kind",
@@ -295,8 +308,10 @@ COMMANDS: Final = (
                 action="append",
                 help="events of this kind only (repeatable)",
             ),
-            arg("--words", action="store_true", help="QUERY is plain words, not FTS5 syntax"),
-            arg("--limit", type=count, default=50),
+            arg("-e", "--fts", action="store_true", help="QUERY is SQLite FTS5 syntax, not plain text"),
+            arg("--words", action="store_true", help=argparse.SUPPRESS),  # plain text: the default now
+            arg("-C", "--context", type=count, metavar="N", help="N events before and after each hit"),
+            arg("-n", "--limit", type=count, default=50, metavar="N", help="at most N hits (default: 50)"),
         ),
         _SEARCH_DESCRIPTION,
     ),

@@ -133,11 +133,12 @@ def add_arguments(parser: argparse.ArgumentParser, specs: Iterable[Spec]) -> Non
 
 
 def worktree_options(every: str) -> OneOf:
-    """``--worktree W`` or ``--all-worktrees`` (whose help says `every`)."""
+    """``--branch B`` or ``--all-branches`` (whose help says `every`); AZUREAL calls the label a
+    worktree, and ``--worktree``/``--all-worktrees`` are the same options by their older names."""
     return OneOf(
         (
-            arg("--worktree", metavar="W", help="sessions labelled W only"),
-            arg("--all-worktrees", action="store_true", help=every),
+            arg("--branch", "--worktree", dest="worktree", metavar="B", help="sessions of branch B only"),
+            arg("--all-branches", "--all-worktrees", dest="all_worktrees", action="store_true", help=every),
         )
     )
 

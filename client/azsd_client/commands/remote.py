@@ -79,7 +79,7 @@ def search(run: Invocation) -> int:
     if a.sessions:
         run.out.hint("-s names local sessions: searching every remote session of the repository")
     reply = run.client.remote_search(
-        run.root, a.query, limit=a.limit, worktrees=worktree_scope(run), kinds=a.kinds, words=a.words
+        run.root, a.query, limit=a.limit, worktrees=worktree_scope(run), kinds=a.kinds, words=not a.fts
     )
     run.out.results(
         reply.hits,

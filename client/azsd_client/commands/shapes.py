@@ -89,6 +89,7 @@ def hit(found: SearchHit) -> dict[str, Any]:
         "session": found.session, "session_name": found.session_name, "seq": found.seq,
         "kind": found.kind, "rank": found.rank, "snippet": found.snippet,
         "highlights": [list(pair) for pair in found.highlights], "event": _decoded(found.data),
+        "also_in": found.also_in,
     }  # fmt: skip
 
 

@@ -23,6 +23,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "LINE_MAX",
+    "Ansi",
+    "AnsiStyle",
     "Cell",
     "Line",
     "Style",
@@ -44,6 +46,17 @@ LINE_MAX: Final = 160
 
 #: One line of human output: plain text, or something rich draws (styled text, a table).
 Line: TypeAlias = "str | RenderableType"
+
+
+class Ansi(str):
+    """Text already made for the terminal (its colours as ANSI codes, its lines as they are to be
+    shown): written as it is, never fitted by rich. Made by :class:`AnsiStyle`'s users."""
+
+    __slots__ = ()
+
+
+#: The SGR codes of the styles :class:`Style` paints with.
+_SGR: Final = {"bold": "1", "dim": "2", "red": "31", "green": "32", "yellow": "33", "cyan": "36"}
 
 
 @dataclass(frozen=True)
@@ -84,6 +97,18 @@ class Style:
         return self.paint(text, "bold yellow")
 
 
+@dataclass(frozen=True)
+class AnsiStyle(Style):
+    """A :class:`Style` that paints with ANSI codes in plain strings, for output written a line at a
+    time without rich (transcripts of any size: one rich object per event costs a millisecond)."""
+
+    def paint(self, text: str, style: str) -> str:
+        if not self.color or not text:
+            return text
+        codes = ";".join(_SGR[name] for name in style.split())
+        return f"\x1b[{codes}m{text}\x1b[0m"
+
+
 def join(*parts: str | Text) -> str | Text:
     """The parts side by side: a plain ``str`` when none is styled.
 
@@ -114,8 +139,9 @@ class _Table:
     """Rows in columns two spaces apart, as wide as the terminal allows (rich's protocol).
 
     When the rows are wider than the terminal, the columns in `optional` are left out, first one
-    first, as long as that is still needed; then the `flex` column (a name, a snippet, a path) is cut
-    with an ellipsis. No line is wider than the terminal, and each row stays on one line.
+    first, as long as the `flex` column (a name, a snippet, a path: what the row is about) would get
+    less than half the width; then it is cut with an ellipsis. No line is wider than the terminal,
+    and each row stays on one line.
     """
 
     rows: Sequence[Sequence[Cell]]
@@ -135,7 +161,7 @@ class _Table:
         filled = _widths(self.rows)
         shown = [i for i in range(len(filled)) if filled[i]]  # a column empty in every row: no gap
         for drop in self.optional:
-            if _needed(widths, shown, self.flex) <= room:
+            if _needed(widths, shown, self.flex, room) <= room:
                 break
             if drop in shown:
                 shown.remove(drop)
@@ -169,9 +195,11 @@ def _widths(rows: Sequence[Sequence[Cell]]) -> list[int]:
     return widths
 
 
-def _needed(widths: Sequence[int], shown: Sequence[int], flex: int | None) -> int:
-    """Columns of the rows with only `shown` columns, the `flex` one cut to 8."""
-    return sum(min(widths[i], 8) if i == flex else widths[i] for i in shown) + 2 * (len(shown) - 1)
+def _needed(widths: Sequence[int], shown: Sequence[int], flex: int | None, room: int) -> int:
+    """Columns of the rows with only `shown` columns, the `flex` one (what the row is about: a name, a
+    match) cut to half the `room` (the columns that help less go before it is cut shorter)."""
+    least = max(8, room // 2)
+    return sum(min(widths[i], least) if i == flex else widths[i] for i in shown) + 2 * (len(shown) - 1)
 
 
 def table(
