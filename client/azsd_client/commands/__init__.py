@@ -140,6 +140,18 @@ _BRIDGE_DESCRIPTION: Final = (
     "docs/bridge.md."
 )
 _KINDS: Final = ("user", "assistant", "tool", "call", "result", "plan")
+_SHOW_DESCRIPTION: Final = (
+    "A session's header, then its events beside their seqs, streamed as they are read. On a terminal "
+    "through a pager as git's: $AZS_PAGER, else $PAGER, else less (LESS=FRX unless set); --no-pager, or "
+    "a pager of cat, writes straight to the terminal. --last N, --from SEQ and --to SEQ choose the "
+    "events (--last counts back from --to, or from the end)."
+)
+_RANGE: Final = (
+    arg("--last", type=count, metavar="N", help="the last N events only"),
+    arg("--from", dest="from_seq", type=count, metavar="SEQ", help="from seq SEQ on"),
+    arg("--to", dest="to_seq", type=count, metavar="SEQ", help="up to seq SEQ"),
+)
+_NO_PAGER: Final = arg("--no-pager", action="store_true", help="never through a pager")
 _FILE: Final = arg("file")
 
 #: Every `azs` command, in the order `azs --help` lists them.
@@ -175,8 +187,15 @@ COMMANDS: Final = (
     Command(
         "show",
         "a session and its events (@REF: one of the sync database)",
-        Either(Lazy("sessions", "show"), Lazy("remote", "show")),
-        (arg("session", type=session_or_ref, metavar="SESSION|@REF"),),
+        Either(Lazy("transcript", "show"), Lazy("remote", "show")),
+        (arg("session", type=session_or_ref, metavar="SESSION|@REF"), *_RANGE, _NO_PAGER),
+        _SHOW_DESCRIPTION,
+    ),
+    Command(
+        "log",
+        "a session's turns, one a line: seqs, prompt, outcome, time, cost",
+        Lazy("transcript", "log"),
+        (SESSION, arg("--last", type=count, metavar="N", help="the last N turns only"), _NO_PAGER),
     ),
     Command("rename", "rename a session", Lazy("sessions", "rename"), (SESSION, arg("name"))),
     Command(
@@ -215,12 +234,24 @@ COMMANDS: Final = (
     ),
     Command(
         "tail",
-        "print a session's events; -f keeps following",
+        "print a session's last events; -f keeps following",
         Lazy("live", "tail"),
         (
             SESSION,
             arg("-f", "--follow", action="store_true", help="keep printing new events"),
-            arg("-n", "--lines", type=count, metavar="N", help="start with the last N events"),
+            OneOf(
+                (
+                    arg(
+                        "-n",
+                        "--lines",
+                        type=count,
+                        metavar="N",
+                        default=10,
+                        help="start with the last N events (default: 10)",
+                    ),
+                    arg("--from", dest="from_seq", type=count, metavar="SEQ", help="start at seq SEQ"),
+                )
+            ),
         ),
     ),
     Command(

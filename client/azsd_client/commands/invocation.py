@@ -13,7 +13,7 @@ from collections.abc import Iterator, Mapping
 from azsd.config import ResolvedConfig, resolve_config
 from azsd.errors import UsageError
 from azsd_client.client import Client
-from azsd_client.render.term import wants_color
+from azsd_client.render.term import terminal_width, wants_color
 from azsd_client.render.text import Style
 
 from .output import Output
@@ -83,7 +83,11 @@ class Invocation:
         self.out = Output(
             json=json,
             tty=tty,
-            style=Style(color=not json and wants_color(sys.stdout, self.environ), relative=tty),
+            style=Style(
+                color=not json and wants_color(sys.stdout, self.environ),
+                relative=tty,
+                width=terminal_width(sys.stdout, self.environ) if tty else None,
+            ),
             environ=self.environ,
         )
         self._client: Client | None = None

@@ -63,9 +63,10 @@ def _daemon_news(run: Invocation) -> Any:
 
 
 def tail(run: Invocation) -> int:
+    """The session's last 10 events (`-n N`: N; `--from SEQ`: from there), then with `-f` new ones."""
     sid: int = run.args.session
-    start = 1
-    if run.args.lines is not None:
+    start: int = run.args.from_seq or 1
+    if run.args.from_seq is None:
         view = run.client.get_session(run.root, sid).session
         start = max(1, view.event_count - run.args.lines + 1)
     items = follow_session(

@@ -20,10 +20,11 @@ S3
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 import msgspec
 
@@ -109,6 +110,18 @@ class Output:
         """A dim line for a person at a terminal: nothing with ``--json`` or on a pipe."""
         if self.tty:
             self.note(text)
+
+    @contextlib.contextmanager
+    def redirected(self, stream: IO[str], width: int) -> Iterator[None]:
+        """Within: human output goes to `stream` (a pager's stdin), drawn `width` columns wide."""
+        saved = self._console, self.environ
+        self._console, self.environ = None, {**self.environ, "COLUMNS": str(width)}
+        try:
+            with contextlib.redirect_stdout(stream):
+                yield
+                stream.flush()
+        finally:
+            self._console, self.environ = saved
 
     def aside(self, text: str) -> None:
         """A line on stderr, whatever the mode and wherever stdout goes: what a person must not miss

@@ -1,4 +1,5 @@
-"""The `azs` commands over sessions themselves: ls, new, show, rename, rm, fork, archive, unarchive, context.
+"""The `azs` commands over sessions themselves: ls, new, rename, rm, fork, archive, unarchive, context
+(`show` and `log` are :mod:`.transcript`).
 
 Each takes its :class:`~.invocation.Invocation` and returns its exit status.
 """
@@ -12,14 +13,12 @@ from typing import Final
 from azsd.errors import AzsdError
 from azsd.ipc.protocol import SessionView
 from azsd_client._shared import Archived
-from azsd_client.render.events import event_lines
-from azsd_client.render.sessions import by_latest, session_header, session_rows
+from azsd_client.render.sessions import by_latest, session_rows
 from azsd_client.render.text import plural
 
-from . import shapes
 from .invocation import Invocation, UsageError
 
-__all__ = ["archive", "context", "fork", "ls", "new", "rename", "rm", "show", "unarchive"]
+__all__ = ["archive", "context", "fork", "ls", "new", "rename", "rm", "unarchive"]
 
 _PAGE: Final = 500
 
@@ -78,22 +77,6 @@ def new(run: Invocation) -> int:
     with run.creating_store(root):
         view = run.client.create_session(root, run.args.name or None, worktree=worktree).session
     run.out.result(view, lambda v, _: [f"created S{v.id}{_named(v)} in {root}"])
-    return 0
-
-
-def show(run: Invocation) -> int:
-    """The session's header, then each event beside its seq; with ``--json`` one object:
-    ``{"session", "events"}``."""
-    sid: int = run.args.session
-    view = run.client.get_session(run.root, sid, with_meter=True).session
-    if run.out.json:
-        events = [shapes.event(e) for e in run.client.get_events(run.root, sid)]
-        run.out.emit({"session": shapes.plain(view), "events": events})
-        return 0
-    threshold = run.config.compaction_threshold
-    run.out.result(view, lambda v, style: session_header(v, style, threshold=threshold))
-    for event in run.client.get_events(run.root, sid):
-        run.out.result(event, event_lines)
     return 0
 
 

@@ -49,6 +49,7 @@ from .text import (
     join,
     one_line,
     plural,
+    wrap_ansi,
 )
 
 if TYPE_CHECKING:
@@ -210,6 +211,8 @@ def event_text(event: WireEvent, style: Style, *, mark: str = " ") -> str:
     first = f"{ansi.dim(mark + label)} "
     rest = " " * (max(_GUTTER, len(label) + 1) + 1)
     body = [first + str(pieces[0]), *(rest + str(piece) for piece in pieces[1:])]
+    if style.width is not None:  # a terminal: long lines wrap beside the margin, not under the seq
+        body = [wrap_ansi(line, style.width, rest) for line in body]
     return ("\n" if event.kind == "UserMessage" else "") + "\n".join(line.rstrip() for line in body)
 
 

@@ -12,6 +12,7 @@ compact ``12.3k``/``4.1M`` only in the token column of `azs ls`, where space is 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -39,6 +40,7 @@ __all__ = [
     "one_line",
     "plural",
     "table",
+    "wrap_ansi",
 ]
 
 #: The longest line :func:`one_line` makes by default.
@@ -67,6 +69,8 @@ class Style:
     color: bool = False
     #: Times relative to now (``3 min ago``), for a person at a terminal; else as stored.
     relative: bool = False
+    #: The terminal's width, that long lines of a transcript are wrapped at; None on a pipe (not wrapped).
+    width: int | None = None
 
     def paint(self, text: str, style: str) -> str | Text:
         if not self.color or not text:
@@ -107,6 +111,54 @@ class AnsiStyle(Style):
             return text
         codes = ";".join(_SGR[name] for name in style.split())
         return f"\x1b[{codes}m{text}\x1b[0m"
+
+
+#: An ANSI escape sequence (the colours :class:`AnsiStyle` paints with).
+_ESCAPE: Final = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def _cells(text: str) -> int:
+    if text.isascii():
+        return len(text)
+    from rich.cells import cell_len
+
+    return cell_len(text)
+
+
+def wrap_ansi(line: str, width: int, indent: str) -> str:
+    r"""`line` (colours as ANSI codes) broken into lines at most `width` columns wide, each further one
+    after `indent`, its colour carried over.
+
+    >>> wrap_ansi("abcdefgh", 5, "  ")
+    'abcde\n  fgh'
+    >>> wrap_ansi("\x1b[2mabcdef\x1b[0m", 4, "")
+    '\x1b[2mabcd\x1b[0m\n\x1b[2mef\x1b[0m'
+    """
+    if _cells(_ESCAPE.sub("", line)) <= width:
+        return line
+    out, col, active, room = [], 0, "", width
+    for piece in _pieces(line):
+        if piece.startswith("\x1b["):
+            active = "" if piece == "\x1b[0m" else active + piece
+            out.append(piece)
+            continue
+        for char in piece:
+            wide = _cells(char)
+            if col + wide > room and col > 0:
+                out.append(("\x1b[0m" if active else "") + "\n" + indent + active)
+                col, room = 0, max(1, width - _cells(indent))
+            out.append(char)
+            col += wide
+    return "".join(out)
+
+
+def _pieces(line: str) -> list[str]:
+    """`line` as its text and its escape sequences, in order."""
+    pieces, at = [], 0
+    for match in _ESCAPE.finditer(line):
+        pieces += [line[at : match.start()], match.group()]
+        at = match.end()
+    return [*pieces, line[at:]]
 
 
 def join(*parts: str | Text) -> str | Text:
