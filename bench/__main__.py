@@ -21,6 +21,7 @@ from bench import (
     storage,
     store_append,
     sync,
+    transcript,
     write_lock,
 )
 
@@ -36,6 +37,7 @@ BENCHES = {
     "sync": sync.main,
     "peers": peers.main,
     "startup": startup.main,
+    "transcript": transcript.main,
 }
 
 

@@ -8,14 +8,17 @@ JSON and the first screen shows at once. On a terminal the output goes through a
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Iterator
+import contextlib
+import queue
+import threading
+from collections.abc import Iterator, Sequence
 from typing import Final
 
 from azsd.errors import UsageError
-from azsd.ipc.protocol import WireEvent
+from azsd.ipc.protocol import SessionView, WireEvent
 from azsd_client.render.events import event_lines
 from azsd_client.render.sessions import session_header
+from azsd_client.render.text import Ansi, AnsiStyle, Line, Style, wrap_ansi
 from azsd_client.render.turns import Turn, turn_table, turns
 
 from . import shapes
@@ -46,14 +49,40 @@ def seq_range(last_seq: int, last: int | None, start: int | None, end: int | Non
 
 
 def _events(run: Invocation, sid: int, first: int, final: int) -> Iterator[WireEvent]:
-    """The session's events from `first` to `final`, a page at a time (the first one small)."""
-    seq, size = first, _FIRST_PAGE
-    while seq <= final:
-        page = run.client.get_events_page(run.root, sid, from_seq=seq, limit=min(size, final - seq + 1))
-        yield from itertools.takewhile(lambda e: e.seq <= final, page.events)
-        if page.next_seq is None:
+    """The session's events from `first` to `final`, a page at a time (the first one small); the next
+    page is asked for while this one is shown (by a thread of its own, the only user of the client
+    until the iteration ends), so that the daemon reads and the terminal draws at the same time."""
+    pages: queue.Queue[Sequence[WireEvent] | BaseException | None] = queue.Queue(maxsize=2)
+    stop = threading.Event()
+
+    def fetch() -> None:
+        seq, size = first, _FIRST_PAGE
+        try:
+            while seq <= final and not stop.is_set():
+                limit = min(size, final - seq + 1)
+                page = run.client.get_events_page(run.root, sid, from_seq=seq, limit=limit)
+                pages.put([e for e in page.events if e.seq <= final])
+                if page.next_seq is None:
+                    break
+                seq, size = page.next_seq, _PAGE
+        except BaseException as exc:
+            pages.put(exc)
             return
-        seq, size = page.next_seq, _PAGE
+        pages.put(None)
+
+    fetcher = threading.Thread(target=fetch, name="azs-pages", daemon=True)
+    fetcher.start()
+    try:
+        while (got := pages.get()) is not None:
+            if isinstance(got, BaseException):
+                raise got
+            yield from got
+    finally:
+        stop.set()
+        with contextlib.suppress(queue.Empty):
+            while True:  # let a fetch waiting to put its page end
+                pages.get_nowait()
+        fetcher.join()
 
 
 def show(run: Invocation) -> int:
@@ -68,13 +97,23 @@ def show(run: Invocation) -> int:
         run.out.emit({"session": shapes.plain(view), "events": [shapes.event(e) for e in events]})
         return 0
     threshold = run.config.compaction_threshold
+    earlier = f"… {first - 1:,} earlier events (`--from 1` shows them)"
+
+    def header(v: SessionView, style: Style) -> list[Line]:  # without rich: it loads slower than a screen
+        said = session_header(v, plain(style), threshold=threshold)
+        said += [plain(style).dim(earlier)] if first > 1 else []
+        return [Ansi(wrap_ansi(str(line), style.width, "") if style.width else str(line)) for line in said]
+
     with paged(run):
-        run.out.result(view, lambda v, style: session_header(v, style, threshold=threshold))
-        if first > 1:
-            run.out.note(f"… {first - 1:,} earlier events (`--from 1` shows them)")
+        run.out.result(view, header)
         for event in events:
             run.out.result(event, event_lines)
     return 0
+
+
+def plain(style: Style) -> AnsiStyle:
+    """`style` painting with ANSI codes in plain strings."""
+    return AnsiStyle(color=style.color, relative=style.relative, width=style.width)
 
 
 def log(run: Invocation) -> int:

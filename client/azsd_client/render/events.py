@@ -9,6 +9,8 @@ sequences, carriage returns, bells) are shown as visible symbols, never sent to 
 
 from __future__ import annotations
 
+import functools
+import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
@@ -161,8 +163,10 @@ _CONTROLS: Final = {
     0x7F: "\u2421",
     **{c: "\ufffd" for c in range(0x80, 0xA0)},
 }
-#: What JSON text holding a control character looks like (escaped, or C1 as it is).
-_MAYBE_CONTROL: Final = ("\\u00", "\\r", "\\b", "\\f", *(chr(c) for c in range(0x80, 0xA0)))
+#: How JSON text escapes a control character (or may: ``\\u`` is any escape), and the C1 controls,
+#: which it holds as they are.
+_ESCAPES: Final = ("\\u", "\\r", "\\b", "\\f")
+_C1: Final = re.compile("[\x80-\x9f]")
 
 
 def harmless(text: str) -> str:
@@ -177,7 +181,7 @@ def harmless(text: str) -> str:
 
 def _harmless_json(data: str) -> str:
     """An event's JSON with every string made :func:`harmless` (as it is when none needs it: most)."""
-    if not any(marker in data for marker in _MAYBE_CONTROL):
+    if not any(escape in data for escape in _ESCAPES) and (data.isascii() or not _C1.search(data)):
         return data
     try:
         value = msgspec.json.decode(data)
@@ -205,7 +209,7 @@ def event_text(event: WireEvent, style: Style, *, mark: str = " ") -> str:
     margin (the seq `fork --at` and search hits name), `mark` before the seq (``>``: a search hit);
     a prompt starts a new paragraph. One string, its colours as ANSI codes when `style` has colour.
     """
-    ansi = AnsiStyle(color=style.color, relative=style.relative)
+    ansi = _ansi(style.color, style.relative)
     pieces = event_pieces(event, ansi)
     label = f"{event.seq}".rjust(_GUTTER - 1)
     first = f"{ansi.dim(mark + label)} "
@@ -214,6 +218,11 @@ def event_text(event: WireEvent, style: Style, *, mark: str = " ") -> str:
     if style.width is not None:  # a terminal: long lines wrap beside the margin, not under the seq
         body = [wrap_ansi(line, style.width, rest) for line in body]
     return ("\n" if event.kind == "UserMessage" else "") + "\n".join(line.rstrip() for line in body)
+
+
+@functools.lru_cache(maxsize=4)
+def _ansi(color: bool, relative: bool) -> AnsiStyle:
+    return AnsiStyle(color=color, relative=relative)
 
 
 def event_lines(event: WireEvent, style: Style) -> list[Line]:
