@@ -201,6 +201,8 @@ class SessionUsage(msgspec.Struct, frozen=True):
     cost_usd: float
     turns: int
     cost_source: CostSource = "reported"
+    #: The time (Unix) of its latest turn with usage, from the agent lines' timestamps; 0: none known.
+    last_at: float = 0.0
 
 
 class FollowRecord(msgspec.Struct, kw_only=True):

@@ -225,6 +225,9 @@ class SessionView(_Data, frozen=True):
     #: The context meter: the characters stored since the latest compaction (what the next turn's
     #: context is made of), when asked for with `with_meter`; None: not read.
     context_chars: int | None = None
+    #: When its latest turn happened (UTC, as `created` is written), from the timestamps of the agent's
+    #: lines, when usage was read and the lines had any; None: not known (`created` is all there is).
+    last_activity: str | None = None
 
 
 class SessionUsageView(_Data, frozen=True):

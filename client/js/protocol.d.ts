@@ -498,6 +498,7 @@ export interface SessionView {
   fork_seq: number | null;
   forks: Array<number>;
   context_chars: number | null;
+  last_activity: string | null;
 }
 
 /**

@@ -111,6 +111,12 @@ class Invocation:
         return os.path.realpath(given if given else git_root(os.getcwd()))
 
     @functools.cached_property
+    def outside_git(self) -> bool:
+        """No `--root` was given and the current directory is not inside a git worktree (so the root
+        is only the current directory)."""
+        return not self.args.root and git(["rev-parse", "--show-toplevel"], os.getcwd()) is None
+
+    @functools.cached_property
     def new_root(self) -> str:
         """The root for a command that may create the store (`new`, `run`, `import`): like `root`,
         but a directory outside any git worktree only when `--root` names it, so that `.azureal/`

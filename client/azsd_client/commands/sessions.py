@@ -57,13 +57,18 @@ def ls(run: Invocation) -> int:
         views = [v for v in everything if v.worktree in (run.branch, "")]
         hidden = len(everything) - len(views)
     views = by_latest(views)
+    if not views and not hidden and run.outside_git:
+        raise UsageError(
+            f"{run.root} is not inside a git worktree, and holds no sessions: run azs inside the worktree "
+            "whose sessions you want, or give --root DIR"
+        )
     run.out.results(views, lambda vs, style: session_rows(vs, style, worktree=args.all_worktrees))
     if not views:
         run.out.hint(
             "no archived sessions" if args.archived else "no sessions yet: `azs new NAME` creates one"
         )
-    if hidden:
-        run.out.hint(f"{hidden:,} more on other branches: `azs ls --all-worktrees`")
+    if hidden:  # on stderr even on a pipe: a filter never hides sessions without a word
+        run.out.aside(f"{hidden:,} more on other branches: `azs ls --all-branches`")
     return 0
 
 

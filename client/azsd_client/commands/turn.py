@@ -20,16 +20,25 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Final
 
 from azsd.errors import AzsdError, RemoteError
-from azsd.events import Complete, Event, EventDecodeError, UserMessage, decode_event, encode_event
+from azsd.events import (
+    AssistantText,
+    Complete,
+    Event,
+    EventDecodeError,
+    UserMessage,
+    decode_event,
+    encode_event,
+)
 from azsd.ipc.protocol import SessionChanged, WireEvent
 from azsd_client._shared import Backend
 from azsd_client.follow import FollowItem, SessionFollower
 from azsd_client.render.events import event_lines
 from azsd_client.render.text import Line, Style
+from azsd_client.render.turns import ERROR_PREFIX
 
 from . import shapes
 from .agent import FORMATS, Agent, agent_command, check_agent, turn_path
@@ -113,6 +122,17 @@ class _Turn:
         sys.stderr.write(f"azs: {message}\n" + "".join(f"  │ {line}\n" for line in details))
         sys.stderr.flush()
 
+    def store_outcome(self, what: str, stderr: Sequence[str], *, failed: bool) -> None:
+        """Store how the turn ended where it ended, as AZUREAL stores a failed Codex turn (spec §4.3):
+        an ``Error:`` answer (what happened, the last lines of the agent's stderr), and, for a turn
+        without its own end, a failed `Complete` (which marks the session failed). Then show them."""
+        text = ERROR_PREFIX + what + "".join(f"\n{line}" for line in stderr)
+        events: list[Event] = [AssistantText(text=text)]
+        if failed:
+            events.append(Complete(success=False, duration_ms=self.elapsed_ms(), cost_usd=0.0))
+        self.client.append_events(self.run.root, self.session, events)
+        self.show(self.follower.read())
+
     def elapsed_ms(self) -> int:
         return (
             self.agent.elapsed_ms()
@@ -169,7 +189,8 @@ class _Turn:
         assert self.agent is not None
         done = self.complete
         if done is None:
-            self.client.mark_completed(self.run.root, self.session, False, duration_ms=self.elapsed_ms())
+            ended = "printed no result" if code == 0 else "exited without finishing the turn"
+            self.store_outcome(f"the agent {ended} ({_status(code)})", self.agent.stderr_tail(), failed=True)
             self.note(
                 f"the agent exited ({_status(code)}) without finishing the turn; S{self.session} keeps "
                 f"what it wrote (marked failed); its output: {self.agent.path}",
@@ -188,6 +209,8 @@ class _Turn:
         if done.success and code == 0:
             self.agent.remove_files()
             return 0
+        if code != 0:  # (a failed turn that exited 0 says all there is in its own end)
+            self.store_outcome(f"the agent exited ({_status(code)})", self.agent.stderr_tail(), failed=False)
         self.note(
             f"the agent exited ({_status(code)}); its output: {self.agent.path}", self.agent.stderr_tail()
         )
@@ -203,13 +226,15 @@ class _Turn:
             if self.agent is not None:
                 self._unfollow(timeout=_UNFOLLOW_TIMEOUT_S)
             self.show(self.follower.read())
-            if self.complete is None:
-                self.client.mark_completed(self.run.root, self.session, False, duration_ms=self.elapsed_ms())
+            completed = self.complete is not None
+            if not completed:
+                stopped = agent.removesuffix("; ") or "before the agent started"
+                self.store_outcome(f"interrupted: {stopped}", [], failed=True)
         except AzsdError as exc:
             where = f"; its output: {self.agent.path}" if self.agent is not None else ""
             self.note(f"interrupted: {agent}the turn could not be stored whole ({exc}){where}")
             return 128 + signum
-        state = "completed" if self.complete is not None else "partial turn, marked failed"
+        state = "completed" if completed else "partial turn, marked failed"
         self.note(f"interrupted: {agent}S{self.session} keeps {self.shown} events of this turn ({state})")
         return 128 + signum
 

@@ -53,6 +53,7 @@ from .text import (
     plural,
     wrap_ansi,
 )
+from .turns import ERROR_PREFIX
 
 if TYPE_CHECKING:
     from rich.text import Text
@@ -93,6 +94,8 @@ def _user(e: UserMessage, s: Style) -> list[_Piece]:
 
 
 def _assistant(e: AssistantText, s: Style) -> list[_Piece]:
+    if e.text.startswith(ERROR_PREFIX):  # how a turn failed (stored by `azs run`, or by AZUREAL)
+        return [s.red(line) for line in _indented(e.text, "✗ ", "  ")]
     return list(_indented(e.text, "  ", "  "))
 
 
