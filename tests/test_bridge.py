@@ -220,6 +220,8 @@ def test_bad_lines_are_answered_and_the_bridge_goes_on(bridge: BridgeProc, tmp_p
     assert bridge.error(4)["code"] == "not_found"
     bridge.send({"id": 5, "op": "subscribe", "root": "relative/dir"})
     assert bridge.error(5)["code"] == "bad_request"
+    bridge.send({"id": 55, "op": "subscribe", "root": root, "session": 9})  # issue 25: it said "subscribed"
+    assert bridge.error(55)["code"] == "not_found"
     bridge.send({"id": [6, "any json"], "op": "status", "timeout": 3})
     assert bridge.reply([6, "any json"])["result"]["op"] == "statusreply"
 

@@ -6,12 +6,15 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
-from azsd.events import Complete, UserMessage
+import pytest
+
+from azsd.events import AssistantText, Complete, UserMessage
 from azsd_client import Client
 from tests.daemon_fixture import DaemonProc
-from tests.test_cli import Azs, _git, azs, json_lines, repo
+from tests.test_cli import Azs, Lines, _git, azs, json_lines, repo, run_main
 from tests.test_client import client, daemon, worktree
 
 __all__ = ["azs", "client", "daemon", "repo", "worktree"]  # the fixtures, re-exported for pytest
@@ -76,3 +79,66 @@ def test_ls_dates_are_the_latest_turn_and_durations_true(azs: Azs, client: Clien
     assert "0.0s" not in rows[f"S{codex}"]
     assert "active 2024-03-01 10:05" in azs.ok("show", str(sid))
     assert "0.0s" not in azs.ok("show", str(codex)).splitlines()[1]
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["ingest", "f.jsonl", "--format", "foo"], "invalid choice: 'foo'"),  # it was 1, from the daemon
+        (["follow", "f.jsonl", "-s", "1", "--format", "foo"], "invalid choice: 'foo'"),
+        (["usage", "--since", "2025-13-01"], "not a day: '2025-13-01'"),  # it was 1, from the daemon
+        (["usage", "--until", "yesterday"], "not a day: 'yesterday'"),
+        (["show", "@abc"], "the first 4 or more characters of its UUID"),  # the minimum, said
+        (["run"], "give a prompt: azs run PROMPT, azs run - (from stdin) or azs run --file F"),
+        (["run", "x", "--file", "f"], "not allowed with argument"),
+        (["rename", "S1", ""], "the new name is empty"),  # it renamed S1 to "S1"
+        (["rename", "S1", "  "], "the new name is empty"),
+        (["search", "x", "-n", "0"], "not a positive number"),
+    ],
+)
+def test_every_usage_error_exits_2(capsys: pytest.CaptureFixture[str], argv: list[str], said: str) -> None:
+    """Issue 25: `--format foo` and `--since 2025-13-01` exited 1 where other usage errors exit 2."""
+    code, out, err = run_main(capsys, "--runtime-dir", "/nonexistent/azsd", *argv)
+    assert (code, out) == (2, ""), err
+    assert said in err, err
+
+
+def test_help_documents_every_exit_status(capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 25: `azs --help` left out exit 3 (`azs status`: not running)."""
+    code, out, _ = run_main(capsys, "--help")
+    text = " ".join(out.split())
+    assert code == 0
+    for status in ("0 ok", "1 error", "2 usage error", "3 `azs status`: azsd is not running", "128+N"):
+        assert status in text, status
+
+
+def test_ingest_without_a_session_makes_one(azs: Azs, client: Client, worktree: Path) -> None:
+    """Issue 25: `azs ingest` always needed `-s`."""
+    source = worktree / "fix-the-parser.jsonl"
+    line = {"type": "user", "message": {"role": "user", "content": "fix it"}, "uuid": "u1",
+            "parentUuid": None, "timestamp": "2024-03-01T10:00:00.000Z", "sessionId": "s"}  # fmt: skip
+    source.write_text(json.dumps(line) + "\n")
+    [reply] = azs.json("ingest", str(source))
+    view = client.get_session(worktree, reply["session"]).session
+    assert (view.name, view.event_count) == ("fix-the-parser", 1)
+    out = azs.ok("ingest", str(source))
+    assert out.startswith(f"made S{view.id + 1} “fix-the-parser” for fix-the-parser.jsonl\n")
+    empty = worktree / "nothing.jsonl"
+    empty.write_text("not json\n")
+    before = len(client.list_sessions(worktree).sessions)
+    assert azs("ingest", str(empty))[0] == 1
+    assert len(client.list_sessions(worktree).sessions) == before  # the session made for it is gone
+
+
+def test_watch_json_names_its_counter(azs: Azs, client: Client, worktree: Path) -> None:
+    """Issue 25: `watch --json`'s top-level `seq` counts notifications, beside events' own `seq`."""
+    client.create_session(worktree, "x")
+    watching = Lines(azs.spawn("--json", "watch"))
+    try:
+        time.sleep(0.5)
+        sid = client.create_session(worktree, "y").session.id
+        client.append_events(worktree, sid, [AssistantText(text="hi")])
+        note = watching.json_for(lambda n: n.get("type") == "appended")
+        assert note["notification_seq"] == note["seq"] and note["events"][0]["seq"] == 1
+    finally:
+        watching.stop()

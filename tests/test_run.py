@@ -158,12 +158,15 @@ class World:
             *args,
         ]
 
-    def azs(self, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    def azs(
+        self, *args: str, cwd: Path | None = None, stdin: str | None = None
+    ) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
             self.argv(*args),
             cwd=cwd or self.root,
             env=self.env,
-            stdin=subprocess.DEVNULL,
+            input=stdin,
+            stdin=subprocess.DEVNULL if stdin is None else None,
             capture_output=True,
             text=True,
             timeout=TIMEOUT_S,
@@ -311,6 +314,24 @@ def test_a_prompt_of_any_size_reaches_the_agent_whole(world: World, backend: Bac
     events = world.events(sid)
     assert events[before:] == [UserMessage(content=prompt), *parsed(source, FORMATS[backend])]
     assert world.view(sid).state == "succeeded"
+
+
+def test_the_prompt_from_stdin_or_a_file(world: World, tmp_path: Path) -> None:
+    """Issue 25: `azs run -` stored the literal prompt "-", and there was no way to give a file."""
+    world.configure(replay=corpus(CLAUDE))
+    prompt = "fix the parser\n\nit drops the last line -- see main.go\n"
+    done = world.azs("run", "-", stdin=prompt)
+    assert done.returncode == 0, world.explain(done)
+    assert world.events()[0] == UserMessage(content=prompt)
+    given = tmp_path / "prompt.md"
+    given.write_text("from a file")
+    done = world.azs("run", "-s", "1", "--file", str(given))
+    assert done.returncode == 0, world.explain(done)
+    assert UserMessage(content="from a file") in world.events()
+    done = world.azs("run", "-", stdin="  \n")
+    assert done.returncode == 2 and "the prompt is empty (stdin)" in done.stderr
+    done = world.azs("run", "--file", str(tmp_path / "missing.md"))
+    assert done.returncode == 2 and "cannot read the prompt from" in done.stderr
 
 
 def test_run_json_prints_each_stored_event(world: World) -> None:

@@ -1,6 +1,8 @@
 """`azs`: the sessions of AZUREAL stores, through the azsd daemon, for people and for scripts.
 
-Exit status: 0 done, 1 an error (one line on stderr, ``azs: <message>``), 2 a usage error.
+Exit status: 0 done, 1 an error (one line on stderr, ``azs: <message>``), 2 a usage error (a bad
+argument, a bad date, an unknown format, outside a git worktree without ``--root``), 3 ``azs status``
+when azsd is not running, 128 + N after signal N (130: Ctrl-C).
 
 Which store: ``--root DIR`` names the worktree; by default it is the top level of the git worktree
 around the current directory (``git rev-parse --show-toplevel``), else the current directory.
@@ -111,7 +113,9 @@ def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(
         prog="azs",
         description="Sessions of AI coding agents in AZUREAL stores, through the azsd daemon.",
-        epilog="Sessions are named S3 or 3. Exit status: 0 ok, 1 error, 2 usage.",
+        epilog="Sessions are named S3 or 3; remote ones @ and 4 or more hex digits of their UUID. Exit "
+        "status: 0 ok, 1 error, 2 usage error (a bad argument, date or format), 3 `azs status`: azsd is not "
+        "running, 128+N killed by signal N (130: Ctrl-C).",
     )
     top.add_argument("--version", action=_Version, nargs=0, help="show the version and exit")
     _add_globals(top, here=True)

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Final, NamedTuple, TypeAlias
 from .arguments import (
     BACKEND,
     FORMAT,
+    NEW_SESSION_OPTION,
     SESSION,
     SESSION_OPTION,
     WORKTREE_OPTIONS,
@@ -35,6 +36,7 @@ from .arguments import (
     Spec,
     arg,
     count,
+    day,
     fork_point,
     seconds,
     session_id,
@@ -216,9 +218,9 @@ COMMANDS: Final = (
     ),
     Command(
         "ingest",
-        "store a finished agent JSONL file in a session",
+        "store a finished agent JSONL file in a session (default: a new one)",
         Lazy("live", "ingest"),
-        (_FILE, SESSION_OPTION, FORMAT),
+        (_FILE, NEW_SESSION_OPTION, FORMAT),
     ),
     Command(
         "follow",
@@ -259,7 +261,17 @@ COMMANDS: Final = (
         "run an agent turn in a session, stored and shown live",
         Lazy("turn", "run_turn"),
         (
-            arg("prompt", help="what to ask the agent (stored as given; the context is added for the agent)"),
+            OneOf(
+                (
+                    arg(
+                        "prompt",
+                        nargs="?",
+                        help="what to ask the agent (stored as given; the context is added for the agent); "
+                        "- reads it from stdin",
+                    ),
+                    arg("--file", metavar="F", help="read the prompt from file F"),
+                )
+            ),
             arg("-s", "--session", type=session_id, metavar="SESSION", help="default: a new session"),
             BACKEND,
             arg("--model", metavar="M", help="the model to ask the agent for"),
@@ -398,8 +410,8 @@ COMMANDS: Final = (
                 help="a table by local day, ISO week, month, session, or Claude's 5-hour billing block",
             ),
             arg("--by-model", action="store_true", help="one row per model in each period"),
-            arg("--since", metavar="DATE", help="only the usage of this local day (YYYY-MM-DD) and after"),
-            arg("--until", metavar="DATE", help="only the usage of this local day (YYYY-MM-DD) and before"),
+            arg("--since", type=day, metavar="DATE", help="only the usage of this local day and after"),
+            arg("--until", type=day, metavar="DATE", help="only the usage of this local day and before"),
             arg("--timezone", metavar="TZ", help="local time of this IANA zone (default: the daemon's)"),
         ),
     ),

@@ -86,6 +86,9 @@ def new(run: Invocation) -> int:
 
 
 def rename(run: Invocation) -> int:
+    """A new name for a session; an empty one is refused (the session would be called S3 again)."""
+    if not run.args.name.strip():
+        raise UsageError(f"the new name is empty: give S{run.args.session} a name with a word in it")
     view = run.client.rename_session(run.root, run.args.session, run.args.name).session
     run.out.result(view, lambda v, _: [f"S{v.id} is now “{v.display_name}”"])
     return 0

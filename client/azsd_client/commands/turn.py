@@ -320,13 +320,35 @@ def _compact_if_full(run: Invocation, session: int, backend: Backend) -> None:
         say(describe(done))
 
 
+def _prompt(given: str | None, file: str | None) -> str:
+    """The prompt: as given, read from stdin for ``-``, or from `file` (`--file`); never empty."""
+    where = "the prompt"
+    if file is not None:
+        where = file
+        try:
+            with open(file, encoding="utf-8", errors="replace") as stream:
+                prompt = stream.read()
+        except OSError as exc:
+            raise UsageError(f"cannot read the prompt from {file}: {exc.strerror or exc}") from None
+    elif given == "-":
+        where = "stdin"
+        if sys.stdin.isatty():
+            sys.stderr.write("azs: reading the prompt from stdin (Ctrl-D ends it)\n")
+        prompt = sys.stdin.read()
+    elif given is None:
+        raise UsageError("give a prompt: azs run PROMPT, azs run - (from stdin) or azs run --file F")
+    else:
+        prompt = given
+    if not prompt.strip():
+        raise UsageError(f"the prompt is empty ({where})" if where != "the prompt" else "the prompt is empty")
+    return prompt
+
+
 def run_turn(run: Invocation) -> int:
     """`azs run`: exit status 0 when the turn succeeded, 1 when it failed, 128 + signal when interrupted."""
     args = run.args
-    prompt: str = args.prompt
+    prompt = _prompt(args.prompt, args.file)
     backend: Backend = args.backend
-    if not prompt.strip():
-        raise UsageError("the prompt is empty")
     session: int | None = args.session
     root = run.root if session is not None else run.new_root  # a new session: never in a stray dir
     check_agent(run.config, backend)
