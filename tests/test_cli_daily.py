@@ -15,6 +15,7 @@ from azsd.events import AssistantText, Complete, UserMessage
 from azsd_client import Client
 from tests.daemon_fixture import DaemonProc
 from tests.test_cli import Azs, Lines, _git, azs, json_lines, repo, run_main
+from tests.test_cli_terminal import on_terminal
 from tests.test_client import client, daemon, worktree
 
 __all__ = ["azs", "client", "daemon", "repo", "worktree"]  # the fixtures, re-exported for pytest
@@ -142,3 +143,44 @@ def test_watch_json_names_its_counter(azs: Azs, client: Client, worktree: Path) 
         assert note["notification_seq"] == note["seq"] and note["events"][0]["seq"] == 1
     finally:
         watching.stop()
+
+
+def test_ls_and_search_take_limit_and_since(azs: Azs, client: Client, worktree: Path) -> None:
+    """Issue 25: `-n/--limit` and `--since`, as people give them to other tools."""
+    old = worktree / "old.jsonl"
+    line = {"type": "assistant", "message": {"id": "m1", "role": "assistant", "model": "claude-sonnet-4-5",
+            "content": [{"type": "text", "text": "the needle, long ago"}],
+            "usage": {"input_tokens": 10, "output_tokens": 5}},
+            "uuid": "a1", "parentUuid": None, "timestamp": "2024-03-01T10:05:00.000Z",
+            "sessionId": "s"}  # fmt: skip
+    old.write_text(json.dumps(line) + "\n")
+    [reply] = azs.json("ingest", str(old))
+    long_ago = reply["session"]
+    ids = []
+    for n in range(3):
+        sid = client.create_session(worktree, f"new {n}").session.id
+        client.append_events(worktree, sid, [AssistantText(text=f"the needle {n}")])
+        ids.append(sid)
+    assert len(azs.json("ls")) == 4
+    assert len(azs.json("ls", "-n", "2")) == len(azs.json("ls", "--limit", "2")) == 2
+    assert {v["id"] for v in azs.json("ls", "--since", "2025-01-01")} == set(ids)
+    assert {v["id"] for v in azs.json("ls", "--since", "20240301")} == {*ids, long_ago}
+    assert {h["session"] for h in azs.json("search", "needle")} == {*ids, long_ago}
+    assert {h["session"] for h in azs.json("search", "needle", "--since", "2025-01-01")} == set(ids)
+    assert len(azs.json("search", "needle", "-n", "1")) == 1
+
+
+def test_color_always_never_and_no_color(azs: Azs, client: Client, worktree: Path) -> None:
+    """Issue 25: `NO_COLOR` and `--color=always|never|auto`."""
+    sid = client.create_session(worktree, "colours").session.id
+    client.append_events(worktree, sid, [UserMessage(content="hi"), AssistantText(text="Error: it broke")])
+    assert "\x1b[" not in azs.ok("show", str(sid))  # auto, on a pipe
+    painted = azs.ok("--color", "always", "show", str(sid))
+    assert "\x1b[31m✗ Error: it broke\x1b[0m" in painted and "\x1b[1m» hi\x1b[0m" in painted
+    assert "\x1b[" not in azs.ok("show", str(sid), "--color=never")
+    lines = on_terminal(azs, 80, "--color", "never", "show", str(sid), raw=True)
+    assert not any("\x1b[" in line for line in lines)
+    lines = on_terminal(azs, 80, "show", str(sid), raw=True, env={"NO_COLOR": "1"})
+    assert not any("\x1b[" in line for line in lines)
+    lines = on_terminal(azs, 80, "show", str(sid), raw=True)
+    assert any("\x1b[31m" in line for line in lines)

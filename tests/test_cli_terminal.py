@@ -33,9 +33,11 @@ _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 _LONG = "a session whose name goes on and on about the parser and its panics " * 2
 
 
-def on_terminal(azs: Azs, columns: int, *args: str, env: dict[str, str] | None = None) -> list[str]:
-    """`azs args…` with stdout and stderr on a pseudo-terminal `columns` wide: its lines, colour removed.
-    `env`: variables to set (no ``TERM`` by default, so no pager)."""
+def on_terminal(
+    azs: Azs, columns: int, *args: str, env: dict[str, str] | None = None, raw: bool = False
+) -> list[str]:
+    """`azs args…` with stdout and stderr on a pseudo-terminal `columns` wide: its lines, colour removed
+    (kept with `raw`). `env`: variables to set (no ``TERM`` by default, so no pager)."""
     parent, child = pty.openpty()
     fcntl.ioctl(child, termios.TIOCSWINSZ, struct.pack("HHHH", 40, columns, 0, 0))
     unset = ("COLUMNS", "NO_COLOR", "TERM", "PAGER", "AZS_PAGER")
@@ -56,8 +58,8 @@ def on_terminal(azs: Azs, columns: int, *args: str, env: dict[str, str] | None =
     finally:
         os.close(parent)
         assert process.wait(30) == 0, out
-    text = _ANSI.sub("", out.decode())
-    assert "\x1b" not in text
+    text = out.decode() if raw else _ANSI.sub("", out.decode())
+    assert raw or "\x1b" not in text
     return text.replace("\r\n", "\n").rstrip("\n").split("\n")
 
 

@@ -81,6 +81,12 @@ def _add_globals(parser: argparse.ArgumentParser, *, here: bool) -> None:
         help="one JSON object a line",
     )
     parser.add_argument(
+        "--color",
+        choices=("auto", "always", "never"),
+        default="auto" if here else argparse.SUPPRESS,
+        help="colour: auto (on a terminal, unless NO_COLOR is set or TERM=dumb), always, never",
+    )
+    parser.add_argument(
         "--timeout",
         type=seconds,
         metavar="S",

@@ -154,6 +154,12 @@ _RANGE: Final = (
     arg("--to", dest="to_seq", type=count, metavar="SEQ", help="up to seq SEQ"),
 )
 _NO_PAGER: Final = arg("--no-pager", action="store_true", help="never through a pager")
+_SINCE: Final = arg(
+    "--since",
+    type=day,
+    metavar="DATE",
+    help="sessions active on this day (YYYY-MM-DD, UTC) or after only (by their latest turn, else creation)",
+)
 _FILE: Final = arg("file")
 
 #: Every `azs` command, in the order `azs --help` lists them.
@@ -172,6 +178,8 @@ COMMANDS: Final = (
                     arg("--all", action="store_true", help="archived sessions too (marked)"),
                 )
             ),
+            arg("-n", "--limit", type=count, metavar="N", help="the N latest only"),
+            _SINCE,
         ),
         _LS_DESCRIPTION,
     ),
@@ -355,6 +363,7 @@ COMMANDS: Final = (
             arg("--words", action="store_true", help=argparse.SUPPRESS),  # plain text: the default now
             arg("-C", "--context", type=count, metavar="N", help="N events before and after each hit"),
             arg("-n", "--limit", type=count, default=50, metavar="N", help="at most N hits (default: 50)"),
+            _SINCE,
         ),
         _SEARCH_DESCRIPTION,
     ),

@@ -72,6 +72,13 @@ def git_branch(root: str) -> str:
     return "" if not branch or branch == "HEAD" else branch
 
 
+def _color(choice: str, environ: Mapping[str, str]) -> bool:
+    """`--color`: always, never, or auto (a terminal, without ``NO_COLOR``, not ``TERM=dumb``)."""
+    if choice == "always":
+        return True
+    return choice == "auto" and wants_color(sys.stdout, environ)
+
+
 class Invocation:
     """What the commands of one `azs` run share."""
 
@@ -84,7 +91,7 @@ class Invocation:
             json=json,
             tty=tty,
             style=Style(
-                color=not json and wants_color(sys.stdout, self.environ),
+                color=not json and _color(getattr(args, "color", "auto"), self.environ),
                 relative=tty,
                 width=terminal_width(sys.stdout, self.environ) if tty else None,
             ),

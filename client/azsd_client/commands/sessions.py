@@ -18,12 +18,23 @@ from azsd_client.render.text import plural
 
 from .invocation import Invocation, UsageError
 
-__all__ = ["archive", "context", "fork", "ls", "new", "rename", "rm", "unarchive"]
+__all__ = [
+    "active_since",
+    "all_sessions",
+    "archive",
+    "context",
+    "fork",
+    "ls",
+    "new",
+    "rename",
+    "rm",
+    "unarchive",
+]
 
 _PAGE: Final = 500
 
 
-def _all_sessions(run: Invocation, worktree: str | None, archived: Archived = "exclude") -> list[SessionView]:
+def all_sessions(run: Invocation, worktree: str | None, archived: Archived = "exclude") -> list[SessionView]:
     """Every session of the store (with `worktree`, that worktree's), latest activity first, with usage
     (and, for `--json`, each one's context meter)."""
     views: dict[int, SessionView] = {}
@@ -50,13 +61,17 @@ def ls(run: Invocation) -> int:
     args = run.args
     archived: Archived = "only" if args.archived else "include" if args.all else "exclude"
     if args.all_worktrees or args.worktree is not None:
-        views = _all_sessions(run, None if args.all_worktrees else args.worktree, archived)
+        views = all_sessions(run, None if args.all_worktrees else args.worktree, archived)
         hidden = 0
     else:
-        everything = _all_sessions(run, None, archived)
+        everything = all_sessions(run, None, archived)
         views = [v for v in everything if v.worktree in (run.branch, "")]
         hidden = len(everything) - len(views)
     views = by_latest(views)
+    if args.since is not None:
+        views = [v for v in views if active_since(v, args.since)]
+    if args.limit is not None:
+        views = views[: args.limit]
     if not views and not hidden and run.outside_git:
         raise UsageError(
             f"{run.root} is not inside a git worktree, and holds no sessions: run azs inside the worktree "
@@ -70,6 +85,13 @@ def ls(run: Invocation) -> int:
     if hidden:  # on stderr even on a pipe: a filter never hides sessions without a word
         run.out.aside(f"{hidden:,} more on other branches: `azs ls --all-branches`")
     return 0
+
+
+def active_since(view: SessionView, since: str) -> bool:
+    """Whether the session was active on the day `since` (``YYYY-MM-DD`` or ``YYYYMMDD``, UTC) or after:
+    its latest turn's time, else its creation."""
+    day = since if "-" in since else f"{since[:4]}-{since[4:6]}-{since[6:]}"
+    return (view.last_activity or view.created)[:10] >= day
 
 
 def _named(view: SessionView) -> str:

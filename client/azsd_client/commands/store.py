@@ -82,6 +82,14 @@ def search(run: Invocation) -> int:
     wait_for_index(run)
     named = a.sessions and a.worktree is None  # sessions named outright are searched wherever they are
     scope = None if named else worktree_scope(run)
+    if a.since is not None:  # the sessions active since then (the store keeps no time per event)
+        from .sessions import active_since, all_sessions
+
+        recent = [v.id for v in all_sessions(run, None) if active_since(v, a.since)]
+        a.sessions = [sid for sid in a.sessions if sid in recent] if a.sessions else recent
+        if not a.sessions:
+            run.out.hint(f"no sessions active since {a.since}")
+            return 0
     reply = run.client.search(
         run.root, a.query, limit=a.limit, worktrees=scope, sessions=a.sessions, kinds=a.kinds,
         words=not a.fts,
