@@ -135,3 +135,24 @@ def test_show_json_is_unchanged_by_ranges_and_pager(azs: Azs, client: Client, wo
     sid = _numbered(client, worktree, 3)
     code, out, _ = azs("--json", "show", str(sid), "--no-pager")
     assert code == 0 and [e["seq"] for e in json.loads(out)["events"]] == [1, 2, 3]
+
+
+@pytest.mark.parametrize("columns", [80, 200])
+def test_the_column_a_row_is_about_stays(azs: Azs, client: Client, worktree: Path, columns: int) -> None:
+    """Issue 25: at 80 columns search cut the match to 13 characters to keep the session name, and ls
+    cut names to 15 characters to keep `8 min ago` and the fork's lineage."""
+    name = "a session name that goes on for quite a while about the parser " * 2
+    sid = client.create_session(worktree, name).session.id
+    match = "the tokenizer panics when a line ends without a newline in the middle of a heredoc"
+    done = Complete(success=True, duration_ms=1500, cost_usd=0.25)
+    client.append_events(worktree, sid, [UserMessage(content="why"), AssistantText(text=match), done])
+    client.fork_session(worktree, sid, 2)
+    [row] = [line for line in on_terminal(azs, columns, "search", "heredoc") if "heredoc" in line]
+    shown = row.split("assistant", 1)[1].strip()
+    assert len(shown) >= min(len(match), columns // 2 - 2), row  # at least half the width for the match
+    assert all(len(line) <= columns for line in on_terminal(azs, columns, "search", "heredoc"))
+    listed = on_terminal(azs, columns, "ls")
+    rows = [line for line in listed if line.split()[1:2] == [f"S{sid}"]]
+    assert rows and all(len(line) <= columns for line in listed)
+    kept = rows[0].split(f"S{sid}", 1)[1].strip().split("  ")[0]
+    assert len(kept) >= min(len(name.strip()), columns // 2 - 2), rows[0]
