@@ -3,7 +3,18 @@ pipes and under a real pseudo-terminal at 80 and 200 columns, against the real d
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
+import os
+import pty
+import re
+import select
+import struct
+import subprocess
+import sys
+import termios
+import time
 from pathlib import Path
 
 import pytest
@@ -156,3 +167,47 @@ def test_the_column_a_row_is_about_stays(azs: Azs, client: Client, worktree: Pat
     assert rows and all(len(line) <= columns for line in listed)
     kept = rows[0].split(f"S{sid}", 1)[1].strip().split("  ")[0]
     assert len(kept) >= min(len(name.strip()), columns // 2 - 2), rows[0]
+
+
+def test_search_as_you_type_opens_the_pick_in_show(azs: Azs, client: Client, worktree: Path) -> None:
+    """Issue 25: `azs search -i` on a terminal: type, choose, and the hit opens in `show` at its seq."""
+    sid = _numbered(client, worktree, 30)
+    client.append_events(worktree, sid, [AssistantText(text="the heredoc needle is here")])
+    parent, child = pty.openpty()
+    fcntl.ioctl(child, termios.TIOCSWINSZ, struct.pack("HHHH", 20, 100, 0, 0))
+    env = {**{k: v for k, v in azs.daemon.env.items() if k not in ("COLUMNS", "NO_COLOR")}, "TERM": "xterm"}
+    env["AZS_PAGER"] = "cat"
+    command = [sys.executable, "-m", "azsd_client.cli", *azs.argv("search", "-i")]
+    process = subprocess.Popen(command, env=env, stdin=child, stdout=child, stderr=child)
+    os.close(child)
+    seen = b""
+
+    def until(wanted: bytes) -> None:
+        nonlocal seen
+        deadline = time.monotonic() + 30
+        while wanted not in seen and time.monotonic() < deadline:
+            if select.select([parent], [], [], 1)[0]:
+                try:
+                    seen += os.read(parent, 65536)
+                except OSError:
+                    break
+        assert wanted in seen, seen[-2000:]
+
+    try:
+        until(b"type to search")
+        os.write(parent, b"heredoc nee")  # half a word already finds it
+        until(b"the heredoc needle is here")
+        os.write(parent, b"\r")
+        with contextlib.suppress(AssertionError):
+            until(b"\x00")  # to the end of what it writes
+        assert process.wait(30) == 0
+    finally:
+        os.close(parent)
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    shown = re.sub(r"\x1b\[[0-9;]*m", "", seen.split(b"\x1b[?1049l", 1)[1].decode())
+    assert "… 28 earlier events" in shown and "   31   the heredoc needle is here" in shown
+    assert "answer 28" not in shown and "answer 29" in shown
+    code, out, err = azs("search", "-i")  # not a terminal
+    assert (code, out) == (2, "") and "search -i picks on a terminal" in err

@@ -340,7 +340,13 @@ COMMANDS: Final = (
         "full-text search, best match first",
         Either(Lazy("store", "search"), Lazy("remote", "search")),
         (
-            arg("query"),
+            arg("query", nargs="?"),
+            arg(
+                "-i",
+                "--interactive",
+                action="store_true",
+                help="search as you type on the terminal, and open the hit you pick in `azs show`",
+            ),
             _REMOTE,
             worktree_options("every session in the store (default: this branch's and the unlabelled ones)"),
             arg(

@@ -20,7 +20,7 @@ from azsd_client.render.reports import backup_line, context_lines, period_lines,
 from azsd_client.render.text import format_size, plural
 
 from . import shapes
-from .invocation import Invocation
+from .invocation import Invocation, UsageError
 
 __all__ = ["SHOW_INDEXING_FROM", "backup", "export", "search", "usage", "wait_for_index", "worktree_scope"]
 
@@ -79,6 +79,8 @@ def search(run: Invocation) -> int:
     `bad_request`, exit 1). While the index is far behind (:func:`wait_for_index`), its progress is
     shown first; hits the default branch scope hides are counted on stderr."""
     a = run.args
+    if a.query is None and not a.interactive:
+        raise UsageError("give a query: azs search QUERY (or search as you type: azs search -i)")
     wait_for_index(run)
     named = a.sessions and a.worktree is None  # sessions named outright are searched wherever they are
     scope = None if named else worktree_scope(run)
@@ -90,6 +92,13 @@ def search(run: Invocation) -> int:
         if not a.sessions:
             run.out.hint(f"no sessions active since {a.since}")
             return 0
+    if a.interactive:
+        from .picker import pick
+
+        return pick(run, lambda query: run.client.search(
+            run.root, query, limit=a.limit, worktrees=scope, sessions=a.sessions, kinds=a.kinds,
+            words=not a.fts,
+        ).hits)  # fmt: skip
     reply = run.client.search(
         run.root, a.query, limit=a.limit, worktrees=scope, sessions=a.sessions, kinds=a.kinds,
         words=not a.fts,

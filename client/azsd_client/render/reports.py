@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from rich.text import Text
 
 __all__ = [
+    "KIND_NAMES",
     "also_in",
     "backup_line",
     "context_lines",
@@ -37,7 +38,8 @@ __all__ = [
     "usage_lines",
 ]
 
-_KIND_NAMES: Final = {
+#: The short names of the kinds of event a search finds.
+KIND_NAMES: Final = {
     "UserMessage": "user",
     "AssistantText": "assistant",
     "ToolCall": "call",
@@ -100,7 +102,7 @@ def search_row(hit: SearchHit, style: Style) -> list[Cell]:
     return [
         Cell(f"S{hit.session}", style.bold),
         Cell(str(hit.seq), style.dim),
-        Cell(_KIND_NAMES.get(hit.kind, hit.kind), style.cyan),
+        Cell(KIND_NAMES.get(hit.kind, hit.kind), style.cyan),
         Cell(str(plain), lambda _text: painted),
         Cell(one_line(name, 200), style.dim),
         Cell(also_in(hit), style.cyan),
