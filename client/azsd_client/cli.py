@@ -11,8 +11,10 @@ Which sessions ``azs ls`` shows: a store lives in one worktree, and AZUREAL labe
 the branch it was made on. By default ``ls`` shows the sessions labelled with the current branch
 (``git rev-parse --abbrev-ref HEAD``) *and* the unlabelled ones (worktree ``""``: made outside git,
 on a detached HEAD, or by a tool that named none), because those belong to whoever opens the store
-and would otherwise show up nowhere. ``--worktree W`` shows exactly W's, ``--all-worktrees`` all.
-``azs new`` labels a session with the current branch (``--worktree`` to choose).
+and would otherwise show up nowhere; how many sessions other branches hold is said on stderr.
+``--branch B`` shows exactly B's, ``--all-branches`` all (``--worktree``/``--all-worktrees``, AZUREAL's
+name for the label, are the same options). ``azs new`` labels a session with the current branch
+(``--branch`` to choose).
 
 ``--json`` prints one JSON object a line (the protocol's own structs: session views, events,
 replies, notifications), for scripts and for editor plugins that cannot link ZeroMQ. ``azs tail -f
@@ -26,8 +28,9 @@ stored first, the agent's JSONL is followed live by the daemon and shown as it i
 each stored event, ``{"seq", "kind", "data"}``). Exit status 0 when the turn succeeded, 1 when it
 failed, 130 after Ctrl-C. ``azs follow FILE -s S3`` / ``azs unfollow FILE`` follow any agent file.
 
-``azs search`` and ``azs usage`` cover the same sessions as ``ls`` by default (``--worktree W``,
-``--all-worktrees``). ``azs fork S3 --at 12`` copies a session's first events into a new one;
+``azs search`` and ``azs usage`` cover the same sessions as ``ls`` by default (``--branch B``,
+``--all-branches``); a search is plain text (every word as written), FTS5 syntax with ``--fts``.
+``azs show`` and ``azs log`` go through a pager on a terminal (``$AZS_PAGER``, ``$PAGER``, less). ``azs fork S3 --at 12`` copies a session's first events into a new one;
 ``archive``/``unarchive`` hide and show a session; ``rm`` keeps its forks unless ``--with-forks``.
 ``azs export S3 [-o FILE]`` writes a document (stdout holds it, so reports go to stderr). ``azs backup``,
 ``azs import claude|codex`` and ``azs doctor [--reindex]`` look after the store.
