@@ -30,7 +30,8 @@ failed, 130 after Ctrl-C. ``azs follow FILE -s S3`` / ``azs unfollow FILE`` foll
 
 ``azs search`` and ``azs usage`` cover the same sessions as ``ls`` by default (``--branch B``,
 ``--all-branches``); a search is plain text (every word as written), FTS5 syntax with ``--fts``.
-``azs show`` and ``azs log`` go through a pager on a terminal (``$AZS_PAGER``, ``$PAGER``, less). ``azs fork S3 --at 12`` copies a session's first events into a new one;
+``azs show`` and ``azs log`` go through a pager on a terminal (``$AZS_PAGER``, ``$PAGER``, less).
+``azs fork S3 --at 12`` copies a session's first events into a new one;
 ``archive``/``unarchive`` hide and show a session; ``rm`` keeps its forks unless ``--with-forks``.
 ``azs export S3 [-o FILE]`` writes a document (stdout holds it, so reports go to stderr). ``azs backup``,
 ``azs import claude|codex`` and ``azs doctor [--reindex]`` look after the store.
