@@ -28,8 +28,12 @@ from .arguments import (
     BACKEND,
     FORMAT,
     NEW_SESSION_OPTION,
+    NO_PAGER,
+    PROMPT,
+    RANGE,
     SESSION,
     SESSION_OPTION,
+    SINCE,
     WORKTREE_OPTIONS,
     OneOf,
     RemoteRef,
@@ -148,18 +152,6 @@ _SHOW_DESCRIPTION: Final = (
     "a pager of cat, writes straight to the terminal. --last N, --from SEQ and --to SEQ choose the "
     "events (--last counts back from --to, or from the end)."
 )
-_RANGE: Final = (
-    arg("--last", type=count, metavar="N", help="the last N events only"),
-    arg("--from", dest="from_seq", type=count, metavar="SEQ", help="from seq SEQ on"),
-    arg("--to", dest="to_seq", type=count, metavar="SEQ", help="up to seq SEQ"),
-)
-_NO_PAGER: Final = arg("--no-pager", action="store_true", help="never through a pager")
-_SINCE: Final = arg(
-    "--since",
-    type=day,
-    metavar="DATE",
-    help="sessions active on this day (YYYY-MM-DD, UTC) or after only (by their latest turn, else creation)",
-)
 _FILE: Final = arg("file")
 
 #: Every `azs` command, in the order `azs --help` lists them.
@@ -179,7 +171,7 @@ COMMANDS: Final = (
                 )
             ),
             arg("-n", "--limit", type=count, metavar="N", help="the N latest only"),
-            _SINCE,
+            SINCE,
         ),
         _LS_DESCRIPTION,
     ),
@@ -198,14 +190,14 @@ COMMANDS: Final = (
         "show",
         "a session and its events (@REF: one of the sync database)",
         Either(Lazy("transcript", "show"), Lazy("remote", "show")),
-        (arg("session", type=session_or_ref, metavar="SESSION|@REF"), *_RANGE, _NO_PAGER),
+        (arg("session", type=session_or_ref, metavar="SESSION|@REF"), *RANGE, NO_PAGER),
         _SHOW_DESCRIPTION,
     ),
     Command(
         "log",
         "a session's turns, one a line: seqs, prompt, outcome, time, cost",
         Lazy("transcript", "log"),
-        (SESSION, arg("--last", type=count, metavar="N", help="the last N turns only"), _NO_PAGER),
+        (SESSION, arg("--last", type=count, metavar="N", help="the last N turns only"), NO_PAGER),
     ),
     Command("rename", "rename a session", Lazy("sessions", "rename"), (SESSION, arg("name"))),
     Command(
@@ -269,17 +261,7 @@ COMMANDS: Final = (
         "run an agent turn in a session, stored and shown live",
         Lazy("turn", "run_turn"),
         (
-            OneOf(
-                (
-                    arg(
-                        "prompt",
-                        nargs="?",
-                        help="what to ask the agent (stored as given; the context is added for the agent); "
-                        "- reads it from stdin",
-                    ),
-                    arg("--file", metavar="F", help="read the prompt from file F"),
-                )
-            ),
+            PROMPT,
             arg("-s", "--session", type=session_id, metavar="SESSION", help="default: a new session"),
             BACKEND,
             arg("--model", metavar="M", help="the model to ask the agent for"),
@@ -369,7 +351,7 @@ COMMANDS: Final = (
             arg("--words", action="store_true", help=argparse.SUPPRESS),  # plain text: the default now
             arg("-C", "--context", type=count, metavar="N", help="N events before and after each hit"),
             arg("-n", "--limit", type=count, default=50, metavar="N", help="at most N hits (default: 50)"),
-            _SINCE,
+            SINCE,
         ),
         _SEARCH_DESCRIPTION,
     ),

@@ -18,8 +18,12 @@ __all__ = [
     "FORMAT",
     "INGEST_FORMATS",
     "NEW_SESSION_OPTION",
+    "NO_PAGER",
+    "PROMPT",
+    "RANGE",
     "SESSION",
     "SESSION_OPTION",
+    "SINCE",
     "WORKTREE_OPTIONS",
     "Arg",
     "OneOf",
@@ -184,3 +188,30 @@ FORMAT: Final = arg("--format", choices=INGEST_FORMATS, help="the file's format 
 BACKEND: Final = arg("--backend", choices=("claude", "codex"), default="claude")
 #: Which sessions `ls` lists.
 WORKTREE_OPTIONS: Final = worktree_options("every session in the store")
+#: Which events `show` prints.
+RANGE: Final = (
+    arg("--last", type=count, metavar="N", help="the last N events only"),
+    arg("--from", dest="from_seq", type=count, metavar="SEQ", help="from seq SEQ on"),
+    arg("--to", dest="to_seq", type=count, metavar="SEQ", help="up to seq SEQ"),
+)
+#: Straight to the terminal.
+NO_PAGER: Final = arg("--no-pager", action="store_true", help="never through a pager")
+#: The sessions active since a day (`ls`, `search`).
+SINCE: Final = arg(
+    "--since",
+    type=day,
+    metavar="DATE",
+    help="sessions active on this day (YYYY-MM-DD, UTC) or after only (by their latest turn, else creation)",
+)
+#: What `azs run` asks: the prompt, ``-`` for stdin, or ``--file F``.
+PROMPT: Final = OneOf(
+    (
+        arg(
+            "prompt",
+            nargs="?",
+            help="what to ask the agent (stored as given; the context is added for the agent); - reads it "
+            "from stdin",
+        ),
+        arg("--file", metavar="F", help="read the prompt from file F"),
+    )
+)
