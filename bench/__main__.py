@@ -22,6 +22,7 @@ from bench import (
     store_append,
     sync,
     web,
+    transcript,
     write_lock,
 )
 
@@ -38,6 +39,7 @@ BENCHES = {
     "peers": peers.main,
     "startup": startup.main,
     "web": web.main,
+    "transcript": transcript.main,
 }
 
 

@@ -222,6 +222,8 @@ def test_bad_lines_are_answered_and_the_bridge_goes_on(bridge: BridgeProc, tmp_p
     assert bridge.error(4)["code"] == "not_found"
     bridge.send({"id": 5, "op": "subscribe", "root": "relative/dir"})
     assert bridge.error(5)["code"] == "bad_request"
+    bridge.send({"id": 55, "op": "subscribe", "root": root, "session": 9})  # issue 25: it said "subscribed"
+    assert bridge.error(55)["code"] == "not_found"
     bridge.send({"id": [6, "any json"], "op": "status", "timeout": 3})
     assert bridge.reply([6, "any json"])["result"]["op"] == "statusreply"
 
@@ -372,3 +374,16 @@ def test_the_daemon_restarted_underneath(tmp_path: Path) -> None:
 def test_wire_examples_run() -> None:
     result = doctest.testmod(azsd_client.bridge_wire)
     assert result.failed == 0 and result.attempted > 0
+
+
+def test_a_search_line_is_plain_text_unless_it_says_words_false() -> None:
+    """Issue 25: `:AzsSearch main.go` was an FTS5 syntax error; the bridge searches as `azs search` does."""
+    from azsd.ipc.protocol import RemoteSearch, Search
+    from azsd_client.bridge_wire import to_request
+
+    plain = to_request({"op": "search", "root": "/", "query": "main.go"})
+    assert isinstance(plain, Search) and plain.words
+    fts = to_request({"op": "search", "root": "/", "query": "a OR b", "words": False})
+    assert isinstance(fts, Search) and not fts.words
+    remote = to_request({"op": "remotesearch", "root": "/", "query": "unwrap()"})
+    assert isinstance(remote, RemoteSearch) and remote.words

@@ -67,7 +67,9 @@ def test_kind_aliases() -> None:
 
 
 def test_words_query_and_snippets() -> None:
-    assert words_query('say "hi"  now') == '"say" """hi""" "now"'
+    assert words_query('say "hi"  now') == '"say"* "hi"* "now"*'
+    assert words_query("claude-clean -> main.go") == '"claude clean"* "main go"*'
+    assert words_query("-> ()") == ""  # no letter or digit: nothing the index can look up
     assert query_terms('NEAR(Él crash, 2) OR "a ""b"""') == [
         ("el", False),
         ("crash", False),
@@ -133,7 +135,50 @@ def test_a_query_fts_cannot_parse_is_a_clear_error(store: Store, query: str) -> 
     populate(store)
     with pytest.raises(ValueError, match=re.escape(f"cannot search for {query!r}")):
         store.search(query)
-    assert store.search(words_query(query)) is not None  # the literal form always parses
+    literal = words_query(query)
+    assert not literal or store.search(literal, literal=query.split()) is not None  # always parses
+
+
+def test_plain_text_is_every_word_as_written(store: Store) -> None:
+    """Issue 25: `claude-clean`, `main.go` and `unwrap()` are what they say, in any case."""
+    sid = store.create_session(worktree="main").id
+    texts = [
+        "run claude-clean first",  # 1
+        "claude said: clean it",  # 2: the tokens, not the text
+        "open Main.Go now",  # 3
+        "main_go is another file",  # 4
+        "it calls unwrap() on None",  # 5
+        "unwrap it later",  # 6
+        "the parser panics",  # 7
+    ]
+    store.append_events(sid, [AssistantText(text=t) for t in texts])
+
+    def seqs(text: str) -> set[int]:
+        return {h.seq for h in store.search(words_query(text), literal=text.split())}
+
+    assert seqs("claude-clean") == {1}
+    assert seqs("main.go") == {3}
+    assert seqs("unwrap()") == {5}
+    assert seqs("UNWRAP() none") == {5}  # every word, in any case
+    assert seqs("pars") == {7}  # from the start of a word
+    assert seqs("unwrap() nowhere") == set()
+    [hit] = store.search(words_query("main.go"), literal=["main.go"])
+    assert [hit.snippet[a:b] for a, b in hit.highlights] == ["Main.Go"]
+
+
+def test_a_forks_copies_are_one_hit(store: Store) -> None:
+    """Issue 25: a fork repeated every hit; the copies are one hit, with the other sessions named."""
+    sid = store.create_session(worktree="main").id
+    store.append_events(sid, [UserMessage(content="find the needle"), AssistantText(text="a needle")])
+    first = store.fork_session(sid, 2).id
+    second = store.fork_session(sid, 1).id
+    store.append_events(first, [AssistantText(text="another needle")])
+    hits = store.search("needle")
+    assert sorted((h.session_id, h.seq, tuple(h.also_in)) for h in hits) == [
+        (sid, 1, (first, second)),
+        (sid, 2, (first,)),
+        (first, 3, ()),
+    ]
 
 
 def test_deleting_a_session_takes_its_text_out_of_the_index(store: Store) -> None:

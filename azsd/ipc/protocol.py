@@ -230,6 +230,9 @@ class SessionView(_Data, frozen=True):
     #: The context meter: the characters stored since the latest compaction (what the next turn's
     #: context is made of), when asked for with `with_meter`; None: not read.
     context_chars: int | None = None
+    #: When its latest turn happened (UTC, as `created` is written), from the timestamps of the agent's
+    #: lines, when usage was read and the lines had any; None: not known (`created` is all there is).
+    last_activity: str | None = None
 
 
 class SessionUsageView(_Data, frozen=True):
@@ -310,7 +313,9 @@ class FollowView(_Data, frozen=True):
 
 class SearchHit(_Data, frozen=True):
     """An event that matched: its session and seq, its rank (lower is better), the event's JSON, and a
-    snippet of its text where it matched, with the `[start, end)` character range of each hit."""
+    snippet of its text where it matched, with the `[start, end)` character range of each hit.
+    `also_in`: the other sessions holding the same event at the same seq (copies made by forks), which
+    are not hits of their own."""
 
     session: int
     data: str
@@ -320,6 +325,7 @@ class SearchHit(_Data, frozen=True):
     snippet: str = ""
     highlights: list[tuple[int, int]] = []
     session_name: str = ""
+    also_in: list[int] = []
 
 
 class SyncStoreView(_Data, frozen=True):
@@ -566,7 +572,10 @@ class PlanCompaction(_StoreReq, frozen=True):
 
 class Search(_StoreReq, frozen=True):
     """Full-text search, best match first. `query` is FTS5 syntax (``a AND b``, ``"a phrase"``,
-    ``pre*``), or plain words all of which must match with `words`. Each filter left None matches
+    ``pre*``), or with `words` plain text: every whitespace-separated word must appear as written
+    (punctuation too, any case, from the start of a word: ``claude-clean``, ``main.go``, ``unwrap()``).
+    `words` is False here for older clients; `azs search`, the bridge and the Neovim plugin default to
+    plain text. Each filter left None matches
     everything; `worktree` is the older single-worktree form of `worktrees`. `kinds` takes variant
     names or the aliases user, assistant, tool, call, result, plan."""
 

@@ -168,9 +168,13 @@ def mark_completed(store: Store, req: p.MarkCompleted) -> Outcome:
 def search(store: Store, req: p.Search) -> Outcome:
     if req.limit < 1:
         raise BadRequestError("limit must be at least 1")
-    query = words_query(req.query) if req.words else req.query
-    if not query.strip():
+    if not req.query.strip():
         raise BadRequestError("an empty search query matches nothing: give a word to search for")
+    query = words_query(req.query) if req.words else req.query
+    if not query:
+        raise BadRequestError(
+            f"cannot search for {req.query!r}: give at least one word with a letter or a digit in it"
+        )
     worktrees = (
         req.worktrees if req.worktrees is not None else None if req.worktree is None else [req.worktree]
     )
@@ -180,12 +184,14 @@ def search(store: Store, req: p.Search) -> Outcome:
         sessions=req.sessions,
         kinds=None if req.kinds is None else event_kinds(req.kinds),
         limit=req.limit,
+        literal=req.query.split() if req.words else None,
     )
     names = store.session_names() if results else {}
     hits = [
         p.SearchHit(
             session=r.session_id, data=r.json, seq=r.seq, kind=r.kind, rank=r.rank, snippet=r.snippet,
             highlights=r.highlights, session_name=names.get(r.session_id, f"S{r.session_id}"),
+            also_in=r.also_in,
         )
         for r in results
     ]  # fmt: skip

@@ -4,6 +4,7 @@ that announce changes. Pure functions of model values (and, for a session's usag
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import UTC, datetime
 
 import msgspec
 
@@ -32,6 +33,11 @@ def usage_view(total: SessionUsage | None) -> p.UsageView:
     return p.UsageView(
         **msgspec.structs.asdict(total.usage), cost_usd=total.cost_usd, cost_source=total.cost_source
     )
+
+
+def _utc(unix: float) -> str:
+    """A Unix time as the store writes times (``2025-01-01 10:00:00``, UTC)."""
+    return datetime.fromtimestamp(unix, UTC).strftime("%Y-%m-%d %H:%M:%S")
 
 
 def session_view(
@@ -65,6 +71,7 @@ def session_view(
         usage=usage_view(usage) if with_usage else None,
         archived=info.archived,
         cost_source=(usage.cost_source if usage is not None else "reported") if with_usage else None,
+        last_activity=_utc(usage.last_at) if usage is not None and usage.last_at > 0 else None,
         parent=info.parent,
         fork_seq=info.fork_seq,
         forks=tuple(forks),

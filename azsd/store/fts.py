@@ -21,7 +21,7 @@ from typing import Any, Final
 from azsd.errors import BadRequestError, StoreError
 from azsd.events import Event, EventDecodeError, decode_event
 from azsd.model import SearchResult
-from azsd.search import SEARCHABLE_KINDS, make_snippet, search_text
+from azsd.search import SEARCHABLE_KINDS, literal_match, make_snippet, search_text
 from azsd.store.chunks import ChunkedWrite
 from azsd.store.codec import CodecError
 from azsd.store.core import StoreCore, _translate
@@ -36,6 +36,9 @@ _SEARCHABLE: Final = ", ".join(f"'{kind}'" for kind in SEARCHABLE_KINDS)
 CATCH_UP_ROWS: Final = 250
 #: The index built beside `azsd_search` to replace it (:mod:`azsd.store.fts_stale`).
 NEXT_INDEX: Final = "azsd_search_next"
+#: Ranked rows a search reads at a time (more when a search asks for more hits): plain-text searches
+#: and a fork's copies skip some, so a search may need more rows than hits.
+_PAGE_ROWS: Final = 200
 
 
 class SearchIndex(StoreCore):
@@ -232,10 +235,13 @@ class SearchIndex(StoreCore):
         sessions: Sequence[int] | None = None,
         kinds: Sequence[str] | None = None,
         limit: int = 50,
+        literal: Sequence[str] | None = None,
     ) -> list[SearchResult]:
-        """Events matching the FTS5 `query`, best first, each with a snippet of where it matched.
+        """Events matching the FTS5 `query`, best first, each with a snippet of where it matched; with
+        `literal`, only those whose text holds each of those words as written (in any case).
 
-        A query FTS5 cannot parse raises ValueError saying so (nothing is searched).
+        The same event at the same seq in several sessions (a fork's copies) is one result, the
+        others' sessions in its `also_in`. A query FTS5 cannot parse raises ValueError saying so.
         """
         if self._conn is None:
             return []
@@ -250,31 +256,57 @@ class SearchIndex(StoreCore):
             "SELECT e.session_id, e.seq, e.kind, bm25(azsd_search) AS rank, e.data "
             "FROM azsd_search JOIN events AS e ON e.id = azsd_search.rowid "
             "JOIN sessions AS s ON s.id = e.session_id "
-            f"WHERE {' AND '.join(where)} ORDER BY rank, e.session_id DESC, e.seq LIMIT ?"
+            f"WHERE {' AND '.join(where)} ORDER BY rank, e.session_id, e.seq LIMIT ? OFFSET ?"
         )
+        conn, page = self._conn, max(2 * limit, _PAGE_ROWS)
+
+        def pages() -> Iterator[Any]:  # the ranked rows, a page at a time, as far as they are read
+            offset = 0
+            while True:
+                rows = conn.execute(sql, (*params, page, offset)).fetchall()
+                yield from rows
+                if len(rows) < page:
+                    return
+                offset += page
+
         try:
-            rows = self._conn.execute(sql, (*params, limit)).fetchall()
+            return self._results(pages(), query, limit, literal)
         except sqlite3.OperationalError as exc:
             if exc.sqlite_errorcode == sqlite3.SQLITE_ERROR and "no such table" not in str(exc):  # the query
                 raise BadRequestError(
                     f"cannot search for {query!r}: {exc} (FTS5 query syntax: quote a phrase with "
-                    '"…"; AND, OR, NOT and NEAR are operators; or search the words literally with --words)'
+                    '"…"; AND, OR, NOT and NEAR are operators; or search the text as written without --fts)'
                 ) from None
             raise StoreError(f"{self.path}: {exc}") from None
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"{self.path}: {exc}") from None
-        results = []
+
+    def _results(
+        self, rows: Iterable[Any], query: str, limit: int, literal: Sequence[str] | None
+    ) -> list[SearchResult]:
+        """The first `limit` distinct hits of the ranked `rows` (read only as far as needed)."""
+        results: list[SearchResult] = []
+        first: dict[tuple[int, bytes], SearchResult] = {}  # (seq, data): the hit that shows it
         for session_id, seq, kind, rank, data in rows:
+            copy = first.get((seq, data))
+            if copy is not None:
+                if session_id != copy.session_id:
+                    copy.also_in.append(session_id)
+                continue
             try:
                 json = self._codec.decode(data)
                 text = search_text(decode_event(json)) or ""
             except (CodecError, EventDecodeError):
                 continue
-            snippet, highlights = make_snippet(text, query)
-            results.append(
-                SearchResult(
-                    session_id=session_id, seq=seq, kind=kind, rank=float(rank), snippet=snippet,
-                    highlights=highlights, json=json.decode(),
-                )
+            if literal is not None and not literal_match(text, literal):
+                continue
+            if len(results) == limit:
+                break
+            snippet, highlights = make_snippet(text, query, literal=literal)
+            result = SearchResult(
+                session_id=session_id, seq=seq, kind=kind, rank=float(rank), snippet=snippet,
+                highlights=highlights, json=json.decode(), also_in=[],
             )  # fmt: skip
+            first[seq, data] = result
+            results.append(result)
         return results

@@ -168,7 +168,7 @@ class SideTables(EventLog):
             "SELECT session_id, SUM(input), SUM(output), SUM(cache_read), SUM(cache_write), SUM(reasoning), "
             "COALESCE(SUM(cost_usd), 0.0), COUNT(DISTINCT source), "
             # a cost of unknown source (recorded before sources were) counts as an estimate
-            "COALESCE(MAX(cost_usd IS NOT NULL AND cost_source IS NOT 'reported'), 0) "
+            "COALESCE(MAX(cost_usd IS NOT NULL AND cost_source IS NOT 'reported'), 0), MAX(last_at) "
             f"FROM azsd_usage {where} GROUP BY session_id",
             params,
         )
@@ -178,8 +178,9 @@ class SideTables(EventLog):
                 float(cost),
                 turns,
                 "estimated" if estimated else "reported",
+                float(last_at or 0.0),
             )
-            for sid, i, o, cr, cw, r, cost, turns, estimated in rows
+            for sid, i, o, cr, cw, r, cost, turns, estimated, last_at in rows
         }
 
     # -- imported histories (side table azsd_imports) -------------------------------------------

@@ -118,7 +118,8 @@ def resolve_ref(conn: psycopg.Connection[Any], ref: str) -> str:
     match = _REF.match(ref.strip())
     if not match:
         raise BadRequestError(
-            f"not a remote session: {ref!r} (expected @ and a UUID prefix, as `azs ls --remote` shows)"
+            f"not a remote session: {ref!r} (expected @ and the first 4 or more hex digits of its UUID, as "
+            "`azs ls --remote` shows them)"
         )
     prefix = match.group(1).lower()
     if len(prefix.replace("-", "")) > 32:

@@ -170,6 +170,8 @@ class Bridge:
             raise BadLine("bad_request", f"session is a number (3 for S3), not {session!r}")
         key: _Key = (canonical_root(root), session)
         if op == "subscribe":
+            if session is not None:  # a session that is not there: said now, not by a silence
+                await self.client.get_session(key[0], session)
             if key not in self._subs:
                 self._subs[key] = self._open(key)
             return {"op": "subscribed", "root": key[0], "session": session}

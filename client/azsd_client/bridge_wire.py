@@ -136,12 +136,19 @@ def parse_line(line: bytes) -> Incoming:
     return Incoming(id, value, None if timeout is None else float(timeout))
 
 
+#: The searches whose query is plain text unless the line gives ``"words": false`` (FTS5 syntax).
+_PLAIN_TEXT_SEARCHES: Final = frozenset({"search", "remotesearch"})
+
+
 def _canonical_fields(fields: dict[str, Any]) -> dict[str, Any]:
-    """`root` made canonical (as notification topics carry it), `events` turned into JSON text."""
+    """`root` made canonical (as notification topics carry it), `events` turned into JSON text, a
+    search's query plain text unless the line says ``"words": false``."""
     out = dict(fields)
     root = out.get("root")
     if isinstance(root, str) and os.path.isabs(root):
         out["root"] = os.path.realpath(root)
+    if out.get("op") in _PLAIN_TEXT_SEARCHES:
+        out.setdefault("words", True)  # as `azs search`: plain text unless the line says otherwise
     events = out.get("events")
     if out.get("op") == "appendevents" and isinstance(events, list):
         out["events"] = [_JSON_ENCODER.encode(event).decode() for event in events]

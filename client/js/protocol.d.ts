@@ -205,7 +205,10 @@ export interface PlanCompaction {
 
 /**
  * Full-text search, best match first. `query` is FTS5 syntax (``a AND b``, ``"a phrase"``,
- * ``pre*``), or plain words all of which must match with `words`. Each filter left None matches
+ * ``pre*``), or with `words` plain text: every whitespace-separated word must appear as written
+ * (punctuation too, any case, from the start of a word: ``claude-clean``, ``main.go``, ``unwrap()``).
+ * `words` is False here for older clients; `azs search`, the bridge and the Neovim plugin default to
+ * plain text. Each filter left None matches
  * everything; `worktree` is the older single-worktree form of `worktrees`. `kinds` takes variant
  * names or the aliases user, assistant, tool, call, result, plan.
  */
@@ -534,6 +537,7 @@ export interface SessionView {
   fork_seq: number | null;
   forks: Array<number>;
   context_chars: number | null;
+  last_activity: string | null;
 }
 
 /**
@@ -638,6 +642,8 @@ export interface SearchReply {
 /**
  * An event that matched: its session and seq, its rank (lower is better), the event's JSON, and a
  * snippet of its text where it matched, with the `[start, end)` character range of each hit.
+ * `also_in`: the other sessions holding the same event at the same seq (copies made by forks), which
+ * are not hits of their own.
  */
 export interface SearchHit {
   session: number;
@@ -648,6 +654,7 @@ export interface SearchHit {
   snippet: string;
   highlights: Array<[number, number]>;
   session_name: string;
+  also_in: Array<number>;
 }
 
 export interface IngestReply {

@@ -20,6 +20,7 @@ command's code (tests/test_cli_start.py holds `azs --version`, `ls` and `search`
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Callable
 from importlib import import_module
 from typing import TYPE_CHECKING, Final, NamedTuple, TypeAlias
@@ -27,14 +28,20 @@ from typing import TYPE_CHECKING, Final, NamedTuple, TypeAlias
 from .arguments import (
     BACKEND,
     FORMAT,
+    NEW_SESSION_OPTION,
+    NO_PAGER,
+    PROMPT,
+    RANGE,
     SESSION,
     SESSION_OPTION,
+    SINCE,
     WORKTREE_OPTIONS,
     OneOf,
     RemoteRef,
     Spec,
     arg,
     count,
+    day,
     fork_point,
     seconds,
     session_id,
@@ -95,7 +102,8 @@ class Command(NamedTuple):
 
 _LS_DESCRIPTION: Final = (
     "Sessions of this worktree's store, latest activity first. By default: those labelled with the "
-    "current branch, and the unlabelled ones (made outside git or by a tool that named no worktree)."
+    "current branch, and the unlabelled ones (made outside git or by a tool that named no branch); how many "
+    "other branches hold is said on stderr (--all-branches lists them)."
 )
 _RUN_DESCRIPTION: Final = (
     "Run one agent turn: build the session's context into the prompt, store the clean prompt, start the "
@@ -119,9 +127,12 @@ _EXPORT_DESCRIPTION: Final = (
 )
 _SEARCH_DESCRIPTION: Final = (
     "Full-text search of prompts, answers, tool calls and results and plans, best match first. QUERY is "
-    'SQLite FTS5 syntax (panic AND unwrap, "exact phrase", pars*); --words takes it as plain words that '
-    "must all appear. By default it searches the sessions `azs ls` shows: the current branch's and the "
-    "unlabelled ones."
+    "text as you would give it to `rg -F -i`, word by word: every word must appear as written, "
+    "punctuation included, in any case, from the start of a word (claude-clean, main.go, unwrap(); pars "
+    'finds parser). --fts (-e) takes SQLite FTS5 syntax instead (panic OR unwrap, "exact phrase", pars*, '
+    "NOT x). By default it searches the sessions `azs ls` shows: the current branch's and the unlabelled "
+    "ones, and says how many hits other branches hold. The same event copied by forks is one hit "
+    '("also in S13"). -C N shows N events before and after each hit.'
 )
 _IMPORT_DESCRIPTION: Final = (
     "Import the histories an agent keeps of this project ($CLAUDE_CONFIG_DIR or ~/.claude, $CODEX_HOME "
@@ -142,6 +153,12 @@ _WEB_DESCRIPTION: Final = (
     "URL it prints. Transcripts update live; the daemon stays the only writer. See docs/web.md."
 )
 _KINDS: Final = ("user", "assistant", "tool", "call", "result", "plan")
+_SHOW_DESCRIPTION: Final = (
+    "A session's header, then its events beside their seqs, streamed as they are read. On a terminal "
+    "through a pager as git's: $AZS_PAGER, else $PAGER, else less (LESS=FRX unless set); --no-pager, or "
+    "a pager of cat, writes straight to the terminal. --last N, --from SEQ and --to SEQ choose the "
+    "events (--last counts back from --to, or from the end)."
+)
 _FILE: Final = arg("file")
 
 #: Every `azs` command, in the order `azs --help` lists them.
@@ -165,6 +182,8 @@ COMMANDS: Final = (
                     arg("--all", action="store_true", help="archived sessions too (marked)"),
                 )
             ),
+            arg("-n", "--limit", type=count, metavar="N", help="the N latest only"),
+            SINCE,
         ),
         _LS_DESCRIPTION,
     ),
@@ -174,14 +193,23 @@ COMMANDS: Final = (
         Lazy("sessions", "new"),
         (
             arg("name", nargs="?", default=None),
-            arg("--worktree", metavar="W", help="label (default: the current branch)"),
+            arg(
+                "--branch", "--worktree", dest="worktree", metavar="B", help="its branch (default: this one)"
+            ),
         ),
     ),
     Command(
         "show",
         "a session and its events (@REF: one of the sync database)",
-        Either(Lazy("sessions", "show"), Lazy("remote", "show")),
-        (arg("session", type=session_or_ref, metavar="SESSION|@REF"),),
+        Either(Lazy("transcript", "show"), Lazy("remote", "show")),
+        (arg("session", type=session_or_ref, metavar="SESSION|@REF"), *RANGE, NO_PAGER),
+        _SHOW_DESCRIPTION,
+    ),
+    Command(
+        "log",
+        "a session's turns, one a line: seqs, prompt, outcome, time, cost",
+        Lazy("transcript", "log"),
+        (SESSION, arg("--last", type=count, metavar="N", help="the last N turns only"), NO_PAGER),
     ),
     Command("rename", "rename a session", Lazy("sessions", "rename"), (SESSION, arg("name"))),
     Command(
@@ -202,9 +230,9 @@ COMMANDS: Final = (
     ),
     Command(
         "ingest",
-        "store a finished agent JSONL file in a session",
+        "store a finished agent JSONL file in a session (default: a new one)",
         Lazy("live", "ingest"),
-        (_FILE, SESSION_OPTION, FORMAT),
+        (_FILE, NEW_SESSION_OPTION, FORMAT),
     ),
     Command(
         "follow",
@@ -220,12 +248,24 @@ COMMANDS: Final = (
     ),
     Command(
         "tail",
-        "print a session's events; -f keeps following",
+        "print a session's last events; -f keeps following",
         Lazy("live", "tail"),
         (
             SESSION,
             arg("-f", "--follow", action="store_true", help="keep printing new events"),
-            arg("-n", "--lines", type=count, metavar="N", help="start with the last N events"),
+            OneOf(
+                (
+                    arg(
+                        "-n",
+                        "--lines",
+                        type=count,
+                        metavar="N",
+                        default=10,
+                        help="start with the last N events (default: 10)",
+                    ),
+                    arg("--from", dest="from_seq", type=count, metavar="SEQ", help="start at seq SEQ"),
+                )
+            ),
         ),
     ),
     Command(
@@ -233,11 +273,17 @@ COMMANDS: Final = (
         "run an agent turn in a session, stored and shown live",
         Lazy("turn", "run_turn"),
         (
-            arg("prompt", help="what to ask the agent (stored as given; the context is added for the agent)"),
+            PROMPT,
             arg("-s", "--session", type=session_id, metavar="SESSION", help="default: a new session"),
             BACKEND,
             arg("--model", metavar="M", help="the model to ask the agent for"),
-            arg("--worktree", metavar="W", help="label of a new session (default: the current branch)"),
+            arg(
+                "--branch",
+                "--worktree",
+                dest="worktree",
+                metavar="B",
+                help="branch of a new session (default: the current one)",
+            ),
             arg(
                 "--no-compact",
                 action="store_true",
@@ -288,7 +334,13 @@ COMMANDS: Final = (
         "full-text search, best match first",
         Either(Lazy("store", "search"), Lazy("remote", "search")),
         (
-            arg("query"),
+            arg("query", nargs="?"),
+            arg(
+                "-i",
+                "--interactive",
+                action="store_true",
+                help="search as you type on the terminal, and open the hit you pick in `azs show`",
+            ),
             _REMOTE,
             worktree_options("every session in the store (default: this branch's and the unlabelled ones)"),
             arg(
@@ -298,7 +350,7 @@ COMMANDS: Final = (
                 type=session_id,
                 action="append",
                 metavar="SESSION",
-                help="in this session only (repeatable; in any worktree unless --worktree)",
+                help="in this session only (repeatable; on any branch unless --branch)",
             ),
             arg(
                 "--kind",
@@ -307,8 +359,11 @@ COMMANDS: Final = (
                 action="append",
                 help="events of this kind only (repeatable)",
             ),
-            arg("--words", action="store_true", help="QUERY is plain words, not FTS5 syntax"),
-            arg("--limit", type=count, default=50),
+            arg("-e", "--fts", action="store_true", help="QUERY is SQLite FTS5 syntax, not plain text"),
+            arg("--words", action="store_true", help=argparse.SUPPRESS),  # plain text: the default now
+            arg("-C", "--context", type=count, metavar="N", help="N events before and after each hit"),
+            arg("-n", "--limit", type=count, default=50, metavar="N", help="at most N hits (default: 50)"),
+            SINCE,
         ),
         _SEARCH_DESCRIPTION,
     ),
@@ -370,8 +425,8 @@ COMMANDS: Final = (
                 help="the team's usage in the sync database (by person unless --by says)",
             ),
             arg("--by-model", action="store_true", help="one row per model in each period"),
-            arg("--since", metavar="DATE", help="only the usage of this local day (YYYY-MM-DD) and after"),
-            arg("--until", metavar="DATE", help="only the usage of this local day (YYYY-MM-DD) and before"),
+            arg("--since", type=day, metavar="DATE", help="only the usage of this local day and after"),
+            arg("--until", type=day, metavar="DATE", help="only the usage of this local day and before"),
             arg("--timezone", metavar="TZ", help="local time of this IANA zone (default: the daemon's)"),
         ),
     ),

@@ -22,7 +22,7 @@ from azsd_client.render.remote import (
 from azsd_client.render.text import table
 
 from . import shapes
-from .invocation import Invocation
+from .invocation import Invocation, UsageError
 from .store import worktree_scope
 
 __all__ = ["ls", "pull", "search", "show", "sync"]
@@ -87,10 +87,12 @@ def show(run: Invocation) -> int:
 def search(run: Invocation) -> int:
     """`azs search --remote QUERY`: ranked full-text search of the repository's remote sessions."""
     a = run.args
+    if a.query is None or a.interactive:
+        raise UsageError("search --remote takes a QUERY (-i picks from this store's sessions only)")
     if a.sessions:
         run.out.hint("-s names local sessions: searching every remote session of the repository")
     reply = run.client.remote_search(
-        run.root, a.query, limit=a.limit, worktrees=worktree_scope(run), kinds=a.kinds, words=a.words
+        run.root, a.query, limit=a.limit, worktrees=worktree_scope(run), kinds=a.kinds, words=not a.fts
     )
     run.out.results(
         reply.hits,

@@ -157,7 +157,7 @@ def remote_header(view: RemoteSessionView, style: Style) -> list[Line]:
         view.state, f"{who(view)}:{view.root} S{view.local_id}", f"branch {view.worktree or '-'}",
         f"created {view.created}", f"pushed {view.updated}", f"{view.event_count} events",
     ]  # fmt: skip
-    if view.duration_ms is not None:
+    if view.duration_ms:  # 0: not measured
         facts.append(format_duration(view.duration_ms))
     if view.cost_usd:
         facts.append(format_cost(view.cost_usd))

@@ -12,6 +12,7 @@ compact ``12.3k``/``4.1M`` only in the token column of `azs ls`, where space is 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -23,6 +24,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "LINE_MAX",
+    "Ansi",
+    "AnsiStyle",
     "Cell",
     "Line",
     "Style",
@@ -37,6 +40,7 @@ __all__ = [
     "one_line",
     "plural",
     "table",
+    "wrap_ansi",
 ]
 
 #: The longest line :func:`one_line` makes by default.
@@ -44,6 +48,17 @@ LINE_MAX: Final = 160
 
 #: One line of human output: plain text, or something rich draws (styled text, a table).
 Line: TypeAlias = "str | RenderableType"
+
+
+class Ansi(str):
+    """Text already made for the terminal (its colours as ANSI codes, its lines as they are to be
+    shown): written as it is, never fitted by rich. Made by :class:`AnsiStyle`'s users."""
+
+    __slots__ = ()
+
+
+#: The SGR codes of the styles :class:`Style` paints with.
+_SGR: Final = {"bold": "1", "dim": "2", "red": "31", "green": "32", "yellow": "33", "cyan": "36"}
 
 
 @dataclass(frozen=True)
@@ -54,6 +69,8 @@ class Style:
     color: bool = False
     #: Times relative to now (``3 min ago``), for a person at a terminal; else as stored.
     relative: bool = False
+    #: The terminal's width, that long lines of a transcript are wrapped at; None on a pipe (not wrapped).
+    width: int | None = None
 
     def paint(self, text: str, style: str) -> str | Text:
         if not self.color or not text:
@@ -82,6 +99,66 @@ class Style:
 
     def highlight(self, text: str) -> str | Text:
         return self.paint(text, "bold yellow")
+
+
+@dataclass(frozen=True)
+class AnsiStyle(Style):
+    """A :class:`Style` that paints with ANSI codes in plain strings, for output written a line at a
+    time without rich (transcripts of any size: one rich object per event costs a millisecond)."""
+
+    def paint(self, text: str, style: str) -> str:
+        if not self.color or not text:
+            return text
+        codes = ";".join(_SGR[name] for name in style.split())
+        return f"\x1b[{codes}m{text}\x1b[0m"
+
+
+#: An ANSI escape sequence (the colours :class:`AnsiStyle` paints with).
+_ESCAPE: Final = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def _cells(text: str) -> int:
+    if text.isascii():
+        return len(text)
+    from rich.cells import cell_len
+
+    return cell_len(text)
+
+
+def wrap_ansi(line: str, width: int, indent: str) -> str:
+    r"""`line` (colours as ANSI codes) broken into lines at most `width` columns wide, each further one
+    after `indent`, its colour carried over.
+
+    >>> wrap_ansi("abcdefgh", 5, "  ")
+    'abcde\n  fgh'
+    >>> wrap_ansi("\x1b[2mabcdef\x1b[0m", 4, "")
+    '\x1b[2mabcd\x1b[0m\n\x1b[2mef\x1b[0m'
+    """
+    if _cells(_ESCAPE.sub("", line)) <= width:
+        return line
+    out, col, active, room = [], 0, "", width
+    for piece in _pieces(line):
+        if piece.startswith("\x1b["):
+            active = "" if piece == "\x1b[0m" else active + piece
+            out.append(piece)
+            continue
+        for char in piece:
+            wide = _cells(char)
+            if col + wide > room and col > 0:
+                out.append(("\x1b[0m" if active else "") + "\n" + indent + active)
+                col, room = 0, max(1, width - _cells(indent))
+            out.append(char)
+            col += wide
+    return "".join(out)
+
+
+def _pieces(line: str) -> list[str]:
+    """`line` as its text and its escape sequences, in order."""
+    pieces, at = [], 0
+    for match in _ESCAPE.finditer(line):
+        pieces += [line[at : match.start()], match.group()]
+        at = match.end()
+    return [*pieces, line[at:]]
 
 
 def join(*parts: str | Text) -> str | Text:
@@ -114,9 +191,10 @@ class _Table:
     """Rows in columns two spaces apart, as wide as the terminal allows (rich's protocol).
 
     When the rows are wider than the terminal, the columns in `optional` are left out, first one
-    first, as long as that is still needed; then the `flex` column (a name, a snippet, a path) is cut
-    with an ellipsis. No line is wider than the terminal, and each row stays on one line. A row's
-    note (`notes`, one per row or None) is a line of its own right under it.
+    first, as long as the `flex` column (a name, a snippet, a path: what the row is about) would get
+    less than half the width; then it is cut with an ellipsis. No line is wider than the terminal,
+    and each row stays on one line. A row's note (`notes`, one per row or None) is a line of its own
+    right under it.
     """
 
     rows: Sequence[Sequence[Cell]]
@@ -138,7 +216,7 @@ class _Table:
         filled = _widths(self.rows)
         shown = [i for i in range(len(filled)) if filled[i]]  # a column empty in every row: no gap
         for drop in self.optional:
-            if _needed(widths, shown, self.flex) <= room:
+            if _needed(widths, shown, self.flex, room) <= room:
                 break
             if drop in shown:
                 shown.remove(drop)
@@ -184,9 +262,11 @@ def _widths(rows: Sequence[Sequence[Cell]]) -> list[int]:
     return widths
 
 
-def _needed(widths: Sequence[int], shown: Sequence[int], flex: int | None) -> int:
-    """Columns of the rows with only `shown` columns, the `flex` one cut to 8."""
-    return sum(min(widths[i], 8) if i == flex else widths[i] for i in shown) + 2 * (len(shown) - 1)
+def _needed(widths: Sequence[int], shown: Sequence[int], flex: int | None, room: int) -> int:
+    """Columns of the rows with only `shown` columns, the `flex` one (what the row is about: a name, a
+    match) cut to half the `room` (the columns that help less go before it is cut shorter)."""
+    least = max(8, room // 2)
+    return sum(min(widths[i], least) if i == flex else widths[i] for i in shown) + 2 * (len(shown) - 1)
 
 
 def table(
