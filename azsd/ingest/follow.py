@@ -272,7 +272,7 @@ class Follower:
             return
         start_offset = record.offset
         events = follow.read_new(info.st_ino)
-        end_follow = is_final(events) or follow.ending is not None
+        end_follow = is_final(events, record.format) or follow.ending is not None
         why = "unfollowed" if follow.ending is not None else "the turn ended (its final event is stored)"
         self._commit(follow, events, end_follow=end_follow, moved=record.offset != start_offset, reason=why)
 

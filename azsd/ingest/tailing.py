@@ -219,9 +219,13 @@ class Tail:
         return prepared[same:]
 
 
-def is_final(events: list[Event]) -> bool:
-    """Whether `events` end the turn (a follow ends with it)."""
-    return any(isinstance(e, Complete) for e in events)
+#: Formats whose file holds many turns and runs (an Aider chat history): no event ends its follow.
+_ONGOING: Final = frozenset({"aider"})
+
+
+def is_final(events: list[Event], fmt: str = "") -> bool:
+    """Whether `events` end the turn (a follow ends with it; never one of an ongoing format's)."""
+    return fmt not in _ONGOING and any(isinstance(e, Complete) for e in events)
 
 
 def check_follow(request: p.Follow, path: str) -> str | None:

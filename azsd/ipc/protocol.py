@@ -567,18 +567,21 @@ class Backup(_KeyedReq, frozen=True):
 
 
 class ImportSources(_StoreReq, frozen=True):
-    """The agent history files of `project` under `source_dir` (``~/.claude`` or ``~/.codex``), and
-    whether each is imported already."""
+    """The agent histories of `project` under `source_dir` (``~/.claude``, ``~/.codex``, OpenCode's
+    data directory; Aider's are the runs of ``<project>/.aider.chat.history.md``), and whether each
+    is imported already. An Aider run's `path` is ``<file>#<byte>``, an OpenCode session's
+    ``<opencode.db or storage dir>#<session id>``."""
 
-    agent: Literal["claude", "codex"]
+    agent: Literal["claude", "aider", "opencode", "codex"]  # first and last pinned by tests/test_wire.py
     source_dir: str
     project: str
 
 
 class ImportSession(_KeyedReq, frozen=True):
-    """Import one agent history file as a session of its own (again: only what it gained since)."""
+    """Import one agent history (a `SourceView.path`) as a session of its own (again: only what it
+    gained since)."""
 
-    agent: Literal["claude", "codex"]
+    agent: Literal["claude", "aider", "opencode", "codex"]  # first and last pinned by tests/test_wire.py
     path: str
     worktree: str = ""
 

@@ -24,7 +24,7 @@ from azsd.errors import BadRequestError, IngestError, SessionNotFoundError
 from azsd.events import Complete, EventDecodeError, decode_new_event
 from azsd.export import render_page
 from azsd.ingest.file import ingest_file
-from azsd.ingest.importer import Source, discover, import_source
+from azsd.ingest.importer import discover, import_source, source_of
 from azsd.ingest.parsers.base import ParseReport
 from azsd.ingest.subagents import subagents_current
 from azsd.ingest.tailing import detect
@@ -252,12 +252,12 @@ def backup_path(root: Path, dest: str | None, now: datetime) -> Path:
 def import_sources(store: Store, req: p.ImportSources) -> Outcome:
     views = []
     for source in discover(req.agent, Path(req.source_dir), Path(req.project)):
-        record = store.get_import(str(source.path))
+        record = store.get_import(source.key)
         if record is not None and not store.has_session(record.session_id):
             record = None  # its session was deleted by a connection without foreign keys
         views.append(
             p.SourceView(
-                path=str(source.path), agent=source.agent, size=source.size,
+                path=source.key, agent=source.agent, size=source.size,
                 session=record.session_id if record else None,
                 current=record is not None and record.size == source.size
                 and (source.agent != "claude" or subagents_current(store, record.session_id, source.path)),
@@ -272,17 +272,13 @@ def import_session(store: Store, req: p.ImportSession, publish: Publish | None =
         raise BadRequestError(
             f"import needs an absolute path (the daemon has its own working directory): {path}"
         )
-    try:
-        size = path.stat().st_size
-    except OSError as exc:
-        raise IngestError(f"cannot read {path}: {exc.strerror}") from None
     notes: list[p.Notification] = []
     send = publish or notes.extend
 
     def stored(session_id: int, events: list[StoredEvent]) -> None:
         send(appended_notes(req.root, session_id, events))
 
-    source = Source(path=path, agent=req.agent, size=size)
+    source = source_of(req.agent, req.path)
     outcome = import_source(store, source, req.worktree, on_stored=stored)
     view = session_view(store, store.get_session(outcome.session_id))
     if outcome.created:

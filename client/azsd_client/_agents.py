@@ -23,7 +23,7 @@ from azsd.ipc.protocol import (
 )
 
 from ._connection import Connection
-from ._shared import Backend, RootLike, absolute_path, canonical_root, long_timeout
+from ._shared import HistoryAgent, RootLike, absolute_path, canonical_root, long_timeout
 
 __all__ = ["AgentMethods"]
 
@@ -37,9 +37,10 @@ class AgentMethods(Connection):
         raise NotImplementedError  # Client's
 
     def import_sources(
-        self, root: RootLike, agent: Backend, source_dir: RootLike, project: RootLike
+        self, root: RootLike, agent: HistoryAgent, source_dir: RootLike, project: RootLike
     ) -> SourcesReply:
-        """The agent history files of `project` under `source_dir` (``~/.claude`` or ``~/.codex``)."""
+        """The agent histories of `project` under `source_dir` (``~/.claude``, ``~/.codex``, OpenCode's
+        data directory; unused for Aider, whose history is in the project)."""
         message = ImportSources(
             root=canonical_root(root), agent=agent, source_dir=absolute_path(source_dir),
             project=canonical_root(project),
@@ -49,7 +50,7 @@ class AgentMethods(Connection):
     def import_session(
         self,
         root: RootLike,
-        agent: Backend,
+        agent: HistoryAgent,
         path: RootLike,
         *,
         worktree: str = "",

@@ -22,7 +22,7 @@ from azsd.ipc.protocol import (
 )
 
 from ._aio_connection import AsyncConnection
-from ._shared import Backend, RootLike, absolute_path, canonical_root, long_timeout
+from ._shared import HistoryAgent, RootLike, absolute_path, canonical_root, long_timeout
 
 __all__ = ["AsyncAgentMethods"]
 
@@ -36,9 +36,10 @@ class AsyncAgentMethods(AsyncConnection):
         raise NotImplementedError  # AsyncClient's
 
     async def import_sources(
-        self, root: RootLike, agent: Backend, source_dir: RootLike, project: RootLike
+        self, root: RootLike, agent: HistoryAgent, source_dir: RootLike, project: RootLike
     ) -> SourcesReply:
-        """The agent history files of `project` under `source_dir` (``~/.claude`` or ``~/.codex``)."""
+        """The agent histories of `project` under `source_dir` (``~/.claude``, ``~/.codex``, OpenCode's
+        data directory; unused for Aider, whose history is in the project)."""
         message = ImportSources(
             root=canonical_root(root), agent=agent, source_dir=absolute_path(source_dir),
             project=canonical_root(project),
@@ -48,7 +49,7 @@ class AsyncAgentMethods(AsyncConnection):
     async def import_session(
         self,
         root: RootLike,
-        agent: Backend,
+        agent: HistoryAgent,
         path: RootLike,
         *,
         worktree: str = "",

@@ -295,24 +295,27 @@ export interface Backup {
 }
 
 /**
- * The agent history files of `project` under `source_dir` (``~/.claude`` or ``~/.codex``), and
- * whether each is imported already.
+ * The agent histories of `project` under `source_dir` (``~/.claude``, ``~/.codex``, OpenCode's
+ * data directory; Aider's are the runs of ``<project>/.aider.chat.history.md``), and whether each
+ * is imported already. An Aider run's `path` is ``<file>#<byte>``, an OpenCode session's
+ * ``<opencode.db or storage dir>#<session id>``.
  */
 export interface ImportSources {
   op: "importsources";
   root: string;
-  agent: "claude" | "codex";
+  agent: "aider" | "claude" | "codex" | "opencode";
   source_dir: string;
   project: string;
 }
 
 /**
- * Import one agent history file as a session of its own (again: only what it gained since).
+ * Import one agent history (a `SourceView.path`) as a session of its own (again: only what it
+ * gained since).
  */
 export interface ImportSession {
   op: "importsession";
   root: string;
-  agent: "claude" | "codex";
+  agent: "aider" | "claude" | "codex" | "opencode";
   path: string;
   worktree?: string;
   request_key?: string | null;

@@ -1,0 +1,132 @@
+"""What can be imported: a history file (Claude, Codex), one run of an Aider chat history, or one
+OpenCode session, each named by a key that the import record (`azsd_imports`) remembers.
+
+- Claude and Codex: the file; its key is its path and its size the file's.
+- Aider: each ``# aider chat started at`` run of ``<project>/.aider.chat.history.md`` (the file only
+  grows); its key is ``<file>#<byte where the run starts>``, its size the run's bytes, and it is
+  `closed` once a later run follows it.
+- OpenCode: a session of ``opencode.db`` or of the older ``storage/`` tree; its key is
+  ``<location>#<session id>`` and its size a stamp that changes whenever the session does.
+"""
+
+from __future__ import annotations
+
+import mmap
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Final, Literal
+
+from azsd.errors import IngestError
+from azsd.files import open_regular
+from azsd.ingest.opencode import locations, open_source, sessions_of, split_key
+from azsd.ingest.parsers.aider import HEADER
+from azsd.store.opencode_db import OpenCodeSession
+
+__all__ = [
+    "AIDER_HISTORY",
+    "Agent",
+    "Source",
+    "aider_runs",
+    "aider_source",
+    "aider_sources",
+    "opencode_source",
+    "opencode_sources",
+]
+
+Agent = Literal["claude", "codex", "aider", "opencode"]
+
+#: Aider's chat history, in the root of the repository it ran in.
+AIDER_HISTORY: Final = ".aider.chat.history.md"
+_HEADER_B: Final = HEADER.encode()
+
+
+@dataclass(frozen=True)
+class Source:
+    """A history that may be imported: where it is, whose it is, and its size when found."""
+
+    path: Path
+    agent: Agent
+    size: int
+    #: The import record's key (the path, unless it names a part of it).
+    key: str = ""
+    #: The bytes of `path` that are this source (an Aider run).
+    span: tuple[int, int] | None = None
+    #: A later run follows it (an Aider run that can no longer grow).
+    closed: bool = False
+    #: What a new session is called until its first prompt names it.
+    title: str = field(default="")
+    #: The key of the source this one was spawned from (an OpenCode session's parent).
+    parent_key: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.key:
+            object.__setattr__(self, "key", str(self.path))
+
+
+def aider_runs(path: Path) -> list[tuple[int, int]]:
+    """The byte spans of each run in an Aider chat history (text before the first run is none)."""
+    try:
+        with open_regular(path) as stream:
+            size = stream.seek(0, 2)
+            if not size:
+                return []
+            with mmap.mmap(stream.fileno(), size, access=mmap.ACCESS_READ) as data:
+                starts = [0] if data[: len(_HEADER_B)] == _HEADER_B else []
+                at = data.find(b"\n" + _HEADER_B)
+                while at >= 0:
+                    starts.append(at + 1)
+                    at = data.find(b"\n" + _HEADER_B, at + 1)
+    except OSError as exc:
+        raise IngestError(f"{path}: {exc.strerror or exc}") from None
+    return [(start, starts[i + 1] if i + 1 < len(starts) else size) for i, start in enumerate(starts)]
+
+
+def aider_sources(project: Path) -> list[Source]:
+    """The runs of the project's Aider chat history, oldest first (none without one)."""
+    path = Path(project) / AIDER_HISTORY
+    if not path.is_file():
+        return []
+    runs = aider_runs(path)
+    return [_aider(path, span, i + 1 < len(runs)) for i, span in enumerate(runs)]
+
+
+def aider_source(key: str) -> Source:
+    """The Aider run `key` (``<file>#<start>``) names, as the file stands now."""
+    file, _, start = key.rpartition("#")
+    path = Path(file)
+    for i, span in enumerate(runs := aider_runs(path)):
+        if str(span[0]) == start:
+            return _aider(path, span, i + 1 < len(runs))
+    raise IngestError(f"{key}: no Aider run starts there (expected <chat history>#<byte of its header>)")
+
+
+def _aider(path: Path, span: tuple[int, int], closed: bool) -> Source:
+    return Source(path, "aider", span[1] - span[0], f"{path}#{span[0]}", span, closed, "aider")
+
+
+def opencode_sources(data_dir: Path, project: Path) -> list[Source]:
+    """The OpenCode sessions of `project` in both generations' stores under `data_dir`, parents
+    before the sessions they spawned."""
+    found: list[Source] = []
+    for location in locations(Path(data_dir)):
+        with open_source(location) as store:
+            for session in sessions_of(store, project):
+                found.append(_opencode(location, session, store.stamp(session.id)))
+    return found
+
+
+def opencode_source(key: str) -> Source:
+    """The OpenCode session `key` (``<location>#<session id>``) names, as it stands now."""
+    location, session_id = split_key(key)
+    with open_source(location) as store:
+        for session in store.sessions():
+            if session.id == session_id:
+                return _opencode(location, session, store.stamp(session_id))
+    raise IngestError(f"{key}: no such OpenCode session")
+
+
+def _opencode(location: Path, session: OpenCodeSession, stamp: int) -> Source:
+    parent = f"{location}#{session.parent_id}" if session.parent_id else ""
+    return Source(
+        location, "opencode", stamp, f"{location}#{session.id}", title=session.title, parent_key=parent
+    )
