@@ -31,6 +31,7 @@ from azsd.events import Event
 from azsd.files import open_regular
 from azsd.ingest.follow_store import start_follow, store_read
 from azsd.ingest.inbox import Committed, End, Fetched, Hint, Message, Resume, Service, Start, Wake
+from azsd.ingest.opencode_tail import make_tail
 from azsd.ingest.tailing import MAX_FAILURES, Tail, check_follow, detect, is_final, pid_alive, started_epoch
 from azsd.ingest.watcher import watch_dirs
 from azsd.ipc import protocol as p
@@ -174,7 +175,7 @@ class Follower:
             writer_pid=request.writer_pid,
             model=request.model or "",
         )
-        follow = Tail(root, record)
+        follow = make_tail(root, record)
         follow.resync = True  # not read before `start` has saved where it begins: _rebuild loads that
         with self._lock:
             self._follows[path] = follow
@@ -205,7 +206,7 @@ class Follower:
     def _resume(self, root: str, record: FollowRecord) -> None:
         if record.path in self._follows:
             return
-        follow = Tail(root, record, started=started_epoch(record.started))
+        follow = make_tail(root, record, started=started_epoch(record.started))
         follow.resync = True
         with self._lock:
             self._follows[record.path] = follow
@@ -245,7 +246,7 @@ class Follower:
             return  # the store is behind: read on once a commit is back (`_committed`)
         record = follow.record  # after a rebuild: the stored one
         try:
-            info = os.stat(follow.path)
+            info = follow.probe()
         except FileNotFoundError:
             follow.gone = follow.missing = True
             self._settled(follow)

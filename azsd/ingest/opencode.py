@@ -18,7 +18,7 @@ finished are read: a reply still being written waits for the next import (or the
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -27,7 +27,10 @@ import msgspec
 
 from azsd.errors import IngestError
 from azsd.events import Event
+from azsd.ingest.file import IngestReport, ingest_chunks
 from azsd.ingest.parsers.opencode import OpenCodeParser
+from azsd.model import StoredEvent
+from azsd.store import Store
 from azsd.store.opencode_db import OpenCodeDb, OpenCodeSession, stamp_of
 
 __all__ = [
@@ -121,6 +124,13 @@ class OpenCodeSource:
             good = [p for p in parts if p is not None]
             yield _read(path), good, len(parts) - len(good)
 
+    def version(self, session_id: str) -> int:
+        """A number that changes when the store may hold news for the session: the database's
+        `data_version` (cheap, asked every poll), else the JSON files' stamp."""
+        if self._db is not None:
+            return self._db.data_version()
+        return self.stamp(session_id)
+
     def _message_files(self, session_id: str) -> list[Path]:
         return sorted((self.location / "message" / session_id).glob("*.json"))
 
@@ -155,24 +165,63 @@ class ParsedSession:
     chunks: Iterator[list[Event]]
 
 
+Message = tuple[dict[str, Any] | None, list[dict[str, Any]], int]
+
+
+def finished_messages(source: OpenCodeSource, session_id: str) -> list[Message]:
+    """The session's messages up to the first reply still being written: (info or None when its
+    JSON is unusable, its usable parts, how many parts were unusable)."""
+    done: list[Message] = []
+    for info, parts, bad in source.messages(session_id):
+        time = _dict(info.get("time")) if info is not None else {}
+        if info is not None and info.get("role") == "assistant" and not time.get("completed"):
+            if not info.get("error"):
+                break  # still being written: the rest waits
+        done.append((info, parts, bad))
+    return done
+
+
 def parse_session(source: OpenCodeSource, session_id: str, key: str) -> ParsedSession:
     """The events of the session's finished messages (it stops at a reply still being written)."""
     parser = OpenCodeParser()
     parser.report.agent_session_id = key
 
     def chunks() -> Iterator[list[Event]]:
-        for info, parts, bad in source.messages(session_id):
-            for _ in range(bad):
-                parser.skip("invalid_json")
-            if info is None:
-                parser.skip("invalid_json")
-                continue
-            time = _dict(info.get("time"))
-            if info.get("role") == "assistant" and not time.get("completed") and not info.get("error"):
-                break  # still being written: the rest waits
-            yield parser.feed_message(info, parts)
+        for info, parts, bad in finished_messages(source, session_id):
+            yield feed(parser, (info, parts, bad))
 
     return ParsedSession(parser, chunks())
+
+
+def feed(parser: OpenCodeParser, message: Message) -> list[Event]:
+    """One message's events (its unusable records counted)."""
+    info, parts, bad = message
+    for _ in range(bad):
+        parser.skip("invalid_json")
+    if info is None:
+        parser.skip("invalid_json")
+        return []
+    return parser.feed_message(info, parts)
+
+
+def is_session_key(path: str) -> bool:
+    """Whether `path` names an OpenCode session (``<opencode.db or storage dir>#<session id>``)."""
+    location, sep, session = path.rpartition("#")
+    name = Path(location).name
+    return bool(sep and session) and (name == STORAGE or name.endswith(".db"))
+
+
+def ingest_session(
+    store: Store, session_id: int, key: str, on_stored: Callable[[list[StoredEvent]], None] | None = None
+) -> IngestReport:
+    """`azs ingest <opencode.db>#<session id>` into the session `session_id`: as a file's ingest, what
+    the session already ends with is not stored again."""
+    location, session = split_key(key)
+    with open_source(location) as source:
+        if not any(s.id == session for s in source.sessions()):
+            raise IngestError(f"{key}: no such OpenCode session in {location}")
+        parsed = parse_session(source, session, key)
+        return ingest_chunks(store, session_id, parsed.chunks, parsed.parser.report, key, on_stored=on_stored)
 
 
 def _read(path: Path) -> dict[str, Any] | None:

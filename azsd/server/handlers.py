@@ -25,6 +25,7 @@ from azsd.events import Complete, EventDecodeError, decode_new_event
 from azsd.export import render_page
 from azsd.ingest.file import ingest_file
 from azsd.ingest.importer import discover, import_source, source_of
+from azsd.ingest.opencode import ingest_session, is_session_key
 from azsd.ingest.parsers.base import ParseReport
 from azsd.ingest.subagents import subagents_current
 from azsd.ingest.tailing import detect
@@ -305,13 +306,14 @@ def ingest(store: Store, req: p.IngestFile, publish: Publish | None = None) -> O
         )
     notes: list[p.Notification] = []
     send = publish or notes.extend
-    report = ingest_file(
-        store,
-        req.session,
-        path,
-        req.format,
-        on_stored=lambda events: send(appended_notes(req.root, req.session, events)),
-    )
+
+    def stored(events: list[StoredEvent]) -> None:
+        send(appended_notes(req.root, req.session, events))
+
+    if req.format == "opencode" or (req.format is None and is_session_key(req.path)):
+        report = ingest_session(store, req.session, req.path, stored)  # an OpenCode session: db#id
+    else:
+        report = ingest_file(store, req.session, path, req.format, on_stored=stored)
     if report.parsed == 0 and report.parse.lines > 0:  # nothing was stored: say why, not "0 events"
         raise IngestError(_nothing_parsed(path, req.format, report.parse.format, report.parse))
     reply = p.IngestReply(

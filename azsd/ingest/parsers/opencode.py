@@ -33,7 +33,7 @@ Unknown part types are skipped and counted (``unknown_part``).
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any, Final
+from typing import Any, ClassVar, Final
 
 from azsd.events import (
     AssistantText,
@@ -46,7 +46,7 @@ from azsd.events import (
     UserMessage,
     event_kind,
 )
-from azsd.ingest.parsers.base import ParseReport
+from azsd.ingest.parsers.base import LineParser
 from azsd.model import Cost, Usage
 
 __all__ = ["TOOL_NAMES", "OpenCodeParser", "iso_ms"]
@@ -76,36 +76,50 @@ def iso_ms(ms: Any) -> str | None:
     return datetime.fromtimestamp(ms / 1000, UTC).isoformat()
 
 
-class OpenCodeParser:
-    """One OpenCode session's messages in, in order; its parse report as the line parsers keep one."""
+class OpenCodeParser(LineParser):
+    """One OpenCode session's messages in, in order; its parse report as the line parsers keep one.
 
-    format = "opencode"
+    A message comes whole (:meth:`feed_message`), or as one JSON line ``{"info": …, "parts": […]}``
+    (:meth:`feed`, as a live follow reads them).
+    """
+
+    format: ClassVar[str] = "opencode"
 
     def __init__(self) -> None:
-        self.report = ParseReport(self.format)
+        super().__init__()
         self._model = ""
 
     def feed_message(self, info: dict[str, Any], parts: list[dict[str, Any]]) -> list[Event]:
         """The events of one message (its info and its parts, in order). Never raises on bad input."""
-        self.report.lines += 1 + len(parts)
+        self.report.lines += 1
         try:
-            role = info.get("role")
-            if role == "user":
-                events = self._user(parts)
-            elif role == "assistant":
-                events = self._assistant(info, parts)
-            else:
-                self.report.skipped["unknown_role"] += 1
-                return []
+            events = self._message(info, parts)
         except Exception:  # a shape nobody expected: the message is skipped, never raised
             self.report.skipped["malformed"] += 1
+            return []
+        if events is None:
+            self.report.skipped["unknown_type"] += 1
             return []
         self.report.events.update(event_kind(e) for e in events)
         return events
 
+    def handle(self, obj: dict[str, Any]) -> list[Event] | None:
+        info, parts = obj.get("info"), obj.get("parts")
+        if not isinstance(info, dict) or not isinstance(parts, list):
+            return None
+        return self._message(info, [p for p in parts if isinstance(p, dict)])
+
     def skip(self, reason: str) -> None:
         """Count a record the reader could not use (bad JSON, a message without its parts…)."""
         self.report.skipped[reason] += 1
+
+    def _message(self, info: dict[str, Any], parts: list[dict[str, Any]]) -> list[Event] | None:
+        role = info.get("role")
+        if role == "user":
+            return self._user(parts)
+        if role == "assistant":
+            return self._assistant(info, parts)
+        return None
 
     def _user(self, parts: list[dict[str, Any]]) -> list[Event]:
         texts = [p["text"] for p in parts if p.get("type") == "text" and isinstance(p.get("text"), str)
