@@ -4,6 +4,7 @@ mapped to events, usage and reported cost."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
