@@ -42,7 +42,7 @@ def test_step_finish_usage_errors_unknown_parts_and_bad_records() -> None:
     reply = {"role": "assistant", "modelID": "gpt-5", "providerID": "openai",
              "time": {"created": 10, "completed": 30},
              "error": {"name": "APIError", "data": {"message": "rate limited"}}}  # fmt: skip
-    parts = [
+    parts: list[dict[str, Any]] = [
         {
             "type": "step-finish",
             "cost": 0.5,
