@@ -300,6 +300,18 @@ def import_source(
         IngestError: the file cannot be read, or is not a history of `source.agent` (nothing is
             stored then).
     """
+    if not source.small:
+        return _import_source(store, source, worktree, on_stored)
+    with store.atomic(create=True):  # a small source: one transaction, one commit
+        return _import_source(store, source, worktree, on_stored)
+
+
+def _import_source(
+    store: Store,
+    source: Source,
+    worktree: str,
+    on_stored: Callable[[int, list[StoredEvent]], None] | None,
+) -> ImportOutcome:
     path, key = source.path, source.key
     size = source.size if source.agent in ("aider", "opencode") else _size(path)
     record = store.get_import(key)

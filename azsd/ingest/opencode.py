@@ -124,6 +124,12 @@ class OpenCodeSource:
             good = [p for p in parts if p is not None]
             yield _read(path), good, len(parts) - len(good)
 
+    def records(self, session_id: str) -> int:
+        """How many messages and parts the session holds (roughly, for the JSON tree: its messages)."""
+        if self._db is not None:
+            return self._db.records(session_id)
+        return len(self._message_files(session_id)) * 8
+
     def version(self, session_id: str) -> int:
         """A number that changes when the store may hold news for the session: the database's
         `data_version` (cheap, asked every poll), else the JSON files' stamp."""

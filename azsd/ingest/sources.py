@@ -57,6 +57,9 @@ class Source:
     title: str = field(default="")
     #: The key of the source this one was spawned from (an OpenCode session's parent).
     parent_key: str = ""
+    #: Small enough to import in one short transaction (one commit instead of several: a thousand
+    #: OpenCode sessions import in seconds, not minutes).
+    small: bool = False
 
     def __post_init__(self) -> None:
         if not self.key:
@@ -100,8 +103,14 @@ def aider_source(key: str) -> Source:
     raise IngestError(f"{key}: no Aider run starts there (expected <chat history>#<byte of its header>)")
 
 
+#: The most bytes (Aider) or records (OpenCode) a source imported in one transaction may hold.
+SMALL_BYTES: Final = 256 * 1024
+SMALL_RECORDS: Final = 500
+
+
 def _aider(path: Path, span: tuple[int, int], closed: bool) -> Source:
-    return Source(path, "aider", span[1] - span[0], f"{path}#{span[0]}", span, closed, "aider")
+    size = span[1] - span[0]
+    return Source(path, "aider", size, f"{path}#{span[0]}", span, closed, "aider", small=size <= SMALL_BYTES)
 
 
 def opencode_sources(data_dir: Path, project: Path) -> list[Source]:
@@ -111,7 +120,7 @@ def opencode_sources(data_dir: Path, project: Path) -> list[Source]:
     for location in locations(Path(data_dir)):
         with open_source(location) as store:
             for session in sessions_of(store, project):
-                found.append(_opencode(location, session, store.stamp(session.id)))
+                found.append(_opencode(location, session, store.stamp(session.id), store.records(session.id)))
     return found
 
 
@@ -121,12 +130,12 @@ def opencode_source(key: str) -> Source:
     with open_source(location) as store:
         for session in store.sessions():
             if session.id == session_id:
-                return _opencode(location, session, store.stamp(session_id))
+                return _opencode(location, session, store.stamp(session_id), store.records(session_id))
     raise IngestError(f"{key}: no such OpenCode session")
 
 
-def _opencode(location: Path, session: OpenCodeSession, stamp: int) -> Source:
+def _opencode(location: Path, session: OpenCodeSession, stamp: int, records: int) -> Source:
     parent = f"{location}#{session.parent_id}" if session.parent_id else ""
-    return Source(
-        location, "opencode", stamp, f"{location}#{session.id}", title=session.title, parent_key=parent
-    )
+    key = f"{location}#{session.id}"
+    small = records <= SMALL_RECORDS
+    return Source(location, "opencode", stamp, key, title=session.title, parent_key=parent, small=small)

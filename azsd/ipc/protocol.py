@@ -55,9 +55,12 @@ __all__ = [
     "ForkSession",
     "GetEvents",
     "GetSession",
+    "ImportFailure",
     "ImportReply",
     "ImportSession",
+    "ImportSessions",
     "ImportSources",
+    "ImportsReply",
     "IndexStatus",
     "IndexStatusReply",
     "IngestFile",
@@ -586,6 +589,17 @@ class ImportSession(_KeyedReq, frozen=True):
     worktree: str = ""
 
 
+class ImportSessions(_KeyedReq, frozen=True):
+    """Import several agent histories (`SourceView.path`s) at once, each as `ImportSession` does, in
+    order (a parent before the sessions it spawned). Small ones share a short transaction, so a
+    thousand OpenCode sessions import in seconds; one that fails is named in the reply's `failed`
+    and the others go on."""
+
+    agent: Literal["claude", "aider", "opencode", "codex"]
+    paths: list[str]
+    worktree: str = ""
+
+
 class Usage(_StoreReq, frozen=True):
     """Token usage and cost per session and per worktree (`session` or `worktrees` narrow it).
 
@@ -711,6 +725,7 @@ StoreRequest = (
     | Backup
     | ImportSources
     | ImportSession
+    | ImportSessions
     | Usage
 )
 """The requests a store's worker answers (see azsd.server.handlers); the daemon answers the rest."""
@@ -730,6 +745,7 @@ KeyedRequest = (
     | Reindex
     | Backup
     | ImportSession
+    | ImportSessions
     | IngestFile
 )
 """The requests that change a store (or, for `Backup`, write a file) and so carry a `request_key`."""
@@ -882,6 +898,20 @@ class ImportReply(_Versioned, frozen=True):
     skipped: int
 
 
+class ImportFailure(_Data, frozen=True):
+    """A source `ImportSessions` could not import, and why."""
+
+    path: str
+    error: str
+
+
+class ImportsReply(_Versioned, frozen=True):
+    """What `ImportSessions` did: one `ImportReply` per source imported, in order, and the failures."""
+
+    imports: list[ImportReply]
+    failed: list[ImportFailure]
+
+
 class UsageReply(_Versioned, frozen=True):
     sessions: list[SessionUsageView]
     worktrees: list[WorktreeUsageView]
@@ -959,6 +989,7 @@ Reply = (
     | BackupReply
     | SourcesReply
     | ImportReply
+    | ImportsReply
     | UsageReply
     | SyncStatusReply
     | RemoteSessionsReply

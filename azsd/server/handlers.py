@@ -20,10 +20,11 @@ from typing import Final
 import msgspec
 
 from azsd.context import build_context_prompt
-from azsd.errors import BadRequestError, IngestError, SessionNotFoundError
+from azsd.errors import AzsdError, BadRequestError, IngestError, SessionNotFoundError
 from azsd.events import Complete, EventDecodeError, decode_new_event
 from azsd.export import render_page
 from azsd.ingest.file import ingest_file
+from azsd.ingest.import_batch import import_many
 from azsd.ingest.importer import discover, import_source, source_of
 from azsd.ingest.opencode import ingest_session, is_session_key
 from azsd.ingest.parsers.base import ParseReport
@@ -54,7 +55,7 @@ Publish = Callable[[Sequence[p.Notification]], None]
 #: Requests that may run for long (:mod:`azsd.store.chunks`): they run alone, outside the worker's
 #: group transaction, so that each commits its work in short chunks of its own (a search may have
 #: the index to catch up first).
-ALONE: Final = (p.IngestFile, p.ImportSession, p.Reindex, p.ForkSession, p.Backup, p.Search)
+ALONE: Final = (p.IngestFile, p.ImportSession, p.ImportSessions, p.Reindex, p.ForkSession, p.Backup, p.Search)
 
 
 def runs_alone(req: p.Request) -> bool:
@@ -291,6 +292,45 @@ def import_session(store: Store, req: p.ImportSession, publish: Publish | None =
     return Outcome(reply, notes)
 
 
+def import_sessions(store: Store, req: p.ImportSessions) -> Outcome:
+    """Import many sources (`import_many`); every notification goes with the reply, once all is
+    committed."""
+    for path in req.paths:
+        if not Path(path).is_absolute():
+            raise BadRequestError(
+                f"import needs absolute paths (the daemon has its own working directory): {path}"
+            )
+    notes: list[p.Notification] = []
+    failed: list[p.ImportFailure] = []
+    sources = []
+    for path in req.paths:
+        try:
+            sources.append(source_of(req.agent, path))
+        except AzsdError as exc:
+            failed.append(p.ImportFailure(path=path, error=str(exc)))
+
+    def stored(session_id: int, events: list[StoredEvent]) -> None:
+        notes.extend(appended_notes(req.root, session_id, events))
+
+    imports = []
+    for source, outcome in zip(
+        sources, import_many(store, sources, req.worktree, on_stored=stored), strict=True
+    ):
+        if isinstance(outcome, AzsdError):
+            failed.append(p.ImportFailure(path=source.key, error=str(outcome)))
+            continue
+        view = session_view(store, store.get_session(outcome.session_id))
+        if outcome.created:
+            notes.append(p.SessionCreated(root=req.root, seq=0, session=view))
+        imports.append(
+            p.ImportReply(
+                path=source.key, session=view, created=outcome.created, appended=outcome.appended,
+                lines=outcome.lines, skipped=outcome.skipped,
+            )
+        )  # fmt: skip
+    return Outcome(p.ImportsReply(imports=imports, failed=failed), notes)
+
+
 def usage(store: Store, req: p.Usage) -> Outcome:
     return Outcome(usage_reply(store, req))
 
@@ -395,6 +435,8 @@ def handle(  # noqa: C901 (one flat case per request)
             return import_sources(store, req)
         case p.ImportSession():
             return import_session(store, req, publish)
+        case p.ImportSessions():
+            return import_sessions(store, req)
         case p.Usage():
             return usage(store, req)
         case p.IngestFile():

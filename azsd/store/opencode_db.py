@@ -114,6 +114,15 @@ class OpenCodeDb:
         )[0]
         return stamp_of(row)
 
+    def records(self, session_id: str) -> int:
+        """How many messages and parts the session holds."""
+        row = self._rows(
+            "SELECT (SELECT COUNT(*) FROM message WHERE session_id = ?1) + "
+            "(SELECT COUNT(*) FROM part WHERE session_id = ?1)",
+            (session_id,),
+        )[0]
+        return int(row[0])
+
     def messages(self, session_id: str) -> Iterator[tuple[dict[str, Any] | None, list[dict[str, Any]], int]]:
         """Each message of the session in order: its info (None when its JSON is unusable), its
         usable parts in order, and how many of its parts were unusable."""

@@ -13,7 +13,9 @@ from azsd.ipc.protocol import (
     FollowReply,
     ImportReply,
     ImportSession,
+    ImportSessions,
     ImportSources,
+    ImportsReply,
     IngestFile,
     IngestReply,
     OkReply,
@@ -61,6 +63,22 @@ class AgentMethods(Connection):
             root=canonical_root(root), agent=agent, path=absolute_path(path), worktree=worktree
         )
         return self.call(message, ImportReply, timeout=long_timeout(timeout, self.timeout))
+
+    def import_sessions(
+        self,
+        root: RootLike,
+        agent: HistoryAgent,
+        paths: list[str],
+        *,
+        worktree: str = "",
+        timeout: float | None = None,
+    ) -> ImportsReply:
+        """Import several agent histories at once (`SourceView.path`s, in order): small ones share a
+        transaction; the reply names the ones that failed (the others go on)."""
+        message = ImportSessions(
+            root=canonical_root(root), agent=agent, paths=[absolute_path(p) for p in paths], worktree=worktree
+        )
+        return self.call(message, ImportsReply, timeout=long_timeout(timeout, self.timeout))
 
     def ingest_file(
         self,

@@ -322,6 +322,21 @@ export interface ImportSession {
 }
 
 /**
+ * Import several agent histories (`SourceView.path`s) at once, each as `ImportSession` does, in
+ * order (a parent before the sessions it spawned). Small ones share a short transaction, so a
+ * thousand OpenCode sessions import in seconds; one that fails is named in the reply's `failed`
+ * and the others go on.
+ */
+export interface ImportSessions {
+  op: "importsessions";
+  root: string;
+  agent: "aider" | "claude" | "codex" | "opencode";
+  paths: Array<string>;
+  worktree?: string;
+  request_key?: string | null;
+}
+
+/**
  * Token usage and cost per session and per worktree (`session` or `worktrees` narrow it).
  *
  * `by` also groups it by period, into the reply's `periods`: ``day``, ``week`` (ISO, from Monday)
@@ -699,6 +714,24 @@ export interface ImportReply {
   protocol: number;
 }
 
+/**
+ * What `ImportSessions` did: one `ImportReply` per source imported, in order, and the failures.
+ */
+export interface ImportsReply {
+  op: "importsreply";
+  imports: Array<ImportReply>;
+  failed: Array<ImportFailure>;
+  protocol: number;
+}
+
+/**
+ * A source `ImportSessions` could not import, and why.
+ */
+export interface ImportFailure {
+  path: string;
+  error: string;
+}
+
 export interface UsageReply {
   op: "usagereply";
   sessions: Array<SessionUsageView>;
@@ -946,6 +979,7 @@ export type Request =
   | Backup
   | ImportSources
   | ImportSession
+  | ImportSessions
   | Usage
   | SyncStatus
   | RemoteList
@@ -976,6 +1010,7 @@ export type Reply =
   | BackupReply
   | SourcesReply
   | ImportReply
+  | ImportsReply
   | UsageReply
   | SyncStatusReply
   | RemoteSessionsReply

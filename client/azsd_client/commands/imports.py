@@ -15,7 +15,7 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, Final, TextIO
 
 from azsd.errors import RemoteError
 from azsd.ipc.protocol import ImportReply
@@ -122,22 +122,32 @@ def import_sessions(run: Invocation) -> int:
         return _import(run, agent, root, project, where)
 
 
+#: Sources sent in one `ImportSessions` request (the progress bar moves once per batch).
+BATCH: Final = 100
+
+
 def _import(run: Invocation, agent: str, root: str, project: str, where: Path) -> int:
     sources = run.client.import_sources(root, run.args.agent, where, project).sources
-    todo = [source for source in sources if not source.current]
+    todo = [source.path for source in sources if not source.current]
     tally = _Tally(current=len(sources) - len(todo))
     progress = _Progress(sys.stderr, run.environ)
     try:
-        for i, source in enumerate(todo):
-            progress.show(i, len(todo), Path(source.path.rpartition("#")[0] or source.path).name)
+        for start in range(0, len(todo), BATCH):
+            batch = todo[start : start + BATCH]
+            progress.show(start, len(todo), Path(batch[0].rpartition("#")[0] or batch[0]).name)
             try:
-                reply = run.client.import_session(root, run.args.agent, source.path, worktree=run.branch)
-            except RemoteError as exc:
+                reply = run.client.import_sessions(root, run.args.agent, batch, worktree=run.branch)
+            except RemoteError as exc:  # the whole batch failed (the store itself)
                 progress.clear()
-                sys.stderr.write(f"azs: {source.path}: {exc.message}\n")
-                tally.failed.append((source.path, exc.message))
+                sys.stderr.write(f"azs: {batch[0]}…: {exc.message}\n")
+                tally.failed += [(path, exc.message) for path in batch]
                 continue
-            tally.add(reply)
+            for done in reply.imports:
+                tally.add(done)
+            for failure in reply.failed:
+                progress.clear()
+                sys.stderr.write(f"azs: {failure.path}: {failure.error}\n")
+                tally.failed.append((failure.path, failure.error))
     finally:
         progress.clear()
     said = (
