@@ -11,6 +11,7 @@ import sys
 import time
 
 from bench import (
+    agents_import,
     context_list,
     follow_latency,
     ingest,
@@ -36,6 +37,7 @@ BENCHES = {
     "sync": sync.main,
     "peers": peers.main,
     "startup": startup.main,
+    "agents_import": agents_import.main,
 }
 
 

@@ -47,30 +47,31 @@ def test_aider_runs_become_sessions_and_grow_by_what_was_appended(root: Path, pr
     history.write_bytes((DATA / "aider__v0.47-request-cost.md").read_bytes())
     with Store.open(root) as store:
         sids = _import_all(store, "aider", project, project)
-        assert len(sids) == 3
+        assert len(sids) == 2  # of 3 runs: the one that only started and quit (no prompt) is no session
         runs = [store.load_events(sid).plain() for sid in sids]
-        assert all(isinstance(r[0], Init) and r[0].model for r in runs[1:])
-        edit = next(e for e in runs[1] if isinstance(e, ToolCall))
+        assert all(isinstance(r[0], Init) and r[0].model for r in runs)
+        edit = next(e for e in runs[0] if isinstance(e, ToolCall))
         assert (edit.tool_name, edit.file_path) == ("Edit", "aider/utils.py")
         assert "Spinner" in edit.input["new_string"] and edit.input["summary"].startswith("replace ")
-        result = next(e for e in runs[1] if isinstance(e, ToolResult))
+        result = next(e for e in runs[0] if isinstance(e, ToolResult))
         assert result.tool_use_id == edit.tool_use_id and result.content == "Applied edit to aider/utils.py"
-        assert isinstance(runs[1][-1], Complete) and runs[1][-1].cost_usd == 0.02  # a later run closed it
-        assert not any(isinstance(e, Complete) for e in runs[2])  # the last run may still grow
-        assert store.get_session(sids[1]).name == "Use the Spinner instead of the inlined custom spinner"
-        usage = _usage(store, sids[1])
+        assert isinstance(runs[0][-1], Complete) and runs[0][-1].cost_usd == 0.02  # a later run closed it
+        assert not any(isinstance(e, Complete) for e in runs[1])  # the last run may still grow
+        assert store.get_session(sids[0]).name == "Use the Spinner instead of the inlined custom spinner"
+        usage = _usage(store, sids[0])
         assert (usage.usage.input, usage.usage.output, usage.cost_source) == (5244, 604, "reported")
         assert usage.cost_usd == pytest.approx(0.02)
-        # again: nothing; then the last run grows and a new run starts
-        assert [import_source(store, s).appended for s in discover("aider", project, project)] == [0, 0, 0]
+        # again: nothing; then the last run grows, a run starts and quits, and one with a prompt
+        assert [import_source(store, s).appended for s in discover("aider", project, project)] == [0, 0]
         with history.open("a") as f:
             f.write("#### and now?  \n\nAll done.\n\n> Tokens: 1.1k sent, 9 received. Cost: $0.001 message,"
-                    " $0.003 session.  \n\n# aider chat started at 2024-08-06 08:00:00\n\n")  # fmt: skip
+                    " $0.003 session.  \n\n# aider chat started at 2024-08-06 08:00:00\n\n> Aider v0.48.0  \n"
+                    "\n# aider chat started at 2024-08-06 09:00:00\n\n#### next  \n")  # fmt: skip
         outcomes = [import_source(store, s) for s in discover("aider", project, project)]
-        assert [o.appended for o in outcomes[:2]] == [0, 0] and outcomes[3].created
-        grown = store.load_events(sids[2]).plain()
-        assert grown[: len(runs[2])] == runs[2]  # nothing twice
-        new = grown[len(runs[2]) :]
+        assert len(outcomes) == 3 and outcomes[0].appended == 0 and outcomes[2].created
+        grown = store.load_events(sids[1]).plain()
+        assert grown[: len(runs[1])] == runs[1]  # nothing twice
+        new = grown[len(runs[1]) :]
         assert [type(e) for e in new] == [UserMessage, AssistantText, Hook, Complete]
 
 
@@ -195,7 +196,7 @@ def test_rows_of_imported_aider_and_opencode_sessions_read_as_azureal_reads_them
         )
         path = store.path
     assert SQLITE3 is not None and ZSTD is not None
-    for sid in (sids[0], sids[2]):
+    for sid in (sids[0], sids[1]):
         out = subprocess.run(
             [SQLITE3, str(path),
              f"SELECT seq, kind, typeof(data), hex(data) FROM events WHERE session_id = {sid} ORDER BY seq"],

@@ -35,7 +35,7 @@ def test_import_aider_and_opencode_then_usage_show_and_search(
     oc.turn("ses_b", 2)
     monkeypatch.setenv("XDG_DATA_HOME", str(data))
     assert (
-        azs.ok("import", "aider") == "imported 3 sessions (3 new, 0 updated, 0 already current), 21 events\n"
+        azs.ok("import", "aider") == "imported 2 sessions (2 new, 0 updated, 0 already current), 18 events\n"
     )
     out = azs.ok("import", "opencode")
     assert out.startswith("imported 2 sessions (2 new, 0 updated, 0 already current)")
@@ -43,7 +43,7 @@ def test_import_aider_and_opencode_then_usage_show_and_search(
         "imported 2 sessions (0 new, 0 updated, 2 already current)"
     )
     (summary,) = azs.json("import", "aider")
-    assert summary["current"] == 3 and summary["sources"] == 3
+    assert summary["current"] == 2 and summary["sources"] == 2
     sessions = {v.name: v for v in client.list_sessions(worktree).sessions}
     assert (
         "please fix main.py, step 1" in sessions

@@ -23,7 +23,7 @@ __all__ = ["BATCH_GAP_S", "BATCH_S", "import_many"]
 #: How long a transaction shared by small sources runs before it commits (others wait that long).
 BATCH_S: Final = 0.15
 #: The pause between two shared transactions, for other writers (AZUREAL) to get the store.
-BATCH_GAP_S: Final = 0.01
+BATCH_GAP_S: Final = 0.005
 
 
 def import_many(

@@ -26,14 +26,22 @@ from pathlib import Path
 from typing import Any, Final
 
 from azsd.context import sanitize
-from azsd.errors import IngestError
+from azsd.errors import AzsdError, IngestError
 from azsd.events import Event, UserMessage
 from azsd.files import open_regular
 from azsd.ingest.file import IngestReport, ingest_chunks, ingest_file
 from azsd.ingest.opencode import open_source, parse_session, split_key
 from azsd.ingest.parsers import Format, detect_format, head_value, iter_lines
 from azsd.ingest.parsers.aider import AiderParser
-from azsd.ingest.sources import Agent, Source, aider_source, aider_sources, opencode_source, opencode_sources
+from azsd.ingest.sources import (
+    Agent,
+    Source,
+    aider_source,
+    aider_sources,
+    opencode_source,
+    opencode_sources,
+    opencode_sources_named,
+)
 from azsd.ingest.subagents import import_subagents
 from azsd.model import ImportRecord, StoredEvent
 from azsd.rusttext import RUST_WHITESPACE, is_blank, rust_lines, trim, trim_end
@@ -50,6 +58,7 @@ __all__ = [
     "first_prompt_name",
     "import_source",
     "source_of",
+    "sources_of",
 ]
 
 log = logging.getLogger("azsd.ingest.importer")
@@ -339,7 +348,8 @@ def _import_source(
             _check_format(path, FORMAT_OF[source.agent], size)
         with store.atomic(create=True):
             sid = store.create_session(source.title or path.stem, worktree).id
-            store.record_import(_record(source, sid, UNFINISHED, 0))
+            if not source.small:  # a small one is imported in this one transaction: never unfinished
+                store.record_import(_record(source, sid, UNFINISHED, 0))
     else:  # an import of a new session that was interrupted: finish it
         sid = record.session_id
     report = _ingest(store, sid, source, _drop)
@@ -388,6 +398,19 @@ def source_of(agent: Agent, key: str) -> Source:
         return opencode_source(key)
     path = Path(key)
     return Source(path, agent, _size(path))
+
+
+def sources_of(agent: Agent, keys: list[str]) -> list[Source | AzsdError]:
+    """:func:`source_of` of each key (OpenCode's stores opened and listed once for all)."""
+    if agent == "opencode":
+        return list(opencode_sources_named(keys))
+    found: list[Source | AzsdError] = []
+    for key in keys:
+        try:
+            found.append(source_of(agent, key))
+        except AzsdError as exc:
+            found.append(exc)
+    return found
 
 
 def _subagents(store: Store, session_id: int, source: Source) -> None:

@@ -31,6 +31,7 @@ __all__ = [
     "aider_sources",
     "opencode_source",
     "opencode_sources",
+    "opencode_sources_named",
 ]
 
 Agent = Literal["claude", "codex", "aider", "opencode"]
@@ -66,8 +67,10 @@ class Source:
             object.__setattr__(self, "key", str(self.path))
 
 
-def aider_runs(path: Path) -> list[tuple[int, int]]:
-    """The byte spans of each run in an Aider chat history (text before the first run is none)."""
+def aider_runs(path: Path, *, prompted: bool = False) -> list[tuple[int, int]]:
+    """The byte spans of each run in an Aider chat history (text before the first run is none);
+    with `prompted`, only the runs that hold a prompt (Aider started and quit without one is no
+    session: 40 % of the runs in Aider's own history)."""
     try:
         with open_regular(path) as stream:
             size = stream.seek(0, 2)
@@ -79,25 +82,32 @@ def aider_runs(path: Path) -> list[tuple[int, int]]:
                 while at >= 0:
                     starts.append(at + 1)
                     at = data.find(b"\n" + _HEADER_B, at + 1)
+                spans = [
+                    (start, starts[i + 1] if i + 1 < len(starts) else size) for i, start in enumerate(starts)
+                ]
+                if prompted:
+                    spans = [(a, b) for a, b in spans if data.find(b"\n#### ", a, b) >= 0]
     except OSError as exc:
         raise IngestError(f"{path}: {exc.strerror or exc}") from None
-    return [(start, starts[i + 1] if i + 1 < len(starts) else size) for i, start in enumerate(starts)]
+    return spans
 
 
 def aider_sources(project: Path) -> list[Source]:
-    """The runs of the project's Aider chat history, oldest first (none without one)."""
+    """The runs of the project's Aider chat history that hold a prompt, oldest first (none without
+    one); a run is closed once any later run started."""
     path = Path(project) / AIDER_HISTORY
     if not path.is_file():
         return []
-    runs = aider_runs(path)
-    return [_aider(path, span, i + 1 < len(runs)) for i, span in enumerate(runs)]
+    ends = aider_runs(path)[-1:]
+    return [_aider(path, span, not ends or span[1] < ends[0][1]) for span in aider_runs(path, prompted=True)]
 
 
 def aider_source(key: str) -> Source:
     """The Aider run `key` (``<file>#<start>``) names, as the file stands now."""
     file, _, start = key.rpartition("#")
     path = Path(file)
-    for i, span in enumerate(runs := aider_runs(path)):
+    runs = aider_runs(path)
+    for i, span in enumerate(runs):
         if str(span[0]) == start:
             return _aider(path, span, i + 1 < len(runs))
     raise IngestError(f"{key}: no Aider run starts there (expected <chat history>#<byte of its header>)")
@@ -122,6 +132,34 @@ def opencode_sources(data_dir: Path, project: Path) -> list[Source]:
             for session in sessions_of(store, project):
                 found.append(_opencode(location, session, store.stamp(session.id), store.records(session.id)))
     return found
+
+
+def opencode_sources_named(keys: list[str]) -> list[Source | IngestError]:
+    """The OpenCode sessions `keys` name, each store opened and listed once (an error for a key that
+    names none)."""
+    found: dict[str, Source | IngestError] = {}
+    by_location: dict[Path, list[str]] = {}
+    for key in keys:
+        try:
+            location, _ = split_key(key)
+        except IngestError as exc:
+            found[key] = exc
+            continue
+        by_location.setdefault(location, []).append(key)
+    for location, named in by_location.items():
+        try:
+            with open_source(location) as store:
+                sessions = {s.id: s for s in store.sessions()}
+                for key in named:
+                    session = sessions.get(split_key(key)[1])
+                    found[key] = (
+                        IngestError(f"{key}: no such OpenCode session")
+                        if session is None
+                        else _opencode(location, session, store.stamp(session.id), store.records(session.id))
+                    )
+        except IngestError as exc:
+            found.update({key: exc for key in named})
+    return [found[key] for key in keys]
 
 
 def opencode_source(key: str) -> Source:

@@ -25,7 +25,7 @@ from azsd.events import Complete, EventDecodeError, decode_new_event
 from azsd.export import render_page
 from azsd.ingest.file import ingest_file
 from azsd.ingest.import_batch import import_many
-from azsd.ingest.importer import discover, import_source, source_of
+from azsd.ingest.importer import discover, import_source, source_of, sources_of
 from azsd.ingest.opencode import ingest_session, is_session_key
 from azsd.ingest.parsers.base import ParseReport
 from azsd.ingest.subagents import subagents_current
@@ -303,11 +303,11 @@ def import_sessions(store: Store, req: p.ImportSessions) -> Outcome:
     notes: list[p.Notification] = []
     failed: list[p.ImportFailure] = []
     sources = []
-    for path in req.paths:
-        try:
-            sources.append(source_of(req.agent, path))
-        except AzsdError as exc:
-            failed.append(p.ImportFailure(path=path, error=str(exc)))
+    for path, found in zip(req.paths, sources_of(req.agent, req.paths), strict=True):
+        if isinstance(found, AzsdError):
+            failed.append(p.ImportFailure(path=path, error=str(found)))
+        else:
+            sources.append(found)
 
     def stored(session_id: int, events: list[StoredEvent]) -> None:
         notes.extend(appended_notes(req.root, session_id, events))
