@@ -78,9 +78,7 @@ def bare_aider(source: Path, db: Path) -> int:
                 put()
                 session += 1
                 seq = 0
-                conn.execute(
-                    "INSERT INTO sessions (id, name) VALUES (?, ?)", (session, line[24:].decode().strip())
-                )
+                sessions.append((session, line[24:].decode().strip()))
             elif not line.strip():
                 put()
             else:
