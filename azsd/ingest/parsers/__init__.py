@@ -28,6 +28,7 @@ from azsd.ingest.parsers.base import (
 
 __all__ = [
     "FORMATS",
+    "JSONL_FORMATS",
     "MAX_LINE_BYTES",
     "TOO_LONG",
     "Format",
@@ -43,6 +44,8 @@ __all__ = [
 
 Format = Literal["claude-stream-json", "claude-session", "codex-exec-json", "codex-rollout", "aider"]
 FORMATS: Final[tuple[Format, ...]] = get_args(Format)
+#: The formats whose lines are JSON objects (all but Aider's Markdown).
+JSONL_FORMATS: Final[tuple[Format, ...]] = tuple(f for f in FORMATS if f != "aider")
 
 #: How many lines detection looks at before giving up.
 DETECT_LINES: Final = 50
