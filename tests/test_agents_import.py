@@ -159,15 +159,20 @@ def test_opencode_json_storage_generation(root: Path, project: Path, tmp_path: P
         assert import_source(store, source_of("opencode", source.key)).current
 
 
-def test_imported_sessions_render_context_and_export(root: Path, project: Path, tmp_path: Path) -> None:
+def _one_of_each(store: Store, project: Path, tmp_path: Path, aider_sample: str) -> list[int]:
+    """An OpenCode session and the runs of an Aider history imported: their sessions, OpenCode's first."""
     oc = OpenCodeBuilder(tmp_path / "opencode")
     oc.session("ses_a", project, "fix main")
     oc.turn("ses_a", 1)
-    (project / AIDER_HISTORY).write_bytes((DATA / "aider__v0.51-cache-write.md").read_bytes())
+    (project / AIDER_HISTORY).write_bytes((DATA / aider_sample).read_bytes())
+    return _import_all(store, "opencode", oc.data_dir, project) + _import_all(
+        store, "aider", project, project
+    )
+
+
+def test_imported_sessions_render_context_and_export(root: Path, project: Path, tmp_path: Path) -> None:
     with Store.open(root) as store:
-        sids = _import_all(store, "opencode", oc.data_dir, project) + _import_all(
-            store, "aider", project, project
-        )
+        sids = _one_of_each(store, project, tmp_path, "aider__v0.51-cache-write.md")
         for sid in sids:
             for backend in ("claude", "codex"):
                 prompt = _context(store, sid, "next", backend)
@@ -186,14 +191,8 @@ def test_imported_sessions_render_context_and_export(root: Path, project: Path, 
 def test_rows_of_imported_aider_and_opencode_sessions_read_as_azureal_reads_them(
     root: Path, project: Path, tmp_path: Path
 ) -> None:
-    oc = OpenCodeBuilder(tmp_path / "opencode")
-    oc.session("ses_a", project, "fix main")
-    oc.turn("ses_a", 1)
-    (project / AIDER_HISTORY).write_bytes((DATA / "aider__v0.47-request-cost.md").read_bytes())
     with Store.open(root) as store:
-        sids = _import_all(store, "opencode", oc.data_dir, project) + _import_all(
-            store, "aider", project, project
-        )
+        sids = _one_of_each(store, project, tmp_path, "aider__v0.47-request-cost.md")
         path = store.path
     assert SQLITE3 is not None and ZSTD is not None
     for sid in (sids[0], sids[1]):
