@@ -6,6 +6,7 @@ from __future__ import annotations
 import shutil
 import sqlite3
 import subprocess
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -45,8 +46,12 @@ def _import_all(store: Store, agent: str, source_dir: Path, project: Path) -> li
 def test_aider_runs_become_sessions_and_grow_by_what_was_appended(root: Path, project: Path) -> None:
     history = project / AIDER_HISTORY
     history.write_bytes((DATA / "aider__v0.47-request-cost.md").read_bytes())
+    typed = "\n# 2024-08-05 21:00:00.000000\n+Use the Spinner instead of the inlined custom spinner\n"
+    (project / ".aider.input.history").write_text(typed)
     with Store.open(root) as store:
         sids = _import_all(store, "aider", project, project)
+        (row,) = store.usage_rows([sids[0]])
+        assert row.first == datetime(2024, 8, 5, 21).astimezone().timestamp()  # the prompt's time, typed
         assert len(sids) == 2  # of 3 runs: the one that only started and quit (no prompt) is no session
         runs = [store.load_events(sid).plain() for sid in sids]
         assert all(isinstance(r[0], Init) and r[0].model for r in runs)

@@ -3,14 +3,16 @@ Aider's own test fixture) and on the edge cases of its Markdown."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from azsd.events import AssistantText, Complete, Event, Hook, Init, ToolCall, ToolResult, UserMessage
 from azsd.ingest.file import parse_file
 from azsd.ingest.parsers import detect_format, make_parser
-from azsd.ingest.parsers.aider import AiderParser, parse_tokens
+from azsd.ingest.parsers.aider import AiderParser, parse_input_history, parse_tokens
 from azsd.ingest.usage import usage_record
 from azsd.model import Usage
 
@@ -18,7 +20,7 @@ DATA = Path(__file__).parent / "data" / "aider"
 SAMPLES = sorted(DATA.glob("*.md"))
 
 
-def _parse(text: str | bytes, **kw: bool) -> tuple[list[Event], AiderParser]:
+def _parse(text: str | bytes, **kw: Any) -> tuple[list[Event], AiderParser]:
     parser = AiderParser(**kw)
     data = text.encode() if isinstance(text, str) else text
     return parser.feed_all(data.splitlines(keepends=True)), parser
@@ -109,3 +111,20 @@ def test_token_reports() -> None:
     assert parse_tokens("Tokens: 1.2M sent, 3 received.") == (Usage(input=1_200_000, output=3), None)
     assert parse_tokens("Tokens: lots sent, 3 received.") is None
     assert make_parser("aider").format == "aider"
+
+
+def test_the_input_history_dates_each_prompts_usage() -> None:
+    typed = parse_input_history(
+        b"\n# 2024-08-05 19:33:40.000000\n+Use the Spinner instead of the inlined custom spinner\n"
+        b"\n# 2024-08-05 23:59:00.250000\n+hi\n"
+        b"\n# not a time\n+lost\n"
+    )
+    assert [text for _, text in typed] == ["Use the Spinner instead of the inlined custom spinner", "hi"]
+    data = (DATA / "aider__v0.47-request-cost.md").read_bytes()
+    _, dated = _parse(data, prompts=typed)
+    _, undated = _parse(data)
+    times = sorted(p.total.first for p in dated.report.tally.parts() if p.total.first is not None)
+    assert times == [typed[0][0], typed[1][0]]  # each reply's usage at its prompt's time
+    assert dated.report.usage == undated.report.usage
+    runs = [datetime(2024, 8, 5, 19, 33, 32), datetime(2024, 8, 5, 20, 39, 59)]  # without: the runs' starts
+    assert [p.total.first for p in undated.report.tally.parts()] == [r.astimezone().timestamp() for r in runs]

@@ -34,10 +34,12 @@ from azsd.ingest.opencode import open_source, parse_session, split_key
 from azsd.ingest.parsers import Format, detect_format, head_value, iter_lines
 from azsd.ingest.parsers.aider import AiderParser
 from azsd.ingest.sources import (
+    AIDER_INPUT,
     Agent,
     Source,
     aider_source,
     aider_sources,
+    input_history,
     opencode_source,
     opencode_sources,
     opencode_sources_named,
@@ -376,7 +378,7 @@ def _ingest(
                 store, session_id, parsed.chunks, parsed.parser.report, source.key, on_stored=stored
             )
     if source.agent == "aider":
-        parser = AiderParser(closed=source.closed)
+        parser = AiderParser(closed=source.closed, prompts=input_history(source.path.with_name(AIDER_INPUT)))
         parser.report.agent_session_id = source.key  # one usage record per run
         return ingest_file(store, session_id, source.path, parser=parser, span=source.span, on_stored=stored)
     return ingest_file(store, session_id, source.path, FORMAT_OF[source.agent], on_stored=stored)

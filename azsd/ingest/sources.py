@@ -13,22 +13,25 @@ from __future__ import annotations
 
 import mmap
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Final, Literal
 
 from azsd.errors import IngestError
 from azsd.files import open_regular
 from azsd.ingest.opencode import locations, open_source, sessions_of, split_key
-from azsd.ingest.parsers.aider import HEADER
+from azsd.ingest.parsers.aider import HEADER, parse_input_history
 from azsd.store.opencode_db import OpenCodeSession
 
 __all__ = [
     "AIDER_HISTORY",
+    "AIDER_INPUT",
     "Agent",
     "Source",
     "aider_runs",
     "aider_source",
     "aider_sources",
+    "input_history",
     "opencode_source",
     "opencode_sources",
     "opencode_sources_named",
@@ -38,6 +41,8 @@ Agent = Literal["claude", "codex", "aider", "opencode"]
 
 #: Aider's chat history, in the root of the repository it ran in.
 AIDER_HISTORY: Final = ".aider.chat.history.md"
+#: Aider's prompt history beside it (prompt_toolkit's), which dates each prompt.
+AIDER_INPUT: Final = ".aider.input.history"
 _HEADER_B: Final = HEADER.encode()
 
 
@@ -90,6 +95,25 @@ def aider_runs(path: Path, *, prompted: bool = False) -> list[tuple[int, int]]:
     except OSError as exc:
         raise IngestError(f"{path}: {exc.strerror or exc}") from None
     return spans
+
+
+def input_history(path: Path) -> tuple[tuple[float, str], ...]:
+    """The prompts of Aider's input history at `path` (none when it is not there), read once per
+    version of the file however many runs ask."""
+    try:
+        info = path.stat()
+    except OSError:
+        return ()
+    return _input_history(str(path), info.st_mtime_ns, info.st_size)
+
+
+@lru_cache(maxsize=4)
+def _input_history(path: str, mtime_ns: int, size: int) -> tuple[tuple[float, str], ...]:
+    try:
+        with open_regular(Path(path)) as stream:
+            return tuple(parse_input_history(stream.read()))
+    except OSError:
+        return ()
 
 
 def aider_sources(project: Path) -> list[Source]:

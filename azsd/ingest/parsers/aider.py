@@ -32,7 +32,9 @@ per-message times and no tool timing: usage is dated by the run's start.
 from __future__ import annotations
 
 import re
-from datetime import datetime
+from bisect import bisect_left
+from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import Any, ClassVar, Final
 
 from azsd.events import (
@@ -49,7 +51,7 @@ from azsd.events import (
 from azsd.ingest.parsers.base import MAX_LINE_BYTES, TOO_LONG, LineParser
 from azsd.model import Cost, Usage
 
-__all__ = ["HEADER", "AiderParser", "is_aider", "parse_tokens", "segment_time"]
+__all__ = ["HEADER", "AiderParser", "is_aider", "parse_input_history", "parse_tokens", "segment_time"]
 
 #: The line that opens each Aider run.
 HEADER: Final = "# aider chat started at "
@@ -65,7 +67,39 @@ _SEARCH: Final = re.compile(r"^\s*<{5,9} SEARCH\s*$")
 _DIVIDER: Final = re.compile(r"^\s*={5,9}\s*$")
 _REPLACE: Final = re.compile(r"^\s*>{5,9} REPLACE\s*$")
 _APPLIED: Final = "Applied edit to "
+#: How many input-history entries past the last one matched a prompt is looked for among.
+_LOOKAHEAD: Final = 64
 _RUNNING: Final = "Running "
+
+
+def parse_input_history(data: bytes) -> list[tuple[float, str]]:
+    """The prompts of an `.aider.input.history` (prompt_toolkit's: ``# <local time>`` then the
+    prompt's lines, each after ``+``), as (Unix time, text), oldest first; unreadable entries skipped.
+
+    >>> parse_input_history(b"\\n# 2024-08-05 19:33:40.5\\n+fix\\n+it\\n")[0][1]
+    'fix\\nit'
+    """
+    out: list[tuple[float, str]] = []
+    at: float | None = None
+    lines: list[str] = []
+
+    def done() -> None:
+        if at is not None and lines:
+            out.append((at, "\n".join(lines)))
+
+    for raw in data.decode("utf-8", errors="replace").splitlines():
+        if raw.startswith("# "):
+            done()
+            lines = []
+            try:
+                at = datetime.strptime(raw[2:].strip(), "%Y-%m-%d %H:%M:%S.%f").astimezone().timestamp()
+            except ValueError:
+                at = None
+        elif raw.startswith("+"):
+            lines.append(raw[1:])
+    done()
+    out.sort(key=lambda entry: entry[0])
+    return out
 
 
 def segment_time(header: str) -> datetime | None:
@@ -127,9 +161,14 @@ class AiderParser(LineParser):
 
     format: ClassVar[str] = "aider"
 
-    def __init__(self, *, closed: bool = False) -> None:
+    def __init__(self, *, closed: bool = False, prompts: Sequence[tuple[float, str]] = ()) -> None:
         super().__init__()
         self.closed = closed
+        #: (Unix time, text) of the prompts in `.aider.input.history`, oldest first: each prompt of
+        #: the chat history found there dates the usage after it (else the run's start does).
+        self._prompts = prompts
+        self._next_prompt = 0
+        self._stamp: str | None = None
         self._mode = ""  # "", "user", "tool", "assistant"
         self._lines: list[str] = []
         self._tool_open = False  # the last `> ` message has more lines (no two-space ending yet)
@@ -158,7 +197,7 @@ class AiderParser(LineParser):
         before = self.report.usage
         events = self._line(text)
         if self.report.usage is not before:
-            self.report.tally.follow(self.report.usage, self.report.model, self._started)
+            self.report.tally.follow(self.report.usage, self.report.model, self._stamp or self._started)
         self.report.events.update(event_kind(e) for e in events)
         return events
 
@@ -218,6 +257,9 @@ class AiderParser(LineParser):
         self._in_run, self._run_cost, self._init_sent = True, 0.0, False
         stamp = segment_time(header)
         self._started = stamp.isoformat() if stamp is not None else None
+        self._stamp = None
+        if stamp is not None:  # the input history's prompts of this run come at or after its start
+            self._next_prompt = max(self._next_prompt, bisect_left(self._prompts, (stamp.timestamp() - 1,)))
         if self.report.agent_session_id is None:
             self.report.agent_session_id = f"aider {header[len(HEADER) :].strip()}"
         self._pending.clear()
@@ -250,12 +292,23 @@ class AiderParser(LineParser):
 
     def _prompt(self, text: str) -> list[Event]:
         out: list[Event] = [UserMessage(content=text)]
+        self._date(text)
         self._shell = None
         command = text[5:] if text.startswith("/run ") else text[1:] if text.startswith("!") else None
         if command and command.strip():
             out.append(self._call("Bash", None, {"command": command.strip()}))
             self._shell = self._last_call
         return out
+
+    def _date(self, text: str) -> None:
+        """Date what follows by `text`'s entry in the input history (looked for a little ahead)."""
+        want = text.strip()
+        for i in range(self._next_prompt, min(len(self._prompts), self._next_prompt + _LOOKAHEAD)):
+            at, typed = self._prompts[i]
+            if typed.strip() == want:
+                self._stamp = datetime.fromtimestamp(at, UTC).isoformat()
+                self._next_prompt = i + 1
+                return
 
     def _tool_block(self, lines: list[str]) -> list[Event]:
         out: list[Event] = []
