@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from azsd.context import build_context_prompt
+from azsd.errors import IngestError
 from azsd.events import AssistantText, Complete, Hook, Init, ToolCall, ToolResult, UserMessage
 from azsd.export import render
 from azsd.ingest.importer import discover, import_source, source_of
@@ -220,3 +221,28 @@ def test_rows_of_imported_aider_and_opencode_sessions_read_as_azureal_reads_them
         ).stdout.strip()
         == "delete"
     )
+
+
+def test_a_rewritten_history_is_refused_not_imported_twice(root: Path, project: Path, tmp_path: Path) -> None:
+    history = project / AIDER_HISTORY
+    history.write_bytes((DATA / "aider__v0.50-cached.md").read_bytes())
+    oc = OpenCodeBuilder(tmp_path / "opencode")
+    oc.session("ses_a", project, "fix main")
+    oc.turn("ses_a", 1)
+    oc.turn("ses_a", 2)
+    with Store.open(root) as store:
+        sids = _import_all(store, "aider", project, project) + _import_all(
+            store, "opencode", oc.data_dir, project
+        )
+        before = [store.load_events(sid).plain() for sid in sids]
+        history.write_bytes(history.read_bytes().replace(b"Bonjour", b"Salut!"))  # rewritten in place
+        after = conversation(1)[1][0]["time"]["created"]
+        with sqlite3.connect(oc.db) as conn:  # a reverted turn: its messages taken back
+            taken = "SELECT id FROM message WHERE time_created > ?"
+            conn.execute(f"DELETE FROM part WHERE message_id IN ({taken})", (after,))
+            conn.execute("DELETE FROM message WHERE time_created > ?", (after,))
+        for agent, where in (("aider", project), ("opencode", oc.data_dir)):
+            for source in discover(agent, where, project):  # type: ignore[arg-type]
+                with pytest.raises(IngestError, match="no longer begins with what was imported"):
+                    import_source(store, source)
+        assert [store.load_events(sid).plain() for sid in sids] == before

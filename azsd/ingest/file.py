@@ -156,6 +156,7 @@ def ingest_file(
     on_stored: Callable[[list[StoredEvent]], None] | None = None,
     parser: LineParser | None = None,
     span: tuple[int, int] | None = None,
+    grows: bool = False,
 ) -> IngestReport:
     """Parse `path` (its bytes `span` only, when given; with `parser`, when given), drop what the
     session already holds, append the rest, record usage.
@@ -175,8 +176,9 @@ def ingest_file(
     parser = parser or _parser_for(path, fmt)
     chunks = _parsed_chunks(path, parser, span)
     report = ingest_chunks(
-        store, session_id, chunks, parser.report, str(path.resolve()), at=_mtime(path), on_stored=on_stored
-    )
+        store, session_id, chunks, parser.report, str(path.resolve()), at=_mtime(path), on_stored=on_stored,
+        grows=grows,
+    )  # fmt: skip
     return IngestReport(path, report.parse, report.parsed, report.appended, report.duplicates, report.events)
 
 
@@ -189,10 +191,15 @@ def ingest_chunks(
     *,
     at: float | None = None,
     on_stored: Callable[[list[StoredEvent]], None] | None = None,
+    grows: bool = False,
 ) -> IngestReport:
     """Store the events of `chunks` (parsed from `source`, as `parse` tells) as :func:`ingest_file`
     does: what the session already ends with is dropped, and the usage recorded under `source`
-    (dated `at` when its lines carry no time). For agents whose histories are not files of lines."""
+    (dated `at` when its lines carry no time). For agents whose histories are not files of lines.
+
+    With `grows`, `chunks` is the whole source again and must begin with every event the session
+    holds (it only grew): when it does not (the source was rewritten, an OpenCode session reverted),
+    `IngestError` says so and nothing is stored."""
     parsed = appended = 0
     last_complete: Complete | None = None
     running = False
@@ -223,11 +230,11 @@ def ingest_chunks(
                 pending += prepared
                 if not _overlap_decidable(existing, pending):
                     continue
-                prepared = pending[overlap_prefix_len(existing, pending) :]
+                prepared = pending[_cut(existing, pending, source if grows else None) :]
                 existing, pending = [], []
             append(prepared)
         if pending:  # the whole input is about as long as what the session ends with
-            append(pending[overlap_prefix_len(existing, pending) :])
+            append(pending[_cut(existing, pending, source if grows else None) :])
         with writes.step():
             store.set_completion(session_id, last_complete, running)
             record = usage_record(parse, source)
@@ -235,6 +242,18 @@ def ingest_chunks(
                 store.record_usage(session_id, record.source, record.parts, replaces=record.path, at=at)
     log.info("ingested %s into S%d: %d new of %d", source, session_id, appended, parsed)
     return IngestReport(Path(source), parse, parsed, appended, parsed - appended, kept)
+
+
+def _cut(existing: Sequence[Event], pending: Sequence[Event], grown: str | None) -> int:
+    """How many of `pending` the session holds already; with `grown` (the source's name), all of
+    `existing` must be among them."""
+    k = overlap_prefix_len(existing, pending)
+    if grown is not None and k < len(existing):
+        raise IngestError(
+            f"{grown}: it no longer begins with what was imported from it (was it rewritten or taken "
+            "back?): nothing was stored; delete its session and import again to take it as it is now"
+        )
+    return k
 
 
 def _mtime(path: Path) -> float | None:

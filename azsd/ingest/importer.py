@@ -375,12 +375,20 @@ def _ingest(
         with open_source(location) as opencode:
             parsed = parse_session(opencode, session, source.key)
             return ingest_chunks(
-                store, session_id, parsed.chunks, parsed.parser.report, source.key, on_stored=stored
+                store,
+                session_id,
+                parsed.chunks,
+                parsed.parser.report,
+                source.key,
+                on_stored=stored,
+                grows=True,
             )
     if source.agent == "aider":
         parser = AiderParser(closed=source.closed, prompts=input_history(source.path.with_name(AIDER_INPUT)))
         parser.report.agent_session_id = source.key  # one usage record per run
-        return ingest_file(store, session_id, source.path, parser=parser, span=source.span, on_stored=stored)
+        return ingest_file(
+            store, session_id, source.path, parser=parser, span=source.span, on_stored=stored, grows=True
+        )
     return ingest_file(store, session_id, source.path, FORMAT_OF[source.agent], on_stored=stored)
 
 

@@ -2,9 +2,10 @@
 OpenCode session, each named by a key that the import record (`azsd_imports`) remembers.
 
 - Claude and Codex: the file; its key is its path and its size the file's.
-- Aider: each ``# aider chat started at`` run of ``<project>/.aider.chat.history.md`` (the file only
-  grows); its key is ``<file>#<byte where the run starts>``, its size the run's bytes, and it is
-  `closed` once a later run follows it.
+- Aider: each ``# aider chat started at`` run of ``<project>/.aider.chat.history.md`` that holds a
+  prompt (the file only grows); its key is ``<file>#<the time in its header>`` (a byte offset would
+  name another run once the file is rewritten), its size the run's bytes, and it is `closed` once a
+  later run follows it.
 - OpenCode: a session of ``opencode.db`` or of the older ``storage/`` tree; its key is
   ``<location>#<session id>`` and its size a stamp that changes whenever the session does.
 """
@@ -27,6 +28,7 @@ __all__ = [
     "AIDER_HISTORY",
     "AIDER_INPUT",
     "Agent",
+    "AiderRun",
     "Source",
     "aider_runs",
     "aider_source",
@@ -72,10 +74,19 @@ class Source:
             object.__setattr__(self, "key", str(self.path))
 
 
-def aider_runs(path: Path, *, prompted: bool = False) -> list[tuple[int, int]]:
-    """The byte spans of each run in an Aider chat history (text before the first run is none);
-    with `prompted`, only the runs that hold a prompt (Aider started and quit without one is no
-    session: 40 % of the runs in Aider's own history)."""
+@dataclass(frozen=True)
+class AiderRun:
+    """One run of an Aider chat history: its bytes, its name (the time in its header, ``~2`` and on
+    for a second run of the same second), whether it holds a prompt, and whether a later run began."""
+
+    span: tuple[int, int]
+    name: str
+    prompted: bool
+    closed: bool
+
+
+def aider_runs(path: Path) -> list[AiderRun]:
+    """The runs of an Aider chat history, oldest first (text before the first run is none)."""
     try:
         with open_regular(path) as stream:
             size = stream.seek(0, 2)
@@ -87,14 +98,20 @@ def aider_runs(path: Path, *, prompted: bool = False) -> list[tuple[int, int]]:
                 while at >= 0:
                     starts.append(at + 1)
                     at = data.find(b"\n" + _HEADER_B, at + 1)
-                spans = [
-                    (start, starts[i + 1] if i + 1 < len(starts) else size) for i, start in enumerate(starts)
-                ]
-                if prompted:
-                    spans = [(a, b) for a, b in spans if data.find(b"\n#### ", a, b) >= 0]
+                runs: list[AiderRun] = []
+                seen: dict[str, int] = {}
+                for i, start in enumerate(starts):
+                    end = starts[i + 1] if i + 1 < len(starts) else size
+                    eol = data.find(b"\n", start, end)
+                    header = data[start + len(_HEADER_B) : end if eol < 0 else eol]
+                    time = header.decode("utf-8", errors="replace").strip()
+                    seen[time] = seen.get(time, 0) + 1
+                    name = time if seen[time] == 1 else f"{time}~{seen[time]}"
+                    prompted = data.find(b"\n#### ", start, end) >= 0
+                    runs.append(AiderRun((start, end), name, prompted, i + 1 < len(starts)))
     except OSError as exc:
         raise IngestError(f"{path}: {exc.strerror or exc}") from None
-    return spans
+    return runs
 
 
 def input_history(path: Path) -> tuple[tuple[float, str], ...]:
@@ -117,24 +134,22 @@ def _input_history(path: str, mtime_ns: int, size: int) -> tuple[tuple[float, st
 
 
 def aider_sources(project: Path) -> list[Source]:
-    """The runs of the project's Aider chat history that hold a prompt, oldest first (none without
-    one); a run is closed once any later run started."""
+    """The runs of the project's Aider chat history that hold a prompt (Aider started and quit
+    without one is no session: 40 % of the runs in Aider's own history), oldest first."""
     path = Path(project) / AIDER_HISTORY
     if not path.is_file():
         return []
-    ends = aider_runs(path)[-1:]
-    return [_aider(path, span, not ends or span[1] < ends[0][1]) for span in aider_runs(path, prompted=True)]
+    return [_aider(path, run) for run in aider_runs(path) if run.prompted]
 
 
 def aider_source(key: str) -> Source:
-    """The Aider run `key` (``<file>#<start>``) names, as the file stands now."""
-    file, _, start = key.rpartition("#")
+    """The Aider run `key` (``<file>#<the time in its header>``) names, as the file stands now."""
+    file, _, name = key.rpartition("#")
     path = Path(file)
-    runs = aider_runs(path)
-    for i, span in enumerate(runs):
-        if str(span[0]) == start:
-            return _aider(path, span, i + 1 < len(runs))
-    raise IngestError(f"{key}: no Aider run starts there (expected <chat history>#<byte of its header>)")
+    for run in aider_runs(path):
+        if run.name == name:
+            return _aider(path, run)
+    raise IngestError(f"{key}: no such Aider run (expected <chat history>#<the time its header gives>)")
 
 
 #: The most bytes (Aider) or records (OpenCode) a source imported in one transaction may hold.
@@ -142,9 +157,10 @@ SMALL_BYTES: Final = 256 * 1024
 SMALL_RECORDS: Final = 500
 
 
-def _aider(path: Path, span: tuple[int, int], closed: bool) -> Source:
-    size = span[1] - span[0]
-    return Source(path, "aider", size, f"{path}#{span[0]}", span, closed, "aider", small=size <= SMALL_BYTES)
+def _aider(path: Path, run: AiderRun) -> Source:
+    size = run.span[1] - run.span[0]
+    key = f"{path}#{run.name}"
+    return Source(path, "aider", size, key, run.span, run.closed, "aider", small=size <= SMALL_BYTES)
 
 
 def opencode_sources(data_dir: Path, project: Path) -> list[Source]:

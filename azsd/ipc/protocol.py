@@ -572,8 +572,8 @@ class Backup(_KeyedReq, frozen=True):
 class ImportSources(_StoreReq, frozen=True):
     """The agent histories of `project` under `source_dir` (``~/.claude``, ``~/.codex``, OpenCode's
     data directory; Aider's are the runs of ``<project>/.aider.chat.history.md``), and whether each
-    is imported already. An Aider run's `path` is ``<file>#<byte>``, an OpenCode session's
-    ``<opencode.db or storage dir>#<session id>``."""
+    is imported already. An Aider run's `path` is ``<file>#<the time in its header>``, an OpenCode
+    session's ``<opencode.db or storage dir>#<session id>``."""
 
     agent: Literal["claude", "aider", "opencode", "codex"]  # first and last pinned by tests/test_wire.py
     source_dir: str

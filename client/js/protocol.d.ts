@@ -297,8 +297,8 @@ export interface Backup {
 /**
  * The agent histories of `project` under `source_dir` (``~/.claude``, ``~/.codex``, OpenCode's
  * data directory; Aider's are the runs of ``<project>/.aider.chat.history.md``), and whether each
- * is imported already. An Aider run's `path` is ``<file>#<byte>``, an OpenCode session's
- * ``<opencode.db or storage dir>#<session id>``.
+ * is imported already. An Aider run's `path` is ``<file>#<the time in its header>``, an OpenCode
+ * session's ``<opencode.db or storage dir>#<session id>``.
  */
 export interface ImportSources {
   op: "importsources";
