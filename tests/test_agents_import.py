@@ -15,8 +15,8 @@ from azsd.context import build_context_prompt
 from azsd.errors import IngestError
 from azsd.events import AssistantText, Complete, Hook, Init, ToolCall, ToolResult, UserMessage
 from azsd.export import render
-from azsd.ingest.importer import discover, import_source, source_of
-from azsd.ingest.sources import AIDER_HISTORY
+from azsd.ingest.importer import discover, import_source
+from azsd.ingest.sources import AIDER_HISTORY, source_of
 from azsd.model import SessionUsage
 from azsd.store import Store
 from tests.opencode_fixture import OpenCodeBuilder, conversation

@@ -1,13 +1,12 @@
-"""Live follow: agent JSONL files tailed line by line into their sessions.
-
-One thread (the follower) owns every followed file and takes its work from an inbox
-(:mod:`azsd.ingest.inbox`). Watcher hints (:mod:`azsd.ingest.watcher`) and a stat poll every
-:data:`POLL_S` make it read each file from its saved offset to EOF (:class:`~azsd.ingest.tailing.Tail`).
-Each read's events, the new offset (compare-and-swap) and the run's usage are stored in one
-transaction (:mod:`azsd.ingest.follow_store`): a crash loses nothing and stores nothing twice. A
-follow ends on the turn's final event, on `Unfollow`, or once its writer is gone and the file idle
-for `follow_idle_s`. It never spins nor vanishes silently: failures back off (:mod:`azsd.backoff`),
-and after :data:`MAX_FAILURES` in a row it ends, with the reason kept in `status`.
+"""Live follow: agent files tailed line by line (an OpenCode session message by message,
+:mod:`azsd.ingest.opencode_tail`) into their sessions. One thread (the follower) owns every follow
+and takes its work from an inbox (:mod:`azsd.ingest.inbox`). Watcher hints (:mod:`azsd.ingest.watcher`)
+and a stat poll every :data:`POLL_S` make it read each file from its saved offset to EOF
+(:class:`~azsd.ingest.tailing.Tail`). Each read's events, the new offset (compare-and-swap) and the
+run's usage are stored in one transaction (:mod:`azsd.ingest.follow_store`): a crash loses nothing
+and stores nothing twice. A follow ends on the turn's final event, on `Unfollow`, or once its writer
+is gone and the file idle for `follow_idle_s`. It never spins nor vanishes silently: failures back
+off (:mod:`azsd.backoff`), and after :data:`MAX_FAILURES` in a row it ends (the reason in `status`).
 """
 
 from __future__ import annotations

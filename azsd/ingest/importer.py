@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from azsd.context import sanitize
-from azsd.errors import AzsdError, IngestError
+from azsd.errors import IngestError
 from azsd.events import Event, UserMessage
 from azsd.files import open_regular
 from azsd.ingest.file import IngestReport, ingest_chunks, ingest_file
@@ -37,12 +37,9 @@ from azsd.ingest.sources import (
     AIDER_INPUT,
     Agent,
     Source,
-    aider_source,
     aider_sources,
     input_history,
-    opencode_source,
     opencode_sources,
-    opencode_sources_named,
 )
 from azsd.ingest.subagents import import_subagents
 from azsd.model import ImportRecord, StoredEvent
@@ -59,8 +56,6 @@ __all__ = [
     "discover",
     "first_prompt_name",
     "import_source",
-    "source_of",
-    "sources_of",
 ]
 
 log = logging.getLogger("azsd.ingest.importer")
@@ -397,30 +392,6 @@ def _lineage(store: Store, session_id: int, source: Source) -> None:
     parent = store.get_import(source.parent_key) if source.parent_key else None
     if parent is not None and store.has_session(parent.session_id):
         store.set_lineage(session_id, parent.session_id, max(1, store.max_seq(parent.session_id)))
-
-
-def source_of(agent: Agent, key: str) -> Source:
-    """The source `key` names (a `SourceView.path`: a file, an Aider run, an OpenCode session), as
-    it stands now."""
-    if agent == "aider":
-        return aider_source(key)
-    if agent == "opencode":
-        return opencode_source(key)
-    path = Path(key)
-    return Source(path, agent, _size(path))
-
-
-def sources_of(agent: Agent, keys: list[str]) -> list[Source | AzsdError]:
-    """:func:`source_of` of each key (OpenCode's stores opened and listed once for all)."""
-    if agent == "opencode":
-        return list(opencode_sources_named(keys))
-    found: list[Source | AzsdError] = []
-    for key in keys:
-        try:
-            found.append(source_of(agent, key))
-        except AzsdError as exc:
-            found.append(exc)
-    return found
 
 
 def _subagents(store: Store, session_id: int, source: Source) -> None:

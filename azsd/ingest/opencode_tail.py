@@ -91,7 +91,7 @@ class OpenCodeTail(Tail):
         self.record.skipped += parser.report.skipped_total - before
         self.record.offset, self.record.inode = len(messages), inode
         if new:
-            self.last_growth = self._now()
+            self.last_growth = time.monotonic()
         prepared = prepare_for_store([_with_wall_time(e, self.started) for e in events])
         self.produced.extend(_fingerprints(prepared))
         return prepared
@@ -108,17 +108,13 @@ class OpenCodeTail(Tail):
         self.parser, self.produced, self.gone, self.usage_sent = parser, fingerprints, False, None
         self.record.offset, self.record.inode, self.record.lines = len(messages), inode, len(messages)
         self.record.skipped = parser.report.skipped_total
-        self.last_growth = self._now()
+        self.last_growth = time.monotonic()
         return prepared[same:]
 
     def _messages(self) -> list[Message]:
         self.probe()
         assert self.finished is not None
         return self.finished
-
-    @staticmethod
-    def _now() -> float:
-        return time.monotonic()
 
 
 def make_tail(root: str, record: FollowRecord, started: float | None = None) -> Tail:

@@ -18,7 +18,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Final, Literal
 
-from azsd.errors import IngestError
+from azsd.errors import AzsdError, IngestError
 from azsd.files import open_regular
 from azsd.ingest.opencode import locations, open_source, sessions_of, split_key
 from azsd.ingest.parsers.aider import HEADER, parse_input_history
@@ -37,6 +37,8 @@ __all__ = [
     "opencode_source",
     "opencode_sources",
     "opencode_sources_named",
+    "source_of",
+    "sources_of",
 ]
 
 Agent = Literal["claude", "codex", "aider", "opencode"]
@@ -217,3 +219,31 @@ def _opencode(location: Path, session: OpenCodeSession, stamp: int, records: int
     key = f"{location}#{session.id}"
     small = records <= SMALL_RECORDS
     return Source(location, "opencode", stamp, key, title=session.title, parent_key=parent, small=small)
+
+
+def source_of(agent: Agent, key: str) -> Source:
+    """The source `key` names (a `SourceView.path`: a file, an Aider run, an OpenCode session), as
+    it stands now."""
+    if agent == "aider":
+        return aider_source(key)
+    if agent == "opencode":
+        return opencode_source(key)
+    path = Path(key)
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        raise IngestError(f"{path}: {exc.strerror or exc}") from None
+    return Source(path, agent, size)
+
+
+def sources_of(agent: Agent, keys: list[str]) -> list[Source | AzsdError]:
+    """:func:`source_of` of each key (OpenCode's stores opened and listed once for all)."""
+    if agent == "opencode":
+        return list(opencode_sources_named(keys))
+    found: list[Source | AzsdError] = []
+    for key in keys:
+        try:
+            found.append(source_of(agent, key))
+        except AzsdError as exc:
+            found.append(exc)
+    return found

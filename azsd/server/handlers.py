@@ -25,9 +25,10 @@ from azsd.events import Complete, EventDecodeError, decode_new_event
 from azsd.export import render_page
 from azsd.ingest.file import ingest_file
 from azsd.ingest.import_batch import import_many
-from azsd.ingest.importer import discover, import_source, source_of, sources_of
+from azsd.ingest.importer import discover, import_source
 from azsd.ingest.opencode import ingest_session, is_session_key
 from azsd.ingest.parsers.base import ParseReport
+from azsd.ingest.sources import source_of, sources_of
 from azsd.ingest.subagents import subagents_current
 from azsd.ingest.tailing import detect
 from azsd.ipc import protocol as p
