@@ -37,7 +37,15 @@ from azsd.model import StoredEvent
 from azsd.store import Store, completion_of
 from azsd.store.chunks import ChunkedWrite
 
-__all__ = ["IngestError", "IngestReport", "ingest_chunks", "ingest_file", "overlap_prefix_len", "parse_file"]
+__all__ = [
+    "IngestError",
+    "IngestReport",
+    "ingest_chunks",
+    "ingest_file",
+    "overlap_prefix_len",
+    "parse_file",
+    "parsed_chunks",
+]
 
 log = logging.getLogger("azsd.ingest")
 
@@ -70,7 +78,7 @@ class IngestReport:
 def parse_file(path: Path, fmt: str | None = None) -> tuple[list[Event], ParseReport]:
     """Parse a whole file (any of the four formats; detected unless `fmt` is given)."""
     parser = _parser_for(path, fmt)
-    events = [event for chunk in _parsed_chunks(path, parser) for event in chunk]
+    events = [event for chunk in parsed_chunks(path, parser) for event in chunk]
     return events, parser.report
 
 
@@ -92,7 +100,7 @@ def _parser_for(path: Path, fmt: str | None) -> LineParser:
         raise IngestError(f"{path}: {exc.strerror or exc}") from None
 
 
-def _parsed_chunks(
+def parsed_chunks(
     path: Path, parser: LineParser, span: tuple[int, int] | None = None
 ) -> Iterator[list[Event]]:
     """The events of each `CHUNK_LINES` lines (or `CHUNK_BYTES`) of the file as it was when opened
@@ -174,7 +182,7 @@ def ingest_file(
     """
     path = Path(path)
     parser = parser or _parser_for(path, fmt)
-    chunks = _parsed_chunks(path, parser, span)
+    chunks = parsed_chunks(path, parser, span)
     report = ingest_chunks(
         store, session_id, chunks, parser.report, str(path.resolve()), at=_mtime(path), on_stored=on_stored,
         grows=grows,

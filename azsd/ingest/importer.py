@@ -20,6 +20,7 @@ import logging
 import os
 import re
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -30,15 +31,12 @@ from azsd.errors import IngestError
 from azsd.events import Event, UserMessage
 from azsd.files import open_regular
 from azsd.ingest.file import IngestReport, ingest_chunks, ingest_file
-from azsd.ingest.opencode import open_source, parse_session, split_key
 from azsd.ingest.parsers import Format, detect_format, head_value, iter_lines
-from azsd.ingest.parsers.aider import AiderParser
+from azsd.ingest.source_events import SourceReaders, source_events
 from azsd.ingest.sources import (
-    AIDER_INPUT,
     Agent,
     Source,
     aider_sources,
-    input_history,
     opencode_sources,
 )
 from azsd.ingest.subagents import import_subagents
@@ -56,6 +54,7 @@ __all__ = [
     "discover",
     "first_prompt_name",
     "import_source",
+    "record_lineage",
 ]
 
 log = logging.getLogger("azsd.ingest.importer")
@@ -291,6 +290,7 @@ def import_source(
     worktree: str = "",
     *,
     on_stored: Callable[[int, list[StoredEvent]], None] | None = None,
+    stores: SourceReaders | None = None,
 ) -> ImportOutcome:
     """Bring `source` into `store`: a new session (labelled `worktree`) the first time, afterwards
     only the events appended to the file since, and nothing when its size has not changed.
@@ -300,16 +300,17 @@ def import_source(
     finished by the next one, which stores only what is missing (and names the session then). The
     size recorded is the one measured before reading, so lines written during the import are read
     next time. `on_stored(session, events)` gets each chunk of an existing session's new events as it
-    is committed (a new session's are announced by its creation).
+    is committed (a new session's are announced by its creation). OpenCode's stores are read
+    through `stores` when given (shared by many sources).
 
     Raises:
         IngestError: the file cannot be read, or is not a history of `source.agent` (nothing is
             stored then).
     """
     if not source.small:
-        return _import_source(store, source, worktree, on_stored)
+        return _import_source(store, source, worktree, on_stored, stores)
     with store.atomic(create=True):  # a small source: one transaction, one commit
-        return _import_source(store, source, worktree, on_stored)
+        return _import_source(store, source, worktree, on_stored, stores)
 
 
 def _import_source(
@@ -317,6 +318,7 @@ def _import_source(
     source: Source,
     worktree: str,
     on_stored: Callable[[int, list[StoredEvent]], None] | None,
+    stores: SourceReaders | None,
 ) -> ImportOutcome:
     path, key = source.path, source.key
     size = source.size if source.agent in ("aider", "opencode") else _size(path)
@@ -336,7 +338,7 @@ def _import_source(
         sid = record.session_id
         store.record_import(_record(source, sid, UNFINISHED, record.last_seq))
         stored = _drop if on_stored is None else partial(on_stored, sid)
-        report = _ingest(store, sid, source, stored)
+        report = _ingest(store, sid, source, stored, stores)
         store.record_import(_record(source, sid, size, store.max_seq(sid)))
         _subagents(store, sid, source)
         return _outcome(sid, report, created=False)
@@ -349,45 +351,43 @@ def _import_source(
                 store.record_import(_record(source, sid, UNFINISHED, 0))
     else:  # an import of a new session that was interrupted: finish it
         sid = record.session_id
-    report = _ingest(store, sid, source, _drop)
+    report = _ingest(store, sid, source, _drop, stores)
     with store.atomic():
         name = first_prompt_name(store.load_events(sid, 1, NAME_EVENTS).plain())
         if name is not None and store.get_session(sid).name == (source.title or path.stem):
             store.rename_session(sid, name)
         store.record_import(_record(source, sid, size, store.max_seq(sid)))
     _subagents(store, sid, source)
-    _lineage(store, sid, source)
+    record_lineage(store, sid, source)
     log.info("imported %s into S%d (%d events)", key, sid, report.appended)
     return _outcome(sid, report, created=True)
 
 
 def _ingest(
-    store: Store, session_id: int, source: Source, stored: Callable[[list[StoredEvent]], None]
+    store: Store,
+    session_id: int,
+    source: Source,
+    stored: Callable[[list[StoredEvent]], None],
+    stores: SourceReaders | None = None,
 ) -> IngestReport:
-    """Store what `source` holds that the session lacks."""
-    if source.agent == "opencode":
-        location, session = split_key(source.key)
-        with open_source(location) as opencode:
-            parsed = parse_session(opencode, session, source.key)
-            return ingest_chunks(
-                store,
-                session_id,
-                parsed.chunks,
-                parsed.parser.report,
-                source.key,
-                on_stored=stored,
-                grows=True,
-            )
-    if source.agent == "aider":
-        parser = AiderParser(closed=source.closed, prompts=input_history(source.path.with_name(AIDER_INPUT)))
-        parser.report.agent_session_id = source.key  # one usage record per run
-        return ingest_file(
-            store, session_id, source.path, parser=parser, span=source.span, on_stored=stored, grows=True
+    """Store what `source` holds that the session lacks (OpenCode's stores read through `stores`)."""
+    if source.agent not in ("aider", "opencode"):
+        return ingest_file(store, session_id, source.path, FORMAT_OF[source.agent], on_stored=stored)
+    with SourceReaders() if stores is None else nullcontext(stores) as opened:
+        found = source_events(source, opened)
+        return ingest_chunks(
+            store,
+            session_id,
+            found.chunks,
+            found.report,
+            found.name,
+            at=found.at,
+            on_stored=stored,
+            grows=True,
         )
-    return ingest_file(store, session_id, source.path, FORMAT_OF[source.agent], on_stored=stored)
 
 
-def _lineage(store: Store, session_id: int, source: Source) -> None:
+def record_lineage(store: Store, session_id: int, source: Source) -> None:
     """An OpenCode session spawned from another (a sub-agent's, a fork): its parent, when imported."""
     parent = store.get_import(source.parent_key) if source.parent_key else None
     if parent is not None and store.has_session(parent.session_id):

@@ -113,7 +113,8 @@ class AiderParser(LineParser):
         events = self._line(text)
         if self.report.usage is not before:
             self.report.tally.follow(self.report.usage, self.report.model, self._stamp or self._started)
-        self.report.events.update(event_kind(e) for e in events)
+        if events:  # most lines only add to a block
+            self.report.events.update(event_kind(e) for e in events)
         return events
 
     def finish(self) -> list[Event]:
