@@ -11,6 +11,7 @@ import sys
 import time
 
 from bench import (
+    agents_import,
     context_list,
     follow_latency,
     ingest,
@@ -40,6 +41,7 @@ BENCHES = {
     "startup": startup.main,
     "web": web.main,
     "transcript": transcript.main,
+    "agents_import": agents_import.main,
 }
 
 

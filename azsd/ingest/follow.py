@@ -1,13 +1,12 @@
-"""Live follow: agent JSONL files tailed line by line into their sessions.
-
-One thread (the follower) owns every followed file and takes its work from an inbox
-(:mod:`azsd.ingest.inbox`). Watcher hints (:mod:`azsd.ingest.watcher`) and a stat poll every
-:data:`POLL_S` make it read each file from its saved offset to EOF (:class:`~azsd.ingest.tailing.Tail`).
-Each read's events, the new offset (compare-and-swap) and the run's usage are stored in one
-transaction (:mod:`azsd.ingest.follow_store`): a crash loses nothing and stores nothing twice. A
-follow ends on the turn's final event, on `Unfollow`, or once its writer is gone and the file idle
-for `follow_idle_s`. It never spins nor vanishes silently: failures back off (:mod:`azsd.backoff`),
-and after :data:`MAX_FAILURES` in a row it ends, with the reason kept in `status`.
+"""Live follow: agent files tailed line by line (an OpenCode session message by message,
+:mod:`azsd.ingest.opencode_tail`) into their sessions. One thread (the follower) owns every follow
+and takes its work from an inbox (:mod:`azsd.ingest.inbox`). Watcher hints (:mod:`azsd.ingest.watcher`)
+and a stat poll every :data:`POLL_S` make it read each file from its saved offset to EOF
+(:class:`~azsd.ingest.tailing.Tail`). Each read's events, the new offset (compare-and-swap) and the
+run's usage are stored in one transaction (:mod:`azsd.ingest.follow_store`): a crash loses nothing
+and stores nothing twice. A follow ends on the turn's final event, on `Unfollow`, or once its writer
+is gone and the file idle for `follow_idle_s`. It never spins nor vanishes silently: failures back
+off (:mod:`azsd.backoff`), and after :data:`MAX_FAILURES` in a row it ends (the reason in `status`).
 """
 
 from __future__ import annotations
@@ -32,6 +31,7 @@ from azsd.events import Event
 from azsd.files import open_regular
 from azsd.ingest.follow_store import start_follow, store_read
 from azsd.ingest.inbox import Committed, End, Fetched, Hint, Message, Resume, Service, Start, Wake
+from azsd.ingest.opencode_tail import make_tail
 from azsd.ingest.tailing import MAX_FAILURES, Tail, check_follow, detect, is_final, started_epoch
 from azsd.ingest.watcher import watch_dirs
 from azsd.ipc import protocol as p
@@ -177,7 +177,7 @@ class Follower:
             writer_pid=request.writer_pid,
             model=request.model or "",
         )
-        follow = Tail(root, record)
+        follow = make_tail(root, record)
         follow.resync = True  # not read before `start` has saved where it begins: _rebuild loads that
         with self._lock:
             self._follows[path] = follow
@@ -208,7 +208,7 @@ class Follower:
     def _resume(self, root: str, record: FollowRecord) -> None:
         if record.path in self._follows:
             return
-        follow = Tail(root, record, started=started_epoch(record.started))
+        follow = make_tail(root, record, started=started_epoch(record.started))
         follow.resync = True
         with self._lock:
             self._follows[record.path] = follow
@@ -248,7 +248,7 @@ class Follower:
             return  # the store is behind: read on once a commit is back (`_committed`)
         record = follow.record  # after a rebuild: the stored one
         try:
-            info = os.stat(follow.path)
+            info = follow.probe()
         except FileNotFoundError:
             follow.gone = follow.missing = True
             self._settled(follow)
@@ -275,7 +275,7 @@ class Follower:
             return
         start_offset = record.offset
         events = follow.read_new(info.st_ino)
-        end_follow = is_final(events) or follow.ending is not None
+        end_follow = is_final(events, record.format) or follow.ending is not None
         why = "the turn ended (its final event is stored)" if follow.ending is None else follow.ending_reason
         self._commit(follow, events, end_follow=end_follow, moved=record.offset != start_offset, reason=why)
 

@@ -24,6 +24,7 @@ from azsd.backoff import Backoff
 from azsd.compact import prepare_for_store
 from azsd.events import Complete, Event, encode_event
 from azsd.files import open_regular
+from azsd.ingest.opencode import is_session_key
 from azsd.ingest.parsers import FORMATS, MAX_LINE_BYTES, LineParser, detect_format, iter_lines, make_parser
 from azsd.ingest.parsers.base import read_lines
 from azsd.ingest.usage import UsageRecord, usage_record
@@ -83,6 +84,10 @@ class Tail:
     @property
     def path(self) -> Path:
         return Path(self.record.path)
+
+    def probe(self) -> os.stat_result:
+        """The followed file's `stat` (raises FileNotFoundError while it is not there)."""
+        return os.stat(self.path)
 
     def view(self) -> p.FollowView:
         r = self.record
@@ -246,9 +251,13 @@ class Tail:
         return prepared[same:]
 
 
-def is_final(events: list[Event]) -> bool:
-    """Whether `events` end the turn (a follow ends with it)."""
-    return any(isinstance(e, Complete) for e in events)
+#: Formats whose file holds many turns and runs (an Aider chat history): no event ends its follow.
+_ONGOING: Final = frozenset({"aider", "opencode"})
+
+
+def is_final(events: list[Event], fmt: str = "") -> bool:
+    """Whether `events` end the turn (a follow ends with it; never one of an ongoing format's)."""
+    return fmt not in _ONGOING and any(isinstance(e, Complete) for e in events)
 
 
 def check_follow(request: p.Follow, path: str) -> str | None:
@@ -257,8 +266,12 @@ def check_follow(request: p.Follow, path: str) -> str | None:
         return f"follow needs an absolute path: {request.path}"
     if request.writer_pid is not None and not 0 < request.writer_pid <= _PID_MAX:
         return f"writer_pid {request.writer_pid} is not a process id (1 to {_PID_MAX})"
-    if request.format is not None and request.format not in FORMATS:
-        return f"unknown format {request.format!r}; expected one of {', '.join(FORMATS)}"
+    if is_session_key(request.path):  # an OpenCode session: <opencode.db or storage dir>#<session id>
+        if request.format not in (None, "opencode"):
+            return f"{request.path} is an OpenCode session: its format is opencode, not {request.format}"
+        return None if os.path.exists(path.rpartition("#")[0]) else f"no such OpenCode store: {path}"
+    if request.format is not None and request.format not in (*FORMATS, "opencode"):
+        return f"unknown format {request.format!r}; expected one of {', '.join((*FORMATS, 'opencode'))}"
     if os.path.exists(path) and not os.path.isfile(path):
         return f"{path} is not a regular file"
     if not os.path.isdir(os.path.dirname(path)):
@@ -268,6 +281,8 @@ def check_follow(request: p.Follow, path: str) -> str | None:
 
 def detect(path: Path) -> str | None:
     """The format of the agent file at `path`, from its first lines; None while it cannot tell."""
+    if is_session_key(str(path)):
+        return "opencode"
     try:
         with open_regular(path, nofollow=True) as stream:
             return detect_format(iter_lines(stream, final=False))

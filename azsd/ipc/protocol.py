@@ -55,9 +55,12 @@ __all__ = [
     "ForkSession",
     "GetEvents",
     "GetSession",
+    "ImportFailure",
     "ImportReply",
     "ImportSession",
+    "ImportSessions",
     "ImportSources",
+    "ImportsReply",
     "IndexStatus",
     "IndexStatusReply",
     "IngestFile",
@@ -627,19 +630,33 @@ class Backup(_KeyedReq, frozen=True):
 
 
 class ImportSources(_StoreReq, frozen=True):
-    """The agent history files of `project` under `source_dir` (``~/.claude`` or ``~/.codex``), and
-    whether each is imported already."""
+    """The agent histories of `project` under `source_dir` (``~/.claude``, ``~/.codex``, OpenCode's
+    data directory; Aider's are the runs of ``<project>/.aider.chat.history.md``), and whether each
+    is imported already. An Aider run's `path` is ``<file>#<the time in its header>``, an OpenCode
+    session's ``<opencode.db or storage dir>#<session id>``."""
 
-    agent: Literal["claude", "codex"]
+    agent: Literal["claude", "aider", "opencode", "codex"]  # first and last pinned by tests/test_wire.py
     source_dir: str
     project: str
 
 
 class ImportSession(_KeyedReq, frozen=True):
-    """Import one agent history file as a session of its own (again: only what it gained since)."""
+    """Import one agent history (a `SourceView.path`) as a session of its own (again: only what it
+    gained since)."""
 
-    agent: Literal["claude", "codex"]
+    agent: Literal["claude", "aider", "opencode", "codex"]  # first and last pinned by tests/test_wire.py
     path: str
+    worktree: str = ""
+
+
+class ImportSessions(_KeyedReq, frozen=True):
+    """Import several agent histories (`SourceView.path`s) at once, each as `ImportSession` does, in
+    order (a parent before the sessions it spawned). Small ones share a short transaction, so a
+    thousand OpenCode sessions import in seconds; one that fails is named in the reply's `failed`
+    and the others go on."""
+
+    agent: Literal["claude", "aider", "opencode", "codex"]
+    paths: list[str]
     worktree: str = ""
 
 
@@ -791,6 +808,7 @@ StoreRequest = (
     | Backup
     | ImportSources
     | ImportSession
+    | ImportSessions
     | Usage
 )
 """The requests a store's worker answers (see azsd.server.handlers); the daemon answers the rest."""
@@ -810,6 +828,7 @@ KeyedRequest = (
     | Reindex
     | Backup
     | ImportSession
+    | ImportSessions
     | IngestFile
 )
 """The requests that change a store (or, for `Backup`, write a file) and so carry a `request_key`."""
@@ -968,6 +987,20 @@ class ImportReply(_Versioned, frozen=True):
     skipped: int
 
 
+class ImportFailure(_Data, frozen=True):
+    """A source `ImportSessions` could not import, and why."""
+
+    path: str
+    error: str
+
+
+class ImportsReply(_Versioned, frozen=True):
+    """What `ImportSessions` did: one `ImportReply` per source imported, in order, and the failures."""
+
+    imports: list[ImportReply]
+    failed: list[ImportFailure]
+
+
 class UsageReply(_Versioned, frozen=True):
     sessions: list[SessionUsageView]
     worktrees: list[WorktreeUsageView]
@@ -1054,6 +1087,7 @@ Reply = (
     | BackupReply
     | SourcesReply
     | ImportReply
+    | ImportsReply
     | UsageReply
     | SyncStatusReply
     | RemoteSessionsReply

@@ -20,12 +20,15 @@ from typing import Final
 import msgspec
 
 from azsd.context import build_context_prompt
-from azsd.errors import BadRequestError, IngestError, SessionNotFoundError
+from azsd.errors import AzsdError, BadRequestError, IngestError, SessionNotFoundError
 from azsd.events import Complete, EventDecodeError, decode_new_event
 from azsd.export import render_page
 from azsd.ingest.file import ingest_file
-from azsd.ingest.importer import Source, discover, import_source
+from azsd.ingest.import_batch import import_many
+from azsd.ingest.importer import discover, import_source
+from azsd.ingest.opencode import ingest_session, is_session_key
 from azsd.ingest.parsers.base import ParseReport
+from azsd.ingest.sources import source_of, sources_of
 from azsd.ingest.subagents import subagents_current
 from azsd.ingest.tailing import detect
 from azsd.ipc import protocol as p
@@ -53,7 +56,7 @@ Publish = Callable[[Sequence[p.Notification]], None]
 #: Requests that may run for long (:mod:`azsd.store.chunks`): they run alone, outside the worker's
 #: group transaction, so that each commits its work in short chunks of its own (a search may have
 #: the index to catch up first).
-ALONE: Final = (p.IngestFile, p.ImportSession, p.Reindex, p.ForkSession, p.Backup, p.Search)
+ALONE: Final = (p.IngestFile, p.ImportSession, p.ImportSessions, p.Reindex, p.ForkSession, p.Backup, p.Search)
 
 
 def runs_alone(req: p.Request) -> bool:
@@ -258,12 +261,12 @@ def backup_path(root: Path, dest: str | None, now: datetime) -> Path:
 def import_sources(store: Store, req: p.ImportSources) -> Outcome:
     views = []
     for source in discover(req.agent, Path(req.source_dir), Path(req.project)):
-        record = store.get_import(str(source.path))
+        record = store.get_import(source.key)
         if record is not None and not store.has_session(record.session_id):
             record = None  # its session was deleted by a connection without foreign keys
         views.append(
             p.SourceView(
-                path=str(source.path), agent=source.agent, size=source.size,
+                path=source.key, agent=source.agent, size=source.size,
                 session=record.session_id if record else None,
                 current=record is not None and record.size == source.size
                 and (source.agent != "claude" or subagents_current(store, record.session_id, source.path)),
@@ -278,17 +281,13 @@ def import_session(store: Store, req: p.ImportSession, publish: Publish | None =
         raise BadRequestError(
             f"import needs an absolute path (the daemon has its own working directory): {path}"
         )
-    try:
-        size = path.stat().st_size
-    except OSError as exc:
-        raise IngestError(f"cannot read {path}: {exc.strerror}") from None
     notes: list[p.Notification] = []
     send = publish or notes.extend
 
     def stored(session_id: int, events: list[StoredEvent]) -> None:
         send(appended_notes(req.root, session_id, events))
 
-    source = Source(path=path, agent=req.agent, size=size)
+    source = source_of(req.agent, req.path)
     outcome = import_source(store, source, req.worktree, on_stored=stored)
     view = session_view(store, store.get_session(outcome.session_id))
     if outcome.created:
@@ -298,6 +297,45 @@ def import_session(store: Store, req: p.ImportSession, publish: Publish | None =
         lines=outcome.lines, skipped=outcome.skipped,
     )  # fmt: skip
     return Outcome(reply, notes)
+
+
+def import_sessions(store: Store, req: p.ImportSessions) -> Outcome:
+    """Import many sources (`import_many`); every notification goes with the reply, once all is
+    committed."""
+    for path in req.paths:
+        if not Path(path).is_absolute():
+            raise BadRequestError(
+                f"import needs absolute paths (the daemon has its own working directory): {path}"
+            )
+    notes: list[p.Notification] = []
+    failed: list[p.ImportFailure] = []
+    sources = []
+    for path, found in zip(req.paths, sources_of(req.agent, req.paths), strict=True):
+        if isinstance(found, AzsdError):
+            failed.append(p.ImportFailure(path=path, error=str(found)))
+        else:
+            sources.append(found)
+
+    def stored(session_id: int, events: list[StoredEvent]) -> None:
+        notes.extend(appended_notes(req.root, session_id, events))
+
+    imports = []
+    for source, outcome in zip(
+        sources, import_many(store, sources, req.worktree, on_stored=stored), strict=True
+    ):
+        if isinstance(outcome, AzsdError):
+            failed.append(p.ImportFailure(path=source.key, error=str(outcome)))
+            continue
+        view = session_view(store, store.get_session(outcome.session_id))
+        if outcome.created:
+            notes.append(p.SessionCreated(root=req.root, seq=0, session=view))
+        imports.append(
+            p.ImportReply(
+                path=source.key, session=view, created=outcome.created, appended=outcome.appended,
+                lines=outcome.lines, skipped=outcome.skipped,
+            )
+        )  # fmt: skip
+    return Outcome(p.ImportsReply(imports=imports, failed=failed), notes)
 
 
 def usage(store: Store, req: p.Usage) -> Outcome:
@@ -315,13 +353,14 @@ def ingest(store: Store, req: p.IngestFile, publish: Publish | None = None) -> O
         )
     notes: list[p.Notification] = []
     send = publish or notes.extend
-    report = ingest_file(
-        store,
-        req.session,
-        path,
-        req.format,
-        on_stored=lambda events: send(appended_notes(req.root, req.session, events)),
-    )
+
+    def stored(events: list[StoredEvent]) -> None:
+        send(appended_notes(req.root, req.session, events))
+
+    if req.format == "opencode" or (req.format is None and is_session_key(req.path)):
+        report = ingest_session(store, req.session, req.path, stored)  # an OpenCode session: db#id
+    else:
+        report = ingest_file(store, req.session, path, req.format, on_stored=stored)
     if report.parsed == 0 and report.parse.lines > 0:  # nothing was stored: say why, not "0 events"
         raise IngestError(_nothing_parsed(path, req.format, report.parse.format, report.parse))
     reply = p.IngestReply(
@@ -404,6 +443,8 @@ def handle(  # noqa: C901 (one flat case per request)
             return import_sources(store, req)
         case p.ImportSession():
             return import_session(store, req, publish)
+        case p.ImportSessions():
+            return import_sessions(store, req)
         case p.Usage():
             return usage(store, req)
         case p.IngestFile():

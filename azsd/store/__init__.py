@@ -16,7 +16,8 @@ of them into one commit (nested calls become savepoints).
 :class:`Store` is built in layers, one module each; a layer subclasses the layers it uses and
 nothing else (``A → B``: A builds on B)::
 
-    Store (here) → SyncState, Sessions, SideTables, RequestLog, Vacuum, Backup
+    Store (here) → SyncState, BulkSessions, Sessions, SideTables, RequestLog, Vacuum, Backup
+    BulkSessions (bulk.py)          new sessions with their events, many at once → Sessions, SideTables
     SyncState (sync_state.py)       sync's UUIDs, rows since a cursor, tombstones → Sessions, SideTables
     Sessions (sessions.py)          create, rename, delete, fork, archive, badge, agent uuid → EventLog
     SideTables (side_tables.py)     usage, imports, follows, compactions, context → EventLog
@@ -36,6 +37,7 @@ Beside them: :mod:`~azsd.store.schema` (the DDL text), :mod:`~azsd.store.codec` 
 from __future__ import annotations
 
 from azsd.store.backup import Backup
+from azsd.store.bulk import BulkSessions
 from azsd.store.core import BUSY_TIMEOUT_S, STORE_DIR, STORE_FILE, store_path
 from azsd.store.events import completion_of
 from azsd.store.requests import RequestLog
@@ -47,5 +49,5 @@ from azsd.store.vacuum import Vacuum
 __all__ = ["BUSY_TIMEOUT_S", "STORE_DIR", "STORE_FILE", "Store", "completion_of", "store_path"]
 
 
-class Store(SyncState, Sessions, SideTables, RequestLog, Vacuum, Backup):
+class Store(SyncState, BulkSessions, Sessions, SideTables, RequestLog, Vacuum, Backup):
     """One `.azs` file, opened lazily: absent until the first session is created."""

@@ -56,6 +56,10 @@ _LAYOUT: Final = msgspec.msgpack.Decoder(list[int])
 _ENCODE: Final = msgspec.msgpack.Encoder()
 
 Entry = tuple[int, int, str | None]  # (seq, strip flag, block or None: not shown)
+_GROUP_INSERT: Final = (
+    "INSERT INTO azsd_context (session_id, first_seq, last_seq, injected, layout, text, size) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?)"
+)
 
 
 class ContextTable(StoreCore):
@@ -186,15 +190,7 @@ class ContextTable(StoreCore):
     def _context_add(self, conn: sqlite3.Connection, session_id: int, entries: Sequence[Entry]) -> None:
         """Add rendered rows of one session, in seq order, to its last group while that group is
         small and before them, else as a group of their own."""
-        layout: list[int] = []
-        parts: list[bytes] = []
-        for seq, flag, block in entries:
-            data = None if block is None else block.encode()
-            layout += (seq, flag, -1 if data is None else len(data))
-            if data is not None:
-                parts.append(data)
-        text = b"\n".join(parts)
-        injected = sum(flag == USER_MAY_BE_INJECTED for _, flag, _ in entries)
+        layout, text, injected = _group(entries)
         last = conn.execute(
             "SELECT id, last_seq, injected, layout, text, size FROM azsd_context WHERE session_id = ? "
             "ORDER BY first_seq DESC LIMIT 1",
@@ -212,14 +208,32 @@ class ContextTable(StoreCore):
                 ),
             )  # fmt: skip
             return
-        conn.execute(
-            "INSERT INTO azsd_context (session_id, first_seq, last_seq, injected, layout, text, size) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (
-                session_id, entries[0][0], entries[-1][0], injected, _ENCODE.encode(layout),
-                self._codec.encode(text), len(text),
-            ),
+        conn.execute(_GROUP_INSERT, self._group_row(session_id, entries))
+
+    def _group_row(
+        self, session_id: int, entries: Sequence[Entry]
+    ) -> tuple[int, int, int, int, bytes, bytes, int]:
+        """The :data:`_GROUP_INSERT` values of a new group of one session's rendered rows."""
+        layout, text, injected = _group(entries)
+        return (
+            session_id, entries[0][0], entries[-1][0], injected, _ENCODE.encode(layout),
+            self._codec.encode(text), len(text),
         )  # fmt: skip
+
+    def _context_new_sessions(
+        self, conn: sqlite3.Connection, sessions: Sequence[tuple[int, Sequence[Event]]], first_id: int
+    ) -> None:
+        """Render the events just inserted as rows `first_id`, `first_id + 1`, … into new sessions
+        (`(session, events)` in the order inserted, seqs from 1), a group each, as :meth:`_context_new`."""
+        if not self._context_reach(conn, first_id - 1):
+            return
+        rows = [
+            self._group_row(sid, [(i, strip_flag(e), render_event(e)) for i, e in enumerate(events, 1)])
+            for sid, events in sessions
+            if events
+        ]
+        conn.executemany(_GROUP_INSERT, rows)
+        self._set_context_hwm(conn, first_id + sum(len(events) for _, events in sessions) - 1)
 
     def catch_up_context(self) -> None:
         """Render the rows above the mark, in short chunks (:mod:`azsd.store.chunks`), the mark moving
@@ -342,6 +356,18 @@ class ContextTable(StoreCore):
         entries += (entry for _, entry in self._rendered(above))
         entries.sort(key=lambda entry: entry[0])
         return entries
+
+
+def _group(entries: Sequence[Entry]) -> tuple[list[int], bytes, int]:
+    """A group's layout, text and number of prompts that may hold injected context."""
+    layout: list[int] = []
+    parts: list[bytes] = []
+    for seq, flag, block in entries:
+        data = None if block is None else block.encode()
+        layout += (seq, flag, -1 if data is None else len(data))
+        if data is not None:
+            parts.append(data)
+    return layout, b"\n".join(parts), sum(flag == USER_MAY_BE_INJECTED for _, flag, _ in entries)
 
 
 def _split(layout: Sequence[int], text: bytes) -> Iterator[Entry]:

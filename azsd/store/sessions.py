@@ -119,6 +119,16 @@ class Sessions(EventLog):
             )
         ]
 
+    def set_lineage(self, session_id: int, parent_id: int, fork_seq: int) -> None:
+        """Record that `session_id` was spawned from `parent_id` after its event `fork_seq` (an
+        imported agent's own lineage, e.g. an OpenCode sub-session); a recorded one is kept."""
+        with self.atomic() as conn:
+            conn.execute(
+                "INSERT OR IGNORE INTO azsd_lineage (session_id, parent_id, fork_seq) VALUES (?, ?, ?)",
+                (session_id, parent_id, fork_seq),
+            )
+            self._index = None
+
     def fork_session(self, session_id: int, at_seq: int, name: str | None = None) -> SessionInfo:
         """A new session holding copies of events 1..`at_seq` of `session_id` (seqs kept).
 

@@ -13,15 +13,11 @@ import time
 from collections.abc import Sequence
 from typing import Any, Final
 
-import msgspec
-
 from azsd.context import ContextPayload, render_event, strip_injected_context_indexed, strip_rendered
 from azsd.errors import BadRequestError, StoreError
 from azsd.events import Event
 from azsd.model import (
-    SLOT_SECONDS,
     Compaction,
-    Cost,
     CostSource,
     FollowRecord,
     ImportRecord,
@@ -32,22 +28,12 @@ from azsd.model import (
 )
 from azsd.store.events import EventLog
 from azsd.store.listing import _require_session
+from azsd.store.side_rows import IMPORT_UPSERT, USAGE_INSERT, usage_values
 
 __all__ = ["FollowMovedError", "SideTables"]
 
 #: Ids a query names in one `IN (…)` list (SQLite allows 32 766 parameters); more read everything.
 _IN_LIST_MAX: Final = 1000
-
-
-def _merged(a: UsagePart, b: UsagePart) -> UsagePart:
-    """Two parts of one model that fell in the same slot (one timed, one given a time), as one."""
-    cost = a.cost if b.cost is None else b.cost if a.cost is None else None
-    if a.cost is not None and b.cost is not None:
-        source: CostSource = "reported" if a.cost.source == b.cost.source == "reported" else "estimated"
-        cost = Cost(a.cost.usd + b.cost.usd, source)
-    first = min(t for t in (a.first, b.first) if t is not None)
-    last = max(t for t in (a.last, b.last) if t is not None)
-    return UsagePart(model=a.model, usage=a.usage + b.usage, cost=cost, slot=a.slot, first=first, last=last)
 
 
 def _cost_source(usd: float | None, stored: str | None) -> CostSource | None:
@@ -100,29 +86,7 @@ class SideTables(EventLog):
             conn.execute(
                 f"DELETE FROM azsd_usage WHERE session_id = ? AND source IN ({marks})", (session_id, *olds)
             )
-            rows: dict[tuple[str, int], UsagePart] = {}
-            for part in parts:
-                if part.first is None or part.last is None:
-                    first, last = known.get(part.model, (now, now))
-                    part = msgspec.structs.replace(
-                        part, first=first, last=max(last, now) if part.model in known else last,
-                        slot=int(first // SLOT_SECONDS) * SLOT_SECONDS,
-                    )  # fmt: skip
-                key = (part.model, part.slot or 0)
-                rows[key] = part if key not in rows else _merged(rows[key], part)
-            conn.executemany(
-                "INSERT INTO azsd_usage (session_id, source, model, slot, first_at, last_at, input, output, "
-                "cache_read, cache_write, reasoning, cost_usd, cost_source) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [
-                    (
-                        session_id, source, p.model, slot, p.first, p.last, p.usage.input, p.usage.output,
-                        p.usage.cache_read, p.usage.cache_write, p.usage.reasoning,
-                        None if p.cost is None else p.cost.usd, None if p.cost is None else p.cost.source,
-                    )
-                    for (_, slot), p in rows.items()
-                ],
-            )  # fmt: skip
+            conn.executemany(USAGE_INSERT, usage_values(session_id, source, parts, known, now))
 
     def usage_rows(
         self, sessions: Sequence[int] | None = None, *, start: float | None = None, end: float | None = None
@@ -200,11 +164,7 @@ class SideTables(EventLog):
         with self.atomic() as conn:
             _require_session(conn, record.session_id)
             conn.execute(
-                "INSERT INTO azsd_imports (source, session_id, agent, size, last_seq) VALUES (?, ?, ?, ?, ?) "
-                "ON CONFLICT (source) DO UPDATE SET session_id = excluded.session_id, "
-                "agent = excluded.agent, size = excluded.size, last_seq = excluded.last_seq, "
-                "imported = datetime('now')",
-                (record.source, record.session_id, record.agent, record.size, record.last_seq),
+                IMPORT_UPSERT, (record.source, record.session_id, record.agent, record.size, record.last_seq)
             )
 
     # -- followed files (side table azsd_follows) -----------------------------------------------

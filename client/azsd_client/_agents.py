@@ -15,7 +15,9 @@ from azsd.ipc.protocol import (
     FollowReply,
     ImportReply,
     ImportSession,
+    ImportSessions,
     ImportSources,
+    ImportsReply,
     IngestFile,
     IngestReply,
     OkReply,
@@ -25,7 +27,7 @@ from azsd.ipc.protocol import (
 )
 
 from ._connection import Connection
-from ._shared import Backend, RootLike, absolute_path, canonical_root, long_timeout
+from ._shared import HistoryAgent, RootLike, absolute_path, canonical_root, long_timeout
 
 __all__ = ["AgentMethods"]
 
@@ -39,9 +41,10 @@ class AgentMethods(Connection):
         raise NotImplementedError  # Client's
 
     def import_sources(
-        self, root: RootLike, agent: Backend, source_dir: RootLike, project: RootLike
+        self, root: RootLike, agent: HistoryAgent, source_dir: RootLike, project: RootLike
     ) -> SourcesReply:
-        """The agent history files of `project` under `source_dir` (``~/.claude`` or ``~/.codex``)."""
+        """The agent histories of `project` under `source_dir` (``~/.claude``, ``~/.codex``, OpenCode's
+        data directory; unused for Aider, whose history is in the project)."""
         message = ImportSources(
             root=canonical_root(root), agent=agent, source_dir=absolute_path(source_dir),
             project=canonical_root(project),
@@ -51,7 +54,7 @@ class AgentMethods(Connection):
     def import_session(
         self,
         root: RootLike,
-        agent: Backend,
+        agent: HistoryAgent,
         path: RootLike,
         *,
         worktree: str = "",
@@ -62,6 +65,22 @@ class AgentMethods(Connection):
             root=canonical_root(root), agent=agent, path=absolute_path(path), worktree=worktree
         )
         return self.call(message, ImportReply, timeout=long_timeout(timeout, self.timeout))
+
+    def import_sessions(
+        self,
+        root: RootLike,
+        agent: HistoryAgent,
+        paths: list[str],
+        *,
+        worktree: str = "",
+        timeout: float | None = None,
+    ) -> ImportsReply:
+        """Import several agent histories at once (`SourceView.path`s, in order): small ones share a
+        transaction; the reply names the ones that failed (the others go on)."""
+        message = ImportSessions(
+            root=canonical_root(root), agent=agent, paths=[absolute_path(p) for p in paths], worktree=worktree
+        )
+        return self.call(message, ImportsReply, timeout=long_timeout(timeout, self.timeout))
 
     def ingest_file(
         self,

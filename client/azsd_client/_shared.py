@@ -28,6 +28,8 @@ RootLike: TypeAlias = "str | os.PathLike[str]"
 
 #: The agents a context can be built for.
 Backend: TypeAlias = Literal["claude", "codex"]
+#: An agent whose own histories `import_sources`/`import_session` bring in.
+HistoryAgent: TypeAlias = Literal["claude", "codex", "aider", "opencode"]
 
 #: Which sessions a listing shows: the live ones (`exclude` archived), all (`include`), or archived `only`.
 Archived: TypeAlias = Literal["exclude", "include", "only"]

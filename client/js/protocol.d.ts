@@ -311,25 +311,43 @@ export interface Backup {
 }
 
 /**
- * The agent history files of `project` under `source_dir` (``~/.claude`` or ``~/.codex``), and
- * whether each is imported already.
+ * The agent histories of `project` under `source_dir` (``~/.claude``, ``~/.codex``, OpenCode's
+ * data directory; Aider's are the runs of ``<project>/.aider.chat.history.md``), and whether each
+ * is imported already. An Aider run's `path` is ``<file>#<the time in its header>``, an OpenCode
+ * session's ``<opencode.db or storage dir>#<session id>``.
  */
 export interface ImportSources {
   op: "importsources";
   root: string;
-  agent: "claude" | "codex";
+  agent: "aider" | "claude" | "codex" | "opencode";
   source_dir: string;
   project: string;
 }
 
 /**
- * Import one agent history file as a session of its own (again: only what it gained since).
+ * Import one agent history (a `SourceView.path`) as a session of its own (again: only what it
+ * gained since).
  */
 export interface ImportSession {
   op: "importsession";
   root: string;
-  agent: "claude" | "codex";
+  agent: "aider" | "claude" | "codex" | "opencode";
   path: string;
+  worktree?: string;
+  request_key?: string | null;
+}
+
+/**
+ * Import several agent histories (`SourceView.path`s) at once, each as `ImportSession` does, in
+ * order (a parent before the sessions it spawned). Small ones share a short transaction, so a
+ * thousand OpenCode sessions import in seconds; one that fails is named in the reply's `failed`
+ * and the others go on.
+ */
+export interface ImportSessions {
+  op: "importsessions";
+  root: string;
+  agent: "aider" | "claude" | "codex" | "opencode";
+  paths: Array<string>;
   worktree?: string;
   request_key?: string | null;
 }
@@ -746,6 +764,24 @@ export interface ImportReply {
   protocol: number;
 }
 
+/**
+ * What `ImportSessions` did: one `ImportReply` per source imported, in order, and the failures.
+ */
+export interface ImportsReply {
+  op: "importsreply";
+  imports: Array<ImportReply>;
+  failed: Array<ImportFailure>;
+  protocol: number;
+}
+
+/**
+ * A source `ImportSessions` could not import, and why.
+ */
+export interface ImportFailure {
+  path: string;
+  error: string;
+}
+
 export interface UsageReply {
   op: "usagereply";
   sessions: Array<SessionUsageView>;
@@ -1034,6 +1070,7 @@ export type Request =
   | Backup
   | ImportSources
   | ImportSession
+  | ImportSessions
   | Usage
   | SyncStatus
   | RemoteList
@@ -1066,6 +1103,7 @@ export type Reply =
   | BackupReply
   | SourcesReply
   | ImportReply
+  | ImportsReply
   | UsageReply
   | SyncStatusReply
   | RemoteSessionsReply

@@ -92,8 +92,11 @@ class UsageTally:
         self.seen = Usage()  # the total the parts add up to
         self.latest: float | None = None  # the latest line time seen with usage
 
-    def follow(self, total: Usage, model: str | None, timestamp: Any) -> None:
-        """Take the run's running `total` after a line (its `timestamp` as written)."""
+    def follow(
+        self, total: Usage, model: str | None, timestamp: Any, reported_usd: float | None = None
+    ) -> None:
+        """Take the run's running `total` after a line (its `timestamp` as written), and what the
+        agent reported the line's usage cost (`reported_usd`, put to the same part)."""
         if total is self.seen or total == self.seen:
             self.seen = total
             return
@@ -114,6 +117,9 @@ class UsageTally:
             self._parts.clear()
             delta = total
         self._add(model or "", at, delta)
+        if reported_usd is not None:
+            part = self._parts[(model or "", slot_of(at))]
+            part.reported_usd = (part.reported_usd or 0.0) + reported_usd
         self.seen = total
 
     def replace(self, parts: list[tuple[str, Usage, float | None]]) -> Usage:

@@ -398,8 +398,13 @@ COMMANDS: Final = (
         "import an agent's own histories of this project",
         Lazy("imports", "import_sessions"),
         (
-            arg("agent", choices=("claude", "codex")),
+            arg("agent", choices=("claude", "codex", "aider", "opencode")),
             arg("--project", metavar="DIR", help="the project the agent ran in (default: the root)"),
+            arg(
+                "--data-dir",
+                metavar="DIR",
+                help="where the agent keeps its histories (default: its own variable, else its default)",
+            ),
         ),
         _IMPORT_DESCRIPTION,
     ),

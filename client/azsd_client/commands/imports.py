@@ -1,8 +1,11 @@
-"""`azs import claude|codex`: bring the agent histories of a project on this machine into its store.
+"""`azs import claude|codex|aider|opencode`: bring the agent histories of a project on this machine
+into its store.
 
 The client finds where the agent keeps them (``$CLAUDE_CONFIG_DIR`` or ``~/.claude``, ``$CODEX_HOME``
-or ``~/.codex``); the daemon lists the project's files there and imports each one that changed, as a
-session of its own. A source that fails is reported and skipped; the exit status is then 1.
+or ``~/.codex``, ``$XDG_DATA_HOME/opencode`` or ``~/.local/share/opencode``, or ``--data-dir``;
+Aider's chat history is in the project); the daemon lists the project's sources there (a file, an
+Aider run, an OpenCode session) and imports each one that changed, as a session of its own. A source
+that fails is reported and skipped; the exit status is then 1.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, Final, TextIO
 
 from azsd.errors import RemoteError
 from azsd.ipc.protocol import ImportReply
@@ -25,11 +28,18 @@ __all__ = ["import_sessions", "source_dir"]
 
 
 def source_dir(agent: str, environ: Mapping[str, str]) -> Path:
-    """Where `agent` keeps its histories: its own variable, else the default under ``$HOME``.
+    """Where `agent` keeps its histories: its own variable, else the default under ``$HOME``
+    (OpenCode's data directory follows XDG; Aider keeps its history in the project itself).
 
     >>> str(source_dir("claude", {"HOME": "/h"})), str(source_dir("codex", {"CODEX_HOME": "/c"}))
     ('/h/.claude', '/c')
+    >>> str(source_dir("opencode", {"HOME": "/h"})), str(source_dir("opencode", {"XDG_DATA_HOME": "/x"}))
+    ('/h/.local/share/opencode', '/x/opencode')
     """
+    home = Path(environ.get("HOME") or os.path.expanduser("~"))
+    if agent in ("opencode", "aider"):
+        data = environ.get("XDG_DATA_HOME")
+        return (Path(data).absolute() if data else home / ".local" / "share") / agent
     variable, default = ("CLAUDE_CONFIG_DIR", ".claude") if agent == "claude" else ("CODEX_HOME", ".codex")
     given = environ.get(variable)
     if given:
@@ -106,27 +116,38 @@ def import_sessions(run: Invocation) -> int:
     agent: str = run.args.agent
     root = run.new_root
     project = os.path.realpath(run.args.project) if run.args.project else root
-    where = source_dir(agent, run.environ)
+    given = getattr(run.args, "data_dir", None)
+    where = Path(given).absolute() if given else source_dir(agent, run.environ)
     with run.creating_store(root):
         return _import(run, agent, root, project, where)
 
 
+#: Sources sent in one `ImportSessions` request (the progress bar moves once per batch).
+BATCH: Final = 100
+
+
 def _import(run: Invocation, agent: str, root: str, project: str, where: Path) -> int:
     sources = run.client.import_sources(root, run.args.agent, where, project).sources
-    todo = [source for source in sources if not source.current]
+    todo = [source.path for source in sources if not source.current]
     tally = _Tally(current=len(sources) - len(todo))
     progress = _Progress(sys.stderr, run.environ)
     try:
-        for i, source in enumerate(todo):
-            progress.show(i, len(todo), Path(source.path).name)
+        for start in range(0, len(todo), BATCH):
+            batch = todo[start : start + BATCH]
+            progress.show(start, len(todo), Path(batch[0].rpartition("#")[0] or batch[0]).name)
             try:
-                reply = run.client.import_session(root, run.args.agent, source.path, worktree=run.branch)
-            except RemoteError as exc:
+                reply = run.client.import_sessions(root, run.args.agent, batch, worktree=run.branch)
+            except RemoteError as exc:  # the whole batch failed (the store itself)
                 progress.clear()
-                sys.stderr.write(f"azs: {source.path}: {exc.message}\n")
-                tally.failed.append((source.path, exc.message))
+                sys.stderr.write(f"azs: {batch[0]}…: {exc.message}\n")
+                tally.failed += [(path, exc.message) for path in batch]
                 continue
-            tally.add(reply)
+            for done in reply.imports:
+                tally.add(done)
+            for failure in reply.failed:
+                progress.clear()
+                sys.stderr.write(f"azs: {failure.path}: {failure.error}\n")
+                tally.failed.append((failure.path, failure.error))
     finally:
         progress.clear()
     said = (

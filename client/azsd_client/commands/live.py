@@ -135,6 +135,9 @@ def _existing_file(run: Invocation, *, may_be_missing: bool = False) -> Path:
     """The file argument, made absolute; a clear error when it is a directory or (unless it
     `may_be_missing`: a follow waits for it) missing (the daemon names any other kind it refuses)."""
     path = Path(run.args.file).absolute()
+    location, sep, _ = str(path).rpartition("#")
+    if sep and Path(location).exists():  # an OpenCode session: <opencode.db or storage dir>#<id>
+        return path
     if path.is_dir():
         raise AzsdError(
             f"{run.args.file} is a directory: give one agent JSONL file (`azs import` reads them all)"
