@@ -22,8 +22,8 @@ from bench import (
     storage,
     store_append,
     sync,
-    web,
     transcript,
+    web,
     write_lock,
 )
 

@@ -39,8 +39,8 @@ from azsd.server.handlers import handle, runs_alone
 from azsd.server.idempotency import RequestKeys
 from azsd.server.pages import PageCache
 from azsd.server.registry import StoreRegistry
-from azsd.server.sync_control import SyncControl
 from azsd.server.roots import worktree_root
+from azsd.server.sync_control import SyncControl
 from azsd.server.views import appended_notes
 from azsd.server.workers import Outcome
 from azsd.store import Store

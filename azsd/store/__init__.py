@@ -22,7 +22,7 @@ nothing else (``A → B``: A builds on B)::
     Sessions (sessions.py)          create, rename, delete, fork, archive, badge, agent uuid → EventLog
     SideTables (side_tables.py)     usage, imports, follows, compactions, context → EventLog
     RequestLog (requests.py)        request keys: their digests and packed replies → EventLog
-    EventLog (events.py)            append and load events, the completion badge → StaleEntries, SessionListing
+    EventLog (events.py)            append and load events, the badge → StaleEntries, SessionListing
     StaleEntries (fts_stale.py)     entries of rows gone (AZUREAL's deletes): found, removed → SearchIndex
     SearchIndex (fts.py)            the FTS5 index: its upkeep, reindex, search → StoreCore
     SessionListing (listing.py)     session lookups and listings, the session index → StoreCore

@@ -63,7 +63,6 @@ class BulkSessions(Sessions, SideTables):
             events = [event for s in sessions for event in s.events]
             if events:
                 jsons = [encode_event(event) for event in events]
-                indexed = self._search_current(conn)
                 conn.executemany(
                     "INSERT INTO events (session_id, seq, kind, data, char_len) VALUES (?, ?, ?, ?, ?)",
                     [
@@ -79,8 +78,7 @@ class BulkSessions(Sessions, SideTables):
                 )
                 last_id = conn.execute("SELECT last_insert_rowid()").fetchone()[0]
                 first_id = last_id - len(events) + 1
-                if indexed:
-                    self._index_new(conn, first_id, events, last_id)
+                self._index_new(conn, first_id, events, last_id)
                 self._context_new_sessions(
                     conn, [(sid, s.events) for sid, s in zip(ids, sessions, strict=True)], first_id
                 )
