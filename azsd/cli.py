@@ -46,6 +46,10 @@ def _parser() -> argparse.ArgumentParser:
     sync.add_argument("action", choices=("init",), help="init: create or migrate the schema")
     sync.add_argument("--config", type=Path)
     sync.add_argument("--url", help="the database (default: sync-url of the config file)")
+    reload = sub.add_parser(
+        "reload", help="make the running daemon take the config file's sync settings again (SIGHUP)"
+    )
+    reload.add_argument("--runtime-dir", help="the daemon's runtime dir (env AZSD_RUNTIME_DIR)")
     sub.add_parser("version", help="print the version")
     return parser
 
@@ -62,6 +66,8 @@ def main(argv: Sequence[str] | None = None) -> None:
                 _check_config(args.config)
             case "sync":
                 _sync_init(args.config, args.url)
+            case "reload":
+                _reload(args.runtime_dir)
             case _:
                 print(__version__)
     except AzsdError as exc:
@@ -83,11 +89,23 @@ def _run(args: argparse.Namespace) -> None:
     daemon = Daemon(config, os.environ)
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: daemon.request_stop())
+    signal.signal(signal.SIGHUP, lambda *_: daemon.request_reload())  # `azsd reload`
     try:
         daemon.start()
         daemon.run()
     finally:
         daemon.stop()
+
+
+def _reload(runtime_dir: str | None) -> None:
+    """Send SIGHUP to the daemon serving `runtime_dir` (its discovery file names its pid)."""
+    config = _resolve(None, runtime_dir)
+    try:
+        pid = int(msgspec.json.decode(config.discovery_path.read_bytes())["pid"])
+        os.kill(pid, signal.SIGHUP)
+    except (OSError, ValueError, KeyError, TypeError, msgspec.DecodeError) as exc:
+        raise ConfigError(f"no daemon to reload at {config.runtime_dir}: {exc}") from None
+    print(f"azsd (pid {pid}) reads the config file's sync settings again")
 
 
 def _install_service(force: bool) -> None:

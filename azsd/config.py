@@ -84,6 +84,7 @@ class FileConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, rename
     price_file: str | None = None
     sync_url: str | None = None
     sync_identity: str | None = None
+    sync_redact: bool = True
 
 
 @dataclass(frozen=True)
@@ -109,6 +110,10 @@ class ResolvedConfig:
     sync_url: str | None = None
     #: Who and which machine pushes (`sync-identity`, default ``user@hostname``).
     sync_identity: str = ""
+    #: Mask secrets in what is pushed (`sync-redact`, on by default; `azs export --redact`'s patterns).
+    sync_redact: bool = True
+    #: The config file read (None: none); the daemon reads it again when it changes (sync settings).
+    config_path: Path | None = None
 
     @property
     def rpc_endpoint(self) -> str:
@@ -216,10 +221,12 @@ def resolve_config(
     `config_file=True` reads ``AZSD_CONFIG`` or the default path; a Path reads that file; None
     reads none.
     """
+    path: Path | None = None
     if config_file is True:
         path = Path(environ["AZSD_CONFIG"]) if environ.get("AZSD_CONFIG") else default_config_path(environ)
         file = load_config_file(path)
     elif isinstance(config_file, Path):
+        path = config_file
         file = load_config_file(config_file)
     else:
         file = FileConfig()
@@ -260,6 +267,8 @@ def resolve_config(
         price_file=Path(file.price_file).expanduser() if file.price_file else None,
         sync_url=file.sync_url or None,
         sync_identity=file.sync_identity or default_identity(environ),
+        sync_redact=file.sync_redact,
+        config_path=path,
     )
 
 

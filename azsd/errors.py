@@ -14,6 +14,7 @@ family::
      │    ├── NotAStoreError        the file exists but is not an SQLite database
      │    ├── ReadOnlyStoreError    the store was opened read-only (newer schema) and a write was tried
      │    ├── SessionNotFoundError  no session with that id in the store
+     │    │    └── SessionReplacedError  the session planned for was deleted and its number reused
      │    └── StoreFullError        the disk (or the file's page limit) is full
      ├── IngestError            an agent file cannot be ingested (unreadable, unknown format)
      ├── SyncError              the sync database (PostgreSQL) cannot be reached or used
@@ -35,6 +36,7 @@ __all__ = [
     "ConfigError",
     "DaemonUnavailable",
     "IngestError",
+    "NewIncarnation",
     "NoReply",
     "NotAStoreError",
     "ProtocolError",
@@ -42,6 +44,7 @@ __all__ = [
     "RemoteError",
     "RemoteSessionNotFound",
     "SessionNotFoundError",
+    "SessionReplacedError",
     "ShuttingDownError",
     "StoreError",
     "StoreFullError",
@@ -103,6 +106,19 @@ class SessionNotFoundError(StoreError):
         self.session_id = session_id
 
 
+class SessionReplacedError(SessionNotFoundError):
+    """The session a request was planned for is gone, and its number now names another one (AZUREAL
+    deleted it, and reused the number for a new session)."""
+
+    def __init__(self, session_id: int) -> None:
+        StoreError.__init__(
+            self,
+            f"S{session_id} is no longer the session this was planned for: it was deleted and its number "
+            "given to a new session (nothing was written; plan again)",
+        )
+        self.session_id = session_id
+
+
 class StoreFullError(StoreError):
     """The write failed because the disk or the database file is full; nothing was changed."""
 
@@ -133,6 +149,11 @@ class SyncError(AzsdError):
     """The sync database (PostgreSQL) cannot be reached or used: down, not initialized, refused.
 
     Its message never holds a password (see azsd.sync.settings.redact_url)."""
+
+
+class NewIncarnation(SyncError):
+    """A store file is not the one whose pushes the database holds (a copy, a restored backup, a file
+    moved between machines, ids gone backwards): it gets a store UUID of its own (DESIGN.md, 8)."""
 
 
 class RemoteSessionNotFound(SyncError):

@@ -59,7 +59,7 @@ from azsd.events import (
 from azsd.model import SessionInfo, StoredEvent
 from azsd.tools import display_key
 
-__all__ = ["FORMATS", "render", "render_page"]
+__all__ = ["FORMATS", "EventView", "Segment", "css_class", "event_view", "render", "render_page"]
 
 #: The export formats, by the name the CLI and the protocol use.
 FORMATS: Final = ("md", "jsonl", "html")
@@ -79,7 +79,7 @@ Segment = tuple[Style, str]
 
 
 @dataclass
-class _View:
+class EventView:
     """How an event is shown: a heading with free text, or a compact line, then code blocks."""
 
     kind: str
@@ -112,7 +112,7 @@ def _is_short(value: Any) -> bool:
     return value is None or isinstance(value, bool | int | float)
 
 
-def _call_view(view: _View, call: ToolCall) -> None:
+def _call_view(view: EventView, call: ToolCall) -> None:
     """A tool call: its name, main parameter and description on the line, the rest in blocks."""
     view.line.append(("b", call.tool_name))
     tool_input = call.input
@@ -124,7 +124,7 @@ def _call_view(view: _View, call: ToolCall) -> None:
         view.blocks.append(("json", _json(tool_input)))
 
 
-def _main_param(view: _View, value: str, lang: str) -> None:
+def _main_param(view: EventView, value: str, lang: str) -> None:
     """A main parameter: its first line on the line, all of it in a block when that is not all."""
     if value:
         view.line += [("", " "), ("code", _one_line(value, _PARAM_MAX))]
@@ -132,7 +132,7 @@ def _main_param(view: _View, value: str, lang: str) -> None:
         view.blocks.append((lang, value))
 
 
-def _input_view(view: _View, tool_name: str, rest: dict[str, Any]) -> None:
+def _input_view(view: EventView, tool_name: str, rest: dict[str, Any]) -> None:
     """A tool call's JSON object input (`rest` is a copy that is consumed)."""
     key = display_key(tool_name, rest)
     if key is not None:
@@ -174,9 +174,10 @@ def _duration(ms: int) -> str:
     return f"{minutes} min {secs} s" if minutes < 60 else f"{minutes // 60} h {minutes % 60} min"
 
 
-def _view(stored: StoredEvent) -> _View:
+def event_view(stored: StoredEvent) -> EventView:
+    """How `stored` is shown, whatever the format (the export's, and the web view's transcript)."""
     event: Event = stored.event
-    view = _View(kind=event_kind(event), seq=stored.seq)
+    view = EventView(kind=event_kind(event), seq=stored.seq)
     match event:
         case UserMessage(content=content):
             view.heading, view.text = "You", content
@@ -293,7 +294,7 @@ def _md_line(segments: list[Segment]) -> str:
     return "".join(_MD_STYLE[style](text) for style, text in segments)
 
 
-def _md_event(view: _View) -> str:
+def _md_event(view: EventView) -> str:
     if view.heading is not None:
         text = (view.text or "").rstrip("\n")
         body = _md_close_fences(text) if text.strip() else "*(empty)*"
@@ -307,7 +308,7 @@ def _md_event(view: _View) -> str:
 
 def _md_page(session: SessionInfo, events: Sequence[StoredEvent], first: bool) -> str:
     parts = [f"# {_md_escape(_title(session))}\n\n{_md_line(_meta(session))}\n"] if first else []
-    parts += [_md_event(_view(stored)) for stored in events]
+    parts += [_md_event(event_view(stored)) for stored in events]
     return "".join(parts)
 
 
@@ -358,7 +359,8 @@ def _html_line(segments: list[Segment]) -> str:
     return "".join(_HTML_STYLE[style](text) for style, text in segments)
 
 
-def _css_class(kind: str) -> str:
+def css_class(kind: str) -> str:
+    """An event kind as an HTML class: ``ToolCall`` is ``tool-call``."""
     return re.sub(r"(?<!^)(?=[A-Z])", "-", kind).lower()
 
 
@@ -371,8 +373,8 @@ def _html_block(lang: str, text: str) -> str:
     return f"<details><summary>{lines} lines</summary>\n{pre}</details>\n"
 
 
-def _html_event(view: _View) -> str:
-    classes = " ".join(("event", _css_class(view.kind), *view.flags))
+def _html_event(view: EventView) -> str:
+    classes = " ".join(("event", css_class(view.kind), *view.flags))
     anchor = f'<a class="seq" href="#seq-{view.seq}">seq {view.seq}</a>'
     if view.heading is not None:
         tag = "section"
@@ -400,7 +402,7 @@ def _html_page(session: SessionInfo, events: Sequence[StoredEvent], first: bool,
             f'<header>\n<h1>{title}</h1>\n<p class="meta">{_html_line(_meta(session))}</p>\n</header>\n'
             "<main>\n"
         )
-    parts += [_html_event(_view(stored)) for stored in events]
+    parts += [_html_event(event_view(stored)) for stored in events]
     if last:
         parts.append("</main>\n</body>\n</html>\n")
     return "".join(parts)

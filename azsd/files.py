@@ -1,6 +1,7 @@
 """Files written all or nothing, and agent files read without surprises.
 
-:func:`atomic_write` is the one atomic-write helper of azsd and its client. :func:`open_regular`
+:func:`atomic_write` is the one atomic-write helper of azsd and its client; :func:`take_lock` its one
+lock file (the daemon's single-instance lock, a store's writer lock). :func:`open_regular`
 opens a file azsd is asked to read (an agent's JSONL) so that nothing can hang or loop: it never
 blocks in ``open`` (a FIFO) and refuses anything but a regular file, naming what it is (a FIFO,
 ``/dev/zero``, a directory).
@@ -20,14 +21,15 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
 import os
 import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import BinaryIO, Final
+from typing import IO, BinaryIO, Final
 
-__all__ = ["atomic_write", "open_regular", "write_atomic"]
+__all__ = ["atomic_write", "lock_holder", "open_regular", "take_lock", "write_atomic"]
 
 _KINDS: Final = (
     (stat.S_ISDIR, "a directory"),
@@ -103,3 +105,35 @@ def open_regular(path: Path, *, nofollow: bool = False) -> BinaryIO:
     except BaseException:
         os.close(fd)
         raise
+
+
+def take_lock(path: Path) -> IO[str] | None:
+    """An exclusive lock on `path` (created if need be), with this process's pid written in it, held
+    until the returned file is closed (or the process ends); None when another open file of it
+    holds the lock (:func:`lock_holder` then names that process).
+
+    A BSD ``flock``, not an ``fcntl`` lock: it belongs to the open file, so closing any other file
+    of the same path in this process does not drop it, and two opens in one process exclude each
+    other as two processes do.
+    """
+    handle = open(path, "a+", encoding="ascii")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        handle.close()
+        if exc.errno not in (errno.EWOULDBLOCK, errno.EACCES):
+            raise
+        return None
+    handle.seek(0)
+    handle.truncate()
+    handle.write(f"{os.getpid()}\n")
+    handle.flush()
+    return handle
+
+
+def lock_holder(path: Path) -> str:
+    """The pid written in a lock file of :func:`take_lock` ("unknown" when there is none)."""
+    try:
+        return Path(path).read_text(encoding="ascii", errors="replace").strip() or "unknown"
+    except OSError:
+        return "unknown"

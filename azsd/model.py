@@ -208,6 +208,8 @@ class SessionUsage(msgspec.Struct, frozen=True):
     turns: int
     cost_source: CostSource = "reported"
     unpriced_tokens: int = 0
+    #: The time (Unix) of its latest turn with usage, from the agent lines' timestamps; 0: none known.
+    last_at: float = 0.0
 
 
 class FollowRecord(msgspec.Struct, kw_only=True):
@@ -243,6 +245,8 @@ class SearchResult(msgspec.Struct, frozen=True, kw_only=True):
     snippet: str
     highlights: list[tuple[int, int]]
     json: str
+    #: Other sessions holding the same event at the same seq (a fork's copies), in order.
+    also_in: list[int] = msgspec.field(default_factory=list)
 
 
 class BackupInfo(msgspec.Struct, frozen=True, kw_only=True):

@@ -71,7 +71,7 @@ import msgspec
 
 from azsd.events import Event, ToolCall
 
-__all__ = ["PATTERNS", "Pattern", "mask", "redact_event", "redact_text"]
+__all__ = ["PATTERNS", "Pattern", "mask", "may_hold_secret", "redact_event", "redact_text"]
 
 
 class Pattern(NamedTuple):
@@ -263,6 +263,26 @@ _HINTS: Final[dict[str, tuple[str, ...]]] = {
     "token-assignment": ("token",),
     "api-key-assignment": ("api",),
 }
+
+
+_ALL_HINTS: Final = tuple(sorted({h for hs in _HINTS.values() for h in hs}))
+#: (In JSON, a writer may escape the slashes of a URL.)
+_ALL_HINTS_BYTES: Final = (*(h.encode() for h in _ALL_HINTS), b":\\/\\/")
+
+
+def may_hold_secret(text: str | bytes) -> bool:
+    """Whether `text` (or an event's JSON) holds any pattern's hint: without one, :func:`redact_text`
+    and :func:`redact_event` mask nothing (a key's hint is a pattern's hint too), so one look can
+    spare them.
+
+    >>> may_hold_secret(b'{"UserMessage":{"content":"fix the lexer"}}'), may_hold_secret("a PASSWORD")
+    (False, True)
+    """
+    if isinstance(text, bytes):
+        lower_bytes = text.lower()
+        return any(h in lower_bytes for h in _ALL_HINTS_BYTES)
+    lower = text.lower()
+    return any(h in lower for h in _ALL_HINTS)
 
 
 def _masker(pattern: Pattern, counts: Counter[str]) -> Callable[[re.Match[str]], str]:

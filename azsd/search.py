@@ -4,21 +4,28 @@ The store indexes one text per event (:func:`search_text`): the clean prompt of 
 (injected context removed), an `AssistantText`'s text, a `ToolCall`'s tool, file and the string
 values of its input, a `ToolResult`'s tool, file and output, a `Plan`. Other events hold no prose and
 are not indexed. Queries use SQLite FTS5 syntax (``panic AND unwrap``, ``"exact phrase"``,
-``pars*``, ``NEAR(a b)``); :func:`words_query` turns any text into a query matching all its words.
+``pars*``, ``NEAR(a b)``), or are plain text: every whitespace-separated word must appear in the
+event's text as it is written, punctuation and all, in any case (``claude-clean``, ``main.go``,
+``unwrap()``), and from the start of a word of the text (``pars`` finds parser). For plain text,
+:func:`words_query` makes the FTS5 query that finds the candidates (each word's tokens as a phrase,
+the last one a prefix) and :func:`literal_match` keeps those that hold every word literally.
 
 >>> search_text(AssistantText(text="fixed the panic"))
 'fixed the panic'
->>> words_query('unwrap() on None')
-'"unwrap()" "on" "None"'
+>>> words_query('unwrap() on main.go')
+'"unwrap"* "on"* "main go"*'
+>>> literal_match("see main.go", ["MAIN.GO"]), literal_match("see main_go", ["main.go"])
+(True, False)
 >>> make_snippet("it was a Panic in parse", "panic OR pars*")
 ('it was a Panic in parse', [(9, 14), (18, 23)])
 """
 
 from __future__ import annotations
 
+import bisect
 import re
 import unicodedata
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Final
 
 from azsd.context import sanitize
@@ -29,6 +36,7 @@ __all__ = [
     "KIND_ALIASES",
     "SEARCHABLE_KINDS",
     "event_kinds",
+    "literal_match",
     "make_snippet",
     "query_terms",
     "search_text",
@@ -112,8 +120,27 @@ def event_kinds(names: Iterable[str]) -> list[str]:
 
 
 def words_query(text: str) -> str:
-    """An FTS5 query matching every whitespace-separated word of `text`, each taken literally."""
-    return " ".join('"' + word.replace('"', '""') + '"' for word in text.split())
+    """The FTS5 query that finds the candidates for plain text `text`: for each whitespace-separated
+    word, its tokens as a phrase whose last token is a prefix (``claude-clean`` is ``"claude clean"*``);
+    a word without letters or digits (``->``) adds nothing. "" when no word has any."""
+    phrases = (" ".join(_TOKEN.findall(word)) for word in text.split())
+    return " ".join(f'"{phrase}"*' for phrase in phrases if phrase)
+
+
+def literal_match(text: str, words: Iterable[str]) -> bool:
+    """Whether `text` holds every one of `words` as it is written, in any case (``rg -F -i`` per word)."""
+    folded = text.casefold()
+    return all(word.casefold() in folded for word in words)
+
+
+def _literal_spans(text: str, words: Iterable[str]) -> list[tuple[int, int]]:
+    """Where each of `words` occurs in `text` (in any case), in order."""
+    spans = [
+        (m.start(), m.end())
+        for word in dict.fromkeys(words)
+        for m in re.finditer(re.escape(word), text, re.IGNORECASE)
+    ]
+    return sorted(spans)
 
 
 def _fold(token: str) -> str:
@@ -138,18 +165,26 @@ def query_terms(query: str) -> list[tuple[str, bool]]:
     return terms
 
 
-def make_snippet(text: str, query: str, width: int = SNIPPET_TOKENS) -> tuple[str, list[tuple[int, int]]]:
+def make_snippet(
+    text: str, query: str, width: int = SNIPPET_TOKENS, *, literal: Sequence[str] | None = None
+) -> tuple[str, list[tuple[int, int]]]:
     """The part of `text` around the query's hits (about `width` tokens, on one line), and the
-    `(start, end)` character range of each hit in it."""
-    terms = query_terms(query)
+    `(start, end)` character range of each hit in it: the FTS5 `query`'s terms, or with `literal` the
+    places where those words occur as written."""
     tokens = list(_TOKEN.finditer(text))
-    exact = {t for t, prefix in terms if not prefix}
-    prefixes = tuple(t for t, prefix in terms if prefix)
-    hits = [
-        i
-        for i, token in enumerate(tokens)
-        if (folded := _fold(token.group())) in exact or (prefixes and folded.startswith(prefixes))
-    ]
+    if literal is not None:
+        spans = _literal_spans(text, literal)
+    else:
+        terms = query_terms(query)
+        exact = {t for t, prefix in terms if not prefix}
+        prefixes = tuple(t for t, prefix in terms if prefix)
+        spans = [
+            (token.start(), token.end())
+            for token in tokens
+            if (folded := _fold(token.group())) in exact or (prefixes and folded.startswith(prefixes))
+        ]
+    starts = [token.start() for token in tokens]
+    hits = [max(0, bisect.bisect_right(starts, start) - 1) for start, _ in spans]  # each span's token
     first = 0
     if hits:  # the window holding the most hits, starting a little before its first
         best, most, end = 0, 0, 0
@@ -166,9 +201,9 @@ def make_snippet(text: str, query: str, width: int = SNIPPET_TOKENS) -> tuple[st
     body = text[start:end].translate(_ONE_LINE).rstrip()
     prefix = "…" if start else ""
     ranges = [
-        (len(prefix) + tokens[h].start() - start, len(prefix) + tokens[h].end() - start)
-        for h in hits
-        if first <= h < last
+        (len(prefix) + a - start, len(prefix) + min(b, start + len(body)) - start)
+        for a, b in spans
+        if start <= a < start + len(body)
     ]
     return prefix + body + ("…" if end < len(text) else ""), ranges
 

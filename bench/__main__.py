@@ -11,6 +11,7 @@ import sys
 import time
 
 from bench import (
+    agents_import,
     context_list,
     follow_latency,
     ingest,
@@ -21,6 +22,8 @@ from bench import (
     storage,
     store_append,
     sync,
+    transcript,
+    web,
     write_lock,
 )
 
@@ -36,6 +39,9 @@ BENCHES = {
     "sync": sync.main,
     "peers": peers.main,
     "startup": startup.main,
+    "web": web.main,
+    "transcript": transcript.main,
+    "agents_import": agents_import.main,
 }
 
 

@@ -18,7 +18,8 @@ run:
 - ``sync_pull_s``: `azs pull` of a 10 000-event session (read from PostgreSQL, written as a new local
   session), against a bare SELECT of the rows and an `executemany` into a SQLite file (target ≤ 1 s).
 
-Run alone: `python -m bench.sync [--quick]`.
+The team's reads (`usage --remote`, `ls --remote` as a member) are measured by bench/sync_team.py on
+the same store and database. Run alone: `python -m bench.sync [--quick]`.
 """
 
 from __future__ import annotations
@@ -43,11 +44,12 @@ from azsd.search import search_text
 from azsd.store import Store
 from azsd.store.codec import RowCodec
 from azsd.store.schema import AZUREAL_DDL
+from azsd.sync.connection import connect
 from azsd.sync.push import StorePush, prepare_connection
-from azsd.sync.pusher import connect
 from azsd.sync.schema import init_database
 from azsd_client import Client
 from bench.common import corpus_like_events, daemon_config, percentile, report, running_daemon
+from bench.sync_team import add_usage, ls_member_figures, usage_figures
 
 ADMIN = os.environ.get("AZSD_BENCH_PG", "host=127.0.0.1 port=5432 dbname=postgres")
 SESSION_EVENTS = 10_000
@@ -241,12 +243,14 @@ def main(*, quick: bool = False) -> None:
         root.mkdir()
         repository = f"path:{root.resolve()}"
         sids = build_store(root, n)
+        add_usage(root, sids)
         with fresh_database(admin) as url:
             pushed_s = push_all(url, root, repository)
             with fresh_database(admin) as bare_url:
                 copy_s = bare_copy(bare_url, root)
             report("sync_push", n / pushed_s, "events/s", n / copy_s)
             run_daemon_figures(url, base, root, repository, sids, quick)
+            ls_member_figures(admin, url, 5_000 if quick else 100_000, 10 if quick else 30)
 
 
 def run_daemon_figures(
@@ -290,6 +294,7 @@ def run_daemon_figures(
         assert full is not None
         azsd_s, bare_s = pull_s(client, url, pulled, "@" + full[0], base)
         report("sync_pull_s", azsd_s, "s", bare_s)
+        usage_figures(client, url, root, 10 if quick else 30)
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import doctest
 import io
+import os
 import queue
 import shutil
 import subprocess
@@ -24,6 +25,7 @@ import pytest
 import azsd_client.bridge_wire
 from azsd.events import AssistantText, UserMessage
 from azsd_client.bridge import read_lines
+from azsd_client.bridge_io import Output
 from tests.daemon_fixture import DaemonProc, daemon_in_tmpdir, short_tmpdir, start_daemon
 
 WAIT_S = 10.0
@@ -220,6 +222,8 @@ def test_bad_lines_are_answered_and_the_bridge_goes_on(bridge: BridgeProc, tmp_p
     assert bridge.error(4)["code"] == "not_found"
     bridge.send({"id": 5, "op": "subscribe", "root": "relative/dir"})
     assert bridge.error(5)["code"] == "bad_request"
+    bridge.send({"id": 55, "op": "subscribe", "root": root, "session": 9})  # issue 25: it said "subscribed"
+    assert bridge.error(55)["code"] == "not_found"
     bridge.send({"id": [6, "any json"], "op": "status", "timeout": 3})
     assert bridge.reply([6, "any json"])["result"]["op"] == "statusreply"
 
@@ -239,6 +243,95 @@ def test_a_line_too_long_is_refused_and_the_next_one_read() -> None:
     got: list[bytes | None] = []
     read_lines(io.BytesIO(b"short\n" + b"x" * 50 + b"\nnext\nlast"), got.append, limit=10)
     assert got == [b"short\n", b"x" * 11, b"next\n", b"last", None]
+
+
+def test_a_deeply_nested_line_is_refused_and_the_bridge_goes_on(bridge: BridgeProc, tmp_path: Path) -> None:
+    root = str(tmp_path.resolve())
+    session = bridge.call(0, op="createsession", root=root, name="deep")["session"]["id"]
+    deep = "[" * 990 + "]" * 990
+    lines = [
+        f'{{"id":1,"op":"appendevents","root":"{root}","session":{session},"events":[{deep}]}}',
+        f'{{"id":2,"op":"appendevents","root":"{root}","session":{session},'
+        f'"events":[{{"UserMessage":{{"content":{deep}}}}}]}}',
+        f'{{"id":3,"op":"createsession","root":"{root}","name":{deep}}}',
+    ]
+    lines.append('{"id":' + "[" * 5000 + "]" * 5000 + ',"op":"status"}')
+    for line in lines:  # each is answered before the next is read (their id cannot be read: null)
+        bridge.send(line.encode() + b"\n")
+        bridge._pump(lambda: None in bridge.replies, "an answer to a line too deep to read")
+        error = bridge.replies.pop(None)["error"]
+        assert error["code"] == "bad_request" and "nested deeper than 200" in error["message"], error
+    # a deep value inside a string is text, not nesting
+    text = {"UserMessage": {"content": deep}}
+    appended = bridge.call(4, op="appendevents", root=root, session=session, events=[text])
+    assert appended["events"][0]["data"] == text
+    assert bridge.call(5, op="status")["op"] == "statusreply"
+    assert bridge.close_stdin() == 0
+
+
+def test_an_editor_that_stops_reading_stops_the_bridge_reading(daemon: DaemonProc) -> None:
+    """Backpressure: while nobody reads the bridge's stdout, it reads little of its stdin, and every
+    request is answered once the editor reads again."""
+    argv = [sys.executable, "-m", "azsd_client.cli", "--runtime-dir", str(daemon.runtime_dir), "bridge"]
+    proc = subprocess.Popen(argv, env=daemon.env, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    assert proc.stdin is not None and proc.stdout is not None
+    total, sent = 20_000, [0]
+
+    def editor_writes() -> None:
+        assert proc.stdin is not None
+        for i in range(total):
+            proc.stdin.write(b'{"id":%d,"op":"unsubscribe","root":"/nowhere"}\n' % i)
+            proc.stdin.flush()
+            sent[0] += 1
+        proc.stdin.close()
+
+    writer = threading.Thread(target=editor_writes, daemon=True)
+    try:
+        writer.start()
+        stalled_at, deadline = -1, time.monotonic() + 30
+        while stalled_at != sent[0]:  # wait until the editor's writes stop going through
+            assert time.monotonic() < deadline, f"the bridge went on reading: {sent[0]} lines taken"
+            stalled_at = sent[0]
+            time.sleep(1.0)
+        assert stalled_at < total // 2, f"the bridge read {stalled_at} lines while nobody read it"
+        ids = set()
+        for raw in proc.stdout:  # the editor reads again: every request gets its answer
+            line = msgspec.json.decode(raw)
+            if "id" in line:
+                assert line["result"]["was"] is False
+                ids.add(line["id"])
+        assert ids == set(range(total))
+        assert proc.wait(WAIT_S) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+        writer.join(WAIT_S)
+        proc.stdout.close()
+
+
+def test_notifications_the_editor_does_not_read_are_dropped_and_counted() -> None:
+    read_end, write_end = os.pipe()
+    out = os.fdopen(write_end, "wb")
+    slots = threading.Semaphore(1)
+    output = Output(out, slots, note_bytes=10_000)
+    note = b'{"notify":{"op":"sessionchanged","padding":"%s"}}' % (b"x" * 1000)
+    for _ in range(1000):  # about 1 MB while the pipe holds 64 kB: most cannot wait
+        output.notify(note)
+    output.answer(b'{"id":1,"result":{}}')
+    output.close(timeout=0.1)  # it cannot finish: nobody reads yet
+    with os.fdopen(read_end, "rb") as pipe:
+        got = []
+        reader = threading.Thread(target=lambda: got.extend(pipe.read().splitlines()))
+        reader.start()
+        output.close(WAIT_S)
+        out.close()
+        reader.join(WAIT_S)
+    notes = [line for line in got if line == note]
+    dropped = [msgspec.json.decode(line)["notify"]["count"] for line in got if b'"dropped"' in line]
+    assert 0 < len(notes) < 1000 and dropped and len(notes) + sum(dropped) == 1000
+    assert b'{"id":1,"result":{}}' in got
+    assert slots.acquire(blocking=False)  # the answer gave its slot back
 
 
 def test_the_daemon_restarted_underneath(tmp_path: Path) -> None:
@@ -281,3 +374,16 @@ def test_the_daemon_restarted_underneath(tmp_path: Path) -> None:
 def test_wire_examples_run() -> None:
     result = doctest.testmod(azsd_client.bridge_wire)
     assert result.failed == 0 and result.attempted > 0
+
+
+def test_a_search_line_is_plain_text_unless_it_says_words_false() -> None:
+    """Issue 25: `:AzsSearch main.go` was an FTS5 syntax error; the bridge searches as `azs search` does."""
+    from azsd.ipc.protocol import RemoteSearch, Search
+    from azsd_client.bridge_wire import to_request
+
+    plain = to_request({"op": "search", "root": "/", "query": "main.go"})
+    assert isinstance(plain, Search) and plain.words
+    fts = to_request({"op": "search", "root": "/", "query": "a OR b", "words": False})
+    assert isinstance(fts, Search) and not fts.words
+    remote = to_request({"op": "remotesearch", "root": "/", "query": "unwrap()"})
+    assert isinstance(remote, RemoteSearch) and remote.words

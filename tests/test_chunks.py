@@ -44,6 +44,7 @@ def held_intervals(pacing: Pacing, seconds: float, step_s: float) -> list[tuple[
                 break
         held.append((start, clock.now))
         pacer.release()
+        pacer.pause()
     return held
 
 
@@ -69,7 +70,7 @@ def test_no_hold_passes_the_budget_and_every_waiter_gets_in_within_a_second_and_
 
 def test_without_gaps_longer_than_the_busy_handlers_sleep_some_waiter_fails() -> None:
     """Why the long gap exists: short gaps alone let a waiter miss every one of them."""
-    short = Pacing(long_gap_s=PACING.gap_s)
+    short = Pacing(chunk_s=0.2, long_gap_s=PACING.gap_s)
     held = held_intervals(short, 8.0, 0.013)
     waits = [busy_wait(held, arrival / 1000) for arrival in range(0, 2000, 1)]
     assert None in waits

@@ -97,7 +97,8 @@ def test_bad_session_ids_are_usage_errors(capsys: pytest.CaptureFixture[str], ba
         [],
         ["frobnicate"],
         ["rename", "S3"],
-        ["ingest", "file.jsonl"],
+        ["ingest"],
+        ["ingest", "file.jsonl", "--format", "nope"],
         ["context", "S3", "p", "--backend", "gpt"],
         ["ls", "--worktree", "a", "--all-worktrees"],
         ["--timeout", "0", "status"],
@@ -179,7 +180,7 @@ def _refs(node: Any) -> Iterator[str]:
 def test_schema_names_every_message_with_its_op(capsys: pytest.CaptureFixture[str]) -> None:
     schema = _schema(capsys)
     defs = schema["$defs"]
-    assert len(MESSAGES) == 68  # 35 requests, 29 replies, 3 notifications, 1 sync notification
+    assert len(MESSAGES) == 71  # 37 requests, 30 replies, 3 notifications, 1 sync notification
     for cls in MESSAGES:
         name, op = cls.__name__, cls.__name__.lower()
         assert defs[name]["properties"]["op"] == {"enum": [op]}, name
@@ -740,8 +741,8 @@ def test_a_store_is_made_outside_a_worktree_only_when_root_names_it(
         assert code == 2, (command, out, err)
         assert "not inside a git worktree" in err and "--root" in err
     assert not (plain / ".azureal").exists()
-    code, _, err = run_main(capsys, *base, "ls")  # reading is fine, and creates nothing
-    assert code == 0, err
+    code, out, err = run_main(capsys, *base, "ls")  # it creates nothing, and says why there is nothing
+    assert (code, out) == (2, "") and "is not inside a git worktree, and holds no sessions" in err, err
     assert not (plain / ".azureal").exists()
     assert run_main(capsys, *base, "--root", str(plain), "new")[0] == 0
     assert (plain / ".azureal" / "sessions.azs").is_file()

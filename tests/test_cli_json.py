@@ -84,6 +84,8 @@ def test_each_command_prints_its_documented_shape(
     check("run", out("tail", str(sid)))  # `azs run` prints the same events (tests/test_run.py runs it)
     check("context", out("context", str(sid), "next"))
     check("search", out("search", "panic"))
+    check("search", out("search", "-C", "1", "panic"))
+    check("log", out("log", str(sid)))
     check("usage", out("usage"))
     check("export", out("export", str(sid), "-o", str(worktree / "s.md")))
     check("backup", out("backup"))

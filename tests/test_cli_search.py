@@ -5,6 +5,8 @@ from __future__ import annotations
 import io
 import json
 import shutil
+import sqlite3
+import time
 from pathlib import Path
 
 import pytest
@@ -70,7 +72,7 @@ def test_highlights_are_painted_on_a_terminal() -> None:
         highlights=[(11, 17)], session_name="S3",
     )  # fmt: skip
     cells = search_row(hit, Style(color=True))
-    assert [c.text for c in cells] == ["S3", "2", "assistant", "the parser panics here", ""]
+    assert [c.text for c in cells] == ["S3", "2", "assistant", "the parser panics here", "", ""]
     out = io.StringIO()
     write(console(out, {}, color=True), cells[3].paint(cells[3].text))
     assert out.getvalue() == "the parser \x1b[1;33mpanics\x1b[0m here\n"
@@ -99,16 +101,61 @@ def test_kind_session_and_worktree_filters(azs: Azs, client: Client, worktree: P
 def test_fts_syntax_errors_and_plain_words(azs: Azs, client: Client, worktree: Path) -> None:
     here, _ = _sessions(client, worktree)
     for bad in ("panic AND", '"unbalanced', "unwrap()"):
-        code, out, err = azs("search", bad)
+        code, out, err = azs("search", "--fts", bad)
         assert (code, out) == (1, ""), bad
         assert err.startswith("azs: cannot search for ") and err.count("\n") == 1, err
-        code, out, err = azs("--json", "search", bad)
+        code, out, err = azs("--json", "search", "-e", bad)
         assert (code, err) == (1, "") and json.loads(out)["error"]["code"] == "bad_request"
-    hits = azs.json("search", "--words", "unwrap()")
+    hits = azs.json("search", "--words", "unwrap()")  # the old flag still works: plain text is the default
     assert [(h["session"], h["seq"]) for h in hits] == [(here, 1)]
-    assert azs.json("search", "--words", "parser unwrap() nowhere-else") == []  # every word must match
-    assert [h["seq"] for h in azs.json("search", '"empty line"')] == [5]  # a phrase
+    assert azs.json("search", "parser unwrap() nowhere-else") == []  # every word must match
+    assert [h["seq"] for h in azs.json("search", "--fts", '"empty line"')] == [5]  # a phrase
     assert azs("search", "x", "--kind", "thought")[0] == 2  # an unknown kind is a usage error
+    code, out, err = azs("search", "()")
+    assert (code, out) == (1, "") and "at least one word with a letter or a digit" in err
+
+
+def test_search_is_plain_text_as_people_type_it(azs: Azs, client: Client, worktree: Path) -> None:
+    """Issue 25: `claude-clean` was "no such column: clean", `main.go` and `unwrap()` syntax errors."""
+    sid = client.create_session(worktree, "typing").session.id
+    texts = ["run claude-clean first", "claude: clean", "open MAIN.go", "calls unwrap() here"]
+    client.append_events(worktree, sid, [AssistantText(text=t) for t in texts])
+    for query, seq in (("claude-clean", 1), ("main.go", 3), ("unwrap()", 4), ("Unwrap() HERE", 4)):
+        code, out, err = azs("search", query)
+        assert (code, err) == (0, ""), query
+        assert [line.split()[:2] for line in out.splitlines()] == [[f"S{sid}", str(seq)]], query
+    assert [h["seq"] for h in azs.json("search", "-n", "1", "claude")] in ([1], [2])
+
+
+def test_hits_on_other_branches_are_counted(azs: Azs, client: Client, worktree: Path) -> None:
+    """Issue 25: a search whose hits are all on another branch printed nothing, exit 0, no hint."""
+    _, other = _sessions(client, worktree)
+    code, out, err = azs("search", "another")
+    assert (code, out) == (0, "")
+    assert err == "azs: 1 more hit on other branches: --all-branches\n"
+    assert [h["session"] for h in azs.json("search", "another", "--all-branches")] == [other]
+    assert [h["session"] for h in azs.json("search", "another", "--all-worktrees")] == [other]  # old name
+    code, out, err = azs("search", "panic")
+    assert out and err == "azs: 1 more hit on other branches: --all-branches\n"
+    assert azs("search", "panic", "--branch", "")[2] == ""  # a branch named outright: nothing to add
+
+
+def test_fork_copies_are_one_hit_and_context(azs: Azs, client: Client, worktree: Path) -> None:
+    """Issue 25: forks repeated every hit (S1, S13, S36, S37 for one event)."""
+    here, _ = _sessions(client, worktree)
+    forks = [client.fork_session(worktree, here, 5).session.id for _ in range(2)]
+    lines = azs.ok("search", "skipped now").splitlines()
+    assert len(lines) == 1 and lines[0].endswith(f"also in S{forks[0]}, S{forks[1]}"), lines
+    [hit] = azs.json("search", "skipped now")
+    assert (hit["session"], hit["seq"], hit["also_in"]) == (here, 5, forks)
+    out = azs.ok("search", "-C", "1", "skipped now")
+    assert out.splitlines() == [
+        f"S{here} · parser panic · seq 5 also in S{forks[0]}, S{forks[1]}",
+        "    4     ✗ parser_empty FAILED (panic)",
+        ">   5   Fixed: an empty line is skipped now.",
+    ]
+    [with_context] = azs.json("search", "-C", "2", "skipped now")
+    assert [e["seq"] for e in with_context["context"]] == [3, 4, 5]
 
 
 def test_doctor_checks_and_reindexes(azs: Azs, client: Client, worktree: Path) -> None:
@@ -119,11 +166,36 @@ def test_doctor_checks_and_reindexes(azs: Azs, client: Client, worktree: Path) -
     lines = azs.ok("doctor", "--reindex").splitlines()
     assert lines[1] == f"✓ store: {worktree}/.azureal/sessions.azs: 2 sessions"
     assert lines[2] == "✓ search: the index answers"
-    assert lines[3] == "✓ reindex: search index rebuilt: 6 events"  # 5 indexed here (all searchable), 1 there
+    assert lines[3] == "✓ index: no entries of deleted rows"
+    assert lines[4] == "✓ reindex: search index rebuilt: 6 events"  # 5 indexed here (all searchable), 1 there
     found = azs.json("doctor", "--reindex")
-    assert [f["check"] for f in found] == ["daemon", "store", "search", "reindex"]
-    assert all(f["ok"] for f in found) and found[3]["detail"] == "search index rebuilt: 6 events"
+    assert [f["check"] for f in found] == ["daemon", "store", "search", "index", "reindex"]
+    assert all(f["ok"] for f in found) and found[4]["detail"] == "search index rebuilt: 6 events"
     assert len(azs.json("search", "panic")) == 3  # the rebuilt index answers as before
+
+
+def test_doctor_reports_index_entries_of_deleted_rows_until_they_are_removed(
+    azs: Azs, client: Client, worktree: Path
+) -> None:
+    """AZUREAL deleted a session: its index entries stayed and skewed the ranking, and `azs doctor`
+    said the index answers. It counts them; the daemon removes them in the background."""
+    _, other = _sessions(client, worktree)
+    assert len(azs.json("search", "panic")) == 3  # all indexed
+    conn = sqlite3.connect(worktree / ".azureal" / "sessions.azs", timeout=5.0, isolation_level=None)
+    try:
+        conn.execute("PRAGMA foreign_keys = ON")
+        conn.execute("DELETE FROM sessions WHERE id = ?", (other,))  # AZUREAL's delete_session
+        conn.execute("BEGIN IMMEDIATE")  # holding its lock: the daemon cannot clean up yet
+        code, out, _ = azs("doctor")
+        assert code == 1 and "✗ index: 1 index entry of rows another program deleted" in out, out
+    finally:
+        conn.execute("ROLLBACK")
+        conn.close()
+    deadline = time.monotonic() + 30
+    while client.index_status(worktree, stale=True).stale:
+        assert time.monotonic() < deadline, "the stale entries were not removed"
+        time.sleep(0.1)
+    assert "✓ index: no entries of deleted rows" in azs.ok("doctor")
 
 
 def test_doctor_without_a_daemon(capsys: pytest.CaptureFixture[str]) -> None:

@@ -33,11 +33,15 @@ _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 _LONG = "a session whose name goes on and on about the parser and its panics " * 2
 
 
-def on_terminal(azs: Azs, columns: int, *args: str) -> list[str]:
-    """`azs args…` with stdout and stderr on a pseudo-terminal `columns` wide: its lines, colour removed."""
+def on_terminal(
+    azs: Azs, columns: int, *args: str, env: dict[str, str] | None = None, raw: bool = False
+) -> list[str]:
+    """`azs args…` with stdout and stderr on a pseudo-terminal `columns` wide: its lines, colour removed
+    (kept with `raw`). `env`: variables to set (no ``TERM`` by default, so no pager)."""
     parent, child = pty.openpty()
     fcntl.ioctl(child, termios.TIOCSWINSZ, struct.pack("HHHH", 40, columns, 0, 0))
-    env = {k: v for k, v in azs.daemon.env.items() if k not in ("COLUMNS", "NO_COLOR", "TERM")}
+    unset = ("COLUMNS", "NO_COLOR", "TERM", "PAGER", "AZS_PAGER")
+    env = {**{k: v for k, v in azs.daemon.env.items() if k not in unset}, **(env or {})}
     command = [sys.executable, "-m", "azsd_client.cli", *azs.argv(*args)]
     process = subprocess.Popen(command, env=env, stdin=child, stdout=child, stderr=child)
     os.close(child)
@@ -54,8 +58,8 @@ def on_terminal(azs: Azs, columns: int, *args: str) -> list[str]:
     finally:
         os.close(parent)
         assert process.wait(30) == 0, out
-    text = _ANSI.sub("", out.decode())
-    assert "\x1b" not in text
+    text = out.decode() if raw else _ANSI.sub("", out.decode())
+    assert raw or "\x1b" not in text
     return text.replace("\r\n", "\n").rstrip("\n").split("\n")
 
 

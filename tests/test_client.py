@@ -391,6 +391,7 @@ def test_a_write_that_times_out_is_sent_once_more_with_the_same_key(fake: Any, a
             assert client.call(p.DeleteSession(root="/", session=1), p.OkReply, timeout=0.3) == p.OkReply()
             assert client.delete_session("/", 2) == p.OkReply()
         else:
+            client.busy_wait_s = 0  # no waiting on beyond the second try
             with pytest.raises(NoReply, match=r"DeleteSession .* within 0.3 s, twice .* at most once"):
                 client.call(p.DeleteSession(root="/", session=1), p.OkReply, timeout=0.3)
     names = [type(r).__name__ for r in server.received]
@@ -400,6 +401,33 @@ def test_a_write_that_times_out_is_sent_once_more_with_the_same_key(fake: Any, a
     assert again == first  # the same request, with the same key
     if answered:
         assert isinstance(writes[2].request_key, str) and writes[2].request_key != first.request_key
+
+
+def test_a_write_behind_long_work_is_waited_for_while_the_daemon_answers(fake: Any) -> None:
+    """A rename behind a long ingest was reported failed after two timeouts ("did not answer …
+    twice"), then applied: the client waits on while the daemon answers, and says what it waits for."""
+    writes: list[p.RenameSession] = []
+
+    def handler(rid: bytes, req: p.Request) -> Answer:
+        assert isinstance(req, p.RenameSession)
+        writes.append(req)
+        if len(writes) < 4:  # busy: the first three tries time out
+            return []
+        view = p.SessionView(
+            id=1, name="done", display_name="done", worktree="", created="", event_count=0,
+            message_count=0, state="new",
+        )  # fmt: skip
+        return [(rid, p.SessionReply(session=view))]
+
+    server = fake(answer_status_then(handler))
+    told: list[str] = []
+    with Client(server.config, timeout=10, on_wait=told.append) as client:
+        reply = client.call(p.RenameSession(root="/w", session=1, name="done"), p.SessionReply, timeout=0.3)
+    assert reply.session.name == "done"
+    assert len({w.request_key for w in writes}) == 1 and len(writes) == 4  # one key: carried out once
+    assert len(told) == 2 and all("still waiting for RenameSession" in t and "/w" in t for t in told)
+    names = [type(r).__name__ for r in server.received]
+    assert names == ["Status", "RenameSession"] * 4  # each try checks that the daemon answers first
 
 
 def test_requests_carry_canonical_roots_and_exact_event_json(fake: Any, tmp_path: Path) -> None:

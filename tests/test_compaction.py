@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sqlite3
 import sys
 import time
 from pathlib import Path
@@ -260,3 +261,48 @@ def test_compact_with_output_refuses_bad_paths_and_stores_nothing(world: World, 
     assert world.client.compact_with_output(world.root, sid, 2, empty, "claude-stream-json").stored is False
     assert context_of(world, sid) == before
     assert world.client.status().pid == world.daemon.proc.pid
+
+
+def test_a_compaction_never_lands_in_another_session_of_the_same_number(world: World) -> None:
+    """Planned for S1; AZUREAL deletes S1, VACUUMs and gives the number to a new session (spec §7):
+    the summary is refused, not stored into the new S1. `after_seq` must be one of the session's."""
+    sid = turns(world, 3)
+    plan = world.client.plan_compaction(world.root, sid)
+    assert plan.after_seq is not None and plan.identity
+    with pytest.raises(RemoteError, match="after_seq must be a seq of") as caught:
+        world.client.store_compaction(world.root, sid, 10, "past its end", identity=plan.identity)
+    assert caught.value.code == "bad_request"
+    with pytest.raises(RemoteError, match="after_seq must be a seq of"):
+        world.client.store_compaction(world.root, sid, 0, "before its start")
+
+    conn = sqlite3.connect(world.root / ".azureal" / "sessions.azs", isolation_level=None, timeout=5)
+    try:  # AZUREAL's delete_session, then its create_session: next_s_number() = max(id) + 1
+        conn.execute("PRAGMA foreign_keys = ON")
+        conn.execute("DELETE FROM sessions WHERE id = ?", (sid,))
+        conn.execute("VACUUM")
+        conn.execute(
+            "INSERT INTO sessions (id, worktree) VALUES ((SELECT COALESCE(MAX(id), 0) + 1 FROM sessions), '')"
+        )
+        assert conn.execute("SELECT MAX(id) FROM sessions").fetchone()[0] == sid
+    finally:
+        conn.close()
+    world.client.append_events(world.root, sid, [UserMessage(content=f"new {n}") for n in range(12)])
+    with pytest.raises(RemoteError, match="no longer the session") as caught:
+        world.client.store_compaction(world.root, sid, plan.after_seq, "old summary", identity=plan.identity)
+    assert caught.value.code == "not_found"
+    with pytest.raises(RemoteError, match="no longer the session"):
+        world.client.compact_with_output(
+            world.root,
+            sid,
+            plan.after_seq,
+            world.root / "x.jsonl",
+            "claude-stream-json",
+            identity=plan.identity,
+        )
+    assert world.client.context_meter(world.root, sid).chars > 0
+    assert "old summary" not in context_of(world, sid)
+    fresh = world.client.plan_compaction(world.root, sid)
+    assert fresh.identity and fresh.identity != plan.identity
+    assert fresh.after_seq is not None
+    world.client.store_compaction(world.root, sid, fresh.after_seq, "new summary", identity=fresh.identity)
+    assert "new summary" in context_of(world, sid)

@@ -271,7 +271,9 @@ def test_huge_lines_are_skipped_without_loading_them(env: tuple[DaemonProc, Path
     assert peak_kb < 200 * 1024, f"the daemon held the huge line: peak RSS {peak_kb} kB"
 
 
-def test_follow_ends_when_the_writer_is_gone_and_marks_the_turn_failed() -> None:
+@pytest.fixture
+def idle_ends() -> Iterator[tuple[DaemonProc, Path, int]]:
+    """A daemon that ends a follow whose writer is gone after 0.5 s of idle file, and a session."""
     base, root = short_tmpdir(), short_tmpdir()
     config = base / "config.toml"
     config.write_text("follow-idle-s = 0.5\n")
@@ -279,26 +281,32 @@ def test_follow_ends_when_the_writer_is_gone_and_marks_the_turn_failed() -> None
     try:
         created = d.request(p.CreateSession(root=str(root)))
         assert isinstance(created, p.SessionReply)
-        sid = created.session.id
-        target = root / "agent.jsonl"
-        writer = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(0.3)"])
-        target.write_bytes(line("partial", 1))
-        follow(d, root, sid, target, format="claude-stream-json", writer_pid=writer.pid)
-        writer.wait()
-        deadline = time.monotonic() + 10
-        while True:
-            info = d.request(p.GetSession(root=str(root), session=sid))
-            assert isinstance(info, p.SessionReply)
-            if info.session.state == "failed":
-                break
-            assert time.monotonic() < deadline, info.session
-            time.sleep(0.1)
-        assert _live(d) == []
-        assert texts(stored(d, root, sid)) == ["partial"]
+        yield d, root, created.session.id
     finally:
         d.close()
         shutil.rmtree(base, ignore_errors=True)
         shutil.rmtree(root, ignore_errors=True)
+
+
+def test_follow_ends_when_the_writer_is_gone_and_marks_the_turn_failed(
+    idle_ends: tuple[DaemonProc, Path, int],
+) -> None:
+    d, root, sid = idle_ends
+    target = root / "agent.jsonl"
+    writer = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(0.3)"])
+    target.write_bytes(line("partial", 1))
+    follow(d, root, sid, target, format="claude-stream-json", writer_pid=writer.pid)
+    writer.wait()
+    deadline = time.monotonic() + 10
+    while True:
+        info = d.request(p.GetSession(root=str(root), session=sid))
+        assert isinstance(info, p.SessionReply)
+        if info.session.state == "failed":
+            break
+        assert time.monotonic() < deadline, info.session
+        time.sleep(0.1)
+    assert _live(d) == []
+    assert texts(stored(d, root, sid)) == ["partial"]
 
 
 def test_follow_request_errors(env: tuple[DaemonProc, Path, int]) -> None:
@@ -375,3 +383,44 @@ def test_roots_without_live_follows_are_forgotten_at_start() -> None:
             started.close()
         for path in (base, ended_root, live_root):
             shutil.rmtree(path, ignore_errors=True)
+
+
+def test_a_follow_given_no_writer_ends_once_no_program_writes_its_idle_file(
+    idle_ends: tuple[DaemonProc, Path, int],
+) -> None:
+    """`azs follow` names no writer: a process that has the file open for writing becomes its writer
+    (the follow ends once it exits); with none, an idle file's follow ends after `follow-idle-s`, and
+    its session no longer shows running (it kept `● running` forever, even across restarts)."""
+    d, root, sid = idle_ends
+    idle, held = root / "idle.jsonl", root / "held.jsonl"
+    idle.write_bytes(line("idle", 1))
+    held.write_bytes(line("held", 2))
+    holder = subprocess.Popen(
+        [sys.executable, "-c", f"import time; f = open({str(held)!r}, 'a'); time.sleep(3)"]
+    )
+    time.sleep(0.3)  # it has the file open
+    follow(d, root, sid, idle, format="claude-stream-json")
+    follow(d, root, sid, held, format="claude-stream-json")
+    deadline = time.monotonic() + 15
+    while str(idle) in {v.path for v in _live(d)}:
+        assert time.monotonic() < deadline, "the follow of a file nobody writes never ended"
+        time.sleep(0.1)
+    assert {v.path for v in _live(d)} == {str(held)}, "a file open for writing is still written"
+    [ended] = [v for v in status_follows(d) if v.path == str(idle)]
+    assert ended.reason.startswith("no program has it open for writing, and the file was idle for")
+    holder.wait()
+    deadline = time.monotonic() + 15
+    while _live(d):
+        assert time.monotonic() < deadline, "the follow outlived its writer"
+        time.sleep(0.1)
+    [gone] = [v for v in status_follows(d) if v.path == str(held)]
+    assert gone.reason.startswith(f"its writer (pid {holder.pid}) exited")
+    info = d.request(p.GetSession(root=str(root), session=sid))
+    assert isinstance(info, p.SessionReply)
+    assert info.session.state != "running", info.session
+
+
+def status_follows(d: DaemonProc) -> list[p.FollowView]:
+    status = d.request(p.Status())
+    assert isinstance(status, p.StatusReply)
+    return status.follows

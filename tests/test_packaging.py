@@ -17,7 +17,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = {"azsd": ROOT / "azsd", "azsd_client": ROOT / "client" / "azsd_client"}
-DATA_SUFFIXES = (".py", ".json", ".sql", ".typed")
+DATA_SUFFIXES = (".py", ".json", ".sql", ".typed", ".html", ".css", ".js", ".svg", ".md")
 
 
 def _clean_copy(into: Path) -> Path:
@@ -65,6 +65,8 @@ def test_the_wheel_holds_every_module_and_data_file_of_the_tree(wheel: zipfile.Z
         if path.is_file() and path.suffix in DATA_SUFFIXES and "__pycache__" not in path.parts
     }
     assert {"azsd/sync/sql/001_init.sql", "azsd/data/pricing.json", "azsd/py.typed"} <= expected
+    web = {"azsd_client/web/templates/base.html", "azsd_client/web/static/vendor/chartjs/chart.umd.min.js"}
+    assert web | {"azsd_client/web/static/vendor/chartjs/LICENSE.md"} <= expected
     assert expected - names == set(), "left out of the wheel (pyproject packages / package-data)"
 
 

@@ -205,3 +205,79 @@ def test_the_daemon_answers_every_page_as_the_file_is_now(daemon: DaemonProc, ro
             if i % 4 == 0:
                 time.sleep(SETTLE_S)
         assert "theirs 14" in client.get_events_page(root, sid, from_seq=1, limit=100).events[-1].data
+
+
+def foreign_wal(root: Path) -> sqlite3.Connection:
+    """Another program's connection that switched the store to WAL (and stays open)."""
+    conn = sqlite3.connect(store_path(root), isolation_level=None, timeout=5)
+    assert conn.execute("PRAGMA journal_mode = WAL").fetchone()[0] == "wal"
+    return conn
+
+
+def foreign_append(conn: sqlite3.Connection, sid: int, text: str) -> None:
+    frame = zstandard.ZstdCompressor(level=3).compress(encode_event(AssistantText(text=text)))
+    seq = conn.execute(
+        "SELECT COALESCE(MAX(seq), 0) + 1 FROM events WHERE session_id = ?", (sid,)
+    ).fetchone()[0]
+    conn.execute(
+        "INSERT INTO events (session_id, seq, kind, data, char_len) VALUES (?, ?, 'AssistantText', ?, 1)",
+        (sid, seq, frame),
+    )
+
+
+def header_journal(root: Path) -> str:
+    """The journal mode the file's header says (its read and write versions: 2 is WAL)."""
+    return "wal" if store_path(root).read_bytes()[18] == 2 else "delete"
+
+
+def test_commits_into_another_programs_wal_are_never_served_stale(
+    stores: tuple[Store, Store, int], root: Path
+) -> None:
+    """Commits in WAL mode go to `-wal`, and the main file's stat stays as it was: the page's version
+    counts the `-wal` file too (and the reader holds no connection between reads meanwhile, so that
+    the writer can switch the file back once the other program lets go)."""
+    writer, reader, sid = stores
+    pages = PageCache()
+    req = p.GetEvents(root=str(root), session=sid, from_seq=1, limit=100)
+    read(pages, reader, req)
+    foreign = foreign_wal(root)
+    try:
+        for step in range(6):
+            time.sleep(SETTLE_S)
+            read(pages, reader, req)
+            foreign_append(foreign, sid, f"theirs {step}")
+            if step % 2:
+                time.sleep(SETTLE_S)
+            got = page_of(read(pages, reader, req)[0])
+            assert len(got.events) == 30 + step + 1, step
+        writer.keep_journal_mode()  # cannot while the other program has it open in WAL: no wait
+        assert header_journal(root) == "wal"
+    finally:
+        foreign.close()
+    writer.keep_journal_mode()
+    assert header_journal(root) == "delete" and not Path(f"{store_path(root)}-wal").exists()
+    writer.append_events(sid, texts(1, 100))
+    time.sleep(SETTLE_S)
+    assert len(page_of(read(pages, reader, req)[0]).events) == 37
+
+
+def test_the_daemon_switches_a_foreign_wal_back_and_serves_it_fresh(daemon: DaemonProc, root: Path) -> None:
+    with daemon.client() as client:
+        sid = client.create_session(root, "s").session.id
+        client.append_events(root, sid, texts(1))
+        time.sleep(SETTLE_S)
+        assert len(client.get_events_page(root, sid, from_seq=1, limit=100).events) == 1
+        foreign = foreign_wal(root)
+        try:
+            for i in range(5):
+                foreign_append(foreign, sid, f"theirs {i}")
+                assert len(client.get_events_page(root, sid, from_seq=1, limit=100).events) == 2 + i
+        finally:
+            foreign.close()
+        deadline = time.monotonic() + 20
+        while header_journal(root) != "delete":
+            assert time.monotonic() < deadline, "the daemon left the store in WAL"
+            time.sleep(0.1)
+        client.append_events(root, sid, texts(1, 50))
+        assert len(client.get_events_page(root, sid, from_seq=1, limit=100).events) == 7
+    assert header_journal(root) == "delete"

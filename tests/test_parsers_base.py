@@ -13,7 +13,7 @@ from azsd.errors import IngestError
 from azsd.events import AssistantText, Init, UserMessage
 from azsd.ingest.file import ingest_file, overlap_prefix_len, parse_file
 from azsd.ingest.parsers import (
-    FORMATS,
+    JSONL_FORMATS,
     TOO_LONG,
     UnknownFormatError,
     detect_format,
@@ -24,7 +24,7 @@ from azsd.ingest.parsers import (
 from azsd.store import Store
 
 
-@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("fmt", JSONL_FORMATS)
 def test_malformed_lines_are_skipped_and_counted_never_raised(fmt: str) -> None:
     parser = make_parser(fmt)
     bad = [
@@ -51,7 +51,7 @@ def test_malformed_lines_are_skipped_and_counted_never_raised(fmt: str) -> None:
     assert "7 skipped" in parser.report.summary()
 
 
-@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("fmt", JSONL_FORMATS)
 def test_wrongly_shaped_known_lines_do_not_raise(fmt: str) -> None:
     parser = make_parser(fmt)
     shapes = [

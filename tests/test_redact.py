@@ -347,3 +347,19 @@ def test_corpus_has_nothing_to_mask():
             found += counts
             assert (out is event) == (not counts)
     assert not found, where
+
+
+@pytest.mark.parametrize("name", list(SECRETS))
+def test_a_text_with_a_secret_always_has_a_hint(name):
+    """`may_hold_secret` (the one look sync's push makes before masking an event) never misses what
+    `redact_text` masks, in the text or in the event's JSON."""
+    from azsd.events import encode_event
+    from azsd.redact import may_hold_secret
+
+    template = next(line for line in SAMPLE.splitlines() if f"<<{name}>>" in line)
+    if name == "private-key":
+        template = f"-----BEGIN RSA PRIVATE KEY-----\n{template}\n-----END RSA PRIVATE KEY-----"
+    text = fill(template, SECRETS)
+    assert redact_text(text)[1] and may_hold_secret(text)
+    assert may_hold_secret(encode_event(UserMessage(content=text)))
+    assert not may_hold_secret(encode_event(UserMessage(content="fix the lexer")))

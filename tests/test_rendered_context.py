@@ -171,6 +171,38 @@ def test_many_rows_wait_for_the_chunked_catch_up(tmp_path: Path) -> None:
     assert_same(tmp_path, sid)
 
 
+def test_own_rows_are_rendered_while_many_foreign_rows_wait(tmp_path: Path) -> None:
+    """A big ingest while AZUREAL's rows wait went to the catch-up whole: azsd renders its own rows
+    in their append when every earlier row of their session has its block (the mark stays, and the
+    catch-up skips them), and leaves to the catch-up a session whose own earlier rows wait."""
+    with Store.open(tmp_path) as store:
+        sid = store.create_session("s", "main").id
+        store.append_events(sid, turn(0))
+        shared = store.create_session("shared", "main").id
+        store.append_events(shared, turn(0))
+    mark = context_mark(tmp_path)
+    other = azureal_append(
+        tmp_path, 0, [e for i in range(CONTEXT_INLINE_ROWS // 5 + 1) for e in turn(i)], new_session=True
+    )
+    azureal_append(tmp_path, shared, turn(1))  # rows of azsd's session that wait too
+    with Store.open(tmp_path) as store:
+        store.append_events(sid, turn(1))
+        store.append_events(sid, turn(2))
+        assert blocks_of(tmp_path, sid) == store.max_seq(sid) == 15  # in the appends themselves
+        fork = store.fork_session(sid, 12).id
+        assert blocks_of(tmp_path, fork) == 12
+        store.append_events(shared, turn(2))  # its rows 6..10 wait: its own wait with them
+        assert blocks_of(tmp_path, shared) == 5
+        assert context_mark(tmp_path) == mark
+        for session in (sid, fork, shared, other):
+            assert_same(tmp_path, session)
+        store.catch_up_context()
+        for session in (sid, fork, shared, other):  # every row once: none rendered twice
+            assert blocks_of(tmp_path, session) == store.max_seq(session)
+    for session in (sid, fork, shared, other):
+        assert_same(tmp_path, session)
+
+
 def test_deletes_reused_ids_and_forks(tmp_path: Path) -> None:
     with Store.open(tmp_path) as store:
         a = store.create_session("a", "main").id

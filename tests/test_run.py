@@ -158,12 +158,15 @@ class World:
             *args,
         ]
 
-    def azs(self, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    def azs(
+        self, *args: str, cwd: Path | None = None, stdin: str | None = None
+    ) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
             self.argv(*args),
             cwd=cwd or self.root,
             env=self.env,
-            stdin=subprocess.DEVNULL,
+            input=stdin,
+            stdin=subprocess.DEVNULL if stdin is None else None,
             capture_output=True,
             text=True,
             timeout=TIMEOUT_S,
@@ -313,6 +316,24 @@ def test_a_prompt_of_any_size_reaches_the_agent_whole(world: World, backend: Bac
     assert world.view(sid).state == "succeeded"
 
 
+def test_the_prompt_from_stdin_or_a_file(world: World, tmp_path: Path) -> None:
+    """Issue 25: `azs run -` stored the literal prompt "-", and there was no way to give a file."""
+    world.configure(replay=corpus(CLAUDE))
+    prompt = "fix the parser\n\nit drops the last line -- see main.go\n"
+    done = world.azs("run", "-", stdin=prompt)
+    assert done.returncode == 0, world.explain(done)
+    assert world.events()[0] == UserMessage(content=prompt)
+    given = tmp_path / "prompt.md"
+    given.write_text("from a file")
+    done = world.azs("run", "-s", "1", "--file", str(given))
+    assert done.returncode == 0, world.explain(done)
+    assert UserMessage(content="from a file") in world.events()
+    done = world.azs("run", "-", stdin="  \n")
+    assert done.returncode == 2 and "the prompt is empty (stdin)" in done.stderr
+    done = world.azs("run", "--file", str(tmp_path / "missing.md"))
+    assert done.returncode == 2 and "cannot read the prompt from" in done.stderr
+
+
 def test_run_json_prints_each_stored_event(world: World) -> None:
     source = corpus(CLAUDE)
     world.configure(replay=source)
@@ -373,7 +394,11 @@ def test_every_live_corpus_file_goes_through_azs_run(world: World, backend: str,
     done = world.azs("run", "--backend", backend, "go")
 
     assert done.returncode == (0 if success else 1), world.explain(done)
-    assert world.events() == [UserMessage(content="go"), *expected]
+    said = [  # issue 25: a turn without its end says so where it ended
+        AssistantText(text="Error: the agent printed no result (exit status 0)"),
+        Complete(success=False, duration_ms=0, cost_usd=0.0),
+    ]
+    assert world.events() == [UserMessage(content="go"), *expected, *(said if success is None else [])]
     assert world.view().state == ("succeeded" if success else "failed")
     assert world.follows() == []
 
@@ -392,11 +417,47 @@ def test_an_agent_that_dies_mid_turn_leaves_a_failed_partial_turn(world: World, 
     assert done.returncode == 1, world.explain(done)
     assert "without finishing the turn" in done.stderr and "exit status 3" in done.stderr
     assert "fatal: the model went away" in done.stderr
-    assert world.events() == [UserMessage(content="half a turn"), *expected]
+    *events, said, end = world.events()
+    assert events == [UserMessage(content="half a turn"), *expected]
+    assert world.raw_events()[-1].duration_ms > 0  # type: ignore[union-attr]  # (events() zeroes times)
+    # issue 25: the outcome is stored where it happened (as AZUREAL stores a failed Codex turn)
+    assert said == AssistantText(
+        text="Error: the agent exited without finishing the turn (exit status 3)\nfatal: the model went away"
+    )
+    assert isinstance(end, Complete) and not end.success
     assert world.view().state == "failed"
+    shown = world.azs("show", "S1").stdout
+    assert "✗ Error: the agent exited without finishing the turn (exit status 3)" in shown
+    assert "fatal: the model went away" in shown and "✗ failed after" in shown
     [kept] = world.turn_files(1)
     assert kept.read_bytes() == half.read_bytes() and str(kept) in done.stderr
     assert world.follows() == []
+    [ended] = [v for v in world.client.status().follows if v.path == str(kept)]  # said as it was:
+    assert (
+        ended.reason.startswith("its agent (pid ")
+        and "exited (exit status 3) before the turn ended" in ended.reason
+    )
+
+
+def test_an_agent_that_prints_no_result_says_so_in_the_transcript(world: World, tmp_path: Path) -> None:
+    """Issue 25: a turn whose agent printed garbage showed as a bare prompt (only the badge said ✗)."""
+    garbage = tmp_path / "garbage.jsonl"
+    garbage.write_bytes(b"this is not JSON\n")
+    world.configure(replay=garbage, options=("--stderr", "warning: odd output"))
+
+    done = world.azs("run", "say something")
+
+    assert done.returncode == 1, world.explain(done)
+    events = world.events()
+    assert events[0] == UserMessage(content="say something")
+    assert events[-2] == AssistantText(
+        text="Error: the agent printed no result (exit status 0)\nwarning: odd output"
+    )
+    assert isinstance(events[-1], Complete) and not events[-1].success
+    exported = world.azs("export", "S1").stdout
+    assert "the agent printed no result (exit status 0)" in exported
+    [turn] = json.loads("[" + world.azs("--json", "log", "S1").stdout.strip().replace("\n", ",") + "]")
+    assert turn["outcome"] == "failed" and turn["error"] == "the agent printed no result (exit status 0)"
 
 
 def test_a_missing_agent_program_fails_before_anything_is_stored(world: World) -> None:
@@ -437,9 +498,11 @@ def test_ctrl_c_stops_the_agent_and_keeps_a_truthful_partial_turn(
     assert "interrupted" in err and "marked failed" in err
     events = world.events()
     assert events[0] == UserMessage(content="a long one")
-    turn = events[1:]
+    *turn, said, end = events[1:]
     assert 3 <= len(turn) < len(full) and turn == full[: len(turn)], "the stored turn is not a prefix"
-    assert not any(isinstance(e, Complete) for e in events)
+    assert not any(isinstance(e, Complete) for e in turn)
+    assert isinstance(said, AssistantText) and said.text.startswith("Error: interrupted: stopped the agent (")
+    assert isinstance(end, Complete) and not end.success
     assert world.view().state == "failed"
     [record] = world.records()
     with pytest.raises(ProcessLookupError):
@@ -480,8 +543,8 @@ def test_follow_shows_in_status_and_unfollow_ends_it(world: World, tmp_path: Pat
     human = world.azs("status")
     assert human.returncode == 0, world.explain(human)
     [row] = [line for line in human.stdout.splitlines() if str(live.resolve()) in line]
-    assert "● active" in row and "S1" in row and "claude-stream-json" in row and f"{first} lines" in row
-    assert "(1 active)" in human.stdout
+    assert "● following" in row and "S1" in row and "claude-stream-json" in row and f"{first} lines" in row
+    assert "(1 following" in human.stdout and "active" not in row  # one word for it, as in --json
 
     with live.open("ab") as sink:
         sink.write(b"".join(lines[first:second]))
@@ -503,14 +566,52 @@ def test_follow_errors_are_reported(world: World, tmp_path: Path) -> None:
     live.write_bytes(b"")
     world.client.create_session(world.root, "s")
 
-    missing = world.azs("follow", str(tmp_path / "nope.jsonl"), "-s", "S1")
     bad_format = world.azs("follow", str(live), "-s", "S1", "--format", "yaml")
     no_session = world.azs("follow", str(live), "-s", "S9")
 
-    assert missing.returncode == 1 and "no such file" in missing.stderr
     assert bad_format.returncode == 1 and "unknown format" in bad_format.stderr
     assert no_session.returncode == 1 and "S9" in no_session.stderr
     assert world.follows() == []
+
+
+def test_follow_of_a_file_not_there_yet_waits_for_it(world: World, tmp_path: Path) -> None:
+    world.client.create_session(world.root, "s")
+    later = tmp_path / "later.jsonl"
+    waiting = world.azs("follow", str(later), "-s", "S1")
+    assert waiting.returncode == 0, world.explain(waiting)
+    assert "waiting: the file does not exist (yet)" in waiting.stdout
+    [view] = world.follows()
+    assert view.state == "waiting" and "does not exist" in view.reason
+    source = corpus(CLAUDE).read_bytes().splitlines(keepends=True)
+    later.write_bytes(b"".join(source[:5]))
+    deadline = time.monotonic() + 20
+    while not world.events():
+        assert time.monotonic() < deadline, "the file's lines were never stored"
+        time.sleep(0.1)
+    assert world.follows()[0].state == "following"
+
+
+def test_status_says_each_follows_reason_under_it(world: World, tmp_path: Path) -> None:
+    """Each reason is on its own line right under its follow (they were grouped after the store's
+    rows); `--all` lists what `status` shows and the follows that ended long ago."""
+    world.client.create_session(world.root, "s")
+    paths = [tmp_path / f"f{i}.jsonl" for i in range(3)]
+    for path in paths:
+        path.write_bytes(b"")
+        world.client.follow(world.root, 1, path)
+    world.client.unfollow(world.root, paths[0], reason="the first reason")
+    world.client.unfollow(world.root, paths[1], reason="the second reason")
+    shown = world.azs("status")
+    assert shown.returncode == 0, world.explain(shown)
+    lines = shown.stdout.splitlines()
+    for path, reason in ((paths[0], "the first reason"), (paths[1], "the second reason")):
+        [at] = [i for i, line in enumerate(lines) if str(path) in line]
+        assert "○ ended" in lines[at] and lines[at + 1].strip() == f"↳ {reason}", shown.stdout
+    assert " ended)" in shown.stdout  # (the daemon is shared: other tests' follows ended too)
+    every = world.azs("--json", "status", "--all")
+    assert every.returncode == 0, world.explain(every)
+    listed = msgspec.json.decode(every.stdout, type=p.StatusReply).follows
+    assert {v.path for v in listed} >= {str(path) for path in paths}
 
 
 def test_the_async_client_follows_and_unfollows(world: World, tmp_path: Path) -> None:

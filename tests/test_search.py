@@ -21,6 +21,7 @@ from azsd.events import (
 from azsd.ingest.file import ingest_file
 from azsd.search import event_kinds, make_snippet, query_terms, search_text, words_query
 from azsd.store import Store, store_path
+from azsd.store.pacing import Pacer, Pacing
 
 from .conftest import corpus_files, requires_corpus
 
@@ -66,7 +67,9 @@ def test_kind_aliases() -> None:
 
 
 def test_words_query_and_snippets() -> None:
-    assert words_query('say "hi"  now') == '"say" """hi""" "now"'
+    assert words_query('say "hi"  now') == '"say"* "hi"* "now"*'
+    assert words_query("claude-clean -> main.go") == '"claude clean"* "main go"*'
+    assert words_query("-> ()") == ""  # no letter or digit: nothing the index can look up
     assert query_terms('NEAR(Él crash, 2) OR "a ""b"""') == [
         ("el", False),
         ("crash", False),
@@ -132,7 +135,50 @@ def test_a_query_fts_cannot_parse_is_a_clear_error(store: Store, query: str) -> 
     populate(store)
     with pytest.raises(ValueError, match=re.escape(f"cannot search for {query!r}")):
         store.search(query)
-    assert store.search(words_query(query)) is not None  # the literal form always parses
+    literal = words_query(query)
+    assert not literal or store.search(literal, literal=query.split()) is not None  # always parses
+
+
+def test_plain_text_is_every_word_as_written(store: Store) -> None:
+    """Issue 25: `claude-clean`, `main.go` and `unwrap()` are what they say, in any case."""
+    sid = store.create_session(worktree="main").id
+    texts = [
+        "run claude-clean first",  # 1
+        "claude said: clean it",  # 2: the tokens, not the text
+        "open Main.Go now",  # 3
+        "main_go is another file",  # 4
+        "it calls unwrap() on None",  # 5
+        "unwrap it later",  # 6
+        "the parser panics",  # 7
+    ]
+    store.append_events(sid, [AssistantText(text=t) for t in texts])
+
+    def seqs(text: str) -> set[int]:
+        return {h.seq for h in store.search(words_query(text), literal=text.split())}
+
+    assert seqs("claude-clean") == {1}
+    assert seqs("main.go") == {3}
+    assert seqs("unwrap()") == {5}
+    assert seqs("UNWRAP() none") == {5}  # every word, in any case
+    assert seqs("pars") == {7}  # from the start of a word
+    assert seqs("unwrap() nowhere") == set()
+    [hit] = store.search(words_query("main.go"), literal=["main.go"])
+    assert [hit.snippet[a:b] for a, b in hit.highlights] == ["Main.Go"]
+
+
+def test_a_forks_copies_are_one_hit(store: Store) -> None:
+    """Issue 25: a fork repeated every hit; the copies are one hit, with the other sessions named."""
+    sid = store.create_session(worktree="main").id
+    store.append_events(sid, [UserMessage(content="find the needle"), AssistantText(text="a needle")])
+    first = store.fork_session(sid, 2).id
+    second = store.fork_session(sid, 1).id
+    store.append_events(first, [AssistantText(text="another needle")])
+    hits = store.search("needle")
+    assert sorted((h.session_id, h.seq, tuple(h.also_in)) for h in hits) == [
+        (sid, 1, (first, second)),
+        (sid, 2, (first,)),
+        (first, 3, ()),
+    ]
 
 
 def test_deleting_a_session_takes_its_text_out_of_the_index(store: Store) -> None:
@@ -159,6 +205,61 @@ def test_a_delete_with_the_index_out_of_step_still_deletes_and_the_index_recover
         store.delete_session(a)  # 'delete' of entries it does not hold: start afresh, do not fail
         assert not store.has_session(a)
         assert store.search("panic") == [] and len(store.search("step")) == 8
+
+
+def test_entries_of_rows_another_program_deleted_are_found_and_removed_in_the_background(root: Path) -> None:
+    """AZUREAL deletes a session: the contentless index kept its entries (BM25 counted them, and
+    ranks drifted from a reindexed copy's). The background catch-up finds them and rebuilds the
+    index without them, while searches go on; one rebuilt afresh holds exactly the same."""
+    with Store.open(root) as store:
+        a, b = populate(store)
+        assert store.search("panic")  # all indexed
+        before_delete = index_contents(store)
+    with sqlite3.connect(store_path(root)) as conn:  # AZUREAL's delete_session, and a number reused
+        conn.execute("PRAGMA foreign_keys = ON")
+        conn.execute("DELETE FROM sessions WHERE id = ?", (b,))
+        conn.execute("INSERT INTO sessions (id, worktree) VALUES (?, 'reused')", (b,))
+    with Store.open(root) as store:
+        store.pacer = Pacer(Pacing(chunk_s=0.0, gap_s=0.0, long_gap_s=0.0))  # a step a call
+        assert store.stale_entries() == 4  # the deleted session's four entries with text
+        assert index_contents(store) == before_delete
+        steps = 0
+        while store.catch_up_some():
+            steps += 1
+            assert [h.session_id for h in store.search("panic")] == [a]  # answers all along
+        assert steps >= 2 and store.stale_entries() == 0
+        left = index_contents(store)
+        assert left != before_delete
+        store.reindex_search()
+        assert index_contents(store) == left
+        fts_integrity(store)
+        store.append_events(a, [UserMessage(content="panic again")])  # the new index is kept up
+        assert len(store.search("panic")) == 2 and store.stale_entries() == 0
+
+
+def test_a_delete_while_the_index_is_rebuilt_takes_its_rows_out_of_both(root: Path) -> None:
+    with Store.open(root) as store:
+        a, b = populate(store)
+        c = store.create_session(worktree="main").id
+        store.append_events(c, [UserMessage(content="panic in c")])
+        assert store.search("panic")
+    with sqlite3.connect(store_path(root)) as conn:
+        conn.execute("PRAGMA foreign_keys = ON")
+        conn.execute("DELETE FROM sessions WHERE id = ?", (b,))
+    with Store.open(root) as store:
+        store.pacer = Pacer(Pacing(chunk_s=0.0, gap_s=0.0, long_gap_s=0.0))  # a step a call
+        while not store._query("SELECT 1 FROM sqlite_master WHERE name = 'azsd_search_next'"):
+            assert store.catch_up_some()  # until the rebuild has begun
+        assert store.catch_up_some()  # the new index holds c's rows: the delete takes them from both
+        assert store._query("SELECT COUNT(*) FROM azsd_search_next_docsize")[0][0] == 11  # all but b's
+        store.delete_session(c)
+        while store.catch_up_some():
+            pass
+        assert [h.session_id for h in store.search("panic")] == [a] and store.stale_entries() == 0
+        left = index_contents(store)
+        store.reindex_search()
+        assert index_contents(store) == left
+        fts_integrity(store)
 
 
 def test_rows_written_by_another_program_are_indexed_before_a_search(store: Store) -> None:

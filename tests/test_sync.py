@@ -307,6 +307,11 @@ def test_two_machines_list_show_search_and_pull_a_session_to_continue_it(
     assert code == 0 and "ada@laptop" in out and "answer 2: an unwrap on None in the lexer" in out
     code, out, _ = azs(capsys, box, there, "search", "--remote", "--all-worktrees", "unwrap lexer")
     assert code == 0 and f"@{uuid[:8]}" in out and "lexer" in out, out
+    # issue 25: plain text by default, as locally (every word must appear); web-search syntax with --fts
+    code, out, _ = azs(capsys, box, there, "search", "--remote", "--all-branches", "lexer or void")
+    assert code == 0 and f"@{uuid[:8]}" not in out, out
+    code, out, _ = azs(capsys, box, there, "search", "--remote", "-e", "--all-branches", "lexer or void")
+    assert code == 0 and f"@{uuid[:8]}" in out, out
     code, out, _ = azs(capsys, box, there, "search", "--remote", "--all-worktrees", "--kind", "user", "lexer")
     assert code == 0 and f"@{uuid[:8]}" not in out  # the prompts never say lexer
     code, _, err = azs(capsys, box, there, "show", "@ffffffff")

@@ -25,8 +25,8 @@ from azsd.ipc import protocol as p
 from azsd.store import Store, store_path
 from azsd.store.codec import RowCodec
 from azsd.sync import remote
+from azsd.sync.connection import connect
 from azsd.sync.push import StorePush, prepare_connection
-from azsd.sync.pusher import connect
 from azsd.sync.schema import init_database
 from tests import pg_fixture, sync_fixture
 from tests.sync_fixture import Machine, azs, mirrored, turn, wait_until
@@ -41,6 +41,7 @@ TEAM_GRANTS = """
 GRANT USAGE ON SCHEMA azsd TO {role};
 GRANT SELECT ON azsd.schema_version, azsd.readers TO {role};
 GRANT SELECT, INSERT, UPDATE, DELETE ON azsd.stores, azsd.sessions, azsd.events, azsd.compactions TO {role};
+GRANT SELECT, INSERT, DELETE ON azsd.usage TO {role};
 """
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from pathlib import Path
@@ -27,6 +28,7 @@ from azsd.ipc.transport import Envelope, Outbox
 from azsd.server.registry import StoreRegistry
 from azsd.server.workers import Outcome, error_reply
 from azsd.store import Store
+from azsd.store.chunks import ChunkedWrite
 from azsd.store.codec import CodecError
 from azsd.store.core import READ_BUSY_TIMEOUT_S, NeedsWriterError
 
@@ -297,3 +299,38 @@ def test_a_quick_read_of_a_locked_file_waits_on_the_reader_not_the_caller(
         holder.close()
     assert _reply(registry.outbox) == (b"r1", p.OkReply())
     assert len(ran_in) == 1 and ran_in[0] != threading.get_ident()
+
+
+def test_writes_queued_behind_a_long_write_run_between_its_chunks(
+    registry: StoreRegistry, root: Path
+) -> None:
+    """A rename queued behind a long ingest used to wait for all of it (33 s): the long write yields
+    the writer, not only the lock, between its chunks. A long call queued behind waits its turn."""
+    sid = registry.call(str(root), lambda store: store.create_session("one").id).result(timeout=5)
+    release = threading.Event()
+    chunks_done: list[int] = []
+
+    def long_write(store: Store) -> int:
+        with ChunkedWrite(store) as chunks:
+            n = 0
+            while not release.is_set() and n < 2000:  # at most ~20 s
+                with chunks.step() as conn:
+                    conn.execute("UPDATE sessions SET worktree = ? WHERE id = ?", (f"w{n}", sid))
+                    time.sleep(0.01)
+                chunks_done.append(chunks.pacer.chunks)
+                n += 1
+        return n
+
+    long = registry.call(str(root), long_write, alone=True)
+    while not chunks_done:
+        time.sleep(0.01)
+    rename = registry.call(str(root), lambda store: store.rename_session(sid, "two"))
+    second_long = registry.call(str(root), lambda store: store.get_session(sid).name, alone=True)
+    try:
+        rename.result(timeout=10)
+        assert not long.done()  # it answered between two chunks of the long write
+        assert not second_long.done()  # a long call behind it still waits for it
+    finally:
+        release.set()
+    assert long.result(timeout=20) < 2000
+    assert second_long.result(timeout=10) == "two"

@@ -20,14 +20,14 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Final
 
 from azsd.compact import prepare_for_store
-from azsd.errors import IngestError
+from azsd.errors import IngestError, StoreError, StoreFullError
 from azsd.events import Complete, Event, Init
 from azsd.files import open_regular
 from azsd.ingest.parsers import UnknownFormatError, detect_format, iter_lines, make_parser
@@ -35,9 +35,18 @@ from azsd.ingest.parsers.base import LineParser, ParseReport
 from azsd.ingest.usage import counted_elsewhere, usage_record
 from azsd.model import StoredEvent
 from azsd.store import Store, completion_of
-from azsd.store.chunks import ChunkedWrite
+from azsd.store.chunks import ChunkedWrite, Pacer
 
-__all__ = ["IngestError", "IngestReport", "ingest_file", "overlap_prefix_len", "parse_file", "parse_usage"]
+__all__ = [
+    "IngestError",
+    "IngestReport",
+    "ingest_chunks",
+    "ingest_file",
+    "overlap_prefix_len",
+    "parse_file",
+    "parse_usage",
+    "parsed_chunks",
+]
 
 log = logging.getLogger("azsd.ingest")
 
@@ -73,7 +82,7 @@ def parse_usage(path: Path, counted_elsewhere: Callable[[str], bool]) -> ParseRe
     out of its usage."""
     parser = _parser_for(path, None)
     parser.report.counted_elsewhere = counted_elsewhere
-    for _chunk in _parsed_chunks(path, parser):
+    for _chunk in parsed_chunks(path, parser):
         pass
     return parser.report
 
@@ -81,7 +90,7 @@ def parse_usage(path: Path, counted_elsewhere: Callable[[str], bool]) -> ParseRe
 def parse_file(path: Path, fmt: str | None = None) -> tuple[list[Event], ParseReport]:
     """Parse a whole file (any of the four formats; detected unless `fmt` is given)."""
     parser = _parser_for(path, fmt)
-    events = [event for chunk in _parsed_chunks(path, parser) for event in chunk]
+    events = [event for chunk in parsed_chunks(path, parser) for event in chunk]
     return events, parser.report
 
 
@@ -103,14 +112,19 @@ def _parser_for(path: Path, fmt: str | None) -> LineParser:
         raise IngestError(f"{path}: {exc.strerror or exc}") from None
 
 
-def _parsed_chunks(path: Path, parser: LineParser) -> Iterator[list[Event]]:
-    """The events of each `CHUNK_LINES` lines (or `CHUNK_BYTES`) of the file as it was when opened,
-    then those the parser held to the end."""
+def parsed_chunks(
+    path: Path, parser: LineParser, span: tuple[int, int] | None = None
+) -> Iterator[list[Event]]:
+    """The events of each `CHUNK_LINES` lines (or `CHUNK_BYTES`) of the file as it was when opened
+    (or of its bytes `span`), then those the parser held to the end."""
     try:
         with open_regular(path) as stream:
             chunk: list[Event] = []
             lines = size = 0
             end = os.fstat(stream.fileno()).st_size  # a file that keeps growing is read to here
+            if span is not None:
+                stream.seek(span[0])
+                end = min(end, span[1])
             for line in iter_lines(stream, stop=end):
                 chunk.extend(parser.feed(line))
                 lines += 1
@@ -160,8 +174,13 @@ def ingest_file(
     fmt: str | None = None,
     *,
     on_stored: Callable[[list[StoredEvent]], None] | None = None,
+    parser: LineParser | None = None,
+    span: tuple[int, int] | None = None,
+    grows: bool = False,
+    pacer: Pacer | None = None,
 ) -> IngestReport:
-    """Parse `path`, drop what the session already holds, append the rest, record usage.
+    """Parse `path` (its bytes `span` only, when given; with `parser`, when given), drop what the
+    session already holds, append the rest, record usage.
 
     The appends are committed in chunks of at most ~200 ms (:mod:`azsd.store.chunks`), so another
     program's writes get the store between them; inside a transaction of the caller's, all of it is
@@ -172,58 +191,131 @@ def ingest_file(
 
     With `on_stored`, each chunk's stored events go to it as soon as they are committed and the
     report keeps only counts (its `events` stays empty: memory does not grow with the file);
-    without, the report holds every stored event.
+    without, the report holds every stored event. `pacer` paces the chunks (the default policy
+    unless given).
+
+    A store error after some chunks were committed (the disk filled) says how many events are stored
+    and that running it again stores the rest.
     """
     path = Path(path)
-    parser = _parser_for(path, fmt)
-    source = str(path.resolve())
-    parser.report.counted_elsewhere = counted_elsewhere(store, session_id, source)
+    parser = parser or _parser_for(path, fmt)
+    parser.report.counted_elsewhere = counted_elsewhere(store, session_id, str(path.resolve()))
+    chunks = parsed_chunks(path, parser, span)
+    report = ingest_chunks(
+        store, session_id, chunks, parser.report, str(path.resolve()), at=_mtime(path), on_stored=on_stored,
+        grows=grows, pacer=pacer,
+    )  # fmt: skip
+    return IngestReport(path, report.parse, report.parsed, report.appended, report.duplicates, report.events)
+
+
+def ingest_chunks(
+    store: Store,
+    session_id: int,
+    chunks: Iterable[list[Event]],
+    parse: ParseReport,
+    source: str,
+    *,
+    at: float | None = None,
+    on_stored: Callable[[list[StoredEvent]], None] | None = None,
+    grows: bool = False,
+    pacer: Pacer | None = None,
+) -> IngestReport:
+    """Store the events of `chunks` (parsed from `source`, as `parse` tells) as :func:`ingest_file`
+    does: what the session already ends with is dropped, and the usage recorded under `source`
+    (dated `at` when its lines carry no time). For agents whose histories are not files of lines.
+
+    With `grows`, `chunks` is the whole source again and must begin with every event the session
+    holds (it only grew): when it does not (the source was rewritten, an OpenCode session reverted),
+    `IngestError` says so and nothing is stored."""
     parsed = appended = 0
     last_complete: Complete | None = None
     running = False
     kept: list[StoredEvent] = []
     existing = store.load_events(session_id).plain()
     pending: list[Event] = []  # held until the overlap with `existing` can be decided
+    committed = [0]  # events in chunks committed so far
+    parsing = iter(chunks)
+    try:
+        with ChunkedWrite(store, pacer=pacer) as writes:
 
-    with ChunkedWrite(store) as chunks:
+            def append(events: Sequence[Event]) -> None:
+                nonlocal last_complete, running, appended
+                for start in range(0, len(events), STEP_EVENTS):
+                    part = events[start : start + STEP_EVENTS]
+                    complete, content = completion_of(part)
+                    with writes.step():
+                        stored = store.append_prepared(session_id, part, completion=False).events
+                    last_complete, running = complete or last_complete, running or content
+                    appended += len(stored)
+                    writes.after_commit(partial(_add, committed, len(stored)))
+                    if on_stored is None:
+                        kept.extend(stored)
+                    else:
+                        writes.after_commit(partial(on_stored, stored))
 
-        def append(events: Sequence[Event]) -> None:
-            nonlocal last_complete, running, appended
-            for start in range(0, len(events), STEP_EVENTS):
-                part = events[start : start + STEP_EVENTS]
-                complete, content = completion_of(part)
-                with chunks.step():
-                    stored = store.append_prepared(session_id, part, completion=False).events
-                last_complete, running = complete or last_complete, running or content
-                appended += len(stored)
-                if on_stored is None:
-                    kept.extend(stored)
-                else:
-                    chunks.after_commit(partial(on_stored, stored))
+            for chunk in parsing:
+                prepared = prepare_for_store(chunk)
+                parsed += len(prepared)
+                if existing:
+                    pending += prepared
+                    if not _overlap_decidable(existing, pending):
+                        continue
+                    prepared = pending[_cut(existing, pending, source if grows else None) :]
+                    existing, pending = [], []
+                append(prepared)
+            if pending:  # the whole input is about as long as what the session ends with
+                append(pending[_cut(existing, pending, source if grows else None) :])
+            with writes.step():
+                store.set_completion(session_id, last_complete, running)
+                record = usage_record(parse, source)
+                if record is not None:  # a run whose lines carry no time is dated `at`
+                    store.record_usage(
+                        session_id, record.source, record.parts, replaces=record.replaces, at=at,
+                        turns=record.turns, keys=record.keys,
+                    )  # fmt: skip
+    except StoreError as exc:
+        if not committed[0]:
+            raise
+        raise _partly_stored(exc, committed[0], parsed + _count_rest(parsing), Path(source)) from None
+    log.info("ingested %s into S%d: %d new of %d", source, session_id, appended, parsed)
+    return IngestReport(Path(source), parse, parsed, appended, parsed - appended, kept)
 
-        for chunk in _parsed_chunks(path, parser):
-            prepared = prepare_for_store(chunk)
-            parsed += len(prepared)
-            if existing:
-                pending += prepared
-                if not _overlap_decidable(existing, pending):
-                    continue
-                prepared = pending[overlap_prefix_len(existing, pending) :]
-                existing, pending = [], []
-            append(prepared)
-        if pending:  # the whole file is about as long as what the session ends with
-            append(pending[overlap_prefix_len(existing, pending) :])
-        report = parser.report
-        with chunks.step():
-            store.set_completion(session_id, last_complete, running)
-            record = usage_record(report, source)
-            if record is not None:  # a run whose lines carry no time is dated by the file's last change
-                store.record_usage(
-                    session_id, record.source, record.parts, replaces=record.replaces, at=_mtime(path),
-                    turns=record.turns, keys=record.keys,
-                )  # fmt: skip
-    log.info("ingested %s into S%d: %d new of %d", path, session_id, appended, parsed)
-    return IngestReport(path, report, parsed, appended, parsed - appended, kept)
+
+def _cut(existing: Sequence[Event], pending: Sequence[Event], grown: str | None) -> int:
+    """How many of `pending` the session holds already; with `grown` (the source's name), all of
+    `existing` must be among them."""
+    k = overlap_prefix_len(existing, pending)
+    if grown is not None and k < len(existing):
+        raise IngestError(
+            f"{grown}: it no longer begins with what was imported from it (was it rewritten or taken "
+            "back?): nothing was stored; delete its session and import again to take it as it is now"
+        )
+    return k
+
+
+def _add(counter: list[int], n: int) -> None:
+    counter[0] += n
+
+
+def _count_rest(parsing: Iterator[list[Event]]) -> int:
+    """The events of the chunks not parsed yet (to say how many a failed ingest did not store)."""
+    try:
+        return sum(len(prepare_for_store(chunk)) for chunk in parsing)
+    except IngestError:
+        return 0
+
+
+def _partly_stored(exc: StoreError, stored: int, total: int, path: Path) -> StoreError:
+    """`exc`, said of an ingest that had committed `stored` of the file's `total` events."""
+    if isinstance(exc, StoreFullError):
+        return StoreFullError(
+            f"stored {stored:,} of {total:,} events of {path.name} before the disk filled; "
+            "make room and run it again to store the rest"
+        )
+    return StoreError(
+        f"stored {stored:,} of {total:,} events of {path.name} before the store failed ({exc}); "
+        "run it again to store the rest"
+    )
 
 
 def _mtime(path: Path) -> float | None:

@@ -1,17 +1,17 @@
-"""Live follow: agent JSONL files tailed line by line into their sessions.
-
-One thread (the follower) owns every followed file and takes its work from an inbox
-(:mod:`azsd.ingest.inbox`). Watcher hints (:mod:`azsd.ingest.watcher`) and a stat poll every
-:data:`POLL_S` make it read each file from its saved offset to EOF (:class:`~azsd.ingest.tailing.Tail`).
-Each read's events, the new offset (compare-and-swap) and the run's usage are stored in one
-transaction (:mod:`azsd.ingest.follow_store`): a crash loses nothing and stores nothing twice. A
-follow ends on the turn's final event, on `Unfollow`, or once its writer is gone and the file idle
-for `follow_idle_s`. It never spins nor vanishes silently: failures back off (:mod:`azsd.backoff`),
-and after :data:`MAX_FAILURES` in a row it ends, with the reason kept in `status`.
+"""Live follow: agent files tailed line by line (an OpenCode session message by message,
+:mod:`azsd.ingest.opencode_tail`) into their sessions. One thread (the follower) owns every follow
+and takes its work from an inbox (:mod:`azsd.ingest.inbox`). Watcher hints (:mod:`azsd.ingest.watcher`)
+and a stat poll every :data:`POLL_S` make it read each file from its saved offset to EOF
+(:class:`~azsd.ingest.tailing.Tail`). Each read's events, the new offset (compare-and-swap) and the
+run's usage are stored in one transaction (:mod:`azsd.ingest.follow_store`): a crash loses nothing
+and stores nothing twice. A follow ends on the turn's final event, on `Unfollow`, or once its writer
+is gone and the file idle for `follow_idle_s`. It never spins nor vanishes silently: failures back
+off (:mod:`azsd.backoff`), and after :data:`MAX_FAILURES` in a row it ends (the reason in `status`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import queue
@@ -31,7 +31,8 @@ from azsd.events import Event
 from azsd.files import open_regular
 from azsd.ingest.follow_store import start_follow, store_read
 from azsd.ingest.inbox import Committed, End, Fetched, Hint, Message, Resume, Service, Start, Wake
-from azsd.ingest.tailing import MAX_FAILURES, Tail, check_follow, detect, is_final, pid_alive, started_epoch
+from azsd.ingest.opencode_tail import make_tail
+from azsd.ingest.tailing import MAX_FAILURES, Tail, check_follow, detect, is_final, started_epoch
 from azsd.ingest.watcher import watch_dirs
 from azsd.ipc import protocol as p
 from azsd.ipc.transport import Envelope
@@ -46,6 +47,8 @@ log = logging.getLogger("azsd.ingest.follow")
 
 #: Every followed file is stat-ed this often, watcher or not.
 POLL_S: Final = 0.25
+#: The longest reason an `Unfollow` may give (it is shown in every `status`).
+REASON_MAX: Final = 500
 #: How many ended follows `Status` still shows (the most recent ones).
 ENDED_KEPT: Final = 100
 #: Reads of one follow on their way to its store at most (a file read faster than it is stored
@@ -91,8 +94,8 @@ class Follower:
         validated and saved, before the client is answered, and never for a refused one."""
         self._inbox.put(Start(envelope, root, request, accepted))
 
-    def unfollow(self, envelope: Envelope, root: str, path: str) -> None:
-        self._inbox.put(End(envelope, root, path))
+    def unfollow(self, envelope: Envelope, root: str, path: str, reason: str = "unfollowed") -> None:
+        self._inbox.put(End(envelope, root, path, reason[:REASON_MAX] or "unfollowed"))
 
     def resume(self, root: str, records: list[FollowRecord]) -> None:
         """Pick up follows a previous daemon left running."""
@@ -109,15 +112,15 @@ class Follower:
     def _run(self) -> None:
         next_poll = time.monotonic()
         while not self._stop.is_set():
-            message: Message | None
-            try:
+            message: Message | None = None  # (None: time to poll)
+            with contextlib.suppress(queue.Empty):
                 message = self._inbox.get(timeout=max(0.0, next_poll - time.monotonic()))
-            except queue.Empty:
-                message = None  # time to poll
             try:
                 self._dispatch(message)
-            except Exception:
+            except Exception as exc:  # a request among them is answered all the same
                 log.exception("follow: %s failed", type(message).__name__)
+                if isinstance(message, Start | End) and message.envelope is not None:
+                    self._reply(message.envelope, error_reply(exc))
             if message is None or time.monotonic() >= next_poll:
                 for follow in list(self._follows.values()):
                     self._service_safely(follow)
@@ -129,8 +132,8 @@ class Follower:
                 self._add(envelope, root, request, accepted)
             case Resume(root, record):
                 self._resume(root, record)
-            case End(envelope, root, path):
-                self._end_request(envelope, root, path)
+            case End(envelope, root, path, reason):
+                self._end_request(envelope, root, path, reason)
             case Hint(changed, deleted):
                 for follow in list(self._follows.values()):
                     if follow.record.path in deleted:
@@ -174,7 +177,7 @@ class Follower:
             writer_pid=request.writer_pid,
             model=request.model or "",
         )
-        follow = Tail(root, record)
+        follow = make_tail(root, record)
         follow.resync = True  # not read before `start` has saved where it begins: _rebuild loads that
         with self._lock:
             self._follows[path] = follow
@@ -205,7 +208,7 @@ class Follower:
     def _resume(self, root: str, record: FollowRecord) -> None:
         if record.path in self._follows:
             return
-        follow = Tail(root, record, started=started_epoch(record.started))
+        follow = make_tail(root, record, started=started_epoch(record.started))
         follow.resync = True
         with self._lock:
             self._follows[record.path] = follow
@@ -214,12 +217,12 @@ class Follower:
             "resuming the follow of %s into S%d at byte %d", record.path, record.session_id, record.offset
         )
 
-    def _end_request(self, envelope: Envelope, root: str, path: str) -> None:
+    def _end_request(self, envelope: Envelope, root: str, path: str, reason: str) -> None:
         follow = self._follows.get(os.path.realpath(path))
         if follow is None or follow.root != root:
             self._reply(envelope, p.ErrorReply(code="not_found", message=f"{path} is not followed in {root}"))
             return
-        follow.ending = envelope
+        follow.ending, follow.ending_reason = envelope, reason
         self._service_safely(follow)
 
     # -- reading ----------------------------------------------------------------------------------
@@ -245,7 +248,7 @@ class Follower:
             return  # the store is behind: read on once a commit is back (`_committed`)
         record = follow.record  # after a rebuild: the stored one
         try:
-            info = os.stat(follow.path)
+            info = follow.probe()
         except FileNotFoundError:
             follow.gone = follow.missing = True
             self._settled(follow)
@@ -260,7 +263,7 @@ class Follower:
             log.info("%s was replaced or truncated: re-reading it", follow.path)
             events = follow.reread(info.st_ino)
             ending = follow.ending is not None
-            self._commit(follow, events, end_follow=ending, moved=True, reason="unfollowed")
+            self._commit(follow, events, end_follow=ending, moved=True, reason=follow.ending_reason)
             return
         if follow.parser is None and follow.prepare_parser() is None:
             self._settled(follow)
@@ -272,8 +275,8 @@ class Follower:
             return
         start_offset = record.offset
         events = follow.read_new(info.st_ino)
-        end_follow = is_final(events) or follow.ending is not None
-        why = "unfollowed" if follow.ending is not None else "the turn ended (its final event is stored)"
+        end_follow = is_final(events, record.format) or follow.ending is not None
+        why = "the turn ended (its final event is stored)" if follow.ending is None else follow.ending_reason
         self._commit(follow, events, end_follow=end_follow, moved=record.offset != start_offset, reason=why)
 
     def _fetch(self, follow: Tail) -> None:
@@ -365,13 +368,10 @@ class Follower:
             self._ended.appendleft(ended.view())
 
     def _maybe_idle_end(self, follow: Tail) -> None:
-        pid = follow.record.writer_pid
-        idle = time.monotonic() - follow.last_growth
         if follow.ending is not None:
-            self._commit(follow, [], end_follow=True, reason="unfollowed")
-        elif pid is not None and not pid_alive(pid) and idle >= self._idle_end_s:
-            log.info("the writer of %s (pid %d) is gone; ending the follow", follow.path, pid)
-            why = f"its writer (pid {pid}) exited and the file was idle for {idle:.0f} s"
+            self._commit(follow, [], end_follow=True, reason=follow.ending_reason)
+        elif (why := follow.idle_end_reason(time.monotonic(), self._idle_end_s)) is not None:
+            log.info("ending the follow of %s: %s", follow.path, why)
             self._commit(follow, [], end_follow=True, failed_if_open=True, reason=why)
 
     # -- committing -------------------------------------------------------------------------------
@@ -438,10 +438,8 @@ class Follower:
         else:
             self._failed(follow, f"storing its new lines failed: {error}")
 
-    # -- the watcher thread -----------------------------------------------------------------------
-
     def _watch(self) -> None:
-        """Turn file-system events in the followed directories into hints (polling covers gaps)."""
+        """The watcher thread: file-system events in the followed directories become hints."""
         watch_dirs(self._watched_dirs, lambda changed, deleted: self._inbox.put(Hint(changed, deleted)),
                    self._stop, self._rewatch, POLL_S)  # fmt: skip
 

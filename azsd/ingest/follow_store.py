@@ -5,6 +5,8 @@ Both run in the store's worker (:meth:`StoreRegistry.call`), in a transaction of
 
 from __future__ import annotations
 
+import os
+
 import msgspec
 
 from azsd.events import Event
@@ -29,7 +31,7 @@ def start_follow(store: Store, root: str, record: FollowRecord) -> Outcome:
         saved.offset, saved.inode, saved.format = stored.offset, stored.inode, stored.format
         saved.lines, saved.skipped = stored.lines, stored.skipped
     store.save_follow(saved)
-    return Outcome(p.FollowReply(follow=Tail(root, saved).view()))
+    return Outcome(p.FollowReply(follow=Tail(root, saved, missing=not os.path.exists(saved.path)).view()))
 
 
 def store_read(

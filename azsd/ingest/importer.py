@@ -20,17 +20,25 @@ import logging
 import os
 import re
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Any, Final
 
 from azsd.context import sanitize
 from azsd.errors import IngestError
 from azsd.events import Event, UserMessage
 from azsd.files import open_regular
-from azsd.ingest.file import IngestReport, ingest_file
+from azsd.ingest.file import IngestReport, ingest_chunks, ingest_file
 from azsd.ingest.parsers import Format, detect_format, head_value, iter_lines
+from azsd.ingest.source_events import SourceReaders, source_events
+from azsd.ingest.sources import (
+    Agent,
+    Source,
+    aider_sources,
+    opencode_sources,
+)
 from azsd.ingest.subagents import claude_session_id, import_subagents
 from azsd.model import ImportRecord, StoredEvent
 from azsd.rusttext import RUST_WHITESPACE, is_blank, rust_lines, trim, trim_end
@@ -46,14 +54,17 @@ __all__ = [
     "discover",
     "first_prompt_name",
     "import_source",
+    "record_lineage",
 ]
 
 log = logging.getLogger("azsd.ingest.importer")
 
-Agent = Literal["claude", "codex"]
-
-#: The format of each agent's on-disk histories.
-FORMAT_OF: Final[dict[Agent, Format]] = {"claude": "claude-session", "codex": "codex-rollout"}
+#: The format of each agent's on-disk histories (OpenCode's are not files of lines).
+FORMAT_OF: Final[dict[Agent, Format]] = {
+    "claude": "claude-session",
+    "codex": "codex-rollout",
+    "aider": "aider",
+}
 
 #: Claude cuts a longer slug to this many characters and appends a hash of the path.
 SLUG_MAX: Final = 200
@@ -69,15 +80,6 @@ NAME_EVENTS: Final = 5000
 
 _NOT_SLUG: Final = re.compile(r"[^A-Za-z0-9]")
 _WHITESPACE: Final = re.compile(f"[{re.escape(RUST_WHITESPACE)}]+")
-
-
-@dataclass(frozen=True)
-class Source:
-    """An agent history file that may be imported: where it is, whose it is, and its size when found."""
-
-    path: Path
-    agent: Agent
-    size: int
 
 
 @dataclass(frozen=True)
@@ -149,6 +151,10 @@ def discover(agent: Agent, source_dir: Path, project: Path) -> list[Source]:
     ``sessions/**/rollout-*.jsonl`` whose first `session_meta` has a `cwd` that is `project` or inside
     it. A missing directory gives no sources.
     """
+    if agent == "aider":  # the runs of <project>/.aider.chat.history.md
+        return aider_sources(project)
+    if agent == "opencode":  # `source_dir` is OpenCode's data directory
+        return opencode_sources(Path(os.path.abspath(source_dir)), project)
     source_dir = Path(os.path.abspath(source_dir))
     paths = _claude_paths(source_dir, project) if agent == "claude" else _codex_paths(source_dir, project)
     found: list[tuple[int, str, Source]] = []
@@ -306,6 +312,7 @@ def import_source(
     worktree: str = "",
     *,
     on_stored: Callable[[int, list[StoredEvent]], None] | None = None,
+    stores: SourceReaders | None = None,
 ) -> ImportOutcome:
     """Bring `source` into `store`: a new session (labelled `worktree`) the first time, afterwards
     only the events appended to the file since, and nothing when its size has not changed.
@@ -315,15 +322,29 @@ def import_source(
     finished by the next one, which stores only what is missing (and names the session then). The
     size recorded is the one measured before reading, so lines written during the import are read
     next time. `on_stored(session, events)` gets each chunk of an existing session's new events as it
-    is committed (a new session's are announced by its creation).
+    is committed (a new session's are announced by its creation). OpenCode's stores are read
+    through `stores` when given (shared by many sources).
 
     Raises:
         IngestError: the file cannot be read, or is not a history of `source.agent` (nothing is
             stored then).
     """
-    path, fmt = source.path, FORMAT_OF[source.agent]
-    size = _size(path)
-    record = store.get_import(str(path))
+    if not source.small:
+        return _import_source(store, source, worktree, on_stored, stores)
+    with store.atomic(create=True):  # a small source: one transaction, one commit
+        return _import_source(store, source, worktree, on_stored, stores)
+
+
+def _import_source(
+    store: Store,
+    source: Source,
+    worktree: str,
+    on_stored: Callable[[int, list[StoredEvent]], None] | None,
+    stores: SourceReaders | None,
+) -> ImportOutcome:
+    path, key = source.path, source.key
+    size = source.size if source.agent in ("aider", "opencode") else _size(path)
+    record = store.get_import(key)
     if record is not None and not store.has_session(record.session_id):
         record = None
     if record is not None and record.size == size:
@@ -332,33 +353,67 @@ def import_source(
     if record is not None and record.size != UNFINISHED:
         if record.last_seq and store.max_seq(record.session_id) != record.last_seq:
             raise IngestError(
-                f"{path}: S{record.session_id}, where it was imported, has changed since (it was continued "
-                "or compacted elsewhere), so what the file gained cannot be told from what the session "
+                f"{key}: S{record.session_id}, where it was imported, has changed since (it was continued "
+                "or compacted elsewhere), so what the source gained cannot be told from what the session "
                 f"holds: delete S{record.session_id} and import again, or ingest the file into a new session"
             )
         sid = record.session_id
         store.record_import(_record(source, sid, UNFINISHED, record.last_seq))
         stored = _drop if on_stored is None else partial(on_stored, sid)
-        report = ingest_file(store, sid, path, fmt, on_stored=stored)
+        report = _ingest(store, sid, source, stored, stores)
         store.record_import(_record(source, sid, size, store.max_seq(sid)))
         _subagents(store, sid, source)
         return _outcome(sid, report, created=False)
     if record is None:
-        _check_format(path, fmt, size)
+        if source.agent in ("claude", "codex"):
+            _check_format(path, FORMAT_OF[source.agent], size)
         with store.atomic(create=True):
-            sid = store.create_session(path.stem, worktree).id
-            store.record_import(_record(source, sid, UNFINISHED, 0))
+            sid = store.create_session(source.title or path.stem, worktree).id
+            if not source.small:  # a small one is imported in this one transaction: never unfinished
+                store.record_import(_record(source, sid, UNFINISHED, 0))
     else:  # an import of a new session that was interrupted: finish it
         sid = record.session_id
-    report = ingest_file(store, sid, path, fmt, on_stored=_drop)
+    report = _ingest(store, sid, source, _drop, stores)
     with store.atomic():
         name = first_prompt_name(store.load_events(sid, 1, NAME_EVENTS).plain())
-        if name is not None and store.get_session(sid).name == path.stem:
+        if name is not None and store.get_session(sid).name == (source.title or path.stem):
             store.rename_session(sid, name)
         store.record_import(_record(source, sid, size, store.max_seq(sid)))
     _subagents(store, sid, source)
-    log.info("imported %s into S%d (%d events)", path, sid, report.appended)
+    record_lineage(store, sid, source)
+    log.info("imported %s into S%d (%d events)", key, sid, report.appended)
     return _outcome(sid, report, created=True)
+
+
+def _ingest(
+    store: Store,
+    session_id: int,
+    source: Source,
+    stored: Callable[[list[StoredEvent]], None],
+    stores: SourceReaders | None = None,
+) -> IngestReport:
+    """Store what `source` holds that the session lacks (OpenCode's stores read through `stores`)."""
+    if source.agent not in ("aider", "opencode"):
+        return ingest_file(store, session_id, source.path, FORMAT_OF[source.agent], on_stored=stored)
+    with SourceReaders() if stores is None else nullcontext(stores) as opened:
+        found = source_events(source, opened)
+        return ingest_chunks(
+            store,
+            session_id,
+            found.chunks,
+            found.report,
+            found.name,
+            at=found.at,
+            on_stored=stored,
+            grows=True,
+        )
+
+
+def record_lineage(store: Store, session_id: int, source: Source) -> None:
+    """An OpenCode session spawned from another (a sub-agent's, a fork): its parent, when imported."""
+    parent = store.get_import(source.parent_key) if source.parent_key else None
+    if parent is not None and store.has_session(parent.session_id):
+        store.set_lineage(session_id, parent.session_id, max(1, store.max_seq(parent.session_id)))
 
 
 def _subagents(store: Store, session_id: int, source: Source) -> None:
@@ -395,7 +450,7 @@ def _check_format(path: Path, fmt: Format, size: int) -> None:
 
 def _record(source: Source, session_id: int, size: int, last_seq: int) -> ImportRecord:
     return ImportRecord(
-        source=str(source.path), session_id=session_id, agent=source.agent, size=size, last_seq=last_seq
+        source=source.key, session_id=session_id, agent=source.agent, size=size, last_seq=last_seq
     )
 
 

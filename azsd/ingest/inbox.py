@@ -43,6 +43,7 @@ class End:
     envelope: Envelope
     root: str
     path: str
+    reason: str = "unfollowed"
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ from azsd.backoff import Backoff
 from azsd.compact import prepare_for_store
 from azsd.events import Complete, Event, encode_event
 from azsd.files import open_regular
+from azsd.ingest.opencode import is_session_key
 from azsd.ingest.parsers import FORMATS, MAX_LINE_BYTES, LineParser, detect_format, iter_lines, make_parser
 from azsd.ingest.parsers.base import read_lines
 from azsd.ingest.usage import UsageRecord, usage_record
@@ -40,6 +41,7 @@ __all__ = [
     "is_final",
     "pid_alive",
     "started_epoch",
+    "writers_of",
 ]
 
 #: The largest process id Linux hands out (/proc/sys/kernel/pid_max can go no higher).
@@ -62,6 +64,7 @@ class Tail:
     skipping: bool = False
     last_growth: float = field(default_factory=time.monotonic)
     ending: Envelope | None = None  # an Unfollow waiting for the final read
+    ending_reason: str = "unfollowed"  # and why it was asked for
     resync: bool = False  # read from the stored offset next, once the store has given it back
     fetching: bool = False  # asked the store for it; waiting
     started: float = field(default_factory=time.time)  # wall clock, for turns that report no duration
@@ -76,10 +79,15 @@ class Tail:
     store_since: float = 0.0  # monotonic: since when the store has not answered (while a call is out)
     end_reason: str = ""
     usage_sent: UsageRecord | None = None  # the usage last handed to a commit (None: send it anew)
+    writers_checked: float = 0.0  # monotonic: when /proc was last asked who writes the file
 
     @property
     def path(self) -> Path:
         return Path(self.record.path)
+
+    def probe(self) -> os.stat_result:
+        """The followed file's `stat` (raises FileNotFoundError while it is not there)."""
+        return os.stat(self.path)
 
     def view(self) -> p.FollowView:
         r = self.record
@@ -116,6 +124,30 @@ class Tail:
         if not self.record.format:
             return "waiting", "waiting for a first line that tells the file's format"
         return "following", ""
+
+    def idle_end_reason(self, now: float, idle_end_s: float) -> str | None:
+        """Why the follow ends now, its file idle for `idle_end_s` or more: its writer exited. A
+        follow given no writer takes as its writer a process that has the file open for writing
+        (stored with the next commit); with none, the writer is gone. None: it goes on."""
+        idle, pid = now - self.last_growth, self.record.writer_pid
+        if idle < idle_end_s or self.missing:
+            return None
+        if pid is not None:
+            return (
+                None
+                if pid_alive(pid)
+                else f"its writer (pid {pid}) exited and the file was idle for {idle:.0f} s"
+            )
+        if now - self.writers_checked < idle_end_s:
+            return None  # asked /proc lately (it reads every process's open files)
+        self.writers_checked = now
+        writers = writers_of(self.record.path)
+        if writers:
+            self.record.writer_pid = writers[0]
+            return None
+        if writers is None:
+            return None  # no /proc: the writer cannot be told gone
+        return f"no program has it open for writing, and the file was idle for {idle:.0f} s"
 
     def take_usage(self) -> UsageRecord | None:
         """The run's usage as the parser has it now, when a commit has not been handed it yet; the
@@ -221,9 +253,13 @@ class Tail:
         return prepared[same:]
 
 
-def is_final(events: list[Event]) -> bool:
-    """Whether `events` end the turn (a follow ends with it)."""
-    return any(isinstance(e, Complete) for e in events)
+#: Formats whose file holds many turns and runs (an Aider chat history): no event ends its follow.
+_ONGOING: Final = frozenset({"aider", "opencode"})
+
+
+def is_final(events: list[Event], fmt: str = "") -> bool:
+    """Whether `events` end the turn (a follow ends with it; never one of an ongoing format's)."""
+    return fmt not in _ONGOING and any(isinstance(e, Complete) for e in events)
 
 
 def check_follow(request: p.Follow, path: str) -> str | None:
@@ -232,8 +268,12 @@ def check_follow(request: p.Follow, path: str) -> str | None:
         return f"follow needs an absolute path: {request.path}"
     if request.writer_pid is not None and not 0 < request.writer_pid <= _PID_MAX:
         return f"writer_pid {request.writer_pid} is not a process id (1 to {_PID_MAX})"
-    if request.format is not None and request.format not in FORMATS:
-        return f"unknown format {request.format!r}; expected one of {', '.join(FORMATS)}"
+    if is_session_key(request.path):  # an OpenCode session: <opencode.db or storage dir>#<session id>
+        if request.format not in (None, "opencode"):
+            return f"{request.path} is an OpenCode session: its format is opencode, not {request.format}"
+        return None if os.path.exists(path.rpartition("#")[0]) else f"no such OpenCode store: {path}"
+    if request.format is not None and request.format not in (*FORMATS, "opencode"):
+        return f"unknown format {request.format!r}; expected one of {', '.join((*FORMATS, 'opencode'))}"
     if os.path.exists(path) and not os.path.isfile(path):
         return f"{path} is not a regular file"
     if not os.path.isdir(os.path.dirname(path)):
@@ -243,6 +283,8 @@ def check_follow(request: p.Follow, path: str) -> str | None:
 
 def detect(path: Path) -> str | None:
     """The format of the agent file at `path`, from its first lines; None while it cannot tell."""
+    if is_session_key(str(path)):
+        return "opencode"
     try:
         with open_regular(path, nofollow=True) as stream:
             return detect_format(iter_lines(stream, final=False))
@@ -258,6 +300,43 @@ def pid_alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def writers_of(path: str) -> list[int] | None:
+    """The processes that have `path` open for writing, from Linux's /proc (the user's own: the
+    others' cannot be read); None where /proc cannot tell."""
+    if not os.path.isdir("/proc/self/fdinfo"):
+        return None
+    try:
+        target = os.stat(path)
+    except OSError:
+        return []
+    real = os.path.realpath(path)
+    found = []
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit() and _writes(entry.name, real, (target.st_dev, target.st_ino)):
+            found.append(int(entry.name))
+    return found
+
+
+def _writes(pid: str, real: str, file_id: tuple[int, int]) -> bool:
+    """Whether process `pid` has the file (at `real`, of `file_id`) open for writing."""
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return False
+    for fd in fds:
+        try:
+            if os.readlink(f"/proc/{pid}/fd/{fd}") != real:
+                continue
+            info = os.stat(f"/proc/{pid}/fd/{fd}")
+            with open(f"/proc/{pid}/fdinfo/{fd}") as fdinfo:
+                flags = next((int(line.split()[1], 8) for line in fdinfo if line.startswith("flags:")), 0)
+        except (OSError, ValueError):
+            continue
+        if (info.st_dev, info.st_ino) == file_id and flags & os.O_ACCMODE in (os.O_WRONLY, os.O_RDWR):
+            return True
+    return False
 
 
 def started_epoch(started: str) -> float:

@@ -55,12 +55,12 @@ __all__ = [
     "ForkSession",
     "GetEvents",
     "GetSession",
-    "ImportBatch",
-    "ImportBatchReply",
     "ImportFailure",
     "ImportReply",
     "ImportSession",
+    "ImportSessions",
     "ImportSources",
+    "ImportsReply",
     "IndexStatus",
     "IndexStatusReply",
     "IngestFile",
@@ -84,6 +84,7 @@ __all__ = [
     "RemoteSessionView",
     "RemoteSessionsReply",
     "RemoteShow",
+    "RemoteUsage",
     "RenameSession",
     "Reply",
     "Request",
@@ -106,9 +107,13 @@ __all__ = [
     "StoreRequest",
     "SyncCaughtUp",
     "SyncRequest",
+    "SyncSessionCheck",
     "SyncStatus",
     "SyncStatusReply",
     "SyncStoreView",
+    "SyncVerify",
+    "SyncVerifyReply",
+    "SyncVerifyView",
     "Unfollow",
     "Usage",
     "UsagePeriodView",
@@ -231,6 +236,9 @@ class SessionView(_Data, frozen=True):
     #: The context meter: the characters stored since the latest compaction (what the next turn's
     #: context is made of), when asked for with `with_meter`; None: not read.
     context_chars: int | None = None
+    #: When its latest turn happened (UTC, as `created` is written), from the timestamps of the agent's
+    #: lines, when usage was read and the lines had any; None: not known (`created` is all there is).
+    last_activity: str | None = None
 
 
 class SessionUsageView(_Data, frozen=True):
@@ -323,7 +331,9 @@ class FollowView(_Data, frozen=True):
 
 class SearchHit(_Data, frozen=True):
     """An event that matched: its session and seq, its rank (lower is better), the event's JSON, and a
-    snippet of its text where it matched, with the `[start, end)` character range of each hit."""
+    snippet of its text where it matched, with the `[start, end)` character range of each hit.
+    `also_in`: the other sessions holding the same event at the same seq (copies made by forks), which
+    are not hits of their own."""
 
     session: int
     data: str
@@ -333,6 +343,7 @@ class SearchHit(_Data, frozen=True):
     snippet: str = ""
     highlights: list[tuple[int, int]] = []
     session_name: str = ""
+    also_in: list[int] = []
 
 
 class SyncStoreView(_Data, frozen=True):
@@ -350,6 +361,35 @@ class SyncStoreView(_Data, frozen=True):
     last_push: float | None = None
     last_error: str = ""
     pushed: int = 0
+    #: Why an unpushed commit has waited for more than a few seconds ("" when none has).
+    waiting: str = ""
+    #: Secrets masked in what this daemon pushed of the store (`sync-redact`).
+    masked: int = 0
+    #: When the store file last became a new incarnation (a copy, a backup put back), and why.
+    note: str = ""
+
+
+class SyncSessionCheck(_Data, frozen=True):
+    """One session whose events in the sync database are not those of its store (`SyncVerify`):
+    `local` events up to the store's push cursor, `remote` events the database holds, `repaired`
+    events pushed again now. `remote` above `local` cannot be repaired by pushing (`error` says so)."""
+
+    uuid: str
+    local_id: int
+    local: int
+    remote: int
+    repaired: int = 0
+    error: str = ""
+
+
+class SyncVerifyView(_Data, frozen=True):
+    """One store's verification: its sessions compared, and those that differed (`sessions`)."""
+
+    root: str
+    store_uuid: str = ""
+    checked: int = 0
+    sessions: list[SyncSessionCheck] = []
+    error: str = ""
 
 
 class RemoteSessionView(_Data, frozen=True):
@@ -359,8 +399,10 @@ class RemoteSessionView(_Data, frozen=True):
     and from which machine (``user@host``), `root` the worktree there, `local_id` its number there,
     `worktree` its branch label, `updated` when it was last pushed (ISO 8601), `char_total` its size
     (the stored `char_len` summed). `parent` is the session it was forked from, `pulled_from` the one
-    it was pulled from (UUIDs). `mine`: pushed from the store the request named. `deleted`: when it was
-    deleted at its origin (a tombstone: no events left)."""
+    it was pulled from (UUIDs). `owner` is the database role that pushed it (what the database
+    vouches for: `identity` is what that role says of itself); `own`: that role is the one this daemon
+    logs in as. `mine`: `own`, and pushed with this daemon's identity from the store the request
+    named. `deleted`: when it was deleted at its origin (a tombstone: no events left)."""
 
     uuid: str
     identity: str
@@ -385,6 +427,8 @@ class RemoteSessionView(_Data, frozen=True):
     usage: UsageView | None = None
     mine: bool = False
     deleted: str | None = None
+    owner: str = ""
+    own: bool = False
 
 
 class RemoteHit(_Data, frozen=True):
@@ -401,6 +445,8 @@ class RemoteHit(_Data, frozen=True):
     snippet: str
     data: str
     worktree: str = ""
+    #: The database role that pushed the session (see `RemoteSessionView.owner`).
+    owner: str = ""
 
 
 # -- requests ---------------------------------------------------------------------------------------
@@ -496,9 +542,15 @@ class MarkCompleted(_KeyedReq, frozen=True):
 
 
 class StoreCompaction(_KeyedReq, frozen=True):
+    """Store `summary` as the compaction of seqs 1..`after_seq` (a seq of the session). With the
+    `identity` a `CompactionPlanReply` gave, it is refused (`not_found`) if the session is no longer
+    the one planned for (deleted, and its number reused). (`identity` is sent only when set, so that a
+    daemon from before it takes the request as before.)"""
+
     session: int
     after_seq: int
     summary: str
+    identity: str | msgspec.UnsetType = msgspec.UNSET
 
 
 class CompactWithOutput(_KeyedReq, frozen=True):
@@ -509,6 +561,7 @@ class CompactWithOutput(_KeyedReq, frozen=True):
     after_seq: int
     path: str
     format: str
+    identity: str | msgspec.UnsetType = msgspec.UNSET
 
 
 class CompactionBoundary(_StoreReq, frozen=True):
@@ -537,7 +590,10 @@ class PlanCompaction(_StoreReq, frozen=True):
 
 class Search(_StoreReq, frozen=True):
     """Full-text search, best match first. `query` is FTS5 syntax (``a AND b``, ``"a phrase"``,
-    ``pre*``), or plain words all of which must match with `words`. Each filter left None matches
+    ``pre*``), or with `words` plain text: every whitespace-separated word must appear as written
+    (punctuation too, any case, from the start of a word: ``claude-clean``, ``main.go``, ``unwrap()``).
+    `words` is False here for older clients; `azs search`, the bridge and the Neovim plugin default to
+    plain text. Each filter left None matches
     everything; `worktree` is the older single-worktree form of `worktrees`. `kinds` takes variant
     names or the aliases user, assistant, tool, call, result, plan."""
 
@@ -557,7 +613,11 @@ class Reindex(_KeyedReq, frozen=True):
 class IndexStatus(_StoreReq, frozen=True):
     """How far a store's search index is behind its events: rows another program (AZUREAL) wrote
     wait to be indexed, in the background or by the next search. `azs search` asks this first, and
-    while many rows wait, shows their progress instead of waiting in silence."""
+    while many rows wait, shows their progress instead of waiting in silence. With `stale`, the
+    reply counts the index's entries of rows that are gone too (`azs doctor` asks: it reads the
+    whole index)."""
+
+    stale: bool = False
 
 
 class Export(_StoreReq, frozen=True):
@@ -585,28 +645,33 @@ class Backup(_KeyedReq, frozen=True):
 
 
 class ImportSources(_StoreReq, frozen=True):
-    """The agent history files of `project` under `source_dir` (``~/.claude`` or ``~/.codex``), and
-    whether each is imported already."""
+    """The agent histories of `project` under `source_dir` (``~/.claude``, ``~/.codex``, OpenCode's
+    data directory; Aider's are the runs of ``<project>/.aider.chat.history.md``), and whether each
+    is imported already. An Aider run's `path` is ``<file>#<the time in its header>``, an OpenCode
+    session's ``<opencode.db or storage dir>#<session id>``."""
 
-    agent: Literal["claude", "codex"]
+    agent: Literal["claude", "aider", "opencode", "codex"]  # first and last pinned by tests/test_wire.py
     source_dir: str
     project: str
 
 
 class ImportSession(_KeyedReq, frozen=True):
-    """Import one agent history file as a session of its own (again: only what it gained since)."""
+    """Import one agent history (a `SourceView.path`) as a session of its own (again: only what it
+    gained since)."""
 
-    agent: Literal["claude", "codex"]
+    agent: Literal["claude", "aider", "opencode", "codex"]  # first and last pinned by tests/test_wire.py
     path: str
     worktree: str = ""
 
 
-class ImportBatch(_KeyedReq, frozen=True):
-    """Import several agent history files, each as `ImportSession` would, many in one short
-    transaction (`azs import` sends the small ones so: a commit per file is most of their cost). A
-    file that cannot be imported is reported in the reply's `failed` and leaves nothing behind."""
+class ImportSessions(_KeyedReq, frozen=True):
+    """Import several agent histories (`SourceView.path`s) at once, each as `ImportSession` does, in
+    order (a parent before the sessions it spawned). Small ones share short transactions (a commit
+    per source was most of their cost), so a thousand OpenCode sessions import in seconds; each is
+    imported in a savepoint of its own, so one that fails leaves nothing behind, is named in the
+    reply's `failed`, and the others go on."""
 
-    agent: Literal["claude", "codex"]
+    agent: Literal["claude", "aider", "opencode", "codex"]
     paths: list[str]
     worktree: str = ""
 
@@ -667,13 +732,22 @@ class Follow(_StoreReq, frozen=True):
 
 
 class Unfollow(_StoreReq, frozen=True):
-    """Stop following `path` after reading what it holds now."""
+    """Stop following `path` after reading what it holds now. `reason` is why, in words, as `status`
+    shows it among the ended follows (``unfollowed`` without one; sent only when set)."""
 
     path: str
+    reason: str | msgspec.UnsetType = msgspec.UNSET
 
 
 class SyncStatus(_Req, frozen=True):
     """Whether sync is configured, and each known store's pushing (see `SyncStoreView`)."""
+
+
+class SyncVerify(_Req, frozen=True):
+    """Compare, for each store the daemon pushes, each session's events up to the push cursor with
+    those the sync database holds; with `repair`, push again what the database lacks."""
+
+    repair: bool = True
 
 
 class RemoteList(_StoreReq, frozen=True):
@@ -708,6 +782,20 @@ class RemoteSearch(_StoreReq, frozen=True):
     words: bool = False
 
 
+class RemoteUsage(_StoreReq, frozen=True):
+    """The team's token usage and cost in the sync database, summed there under the read rules, as
+    a `UsageReply` with `by` and `periods` (`sessions` and `worktrees` empty): `by` is ``day``,
+    ``week`` or ``month`` of local time, ``model``, ``person`` (the database role that pushed;
+    the default) or ``repository`` (every repository the role may read; the others cover the
+    repository of `root`). `by_model`, `since`, `until` and `timezone` are those of `Usage`."""
+
+    by: str | None = None
+    by_model: bool = False
+    since: str | None = None
+    until: str | None = None
+    timezone: str | None = None
+
+
 class Pull(_StoreReq, frozen=True):
     """Copy a session of the sync database into the store of `root`, as a new local session (events
     byte for byte, compactions, badge), its lineage recorded as pulled from `ref`. Each pull makes a
@@ -718,7 +806,7 @@ class Pull(_StoreReq, frozen=True):
     worktree: str | None = None
 
 
-SyncRequest = SyncStatus | RemoteList | RemoteShow | RemoteSearch | Pull
+SyncRequest = SyncStatus | RemoteList | RemoteShow | RemoteSearch | Pull | SyncVerify | RemoteUsage
 """The requests the daemon's sync service answers (an error reply when sync is not configured)."""
 
 StoreRequest = (
@@ -746,7 +834,7 @@ StoreRequest = (
     | Backup
     | ImportSources
     | ImportSession
-    | ImportBatch
+    | ImportSessions
     | Usage
 )
 """The requests a store's worker answers (see azsd.server.handlers); the daemon answers the rest."""
@@ -766,7 +854,7 @@ KeyedRequest = (
     | Reindex
     | Backup
     | ImportSession
-    | ImportBatch
+    | ImportSessions
     | IngestFile
 )
 """The requests that change a store (or, for `Backup`, write a file) and so carry a `request_key`."""
@@ -854,6 +942,9 @@ class CompactionPlanReply(_Versioned, frozen=True):
     chars: int = 0
     #: The newest prompts left raw after the boundary.
     kept_prompts: int = 0
+    #: The session's identity (its number alone may be reused): give it to `CompactWithOutput` or
+    #: `StoreCompaction`, which then refuse to store into another session of the same number.
+    identity: str = ""
 
 
 class CompactionReply(_Versioned, frozen=True):
@@ -882,9 +973,12 @@ class ReindexReply(_Versioned, frozen=True):
 
 
 class IndexStatusReply(_Versioned, frozen=True):
-    """`pending`: the event rows not yet in the search index (a search indexes them first)."""
+    """`pending`: the event rows not yet in the search index (a search indexes them first).
+    `stale` (when asked for): entries of rows another program deleted, which the index still counts
+    in its ranking until the background removes them (0 when not asked for)."""
 
     pending: int
+    stale: int = 0
 
 
 class ExportReply(_Versioned, frozen=True):
@@ -920,14 +1014,14 @@ class ImportReply(_Versioned, frozen=True):
 
 
 class ImportFailure(_Data, frozen=True):
-    """A file of an `ImportBatch` that could not be imported, and why."""
+    """A source `ImportSessions` could not import, and why."""
 
     path: str
     error: str
 
 
-class ImportBatchReply(_Versioned, frozen=True):
-    """What `ImportBatch` did: one `ImportReply` per file imported, in order, and the files that failed."""
+class ImportsReply(_Versioned, frozen=True):
+    """What `ImportSessions` did: one `ImportReply` per source imported, in order, and the failures."""
 
     imports: list[ImportReply]
     failed: list[ImportFailure] = msgspec.field(default_factory=list)
@@ -963,6 +1057,15 @@ class SyncStatusReply(_Versioned, frozen=True):
     url: str = ""
     error: str = ""
     stores: list[SyncStoreView] = []
+    #: Whether secrets are masked in what is pushed (`sync-redact`).
+    redact: bool = False
+    #: The config file's sync settings could not be taken (the daemon goes on with the last good
+    #: ones, or none): why.
+    config_error: str = ""
+
+
+class SyncVerifyReply(_Versioned, frozen=True):
+    stores: list[SyncVerifyView]
 
 
 class RemoteSessionsReply(_Versioned, frozen=True):
@@ -1012,13 +1115,14 @@ Reply = (
     | BackupReply
     | SourcesReply
     | ImportReply
-    | ImportBatchReply
+    | ImportsReply
     | UsageReply
     | SyncStatusReply
     | RemoteSessionsReply
     | RemoteSessionReply
     | RemoteSearchReply
     | PullReply
+    | SyncVerifyReply
 )
 
 

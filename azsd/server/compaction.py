@@ -14,8 +14,10 @@ import os
 import stat
 from typing import Final
 
+import msgspec
+
 from azsd.context import COMPACTION_THRESHOLD, ContextPayload, build_compaction_prompt
-from azsd.errors import BadRequestError, SessionNotFoundError
+from azsd.errors import BadRequestError, SessionNotFoundError, SessionReplacedError
 from azsd.ipc import protocol as p
 from azsd.server.views import changed_note
 from azsd.server.workers import Outcome
@@ -42,21 +44,30 @@ def _require(store: Store, session: int) -> None:
         raise SessionNotFoundError(session)
 
 
+def _check_target(store: Store, session: int, after_seq: int, identity: str | msgspec.UnsetType) -> None:
+    """The session is there, is the one planned for (`identity`, when given), and `after_seq` is
+    one of its seqs."""
+    if isinstance(identity, str) and store.session_identity(session) != identity:
+        raise SessionReplacedError(session)
+    last = store.max_seq(session)
+    if not 1 <= after_seq <= last:
+        if last == 0:
+            _require(store, session)
+        raise BadRequestError(f"after_seq must be a seq of S{session} (1 to {last}), not {after_seq}")
+
+
 def store_compaction(store: Store, req: p.StoreCompaction) -> Outcome:
     """Store a summary; subscribers hear `compacted` (the session's context meter dropped)."""
-    if req.after_seq < 1:
-        raise BadRequestError(f"after_seq must be at least 1, got {req.after_seq}")
     if not req.summary.strip():
         raise BadRequestError("a compaction's summary cannot be empty")
+    _check_target(store, req.session, req.after_seq, req.identity)
     store.store_compaction(req.session, req.after_seq, req.summary)
     return Outcome(p.OkReply(), [changed_note(store, req.root, req.session, "compacted")])
 
 
 def compact_with_output(store: Store, req: p.CompactWithOutput) -> Outcome:
     """Store the summary a compaction agent wrote in `req.path` (nothing when it wrote none)."""
-    if req.after_seq < 1:
-        raise BadRequestError(f"after_seq must be at least 1, got {req.after_seq}")
-    _require(store, req.session)
+    _check_target(store, req.session, req.after_seq, req.identity)
     summary = compaction_summary(_read_output(req.path), req.format)
     if not summary:
         return Outcome(p.CompactionReply(stored=False))
@@ -139,5 +150,6 @@ def plan_compaction(store: Store, req: p.PlanCompaction) -> Outcome:
             events=len(loaded),
             chars=store.chars_between(req.session, from_seq, boundary),
             kept_prompts=keep,
+            identity=store.session_identity(req.session),
         )
     )

@@ -9,8 +9,6 @@ files go, the lock is released.
 
 from __future__ import annotations
 
-import errno
-import fcntl
 import logging
 import os
 import stat
@@ -20,7 +18,7 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from functools import partial
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Final
+from typing import IO, Final
 
 import msgspec
 import zmq
@@ -29,7 +27,7 @@ from azsd import __version__, pricing
 from azsd.backoff import Backoff
 from azsd.config import ResolvedConfig, price_table
 from azsd.errors import AlreadyRunning, ConfigError
-from azsd.files import write_atomic
+from azsd.files import lock_holder, take_lock, write_atomic
 from azsd.ingest.follow import Follower
 from azsd.ingest.orphans import recover_orphans
 from azsd.ipc import protocol as p
@@ -41,12 +39,11 @@ from azsd.server.handlers import handle, runs_alone
 from azsd.server.idempotency import RequestKeys
 from azsd.server.pages import PageCache
 from azsd.server.registry import StoreRegistry
+from azsd.server.roots import worktree_root
+from azsd.server.sync_control import SyncControl
 from azsd.server.views import appended_notes
 from azsd.server.workers import Outcome
 from azsd.store import Store
-
-if TYPE_CHECKING:
-    from azsd.sync.service import SyncService
 
 __all__ = ["AlreadyRunning", "Daemon", "Discovery"]
 
@@ -68,12 +65,8 @@ _READS: Final = (
 #: their reply back took most of their time.
 _QUICK_READS: Final = (p.GetEvents, p.GetSession, p.ContextMeter)
 _INLINE_PAGE: Final = 1000
-#: How long a root's canonical path is remembered (a root moved or deleted meanwhile fails when its
-#: store is opened, with the reason).
-_ROOT_TTL_S: Final = 1.0
-_ROOTS: dict[str, tuple[str, float]] = {}  # root as asked -> (canonical, when resolved)
 #: Requests the sync service answers (azsd.sync; an error without a `sync-url`).
-_SYNC: Final = (p.SyncStatus, p.RemoteList, p.RemoteShow, p.RemoteSearch, p.Pull)
+_SYNC: Final = (p.SyncStatus, p.RemoteList, p.RemoteShow, p.RemoteSearch, p.Pull, p.RemoteUsage)
 
 
 class Discovery(msgspec.Struct, frozen=True):
@@ -101,7 +94,7 @@ class Daemon:
         self._registry: StoreRegistry | None = None
         self._keys: RequestKeys | None = None
         self._follower: Follower | None = None
-        self._sync: SyncService | None = None
+        self._sync: SyncControl | None = None
         self._roots: set[str] = set()  # worktree roots with live follows (kept in `roots_path`)
         self._followed_now: set[str] = set()  # roots followed during this run
         self._roots_lock = threading.Lock()
@@ -138,11 +131,10 @@ class Daemon:
         )
         self._keys = RequestKeys(self._registry)
         self._pages = PageCache()
-        if self.config.sync_url is not None:  # psycopg is imported only then
-            from azsd.sync.service import SyncService
-
-            self._sync = SyncService(self.config, self._registry)
-            self._sync.start()
+        # psycopg is imported only while sync is on; the config file's sync settings are taken again
+        # when it changes (or on SIGHUP: `azsd reload`)
+        self._sync = SyncControl(self.config, self._registry, self._environ, self._known_roots)
+        self._sync.start()
         outbox = self._server.outbox
         self._follower = Follower(
             self._registry,
@@ -172,6 +164,15 @@ class Daemon:
     def request_stop(self) -> None:
         """Ask `run` to return (safe from a signal handler or another thread)."""
         self._stop.set()
+
+    def request_reload(self) -> None:
+        """Take the config file's sync settings again (safe from a signal handler: SIGHUP)."""
+        if self._sync is not None:
+            self._sync.request_reload()
+
+    def _known_roots(self) -> set[str]:
+        with self._roots_lock:
+            return set(self._roots)
 
     def stop(self) -> None:
         """Tear down what `start` set up; a daemon that never got the lock touches nothing."""
@@ -210,10 +211,10 @@ class Daemon:
                 self._server.reply(envelope, p.ShutdownReply())
                 log.info("shutdown requested by a client")
                 self._stop.set()
-            case p.SyncStatus():
+            case p.SyncStatus() | p.SyncVerify():
                 self._sync_answer(envelope, request)
             case _:
-                root = _worktree_root(request.root)
+                root = worktree_root(request.root, self._registry_roots)
                 if root is None:
                     message = (
                         f"no such worktree directory: {request.root!r} "
@@ -226,13 +227,18 @@ class Daemon:
                     return
                 self._route(envelope, msgspec.structs.replace(request, root=root))
 
+    def _registry_roots(self) -> list[str]:  # (the roots of the open stores)
+        return self._registry.open_stores() if self._registry is not None else []
+
     def _sync_answer(self, envelope: Envelope, request: p.SyncRequest) -> None:
         """Hand a sync request to the sync service; without a `sync-url`, say so."""
         assert self._server is not None
-        if self._sync is not None:
-            self._sync.answer(envelope, request)
+        service = self._sync.service if self._sync is not None else None
+        if service is not None:
+            service.answer(envelope, request)
         elif isinstance(request, p.SyncStatus):
-            self._server.reply(envelope, p.SyncStatusReply(configured=False))
+            off = self._sync.status() if self._sync is not None else p.SyncStatusReply(configured=False)
+            self._server.reply(envelope, off)
         else:
             message = "sync is not configured: set sync-url in the config file (README: Sync to PostgreSQL)"
             self._server.reply(envelope, p.ErrorReply(code="sync_error", message=message))
@@ -249,7 +255,7 @@ class Daemon:
             case p.Follow():  # its root is remembered once the follow is accepted, never before
                 self._follower.follow(envelope, request.root, request, accepted=self._remember_root)
             case p.Unfollow():
-                self._follower.unfollow(envelope, request.root, request.path)
+                self._follower.unfollow(envelope, request.root, request.path, request.reason or "unfollowed")
             case _:
                 run, peek = self._runner(request)
                 self._keys.answer(  # a retry with a known `request_key` gets the first reply
@@ -348,6 +354,8 @@ class Daemon:
         self._registry.call(root, lambda store: store.follows(active_only=True), then=resume)
 
     def _tick(self) -> None:
+        if self._sync is not None:
+            self._sync.tick()
         if self._watchdog_s is None:
             return
         now = time.monotonic()
@@ -375,27 +383,6 @@ class Daemon:
             ctx.term()
 
 
-def _worktree_root(root: str) -> str | None:
-    """`root` made canonical, if it is an absolute path to an existing directory; else None.
-
-    A root found is remembered for :data:`_ROOT_TTL_S` (resolving it costs as much as a small read)."""
-    now = time.monotonic()
-    known = _ROOTS.get(root)
-    if known is not None and now - known[1] < _ROOT_TTL_S:
-        return known[0]
-    if len(_ROOTS) > 1024:
-        _ROOTS.clear()
-    try:
-        canonical = os.path.realpath(root) if root else ""
-        usable = bool(root) and os.path.isabs(root) and os.path.isdir(canonical)
-    except ValueError:  # e.g. a NUL byte in the path
-        usable = False
-    if not usable:
-        return None
-    _ROOTS[root] = (canonical, now)
-    return canonical
-
-
 def _recover(store: Store, root: str, home: Path) -> list[p.Notification]:
     """Orphan recovery when a store opens, announced like any other append."""
     notes: list[p.Notification] = []
@@ -419,18 +406,7 @@ def _prepare_runtime_dir(path: Path) -> None:
 
 def _take_lock(path: Path) -> IO[str]:
     """Hold an exclusive lock on `path` for the life of the process, with our pid in it."""
-    handle = open(path, "a+", encoding="ascii")
-    try:
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError as exc:
-        if exc.errno not in (errno.EWOULDBLOCK, errno.EACCES):
-            raise
-        handle.seek(0)
-        pid = handle.read().strip() or "unknown"
-        handle.close()
-        raise AlreadyRunning(f"azsd is already running (pid {pid}, lock {path})") from None
-    handle.seek(0)
-    handle.truncate()
-    handle.write(f"{os.getpid()}\n")
-    handle.flush()
+    handle = take_lock(path)
+    if handle is None:
+        raise AlreadyRunning(f"azsd is already running (pid {lock_holder(path)}, lock {path})")
     return handle

@@ -23,6 +23,7 @@ from azsd.errors import BadRequestError, IngestError, SessionNotFoundError
 from azsd.events import Complete, EventDecodeError, decode_new_event
 from azsd.export import render_page
 from azsd.ingest.file import ingest_file
+from azsd.ingest.opencode import ingest_session, is_session_key
 from azsd.ingest.parsers.base import ParseReport
 from azsd.ingest.tailing import detect
 from azsd.ipc import protocol as p
@@ -36,7 +37,7 @@ from azsd.server.compaction import (
     plan_compaction,
     store_compaction,
 )
-from azsd.server.imports import Publish, import_batch, import_session, import_sources
+from azsd.server.imports import Publish, import_session, import_sessions, import_sources
 from azsd.server.usage import usage_reply
 from azsd.server.views import appended_notes, changed_note, session_view, wire_events
 from azsd.server.workers import Outcome
@@ -47,7 +48,7 @@ __all__ = ["ALONE", "Publish", "backup_path", "handle", "runs_alone"]
 #: Requests that may run for long (:mod:`azsd.store.chunks`): they run alone, outside the worker's
 #: group transaction, so that each commits its work in short chunks of its own (a search may have
 #: the index to catch up first).
-ALONE: Final = (p.IngestFile, p.ImportSession, p.ImportBatch, p.Reindex, p.ForkSession, p.Backup, p.Search)
+ALONE: Final = (p.IngestFile, p.ImportSession, p.ImportSessions, p.Reindex, p.ForkSession, p.Backup, p.Search)
 
 
 def runs_alone(req: p.Request) -> bool:
@@ -162,9 +163,13 @@ def mark_completed(store: Store, req: p.MarkCompleted) -> Outcome:
 def search(store: Store, req: p.Search) -> Outcome:
     if req.limit < 1:
         raise BadRequestError("limit must be at least 1")
-    query = words_query(req.query) if req.words else req.query
-    if not query.strip():
+    if not req.query.strip():
         raise BadRequestError("an empty search query matches nothing: give a word to search for")
+    query = words_query(req.query) if req.words else req.query
+    if not query:
+        raise BadRequestError(
+            f"cannot search for {req.query!r}: give at least one word with a letter or a digit in it"
+        )
     worktrees = (
         req.worktrees if req.worktrees is not None else None if req.worktree is None else [req.worktree]
     )
@@ -174,12 +179,14 @@ def search(store: Store, req: p.Search) -> Outcome:
         sessions=req.sessions,
         kinds=None if req.kinds is None else event_kinds(req.kinds),
         limit=req.limit,
+        literal=req.query.split() if req.words else None,
     )
     names = store.session_names() if results else {}
     hits = [
         p.SearchHit(
             session=r.session_id, data=r.json, seq=r.seq, kind=r.kind, rank=r.rank, snippet=r.snippet,
             highlights=r.highlights, session_name=names.get(r.session_id, f"S{r.session_id}"),
+            also_in=r.also_in,
         )
         for r in results
     ]  # fmt: skip
@@ -258,13 +265,14 @@ def ingest(store: Store, req: p.IngestFile, publish: Publish | None = None) -> O
         )
     notes: list[p.Notification] = []
     send = publish or notes.extend
-    report = ingest_file(
-        store,
-        req.session,
-        path,
-        req.format,
-        on_stored=lambda events: send(appended_notes(req.root, req.session, events)),
-    )
+
+    def stored(events: list[StoredEvent]) -> None:
+        send(appended_notes(req.root, req.session, events))
+
+    if req.format == "opencode" or (req.format is None and is_session_key(req.path)):
+        report = ingest_session(store, req.session, req.path, stored)  # an OpenCode session: db#id
+    else:
+        report = ingest_file(store, req.session, path, req.format, on_stored=stored)
     if report.parsed == 0 and report.parse.lines > 0:  # nothing was stored: say why, not "0 events"
         raise IngestError(_nothing_parsed(path, req.format, report.parse.format, report.parse))
     reply = p.IngestReply(
@@ -337,7 +345,8 @@ def handle(  # noqa: C901 (one flat case per request)
         case p.Reindex():
             return Outcome(p.ReindexReply(indexed=store.reindex_search()))
         case p.IndexStatus():
-            return Outcome(p.IndexStatusReply(pending=store.search_pending()))
+            stale = store.stale_entries() if req.stale else 0
+            return Outcome(p.IndexStatusReply(pending=store.search_pending(), stale=stale))
         case p.Export():
             return export(store, req)
         case p.Backup():
@@ -346,8 +355,8 @@ def handle(  # noqa: C901 (one flat case per request)
             return import_sources(store, req)
         case p.ImportSession():
             return import_session(store, req, publish)
-        case p.ImportBatch():
-            return import_batch(store, req, publish)
+        case p.ImportSessions():
+            return import_sessions(store, req, publish)
         case p.Usage():
             return usage(store, req)
         case p.IngestFile():

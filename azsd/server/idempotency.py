@@ -13,8 +13,13 @@ A request that changes a store (:data:`~azsd.ipc.protocol.KeyedRequest`) may car
 
 A key whose request is still queued or running (a long ingest) is held in memory, per store: a retry
 that arrives meanwhile waits for the first and gets the same reply (or is refused at once if it is
-another request). A request that failed is not remembered: a later retry carries it out again. Keys
-are kept at least :data:`RETENTION_S`; each new key forgets at most :data:`PRUNE_BATCH` older ones.
+another request). A request that failed is not remembered: a later retry carries it out again.
+
+Only what a retry needs is kept (:func:`pack_reply`): the reply compressed, or, when even that passes
+:data:`MAX_PACKED_BYTES` (an append of a long prompt), the reply without its events' text, which a
+retry reads back from the rows the request stored. Keys are kept :data:`RETENTION_S` (each new key
+forgets at most :data:`PRUNE_BATCH` older ones, the store's upkeep the rest) while the table holds
+less than :data:`MAX_TABLE_BYTES`; past that the oldest keys leave first.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 import msgspec
+import zstandard
 
 from azsd.errors import BadRequestError
 from azsd.ipc import protocol as p
@@ -37,17 +43,35 @@ from azsd.ipc.transport import Envelope
 from azsd.server.registry import StoreRegistry
 from azsd.server.workers import Outcome, encoded, error_reply
 from azsd.store import Store
+from azsd.store.requests import RETENTION_S
 
-__all__ = ["MAX_KEY_CHARS", "PRUNE_BATCH", "RETENTION_S", "RequestKeys", "key_problem", "request_digest"]
+__all__ = [
+    "MAX_KEY_CHARS",
+    "MAX_PACKED_BYTES",
+    "MAX_TABLE_BYTES",
+    "PRUNE_BATCH",
+    "RETENTION_S",
+    "RequestKeys",
+    "key_problem",
+    "pack_reply",
+    "request_digest",
+    "unpack_reply",
+]
 
 log = logging.getLogger("azsd.server.idempotency")
 
-#: How long a store remembers a request's key (at least; older keys are forgotten lazily).
-RETENTION_S: Final = 600.0
 #: The most expired keys one new key prunes (bounded work per request).
 PRUNE_BATCH: Final = 64
 #: The longest key.
 MAX_KEY_CHARS: Final = 128
+#: The most a remembered reply takes compressed; a longer append's is kept without its events' text.
+MAX_PACKED_BYTES: Final = 16 * 1024
+#: The most the remembered replies of a store take together; past it the oldest keys leave first.
+MAX_TABLE_BYTES: Final = 2 * 1024 * 1024
+
+_ZSTD_MAGIC: Final = b"\x28\xb5\x2f\xfd"
+#: The first byte of a reply kept without its events' text (then a zstd frame of that reply).
+_SLIM: Final = b"\x00"
 
 _KEY: Final = re.compile(r"[!-~]+")
 
@@ -75,6 +99,41 @@ def request_digest(request: p.KeyedRequest) -> bytes:
 
 def _unkeyed(request: p.KeyedRequest) -> p.KeyedRequest:
     return msgspec.structs.replace(request, request_key=msgspec.UNSET)
+
+
+def pack_reply(reply: p.Reply | bytes) -> bytes:
+    """What a store keeps of a request's `reply` for its retries: the encoded reply compressed, or for
+    an :class:`~azsd.ipc.protocol.AppendReply` too big even so, the reply with each event's ``data``
+    left out (:func:`unpack_reply` reads them back from the store).
+
+    >>> import os
+    >>> big = p.AppendReply(events=[p.WireEvent(seq=7, kind="UserMessage", data=os.urandom(40_000).hex())])
+    >>> len(pack_reply(big)) < 200, len(pack_reply(p.OkReply())) < 40
+    (True, True)
+    """
+    packed = zstandard.ZstdCompressor(level=3).compress(encoded(reply))
+    if len(packed) <= MAX_PACKED_BYTES or not isinstance(reply, p.AppendReply):
+        return packed  # (other replies are small: the table's size cap bounds them anyway)
+    slim = p.AppendReply(events=[msgspec.structs.replace(e, data="") for e in reply.events])
+    return _SLIM + zstandard.ZstdCompressor(level=3).compress(p.encode(slim))
+
+
+def unpack_reply(packed: bytes, store: Store, request: p.KeyedRequest) -> p.Reply:
+    """The reply :func:`pack_reply` kept for `request`, its events' text read back from `store` (an
+    event whose row is gone since is left out); a row from before packing is the encoded reply."""
+    if packed.startswith(_ZSTD_MAGIC):
+        return p.decode_reply(zstandard.ZstdDecompressor().decompress(packed))
+    if not packed.startswith(_SLIM):
+        return p.decode_reply(packed)
+    slim = p.decode_reply(zstandard.ZstdDecompressor().decompress(packed[len(_SLIM) :]))
+    assert isinstance(slim, p.AppendReply) and isinstance(request, p.AppendEvents)
+    stored = store.stored_events(request.session, [e.seq for e in slim.events])
+    events = [
+        p.WireEvent(seq=e.seq, kind=stored[e.seq][0], data=stored[e.seq][1])
+        for e in slim.events
+        if e.seq in stored
+    ]
+    return p.AppendReply(events=events)
 
 
 def _reused(key: str) -> BadRequestError:
@@ -162,7 +221,7 @@ class RequestKeys:
             log.info(
                 "answered a retry of %s (request_key %r) with the first reply", type(request).__name__, key
             )
-            return Outcome(p.decode_reply(reply))
+            return Outcome(unpack_reply(reply, store, request))
         if not store.exists and isinstance(request, p.CreateSession):
             with store.atomic(create=True):  # the new store's first transaction holds the key too
                 return self._carry_out(store, key, digest, fn, now)
@@ -174,7 +233,13 @@ class RequestKeys:
         outcome = fn(store)
         if store.exists and not store.read_only and not isinstance(outcome.reply, p.ErrorReply):
             store.remember_request(
-                key, digest, encoded(outcome.reply), now, forget_before=now - RETENTION_S, prune=PRUNE_BATCH
+                key,
+                digest,
+                pack_reply(outcome.reply),
+                now,
+                forget_before=now - RETENTION_S,
+                prune=PRUNE_BATCH,
+                max_bytes=MAX_TABLE_BYTES,
             )
         return outcome
 

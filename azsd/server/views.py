@@ -4,6 +4,7 @@ that announce changes. Pure functions of model values (and, for a session's usag
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import UTC, datetime
 
 import msgspec
 
@@ -33,6 +34,11 @@ def usage_view(total: SessionUsage | None) -> p.UsageView:
         **msgspec.structs.asdict(total.usage), cost_usd=total.cost_usd, cost_source=total.cost_source,
         unpriced_tokens=total.unpriced_tokens,
     )  # fmt: skip
+
+
+def _utc(unix: float) -> str:
+    """A Unix time as the store writes times (``2025-01-01 10:00:00``, UTC)."""
+    return datetime.fromtimestamp(unix, UTC).strftime("%Y-%m-%d %H:%M:%S")
 
 
 def session_view(
@@ -66,6 +72,7 @@ def session_view(
         usage=usage_view(usage) if with_usage else None,
         archived=info.archived,
         cost_source=(usage.cost_source if usage is not None else "reported") if with_usage else None,
+        last_activity=_utc(usage.last_at) if usage is not None and usage.last_at > 0 else None,
         parent=info.parent,
         fork_seq=info.fork_seq,
         forks=tuple(forks),

@@ -27,6 +27,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Generic, TypeVar
 
@@ -143,15 +144,18 @@ class Writer(threading.Thread):
         self._first = first  # run alone as soon as the store is open (orphan recovery)
         self._registry = registry
         self._upkept = 0.0  # when _upkeep last ran
+        self._held: list[Task[Any] | None] = []  # taken from the queue between chunks, run next
+        self._between = False  # running calls between the chunks of a long one
 
     def run(self) -> None:
         store: Store | None = None
         try:
             try:
-                store = Store.open(Path(self.root))
+                store = Store.open(Path(self.root), exclusive=True)  # one azsd writes a store file
             except Exception as exc:  # whatever it is, this worker cannot serve: say so, and go
                 self._refuse(open_error(self.root, exc))
                 return
+            store.between_chunks = partial(self._between_chunks, store)
             if self._first is not None:
                 self._complete([self._first], self._run_batch(store, [self._first]))
                 self._first = None
@@ -189,6 +193,8 @@ class Writer(threading.Thread):
         if self._first is not None:
             self._complete([self._first], [_Result(error=error)])
             self._first = None
+        held, self._held = [t for t in self._held if t is not None], []
+        self._complete(held, [_Result(error=error)] * len(held))
         while tasks := self._registry.leave(self):
             self._complete(tasks, [_Result(error=error)] * len(tasks))
 
@@ -198,6 +204,11 @@ class Writer(threading.Thread):
         idle_since = time.monotonic()
         behind = False
         while True:
+            if self._held:  # what waited behind a long call (the catch-up's chunk too), in its order
+                batch, self._held = self._held, []
+                if batch[-1] is not None:
+                    batch += self._take(MAX_BATCH - len(batch))
+                return batch
             try:
                 first = self.queue.get(timeout=0 if behind else min(UPKEEP_S, self._registry.idle_close_s))
             except queue.Empty:
@@ -207,24 +218,52 @@ class Writer(threading.Thread):
                         return None
                     idle_since = time.monotonic()
                 continue
-            batch = [first]
-            while first is not None and len(batch) < MAX_BATCH:
-                try:
-                    batch.append(self.queue.get_nowait())
-                except queue.Empty:
+            return [first] if first is None else [first, *self._take(MAX_BATCH - 1)]
+
+    def _take(self, most: int) -> list[Task[Any] | None]:
+        """Up to `most` calls queued now, without waiting (ending at a stop marker)."""
+        batch: list[Task[Any] | None] = []
+        while len(batch) < most:
+            try:
+                batch.append(self.queue.get_nowait())
+            except queue.Empty:
+                break
+            if batch[-1] is None:
+                break
+        return batch
+
+    def _between_chunks(self, store: Store) -> None:
+        """Between two chunks of a long call (an ingest, an import, orphan recovery), carry out the
+        calls queued behind it, up to the next long one (which waits, with what follows it, for
+        the long call to end): a rename answers in a chunk's time, not the ingest's."""
+        if self._between or self._held:
+            return
+        self._between = True
+        try:
+            taken = self._take(MAX_BATCH)
+            ready: list[Task[Any]] = []
+            for i, task in enumerate(taken):
+                if task is None or task.alone:
+                    self._held = taken[i:]
                     break
-                if batch[-1] is None:
-                    break
-            return batch
+                ready.append(task)
+            if ready:
+                self._complete(ready, self._run_group(store, ready))
+                self._registry.committed(self.root)
+        finally:
+            self._between = False
 
     def _upkeep(self, store: Store) -> bool:
-        """One chunk of catching the store's search index and context blocks up with rows another
-        program (AZUREAL) committed (:meth:`~azsd.store.events.EventLog.catch_up_some`), between
-        calls, so that a search finds them indexed; whether more remains. A failure (the file
-        locked, replaced) is logged and tried again later."""
+        """One chunk of the store's upkeep between calls; whether more remains. First a store another
+        program put in WAL goes back to DELETE; then the search index and context blocks catch up
+        with rows another program (AZUREAL) committed (:meth:`~azsd.store.events.EventLog.catch_up_some`),
+        so that a search finds them indexed; then expired request keys are forgotten and freed pages
+        given back to the file system (:meth:`~azsd.store.vacuum.Vacuum.vacuum_some`). A failure
+        (the file locked, replaced) is logged and tried again later."""
         self._upkept = time.monotonic()
         try:
-            return store.catch_up_some()
+            store.keep_journal_mode()
+            return store.catch_up_some() or store.forget_requests(time.time()) or store.vacuum_some()
         except StoreBusyError as exc:
             log.debug("catching up %s later: %s", self.root, exc)
         except Exception:

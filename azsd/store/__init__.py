@@ -16,14 +16,18 @@ of them into one commit (nested calls become savepoints).
 :class:`Store` is built in layers, one module each; a layer subclasses the layers it uses and
 nothing else (``A → B``: A builds on B)::
 
-    Store (here) → SyncState, Sessions, SideTables, Backup
+    Store (here) → SyncState, BulkSessions, Sessions, SideTables, RequestLog, Vacuum, Backup
+    BulkSessions (bulk.py)          new sessions with their events, many at once → Sessions, SideTables
     SyncState (sync_state.py)       sync's UUIDs, rows since a cursor, tombstones → Sessions, SideTables
     Sessions (sessions.py)          create, rename, delete, fork, archive, badge, agent uuid → EventLog
     SideTables (side_tables.py)     usage, imports, follows, compactions, context → EventLog
-    EventLog (events.py)            append and load events, the completion badge → SearchIndex, SessionListing
+    RequestLog (requests.py)        request keys: their digests and packed replies → EventLog
+    EventLog (events.py)            append and load events, the badge → StaleEntries, SessionListing
+    StaleEntries (fts_stale.py)     entries of rows gone (AZUREAL's deletes): found, removed → SearchIndex
     SearchIndex (fts.py)            the FTS5 index: its upkeep, reindex, search → StoreCore
     SessionListing (listing.py)     session lookups and listings, the session index → StoreCore
     Backup (backup.py)              a verified copy of the file → StoreCore
+    Vacuum (vacuum.py)              free pages given back, in paced steps → StoreCore
     StoreCore (core.py)             open, pragmas, migration, read-only, atomic(), error translation
 
 Beside them: :mod:`~azsd.store.schema` (the DDL text), :mod:`~azsd.store.codec` (zstd rows) and
@@ -33,14 +37,17 @@ Beside them: :mod:`~azsd.store.schema` (the DDL text), :mod:`~azsd.store.codec` 
 from __future__ import annotations
 
 from azsd.store.backup import Backup
+from azsd.store.bulk import BulkSessions
 from azsd.store.core import BUSY_TIMEOUT_S, STORE_DIR, STORE_FILE, store_path
 from azsd.store.events import completion_of
+from azsd.store.requests import RequestLog
 from azsd.store.sessions import Sessions
 from azsd.store.side_tables import SideTables
 from azsd.store.sync_state import SyncState
+from azsd.store.vacuum import Vacuum
 
 __all__ = ["BUSY_TIMEOUT_S", "STORE_DIR", "STORE_FILE", "Store", "completion_of", "store_path"]
 
 
-class Store(SyncState, Sessions, SideTables, Backup):
+class Store(SyncState, BulkSessions, Sessions, SideTables, RequestLog, Vacuum, Backup):
     """One `.azs` file, opened lazily: absent until the first session is created."""

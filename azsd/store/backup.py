@@ -17,8 +17,8 @@ from typing import Final
 
 from azsd.errors import StoreError
 from azsd.model import BackupInfo
-from azsd.store.chunks import PACING, Pacer
 from azsd.store.core import StoreCore, _translate
+from azsd.store.pacing import PACING, Pacer
 
 __all__ = ["MAX_RESTARTS", "ONE_STEP_S", "STEP_BYTES", "Backup"]
 
@@ -89,7 +89,7 @@ def _copy(path: Path, conn: sqlite3.Connection, target: sqlite3.Connection) -> N
 
     A step holds a shared lock on the store, which lets other writers take theirs and write but not
     commit, so each step is short, and the steps are paced as every long write is
-    (:data:`~azsd.store.chunks.PACING`). A writer waiting to commit holds SQLite's pending lock,
+    (:data:`~azsd.store.pacing.PACING`). A writer waiting to commit holds SQLite's pending lock,
     which refuses the next step: the copy then sleeps `long_gap_s`, longer than any sleep of the
     writer's busy handler, so that writer commits first. A write by another connection makes SQLite
     start the copy over (SQLite has no other way to keep the snapshot consistent in rollback-journal
@@ -118,6 +118,7 @@ def _copy(path: Path, conn: sqlite3.Connection, target: sqlite3.Connection) -> N
         pacer.stepped()
         if pacer.full():
             pacer.release()
+            pacer.pause()
             pacer.begin()
         step_began = time.monotonic()
 

@@ -2,26 +2,13 @@
 
 AZUREAL writes the same file on connections of its own with a 5 s busy timeout and no retry (spec
 §8), so a write lock held for seconds makes it fail. Every long operation of azsd (ingest, import,
-reindex and the search index catch-up, the fork of a big session, the copy of a backup) therefore
-runs as a series of short transactions driven by :class:`ChunkedWrite`, or paced by :class:`Pacer`
-directly, with the one policy of :data:`PACING`:
-
-- a transaction commits as soon as it has held the lock for :attr:`Pacing.chunk_s` (200 ms), or
-  would with one more step (the longest step seen so far is counted ahead), so no hold passes
-  ~250 ms as long as a single step stays well under 50 ms;
-- after every commit the lock is left free for :attr:`Pacing.gap_s`, and at least once per
-  :attr:`Pacing.long_gap_every_s` of holding it for :attr:`Pacing.long_gap_s` (120 ms).
-
-Why the long gap: SQLite's default busy handler (what rusqlite's ``busy_timeout`` installs) does not
-wait for the lock to be released; it sleeps 1, 2, 5, 10, 15, 20, 25, 25, 25, 50, 50, 100, 100, …
-ms and tries once after each sleep. A waiter that has waited 228 ms or more tries only every 100 ms,
-so a free window shorter than that can fall between two of its tries every time, and with a steady
-rhythm of chunks it could miss every window until its 5 s are gone. A free window longer than
-100 ms always holds one of its tries. With one such window at least every second of holding, a
-writer that starts waiting at any moment gets the lock within about 1.25 s (one second of chunks,
-the last chunk, and the window), far inside its 5 s even on a loaded machine; the short gaps let it
-in sooner when a try happens to fall there, and give the lock back to other programs' quick writes.
-The long gaps cost about a tenth of the throughput of a long write.
+reindex and the search index catch-up, the fork of a big session) therefore runs as a series of short
+transactions driven by :class:`ChunkedWrite`, timed by the store's one pacer
+(:mod:`azsd.store.pacing`, where the policy and its reasons are): each transaction commits once it
+has held the lock ~200 ms, the lock stays free a few ms after each, and ~120 ms after each second of
+holding, counted across chunks and calls. After each commit the store's
+:attr:`~azsd.store.core.StoreCore.between_chunks` runs: the daemon's worker carries out there the
+calls queued behind the long write, so a rename waits for a chunk, not for a 200 000-line ingest.
 
 A :class:`ChunkedWrite` opened while the store is already in a transaction (a caller's
 :meth:`~azsd.store.core.StoreCore.atomic`, or the worker's group commit) cannot release the lock:
@@ -35,94 +22,15 @@ repeating anything (see the callers).
 from __future__ import annotations
 
 import sqlite3
-import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass
 from types import TracebackType
-from typing import Final, Self
+from typing import Self
 
 from azsd.store.core import StoreCore
+from azsd.store.pacing import PACING, Pacer, Pacing
 
 __all__ = ["PACING", "ChunkedWrite", "Pacer", "Pacing"]
-
-
-@dataclass(frozen=True)
-class Pacing:
-    """The chunking policy (see the module docstring for why these numbers)."""
-
-    #: A transaction commits once it has held the lock this long (or would, with one more step).
-    chunk_s: float = 0.2
-    #: The lock is left free this long after every commit.
-    gap_s: float = 0.005
-    #: … and this long (over the busy handler's longest sleep, 100 ms) at least once per
-    long_gap_s: float = 0.12
-    #: … this much time holding the lock.
-    long_gap_every_s: float = 1.0
-
-
-#: The one policy every long write of azsd follows.
-PACING: Final = Pacing()
-
-
-class Pacer:
-    """When a chunk should end, and the pause after it: the clock side of :data:`PACING`.
-
-    Call :meth:`begin` when the lock is taken, :meth:`stepped` after each step while holding it,
-    :meth:`full` to ask whether to release it now, and :meth:`release` once it is released (which
-    sleeps the gap). :attr:`longest_hold_s` is the longest hold so far.
-    """
-
-    def __init__(
-        self,
-        pacing: Pacing = PACING,
-        clock: Callable[[], float] = time.monotonic,
-        sleep: Callable[[float], None] = time.sleep,
-    ) -> None:
-        self.pacing = pacing
-        self._clock = clock
-        self._sleep = sleep
-        self._began: float | None = None
-        self._last: float = 0.0
-        self._step_s = 0.0  # the longest step of the last chunk and this one
-        self._chunk_step_s = 0.0
-        self._held_since_long_gap = 0.0
-        self.longest_hold_s = 0.0
-        self.chunks = 0
-
-    def begin(self) -> None:
-        self._began = self._last = self._clock()
-        self._chunk_step_s = 0.0
-
-    def stepped(self) -> None:
-        """One step done while holding the lock (its time counts from the end of the one before,
-        so work done between steps is counted too)."""
-        now = self._clock()
-        self._chunk_step_s = max(self._chunk_step_s, now - self._last)
-        self._step_s = max(self._step_s, self._chunk_step_s)
-        self._last = now
-
-    def full(self) -> bool:
-        """Whether the chunk should end now: one more step would take it past `chunk_s`."""
-        if self._began is None:
-            return False
-        return self._clock() - self._began + self._step_s >= self.pacing.chunk_s
-
-    def release(self) -> None:
-        """The lock was released: note how long it was held, and leave it free for a while."""
-        if self._began is None:
-            return
-        held = self._clock() - self._began
-        self._began = None
-        self.chunks += 1
-        self.longest_hold_s = max(self.longest_hold_s, held)
-        self._step_s = self._chunk_step_s  # forget an old outlier, keep this chunk's measure
-        self._held_since_long_gap += held
-        if self._held_since_long_gap + self.pacing.chunk_s > self.pacing.long_gap_every_s:
-            self._held_since_long_gap = 0.0
-            self._sleep(self.pacing.long_gap_s)
-        else:
-            self._sleep(self.pacing.gap_s)
 
 
 class ChunkedWrite:
@@ -148,7 +56,11 @@ class ChunkedWrite:
     def __init__(self, store: StoreCore, *, create: bool = False, pacer: Pacer | None = None) -> None:
         self._store = store
         self._create = create
-        self.pacer = pacer or Pacer()
+        #: The store's pacer (one for its life: the pauses are owed across chunks and calls), or
+        #: `pacer`, which times the store's transactions while this write lasts.
+        self.pacer = pacer or store.pacer
+        self._pacer_before = store.pacer
+        store.pacer = self.pacer
         conn = store._conn
         #: Inside a transaction of the caller's: one transaction, no pauses, the commit is theirs.
         self.nested = conn is not None and conn.in_transaction
@@ -162,12 +74,15 @@ class ChunkedWrite:
     def __exit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        if exc is None:
-            self.commit()
-            self._run_pending()
-        else:
-            self._pending.clear()
-            self._end_chunk(kind, exc, tb)
+        try:
+            if exc is None:
+                self.commit()
+                self._run_pending()
+            else:
+                self._pending.clear()
+                self._end_chunk(kind, exc, tb)
+        finally:
+            self._store.pacer = self._pacer_before
 
     @contextmanager
     def step(self) -> Iterator[sqlite3.Connection]:
@@ -175,9 +90,8 @@ class ChunkedWrite:
         50 ms) keep every chunk under the budget."""
         if self._chunk is None and not self.nested:
             chunk = ExitStack()
-            self._conn = chunk.enter_context(self._store.atomic(create=self._create))
+            self._conn = chunk.enter_context(self._store.atomic(create=self._create))  # (the pacer begins)
             self._chunk = chunk
-            self.pacer.begin()
         with self._store.atomic(create=self._create) as conn:
             yield conn
         if self.nested:
@@ -190,9 +104,12 @@ class ChunkedWrite:
         """End the chunk in progress now (commit, then pause), and run what waited for it."""
         if self._chunk is None:
             return
-        self._end_chunk(None, None, None)
-        self.pacer.release()
+        self._end_chunk(None, None, None)  # (the pacer releases, leaving the long gap when due)
+        self.pacer.pause()
         self._run_pending()
+        between = self._store.between_chunks
+        if between is not None:  # the writes queued behind this one (a rename) answer now
+            between()
 
     def after_commit(self, fn: Callable[[], None]) -> None:
         """Run `fn` once what the steps so far wrote is committed: at once when it is, else after the

@@ -22,15 +22,17 @@ import os
 import sqlite3
 import stat
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Final, NoReturn, Self
+from typing import IO, Any, Final, NoReturn, Self
 
 from azsd.errors import NotAStoreError, ReadOnlyStoreError, StoreError, StoreFullError
 from azsd.store.codec import RowCodec
 from azsd.store.migration import migrate, read_schema_version
+from azsd.store.pacing import Pacer
 from azsd.store.schema import SCHEMA_VERSION
+from azsd.store.writer_lock import take_writer_lock
 
 __all__ = [
     "BUSY_TIMEOUT_S",
@@ -79,10 +81,12 @@ class NeedsWriterError(StoreError):
 class StoreCore:
     """The connection to one `.azs` file, opened lazily: absent until the first session is created."""
 
-    def __init__(self, root: Path, *, reader: bool = False) -> None:
+    def __init__(self, root: Path, *, reader: bool = False, exclusive: bool = False) -> None:
         self.root = Path(root)
         self.path = store_path(self.root)
         self.reader = reader
+        self.exclusive = exclusive and not reader
+        self._writer_lock: IO[str] | None = None  # held while the file is open, when exclusive
         self.read_only = False
         self.schema_version: int | None = None
         self._conn: sqlite3.Connection | None = None
@@ -90,18 +94,30 @@ class StoreCore:
         self._opened = 0  # which connection this is, of all this process opened (see read_version)
         self._lock_wait_ms: int | None = None  # the connection's busy_timeout, when set by us
         self._seen: os.stat_result | None = None  # the file as check_file last saw it
+        self._seen_wal: os.stat_result | None = None  # and its `-wal` file (another program's WAL)
         self._codec = RowCodec()
         self._depth = 0
+        #: Times every write transaction, for the store's life (:mod:`azsd.store.pacing`).
+        self.pacer = Pacer()
+        #: Run between the chunks of a long write (:mod:`azsd.store.chunks`): the worker's queued calls.
+        self.between_chunks: Callable[[], None] | None = None
         if self.path.exists():
-            self._connect()
+            try:
+                self._connect()
+            except BaseException:
+                self.close()  # (the writer lock, if taken)
+                raise
 
     @classmethod
-    def open(cls, root: Path, *, reader: bool = False) -> Self:
+    def open(cls, root: Path, *, reader: bool = False, exclusive: bool = False) -> Self:
         """Open the store of `root`; the file is not created until a session is.
 
         A `reader` only reads (beside the store's writer, which alone creates and migrates the file).
+        An `exclusive` writer (a daemon's) holds the store's writer lock while the file is open: one
+        azsd writes a store file, whatever its state dir or the path it was given
+        (:mod:`azsd.store.writer_lock`); AZUREAL, which knows nothing of it, opens the file as before.
         """
-        return cls(root, reader=reader)
+        return cls(root, reader=reader, exclusive=exclusive)
 
     @property
     def exists(self) -> bool:
@@ -118,7 +134,10 @@ class StoreCore:
         if self._conn is not None:
             self._conn.close()
             self._conn = None
-        self._file_id, self._seen = None, None
+        self._file_id, self._seen, self._seen_wal = None, None, None
+        if self._writer_lock is not None:
+            self._writer_lock.close()
+            self._writer_lock = None
 
     def check_file(self) -> str | None:
         """Follow the file at the store's path when it is no longer the one this Store opened: reopen
@@ -138,7 +157,7 @@ class StoreCore:
             self._connect()
             return "created" if self._conn is not None else None
         if (info.st_dev, info.st_ino) == self._file_id:
-            self._seen = info
+            self._seen, self._seen_wal = info, _stat_or_none(f"{self.path}-wal")
             return None
         self.close()
         self.read_only, self.schema_version = False, None  # of the file that was there
@@ -166,6 +185,8 @@ class StoreCore:
         if self.reader:
             self._connect_reader()
             return
+        if self.exclusive and self._writer_lock is None:
+            self._writer_lock = take_writer_lock(self.path)
         uri = f"{self.path.as_uri()}?mode=rwc"
         conn = sqlite3.connect(
             uri, uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
@@ -197,6 +218,8 @@ class StoreCore:
                     raise StoreError(f"{self.path}: cannot switch journal mode to DELETE (it is {mode})")
                 conn.execute("PRAGMA synchronous = NORMAL")
                 conn.execute("PRAGMA foreign_keys = ON")
+                if conn.execute("PRAGMA page_count").fetchone()[0] == 0:  # a new file: before any table
+                    conn.execute("PRAGMA auto_vacuum = INCREMENTAL")  # freed pages can go back (vacuum.py)
         self._conn = conn
         self._opened, self._lock_wait_ms = next(_CONNECTIONS), None
         if not self.read_only:
@@ -268,30 +291,42 @@ class StoreCore:
                     f"{self.path}: the enclosing transaction was rolled back (nothing was written)"
                 )
             conn.execute("BEGIN IMMEDIATE" if depth == 0 else f"SAVEPOINT azsd_{depth}")
-            self._depth += 1
+            if depth == 0:
+                self.pacer.begin()
             try:
-                yield conn
-            except BaseException:
-                self._depth = depth
-                self._forget()  # it may hold what is being rolled back
-                if conn.in_transaction:  # else SQLite rolled it all back already
-                    if depth == 0:
-                        conn.execute("ROLLBACK")
-                    else:
-                        conn.execute(f"ROLLBACK TO azsd_{depth}")
-                        conn.execute(f"RELEASE azsd_{depth}")
-                raise
+                with self._held(conn, depth):
+                    yield conn
+            finally:
+                if depth == 0:
+                    self.pacer.release()  # (leaving the lock free for a while when that is due)
+
+    @contextmanager
+    def _held(self, conn: sqlite3.Connection, depth: int) -> Iterator[None]:
+        """:meth:`atomic` holding its transaction (or savepoint): its commit, or rollback on an error."""
+        self._depth += 1
+        try:
+            yield
+        except BaseException:
             self._depth = depth
-            if not conn.in_transaction:  # rolled back under a caller that went on
-                self._forget()
-                raise StoreError(f"{self.path}: the transaction was rolled back (nothing was written)")
-            try:
-                conn.execute("COMMIT" if depth == 0 else f"RELEASE azsd_{depth}")
-            except sqlite3.Error:
-                self._forget()
-                if depth == 0 and conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise
+            self._forget()  # it may hold what is being rolled back
+            if conn.in_transaction:  # else SQLite rolled it all back already
+                conn.execute("ROLLBACK" if depth == 0 else f"ROLLBACK TO azsd_{depth}")
+                if depth > 0:
+                    conn.execute(f"RELEASE azsd_{depth}")
+            raise
+        self._depth = depth
+        if not conn.in_transaction:  # rolled back under a caller that went on
+            self._forget()
+            raise StoreError(f"{self.path}: the transaction was rolled back (nothing was written)")
+        try:
+            if depth == 0:
+                self.pacer.committing()
+            conn.execute("COMMIT" if depth == 0 else f"RELEASE azsd_{depth}")
+        except sqlite3.Error:
+            self._forget()
+            if depth == 0 and conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
 
     @contextmanager
     def _read_only_atomic(self, create: bool) -> Iterator[sqlite3.Connection]:
@@ -323,6 +358,9 @@ class StoreCore:
             if _in_transaction(conn):  # (SQLite may have ended it on an I/O error)
                 with _translate(self.path):
                     conn.execute("ROLLBACK")
+            if self.reader and self._seen_wal is not None:  # another program's WAL: hold nothing
+                conn.close()  # between reads, so that the writer can switch the file back to DELETE
+                self._conn = None  # (check_file opens it again)
 
     def wait_for_locks(self, seconds: float) -> None:
         """From now on, wait at most `seconds` for another connection's lock (then
@@ -343,14 +381,18 @@ class StoreCore:
         open, or when the file changed too recently for a later change to be sure to show: Git's
         rule for "racily clean" index entries, since the kernel stamps times from a coarse clock, so
         two writes a few ms apart can leave the same mtime. A read that follows `check_file` reads
-        the state it names, or a later one (then a later `check_file` names another)."""
-        info = self._seen
-        if info is None or self._conn is None:
+        the state it names, or a later one (then a later `check_file` names another).
+
+        A file another program switched to WAL takes its commits in its `-wal` file, not in the file
+        itself: that file's stat is part of the version too (until the writer switches the store back
+        to DELETE, :meth:`~azsd.store.vacuum.Vacuum.keep_journal_mode`)."""
+        info, wal = self._seen, self._seen_wal
+        if info is None or self._conn is None or _racy(info) or (wal is not None and _racy(wal)):
             return None
-        coarse = info.st_mtime_ns % 1_000_000_000 == 0  # a file system that keeps whole seconds
-        if time.time_ns() - info.st_mtime_ns < (_SETTLED_COARSE_NS if coarse else _SETTLED_NS):
-            return None
-        return self._opened, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns
+        version = (self._opened, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+        if wal is None:
+            return version
+        return (*version, wal.st_ino, wal.st_size, wal.st_mtime_ns, wal.st_ctime_ns)
 
     def _query(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         if self._conn is None:
@@ -383,6 +425,19 @@ def _raise_open_error(path: Path, exc: sqlite3.DatabaseError) -> NoReturn:
         with _translate(path):
             raise exc
     raise NotAStoreError(path) from None
+
+
+def _racy(info: os.stat_result) -> bool:
+    """Whether a file changed too recently for its stat to be sure to show a later change."""
+    coarse = info.st_mtime_ns % 1_000_000_000 == 0  # a file system that keeps whole seconds
+    return time.time_ns() - info.st_mtime_ns < (_SETTLED_COARSE_NS if coarse else _SETTLED_NS)
+
+
+def _stat_or_none(path: str) -> os.stat_result | None:
+    try:
+        return os.stat(path)
+    except OSError:
+        return None
 
 
 def _in_transaction(conn: sqlite3.Connection) -> bool:

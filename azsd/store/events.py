@@ -38,7 +38,7 @@ from azsd.store.cache import ROWS, CachedRow
 from azsd.store.chunks import ChunkedWrite
 from azsd.store.codec import CodecError
 from azsd.store.core import _translate
-from azsd.store.fts import SearchIndex
+from azsd.store.fts_stale import StaleEntries
 from azsd.store.listing import SessionListing, _require_session
 from azsd.store.rendered import ContextTable
 from azsd.store.summaries import catch_up as catch_up_summaries
@@ -57,7 +57,7 @@ _RANGE: Final = (
 )
 
 
-class EventLog(SearchIndex, ContextTable, SessionListing):
+class EventLog(StaleEntries, ContextTable, SessionListing):
     """Appending and loading a session's events."""
 
     #: `PRAGMA data_version` when :meth:`catch_up_some` last found nothing to catch up.
@@ -83,7 +83,6 @@ class EventLog(SearchIndex, ContextTable, SessionListing):
             ).fetchone()[0]
             jsons = [encode_event(event) for event in events]
             payloads = self._codec.encode_many(jsons)
-            indexed = self._search_current(conn)
             conn.executemany(
                 "INSERT INTO events (session_id, seq, kind, data, char_len) VALUES (?, ?, ?, ?, ?)",
                 [
@@ -93,8 +92,7 @@ class EventLog(SearchIndex, ContextTable, SessionListing):
             )
             if events:
                 last_id = conn.execute("SELECT last_insert_rowid()").fetchone()[0]
-                if indexed:
-                    self._index_new(conn, last_id - len(events) + 1, events, last_id)
+                self._index_new(conn, last_id - len(events) + 1, events, last_id)
                 self._context_new(conn, session_id, seq, events, last_id - len(events) + 1)
                 catch_up_summaries(conn)
                 if self._index is not None:
@@ -240,9 +238,10 @@ class EventLog(SearchIndex, ContextTable, SessionListing):
         self._caught_up_at = None  # (a reopened file's connection counts its versions afresh)
 
     def catch_up_some(self) -> bool:
-        """One chunk (~200 ms, :mod:`azsd.store.chunks`) of catching up what is kept beside the
-        events, the search index and the rendered context blocks, with rows written by others
-        (AZUREAL) or before an upgrade; whether more remains. Cheap when nothing was committed by
+        """One chunk (~150 ms, :mod:`azsd.store.chunks`) of catching up what is kept beside the
+        events (the summaries, the search index, the rendered context blocks, and the index's
+        entries of rows gone: :mod:`azsd.store.fts_stale`) with rows written by others (AZUREAL) or
+        before an upgrade; whether more remains. Cheap when nothing was committed by
         another connection since the last call that found everything caught up."""
         conn = self._conn
         if conn is None or self.read_only or self.reader or conn.in_transaction:
@@ -253,9 +252,15 @@ class EventLog(SearchIndex, ContextTable, SessionListing):
             return False
         more = True
         with ChunkedWrite(self) as chunks:
-            while more and chunks.pacer.chunks == 0:
+            first = chunks.pacer.chunks
+            while more and chunks.pacer.chunks == first:
                 with chunks.step() as conn:
-                    more = self._search_step(conn) or self._context_step(conn)
+                    more = (  # the summaries first: cheap, and every listing reads what they lack
+                        catch_up_summaries(conn)
+                        or self._search_step(conn)
+                        or self._context_step(conn)
+                        or self._stale_step(conn)
+                    )
         if not more:
             self._caught_up_at = version
         return more

@@ -99,6 +99,20 @@ class SessionListing(StoreCore):
     def has_session(self, session_id: int) -> bool:
         return bool(self._query("SELECT 1 FROM sessions WHERE id = ?", (session_id,)))
 
+    def session_identity(self, session_id: int) -> str:
+        """What tells this session from a later one given the same number (AZUREAL reuses the
+        highest number after a delete): its creation stamp and its first event's row id, which
+        AUTOINCREMENT never hands out twice. SessionNotFoundError when there is no such session."""
+        rows = self._query(
+            "SELECT created, (SELECT id FROM events WHERE session_id = s.id ORDER BY seq LIMIT 1) "
+            "FROM sessions AS s WHERE id = ?",
+            (session_id,),
+        )
+        if not rows:
+            raise SessionNotFoundError(session_id)
+        created, first = rows[0]
+        return f"{created}#{first or 0}"
+
     def list_sessions(
         self, worktree: str | None = None, *, limit: int = -1, offset: int = 0, archived: Archived = "include"
     ) -> list[SessionInfo]:

@@ -25,7 +25,6 @@ from azsd.store.schema import (
     USAGE_DDL,
     USAGE_V1_COPY,
 )
-from azsd.store.summaries import catch_up as catch_up_summaries
 
 __all__ = ["migrate", "read_schema_version", "split_statements"]
 
@@ -42,9 +41,8 @@ def migrate(conn: sqlite3.Connection) -> None:
         had_context = conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'azsd_context'").fetchone()
         for statement in split_statements(OBSOLETE_DDL + AZUREAL_DDL + AZSD_DDL + SUMMARY_DDL + CONTEXT_DDL):
             conn.execute(statement)
-        if not had_summaries:  # new and empty: count every row into it
+        if not had_summaries:  # new and empty: counted in chunks later (listings count meanwhile)
             conn.execute("DELETE FROM meta WHERE key = ?", (SUMMARY_HWM_KEY,))
-            catch_up_summaries(conn)
         if not had_context:  # new and empty: rendered in chunks later (a big store takes seconds)
             conn.execute("DELETE FROM meta WHERE key = ?", (CONTEXT_HWM_KEY,))
         if not had_index:  # a new, empty index: whatever mark a meta row holds is not about it

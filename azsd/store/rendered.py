@@ -14,9 +14,13 @@ the highest ``events.id`` rendered): azsd's appends render their own rows in the
 (:meth:`~ContextTable._context_new`, :meth:`~ContextTable._context_copies`); rows above the mark
 (AZUREAL's, a pulled session's, a fork's not rendered) are rendered by the next append when they
 are few, else by :meth:`~ContextTable.catch_up_context` in short chunks, and meanwhile a read renders
-them from the events. AUTOINCREMENT ids only grow, so the rows above the mark are exactly those
-without a block; a deleted session takes its groups with it (ON DELETE CASCADE); rows are never
-changed or deleted otherwise (spec §2.5). Unreadable rows have no block, as they have no event.
+them from the events. While many wait, an append still renders its own rows when every earlier row
+of their session has its block (a big ingest is not left to the catch-up): those rows are above the
+mark and in a group, and the catch-up and the reads skip the rows of a session up to the highest seq
+its groups hold (a session's rows come in seq order, whoever writes them). AUTOINCREMENT ids only
+grow, so the rows above the mark are exactly those without a block, but for those; a deleted session
+takes its groups with it (ON DELETE CASCADE); rows are never changed or deleted otherwise (spec
+§2.5). Unreadable rows have no block, as they have no event.
 """
 
 from __future__ import annotations
@@ -45,13 +49,17 @@ CONTEXT_INLINE_ROWS: Final = 2000
 #: A group takes more blocks while its text is under this many bytes.
 GROUP_BYTES: Final = 1 << 16
 #: Event ids a step of the chunked catch-up renders (a step stays well under a chunk's 200 ms).
-_STEP_ROWS: Final = 1000
+_STEP_ROWS: Final = 250
 #: What `bytes.rstrip` may take off a transcript's end (all of it Rust whitespace: `trim_end` agrees).
 _ASCII_SPACE: Final = b" \t\n\r\x0b\x0c"
 _LAYOUT: Final = msgspec.msgpack.Decoder(list[int])
 _ENCODE: Final = msgspec.msgpack.Encoder()
 
 Entry = tuple[int, int, str | None]  # (seq, strip flag, block or None: not shown)
+_GROUP_INSERT: Final = (
+    "INSERT INTO azsd_context (session_id, first_seq, last_seq, injected, layout, text, size) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?)"
+)
 
 
 class ContextTable(StoreCore):
@@ -82,12 +90,15 @@ class ContextTable(StoreCore):
         first_id: int,
     ) -> None:
         """Render events just inserted as rows `first_id`, `first_id + 1`, … (seqs from `first_seq`),
-        after the rows above the mark when they are few; else leave them all to the catch-up."""
-        if not self._context_reach(conn, first_id - 1):
-            return
+        after the rows above the mark when they are few; else, when every earlier row of their
+        session is rendered, these alone (the mark stays: the catch-up skips them); else leave them
+        to the catch-up."""
         entries = [(first_seq + i, strip_flag(e), render_event(e)) for i, e in enumerate(events)]
-        self._context_add(conn, session_id, entries)
-        self._set_context_hwm(conn, first_id + len(events) - 1)
+        if self._context_reach(conn, first_id - 1):
+            self._context_add(conn, session_id, entries)
+            self._set_context_hwm(conn, first_id + len(events) - 1)
+        elif self._context_rendered_before(conn, session_id, first_seq):
+            self._context_add(conn, session_id, entries)
 
     def _context_copies(
         self,
@@ -99,11 +110,14 @@ class ContextTable(StoreCore):
     ) -> None:
         """Render the rows just copied into `session_id` (a fork; `before`: the highest id before the
         copy), `events` being them decoded, by seq."""
-        if not seqs or not self._context_reach(conn, before):
+        if not seqs:
             return
         entries = [(seq, strip_flag(e), render_event(e)) for seq, e in zip(seqs, events, strict=True)]
-        self._context_add(conn, session_id, entries)
-        self._set_context_hwm(conn, conn.execute("SELECT MAX(id) FROM events").fetchone()[0])
+        if self._context_reach(conn, before):
+            self._context_add(conn, session_id, entries)
+            self._set_context_hwm(conn, conn.execute("SELECT MAX(id) FROM events").fetchone()[0])
+        elif self._context_rendered_before(conn, session_id, seqs[0]):
+            self._context_add(conn, session_id, entries)
 
     def _context_reach(self, conn: sqlite3.Connection, upto: int) -> bool:
         """Render the rows up to `upto` that are above the mark, if at most :data:`CONTEXT_INLINE_ROWS`;
@@ -120,9 +134,31 @@ class ContextTable(StoreCore):
         self._context_render(conn, mark, upto)
         return True
 
+    def _context_rendered_before(self, conn: sqlite3.Connection, session_id: int, seq: int) -> bool:
+        """Whether every row of the session before `seq` has its block (while rows above the mark
+        wait): its row before `seq` is under the mark, or in a group (an append of azsd rendered it
+        so: a session's rows come in seq order, so its groups then hold all of them up to there)."""
+        mark = self._context_hwm(conn)
+        if mark is None:  # (the catch-up drops every group first)
+            return False
+        before = conn.execute(
+            "SELECT id, seq FROM events WHERE session_id = ? AND seq < ? ORDER BY seq DESC LIMIT 1",
+            (session_id, seq),
+        ).fetchone()
+        return before is None or before[0] <= mark or before[1] <= self._rendered_upto(conn, session_id)
+
+    def _rendered_upto(self, conn: sqlite3.Connection, session_id: int) -> int:
+        """The highest seq of the session that has its block (0: none)."""
+        return int(
+            conn.execute(
+                "SELECT COALESCE(MAX(last_seq), 0) FROM azsd_context WHERE session_id = ?", (session_id,)
+            ).fetchone()[0]
+        )
+
     def _context_render(self, conn: sqlite3.Connection, mark: int | None, upto: int) -> None:
-        """Render the rows with `mark < id <= upto` from the events, and move the mark to `upto`.
-        Without a mark (never rendered, or by another version), every group is dropped first."""
+        """Render the rows with `mark < id <= upto` from the events, but those an append of azsd
+        rendered already, and move the mark to `upto`. Without a mark (never rendered, or by another
+        version), every group is dropped first."""
         if mark is None:
             conn.execute("DELETE FROM azsd_context")
         rows = conn.execute(
@@ -133,8 +169,10 @@ class ContextTable(StoreCore):
         for session_id, entry in self._rendered(rows):
             by_session[session_id].append(entry)
         for session_id, entries in by_session.items():
-            entries.sort(key=lambda entry: entry[0])
-            self._context_add(conn, session_id, entries)
+            done = self._rendered_upto(conn, session_id) if mark is not None else 0
+            entries = sorted((entry for entry in entries if entry[0] > done), key=lambda entry: entry[0])
+            if entries:
+                self._context_add(conn, session_id, entries)
         self._set_context_hwm(conn, upto)
 
     def _rendered(self, rows: Sequence[tuple[int, int, int, str, bytes]]) -> Iterator[tuple[int, Entry]]:
@@ -152,15 +190,7 @@ class ContextTable(StoreCore):
     def _context_add(self, conn: sqlite3.Connection, session_id: int, entries: Sequence[Entry]) -> None:
         """Add rendered rows of one session, in seq order, to its last group while that group is
         small and before them, else as a group of their own."""
-        layout: list[int] = []
-        parts: list[bytes] = []
-        for seq, flag, block in entries:
-            data = None if block is None else block.encode()
-            layout += (seq, flag, -1 if data is None else len(data))
-            if data is not None:
-                parts.append(data)
-        text = b"\n".join(parts)
-        injected = sum(flag == USER_MAY_BE_INJECTED for _, flag, _ in entries)
+        layout, text, injected = _group(entries)
         last = conn.execute(
             "SELECT id, last_seq, injected, layout, text, size FROM azsd_context WHERE session_id = ? "
             "ORDER BY first_seq DESC LIMIT 1",
@@ -178,14 +208,32 @@ class ContextTable(StoreCore):
                 ),
             )  # fmt: skip
             return
-        conn.execute(
-            "INSERT INTO azsd_context (session_id, first_seq, last_seq, injected, layout, text, size) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (
-                session_id, entries[0][0], entries[-1][0], injected, _ENCODE.encode(layout),
-                self._codec.encode(text), len(text),
-            ),
+        conn.execute(_GROUP_INSERT, self._group_row(session_id, entries))
+
+    def _group_row(
+        self, session_id: int, entries: Sequence[Entry]
+    ) -> tuple[int, int, int, int, bytes, bytes, int]:
+        """The :data:`_GROUP_INSERT` values of a new group of one session's rendered rows."""
+        layout, text, injected = _group(entries)
+        return (
+            session_id, entries[0][0], entries[-1][0], injected, _ENCODE.encode(layout),
+            self._codec.encode(text), len(text),
         )  # fmt: skip
+
+    def _context_new_sessions(
+        self, conn: sqlite3.Connection, sessions: Sequence[tuple[int, Sequence[Event]]], first_id: int
+    ) -> None:
+        """Render the events just inserted as rows `first_id`, `first_id + 1`, … into new sessions
+        (`(session, events)` in the order inserted, seqs from 1), a group each, as :meth:`_context_new`."""
+        if not self._context_reach(conn, first_id - 1):
+            return
+        rows = [
+            self._group_row(sid, [(i, strip_flag(e), render_event(e)) for i, e in enumerate(events, 1)])
+            for sid, events in sessions
+            if events
+        ]
+        conn.executemany(_GROUP_INSERT, rows)
+        self._set_context_hwm(conn, first_id + sum(len(events) for _, events in sessions) - 1)
 
     def catch_up_context(self) -> None:
         """Render the rows above the mark, in short chunks (:mod:`azsd.store.chunks`), the mark moving
@@ -257,9 +305,9 @@ class ContextTable(StoreCore):
         top = conn.execute("SELECT COALESCE(MAX(id), 0) FROM events").fetchone()[0]
         if (
             top > mark
-            and conn.execute(
-                "SELECT 1 FROM events WHERE id > ? AND +session_id = ? AND seq >= ? LIMIT 1",  # by id: few
-                (mark, session_id, from_seq),
+            and conn.execute(  # (rows above the mark that an append rendered are in the groups)
+                "SELECT 1 FROM events WHERE id > ? AND +session_id = ? AND seq >= ? AND seq > ? LIMIT 1",
+                (mark, session_id, from_seq, self._rendered_upto(conn, session_id)),  # by id: few
             ).fetchone()
         ):
             return None
@@ -286,6 +334,7 @@ class ContextTable(StoreCore):
             return None
         mark = self._context_hwm(conn)
         entries: list[Entry] = []
+        done = 0  # the highest seq the groups hold (rows above the mark up to it are in them)
         if mark is not None:
             groups = conn.execute(
                 "SELECT layout, text FROM azsd_context WHERE session_id = ? AND last_seq >= ?",
@@ -298,13 +347,27 @@ class ContextTable(StoreCore):
                     entries, mark = [], None
                     break
                 entries += (e for e in _split(_LAYOUT.decode(layout), text) if e[0] >= from_seq)
+            done = self._rendered_upto(conn, session_id) if mark is not None else 0
         above = conn.execute(
-            "SELECT id, session_id, seq, kind, data FROM events WHERE session_id = ? AND seq >= ? AND id > ?",
-            (session_id, from_seq, mark or 0),
+            "SELECT id, session_id, seq, kind, data FROM events WHERE session_id = ? AND seq >= ? AND id > ? "
+            "AND seq > ?",
+            (session_id, from_seq, mark or 0, done),
         ).fetchall()
         entries += (entry for _, entry in self._rendered(above))
         entries.sort(key=lambda entry: entry[0])
         return entries
+
+
+def _group(entries: Sequence[Entry]) -> tuple[list[int], bytes, int]:
+    """A group's layout, text and number of prompts that may hold injected context."""
+    layout: list[int] = []
+    parts: list[bytes] = []
+    for seq, flag, block in entries:
+        data = None if block is None else block.encode()
+        layout += (seq, flag, -1 if data is None else len(data))
+        if data is not None:
+            parts.append(data)
+    return layout, b"\n".join(parts), sum(flag == USER_MAY_BE_INJECTED for _, flag, _ in entries)
 
 
 def _split(layout: Sequence[int], text: bytes) -> Iterator[Entry]:

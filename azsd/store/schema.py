@@ -220,6 +220,8 @@ OBSOLETE_OBJECTS: Final = frozenset({"azsd_sync_tombstone", "azsd_sync_tombstone
 #: Its name carries the version of :func:`azsd.search.search_text`: a store indexed by another version
 #: is indexed again.
 SEARCH_HWM_KEY: Final = "azsd_search_hwm_v1"
+#: `meta` key of the highest `events.id` the index being built to replace it holds (azsd.store.fts_stale).
+SEARCH_NEXT_HWM_KEY: Final = "azsd_search_next_hwm"
 
 #: Tables and indexes an up-to-date store has (AZUREAL's and azsd's).
 REQUIRED_OBJECTS: Final = frozenset(

@@ -134,6 +134,16 @@ class Sessions(EventLog):
             )
         ]
 
+    def set_lineage(self, session_id: int, parent_id: int, fork_seq: int) -> None:
+        """Record that `session_id` was spawned from `parent_id` after its event `fork_seq` (an
+        imported agent's own lineage, e.g. an OpenCode sub-session); a recorded one is kept."""
+        with self.atomic() as conn:
+            conn.execute(
+                "INSERT OR IGNORE INTO azsd_lineage (session_id, parent_id, fork_seq) VALUES (?, ?, ?)",
+                (session_id, parent_id, fork_seq),
+            )
+            self._index = None
+
     def fork_session(self, session_id: int, at_seq: int, name: str | None = None) -> SessionInfo:
         """A new session holding copies of events 1..`at_seq` of `session_id` (seqs kept).
 
@@ -214,9 +224,8 @@ class Sessions(EventLog):
         last: int,
         badge: tuple[Complete | None, bool],
     ) -> tuple[Complete | None, bool]:
-        """Copy the rows `first..last` of a fork, index them when the index is current, and return
-        the badge after them (`badge`: the one before)."""
-        indexed = self._search_current(conn)
+        """Copy the rows `first..last` of a fork, index them, and return the badge after them
+        (`badge`: the one before)."""
         before = conn.execute("SELECT COALESCE(MAX(id), 0) FROM events").fetchone()[0]
         conn.execute(
             "INSERT INTO events (session_id, seq, kind, data, char_len) SELECT ?, seq, kind, data, char_len "
@@ -224,8 +233,7 @@ class Sessions(EventLog):
             (new_id, session_id, first, last),
         )
         seqs, events, _, _ = self._load(new_id, first, last, -1)  # decoded once, for the index and badge
-        if indexed:
-            self._index_copies(conn, new_id, seqs, events)
+        self._index_copies(conn, new_id, seqs, events)
         self._context_copies(conn, new_id, seqs, events, before)
         after = _badge_after(events)
         return after if after != (None, False) else badge

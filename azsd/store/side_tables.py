@@ -2,8 +2,7 @@
 
 :class:`SideTables` owns azsd's side tables ``azsd_usage`` (per-turn usage, replaced never added),
 ``azsd_imports`` (which agent history went into which session), ``azsd_follows`` (the position
-of each followed file) and ``azsd_requests`` (the keys of recent requests and their replies, see
-:mod:`azsd.server.idempotency`), and AZUREAL's ``compactions`` table together with what is built from
+of each followed file), and AZUREAL's ``compactions`` table together with what is built from
 it: the compaction boundary and the context of a session (spec §5, §6). A store opened read-only with a
 newer schema may lack azsd's tables; the reads here then return nothing.
 """
@@ -22,6 +21,7 @@ from azsd.model import (
     ImportRecord,
 )
 from azsd.store.listing import _require_session
+from azsd.store.side_rows import IMPORT_UPSERT
 from azsd.store.usage import IN_LIST_MAX, UsageTables
 
 __all__ = ["FollowMovedError", "SideTables"]
@@ -52,11 +52,7 @@ class SideTables(UsageTables):
         with self.atomic() as conn:
             _require_session(conn, record.session_id)
             conn.execute(
-                "INSERT INTO azsd_imports (source, session_id, agent, size, last_seq) VALUES (?, ?, ?, ?, ?) "
-                "ON CONFLICT (source) DO UPDATE SET session_id = excluded.session_id, "
-                "agent = excluded.agent, size = excluded.size, last_seq = excluded.last_seq, "
-                "imported = datetime('now')",
-                (record.source, record.session_id, record.agent, record.size, record.last_seq),
+                IMPORT_UPSERT, (record.source, record.session_id, record.agent, record.size, record.last_seq)
             )
 
     # -- followed files (side table azsd_follows) -----------------------------------------------
@@ -254,31 +250,3 @@ class SideTables(UsageTables):
         if not rendered and latest is None:
             return None
         return ContextPayload(summary, (), rendered)
-
-    # -- request keys (side table azsd_requests) ----------------------------------------------
-
-    def remembered_request(self, key: str, since: float) -> tuple[bytes, bytes] | None:
-        """The digest and the encoded reply of the request `key` was given to, if that request
-        committed at `since` (a Unix time) or later; None for a key this store does not remember."""
-        if self.read_only and not self._has_table("azsd_requests"):  # a newer schema may lack it
-            return None
-        rows = self._query(
-            "SELECT digest, reply FROM azsd_requests WHERE key = ? AND created >= ?", (key, since)
-        )
-        return (bytes(rows[0][0]), bytes(rows[0][1])) if rows else None
-
-    def remember_request(
-        self, key: str, digest: bytes, reply: bytes, now: float, *, forget_before: float, prune: int
-    ) -> None:
-        """Remember that the request given `key` committed with `reply` (call inside the transaction
-        that made its writes), and forget at most `prune` keys remembered before `forget_before`."""
-        with self.atomic() as conn:
-            conn.execute(
-                "INSERT OR REPLACE INTO azsd_requests (key, digest, reply, created) VALUES (?, ?, ?, ?)",
-                (key, digest, reply, now),
-            )
-            conn.execute(
-                "DELETE FROM azsd_requests WHERE rowid IN "
-                "(SELECT rowid FROM azsd_requests WHERE created < ? ORDER BY created LIMIT ?)",
-                (forget_before, prune),
-            )

@@ -4,7 +4,10 @@ Each session's event count, prompt-and-reply count and latest `events.id` are co
 table up to a mark, the highest `events.id` counted (`meta` key :data:`SUMMARY_HWM_KEY`). azsd's
 appends count their rows in their own transaction (:func:`catch_up`); rows AZUREAL (or a fork's
 copy) added since are above the mark, and a reader adds them in (:data:`STATS_ABOVE`), so the
-summaries are never wrong, only sometimes behind. AUTOINCREMENT ids only grow, so the rows above
+summaries are never wrong, only sometimes behind. The mark moves by at most :data:`STEP_ROWS` ids at
+a time (an append does one step, the background catch-up the rest, in short chunks): counting the
+250 000 rows AZUREAL wrote while azsd was away in one statement held the write lock for seconds.
+AUTOINCREMENT ids only grow, so the rows above
 the mark are exactly the ones not counted; a deleted session takes its summary with it (ON DELETE
 CASCADE), and rows are never deleted otherwise (spec §2.5).
 """
@@ -16,7 +19,10 @@ from typing import Final
 
 from azsd.store.schema import SUMMARY_HWM_KEY
 
-__all__ = ["STATS_ABOVE", "catch_up", "summary_hwm"]
+__all__ = ["STATS_ABOVE", "STEP_ROWS", "catch_up", "summary_hwm"]
+
+#: The most event ids one step of the catch-up counts (a few ms).
+STEP_ROWS: Final = 5000
 
 #: Each session's counts and latest event id among the rows above a mark. The rows are read by a
 #: range of `events.id`; grouping by ``+session_id`` keeps SQLite from walking the whole session
@@ -33,22 +39,27 @@ def summary_hwm(conn: sqlite3.Connection) -> int | None:
     return None if row is None else int(row[0])
 
 
-def catch_up(conn: sqlite3.Connection) -> None:
-    """Count the rows above the mark into the summaries and move the mark to the top (inside a
-    write transaction). Without a mark, every row is counted afresh."""
+def catch_up(conn: sqlite3.Connection) -> bool:
+    """Count the next :data:`STEP_ROWS` ids above the mark into the summaries and move the mark past
+    them (inside a write transaction); whether any were above it. Without a mark, the summaries
+    are counted afresh from the first row."""
     hwm = summary_hwm(conn)
+    top = conn.execute("SELECT COALESCE(MAX(id), 0) FROM events").fetchone()[0]
+    if hwm is not None and hwm >= top:
+        return False
     if hwm is None:
         conn.execute("DELETE FROM azsd_summaries")
+    upto = min(top, (hwm or 0) + STEP_ROWS)
     conn.execute(
         "INSERT INTO azsd_summaries (session_id, events, messages, last_id) "
-        + STATS_ABOVE
+        + STATS_ABOVE.replace("WHERE id > ?", "WHERE id > ? AND id <= ?")
         + " ON CONFLICT (session_id) DO UPDATE SET events = events + excluded.events, "
         "messages = messages + excluded.messages, last_id = MAX(last_id, excluded.last_id)",
-        (hwm or 0,),
+        (hwm or 0, upto),
     )
-    top = conn.execute("SELECT COALESCE(MAX(id), 0) FROM events").fetchone()[0]
     conn.execute(
         "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE "
         "SET value = MAX(CAST(value AS INTEGER), CAST(excluded.value AS INTEGER))",
-        (SUMMARY_HWM_KEY, str(max(top, hwm or 0))),
+        (SUMMARY_HWM_KEY, str(upto)),
     )
+    return True

@@ -19,6 +19,7 @@ azsd.sync.push). Everything a push reads comes from one snapshot (:meth:`StoreCo
 
 from __future__ import annotations
 
+import hashlib
 import sqlite3
 import uuid
 from collections.abc import Sequence
@@ -29,7 +30,15 @@ from azsd.store.migration import split_statements
 from azsd.store.sessions import Sessions
 from azsd.store.side_tables import SideTables
 
-__all__ = ["SYNC_DDL", "PulledSession", "SyncCompaction", "SyncEvent", "SyncSession", "SyncState"]
+__all__ = [
+    "SYNC_DDL",
+    "PulledSession",
+    "SyncCompaction",
+    "SyncEvent",
+    "SyncSession",
+    "SyncState",
+    "event_digest",
+]
 
 SYNC_DDL: Final = """\
 CREATE TABLE IF NOT EXISTS azsd_sync_store (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -55,6 +64,16 @@ _SESSION_ROWS: Final = (
     "LEFT JOIN azsd_sync_sessions pu ON pu.session_id = l.parent_id "
     "LEFT JOIN azsd_sync_pulled p ON p.session_id = s.id ORDER BY s.id"
 )
+
+
+def event_digest(data: bytes | str) -> str:
+    """The digest of an event's stored bytes (``md5``: a check that a row is the same, not a secret).
+
+    >>> event_digest(b"x")
+    '9dd4e461268c8034f5c8564e155c67a6'
+    """
+    raw = data.encode() if isinstance(data, str) else bytes(data)
+    return hashlib.md5(raw, usedforsecurity=False).hexdigest()
 
 
 class SyncEvent(NamedTuple):
@@ -220,12 +239,82 @@ class SyncState(Sessions, SideTables):
         return out
 
     def sync_compactions_after(self, after_id: int) -> list[SyncCompaction]:
+        """Compactions with `id` > `after_id`, in id order; it stops before the first one of a session
+        without a UUID yet (created after the last prepare), as :meth:`sync_events_after` does: the
+        push cursor must never move past a compaction the database does not hold."""
         rows = self._query(
-            "SELECT c.id, u.uuid, c.after_seq, c.summary, c.created FROM compactions c "
-            "JOIN azsd_sync_sessions u ON u.session_id = c.session_id WHERE c.id > ? ORDER BY c.id",
+            "SELECT c.id, u.uuid, c.after_seq, c.summary, c.created, "
+            "EXISTS (SELECT 1 FROM sessions s WHERE s.id = c.session_id) FROM compactions c "
+            "LEFT JOIN azsd_sync_sessions u ON u.session_id = c.session_id WHERE c.id > ? ORDER BY c.id",
             (after_id,),
         )
-        return [SyncCompaction(*row) for row in rows]
+        out: list[SyncCompaction] = []
+        for cid, suuid, after_seq, summary, created, alive in rows:
+            if not alive:  # left behind by a delete without foreign keys
+                continue
+            if suuid is None:
+                break
+            out.append(SyncCompaction(cid, suuid, after_seq, summary, created))
+        return out
+
+    def sync_session_counts(self, upto: int) -> list[tuple[str, int, int]]:
+        """Each session with a UUID: (UUID, its number, its events with `events.id` <= `upto`)."""
+        return [
+            (str(u), int(sid), int(n))
+            for u, sid, n in self._query(
+                "SELECT u.uuid, u.session_id, (SELECT COUNT(*) FROM events e "
+                "WHERE e.session_id = u.session_id AND e.id <= ?) FROM azsd_sync_sessions u "
+                "JOIN sessions s ON s.id = u.session_id ORDER BY u.session_id",
+                (upto,),
+            )
+        ]
+
+    def sync_events_of(self, session_uuid: str, upto: int) -> list[SyncEvent]:
+        """A session's rows with `events.id` <= `upto`, in id order (what `azs sync verify` pushes again)."""
+        rows = self._query(
+            "SELECT e.id, u.uuid, e.seq, e.kind, e.data, e.char_len FROM azsd_sync_sessions u "
+            "JOIN events e ON e.session_id = u.session_id WHERE u.uuid = ? AND e.id <= ? ORDER BY e.id",
+            (session_uuid, upto),
+        )
+        return [
+            SyncEvent(rid, suuid, seq, kind, data.encode() if isinstance(data, str) else data, char_len)
+            for rid, suuid, seq, kind, data, char_len in rows
+        ]
+
+    def sync_event_digest(self, event_id: int) -> str | None:
+        """The digest of the stored bytes of the `events` row `event_id` (None: no such row), which
+        the database keeps for its cursor's row (see azsd.sync.push)."""
+        rows = self._query("SELECT data FROM events WHERE id = ?", (event_id,))
+        if not rows:
+            return None
+        return event_digest(rows[0][0])
+
+    def sync_reincarnate(self) -> str:
+        """Make this file a new incarnation: a new store UUID and a new UUID for every session, so that
+        what it pushes from now on never lands on (or tombstones) the rows another file pushed; the
+        new store UUID. (A write: the store's writer runs it.)"""
+        with self.atomic() as conn:
+            for statement in split_statements(SYNC_DDL):
+                conn.execute(statement)
+            old = conn.execute("SELECT value FROM azsd_sync_store WHERE key = 'store_uuid'").fetchone()
+            new = str(uuid.uuid4())
+            if old is not None:
+                conn.execute(
+                    "INSERT INTO azsd_sync_store (key, value) VALUES ('previous_store_uuid', ?) "
+                    "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                    (old[0],),
+                )
+            conn.execute(
+                "INSERT INTO azsd_sync_store (key, value) VALUES ('store_uuid', ?) "
+                "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                (new,),
+            )
+            ids = [sid for (sid,) in conn.execute("SELECT session_id FROM azsd_sync_sessions")]
+            conn.executemany(
+                "UPDATE azsd_sync_sessions SET uuid = ? WHERE session_id = ?",
+                [(str(uuid.uuid4()), sid) for sid in ids],
+            )
+        return new
 
     def sync_pulled(self, origin_uuid: str) -> list[int]:
         """The local sessions pulled from `origin_uuid` (a pull again makes another)."""

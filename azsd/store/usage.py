@@ -18,11 +18,10 @@ import time
 from collections.abc import Sequence
 from typing import Any, Final
 
-import msgspec
-
-from azsd.model import SLOT_SECONDS, Cost, CostSource, SessionUsage, Usage, UsagePart, UsageRow
+from azsd.model import CostSource, SessionUsage, Usage, UsagePart, UsageRow
 from azsd.store.events import EventLog
 from azsd.store.listing import _require_session
+from azsd.store.side_rows import USAGE_INSERT, USAGE_KEYS_INSERT, usage_values
 
 __all__ = ["IN_LIST_MAX", "UsageTables"]
 
@@ -33,17 +32,6 @@ _ROW_COLUMNS: Final = (
     "session_id, source, model, slot, first_at, last_at, input, output, cache_read, cache_write, "
     "reasoning, cost_usd, cost_source, turns"
 )
-
-
-def _merged(a: UsagePart, b: UsagePart) -> UsagePart:
-    """Two parts of one model that fell in the same slot (one timed, one given a time), as one."""
-    cost = a.cost if b.cost is None else b.cost if a.cost is None else None
-    if a.cost is not None and b.cost is not None:
-        source: CostSource = "reported" if a.cost.source == b.cost.source == "reported" else "estimated"
-        cost = Cost(a.cost.usd + b.cost.usd, source)
-    first = min(t for t in (a.first, b.first) if t is not None)
-    last = max(t for t in (a.last, b.last) if t is not None)
-    return UsagePart(model=a.model, usage=a.usage + b.usage, cost=cost, slot=a.slot, first=first, last=last)
 
 
 def _cost_source(usd: float | None, stored: str | None) -> CostSource | None:
@@ -101,37 +89,13 @@ class UsageTables(EventLog):
             conn.execute(
                 f"DELETE FROM azsd_usage WHERE session_id = ? AND source IN ({marks})", (session_id, *olds)
             )
-            rows: dict[tuple[str, int], UsagePart] = {}
-            for part in parts:
-                if part.first is None or part.last is None:
-                    first, last = known.get(part.model, (now, now))
-                    part = msgspec.structs.replace(
-                        part, first=first, last=max(last, now) if part.model in known else last,
-                        slot=int(first // SLOT_SECONDS) * SLOT_SECONDS,
-                    )  # fmt: skip
-                key = (part.model, part.slot or 0)
-                rows[key] = part if key not in rows else _merged(rows[key], part)
-            conn.executemany(
-                f"INSERT INTO azsd_usage ({_ROW_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [
-                    (
-                        session_id, source, p.model, slot, p.first, p.last, p.usage.input, p.usage.output,
-                        p.usage.cache_read, p.usage.cache_write, p.usage.reasoning,
-                        None if p.cost is None else p.cost.usd, None if p.cost is None else p.cost.source,
-                        (1 if turns is None else turns) if n == 0 else 0,
-                    )
-                    for n, ((_, slot), p) in enumerate(rows.items())
-                ],
-            )  # fmt: skip
+            conn.executemany(USAGE_INSERT, usage_values(session_id, source, parts, known, now, turns))
             if replaces is not None and replaces != source:
                 conn.execute(
                     "UPDATE azsd_usage_keys SET source = ? WHERE session_id = ? AND source = ?",
                     (source, session_id, replaces),
                 )
-            conn.executemany(
-                "INSERT OR IGNORE INTO azsd_usage_keys (key, session_id, source) VALUES (?, ?, ?)",
-                [(key, session_id, source) for key in keys],
-            )
+            conn.executemany(USAGE_KEYS_INSERT, [(key, session_id, source) for key in keys])
 
     def usage_counted_elsewhere(self, key: str, session_id: int, source: str) -> bool:
         """Whether the API message `key` is counted by a run other than `source` of `session_id`, or
@@ -198,7 +162,7 @@ class UsageTables(EventLog):
             # a cost of unknown source (recorded before sources were) counts as an estimate
             "COALESCE(MAX(cost_usd IS NOT NULL AND cost_source IS NOT 'reported'), 0), "
             "SUM(CASE WHEN cost_usd IS NULL THEN input + output + cache_read + cache_write ELSE 0 END), "
-            "COUNT(cost_usd) "
+            "COUNT(cost_usd), MAX(last_at) "
             f"FROM azsd_usage {where} GROUP BY session_id",
             params,
         )
@@ -209,6 +173,7 @@ class UsageTables(EventLog):
                 turns,
                 "unpriced" if unpriced and not priced else "estimated" if estimated else "reported",
                 unpriced,
+                float(last_at or 0.0),
             )
-            for sid, i, o, cr, cw, r, cost, turns, estimated, unpriced, priced in rows
+            for sid, i, o, cr, cw, r, cost, turns, estimated, unpriced, priced, last_at in rows
         }

@@ -27,18 +27,18 @@ from typing import TYPE_CHECKING, Any, Final
 import psycopg
 
 from azsd.backoff import Backoff
-from azsd.errors import AzsdError, SyncError
+from azsd.errors import AzsdError, NewIncarnation, SyncError
 from azsd.files import write_atomic
 from azsd.store import Store, store_path
 from azsd.sync import schema
+from azsd.sync.connection import connect, file_id, reason
 from azsd.sync.identity import repository_identity
 from azsd.sync.push import BATCH, StorePush, prepare_connection
-from azsd.sync.settings import redact_url
 
 if TYPE_CHECKING:
     from azsd.server.registry import StoreRegistry
 
-__all__ = ["POLL_S", "Pusher", "StoreStatus", "connect"]
+__all__ = ["POLL_S", "WAITING_S", "Pusher", "StoreStatus"]
 
 log = logging.getLogger("azsd.sync.pusher")
 
@@ -48,14 +48,8 @@ POLL_S: Final = 1.0
 READER_IDLE_S: Final = 60.0
 #: How long a store's writer may take to give it its sync UUIDs.
 _PREPARE_TIMEOUT_S: Final = 30.0
-
-
-def connect(url: str, *, autocommit: bool = True) -> psycopg.Connection[Any]:
-    """A connection to the sync database; :class:`SyncError` (with no password in it) when refused."""
-    try:
-        return psycopg.connect(url, autocommit=autocommit, connect_timeout=5, application_name="azsd")
-    except psycopg.Error as exc:
-        raise SyncError(f"cannot connect to the sync database {redact_url(url)}: {_reason(exc)}") from None
+#: How long an unpushed commit may wait before `azs sync status` says why it waits.
+WAITING_S: Final = 3.0
 
 
 def _file_mark(root: str) -> tuple[int, int] | None:
@@ -85,11 +79,6 @@ def _wait_s(now: float, next_poll: float, backoff: Backoff) -> float:
     return max(0.0, until - now)
 
 
-def _reason(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return text[0] if text else type(exc).__name__
-
-
 @dataclass
 class StoreStatus:
     """Where one store's pushing is (what `azs sync status` shows)."""
@@ -104,6 +93,8 @@ class StoreStatus:
     last_push: float | None = None  # time.time() of the last commit that moved the cursor
     last_error: str = ""
     pushed: int = 0  # events pushed by this daemon
+    masked: int = 0  # secrets masked in what this daemon pushed (`sync-redact`)
+    note: str = ""  # the last time the file became a new incarnation, and why
 
 
 class Pusher(threading.Thread):
@@ -116,9 +107,12 @@ class Pusher(threading.Thread):
         registry: StoreRegistry,
         roots_path: Path,
         on_caught_up: Callable[[str, StoreStatus], None] | None = None,
+        *,
+        redact: bool = True,
+        seed: set[str] | None = None,
     ) -> None:
         super().__init__(name="azsd-sync-push", daemon=True)
-        self.url, self.identity = url, identity
+        self.url, self.identity, self.redact = url, identity, redact
         self._registry = registry
         self._roots_path = roots_path
         self._on_caught_up = on_caught_up
@@ -137,10 +131,14 @@ class Pusher(threading.Thread):
         self._conn: psycopg.Connection[Any] | None = None
         self.error = ""  # the connection's last failure, "" while it works
         self._batch = _batch_size(os.environ.get("AZSD_SYNC_BATCH", ""))
+        self._busy_since: float | None = None  # time.monotonic() when the current push began
         try:
             self._roots = {r for r in roots_path.read_text().splitlines() if r}
         except FileNotFoundError:
             pass
+        if seed and not seed <= self._roots:  # every store the daemon knows, pushed when sync starts
+            self._roots |= seed
+            self._save_roots()
         self._dirty = set(self._roots)
 
     # -- from other threads ---------------------------------------------------------------------
@@ -162,6 +160,17 @@ class Pusher(threading.Thread):
             return [
                 self._status.get(r) or StoreStatus(root=r, last_error=self.error) for r in sorted(self._roots)
             ]
+
+    def waiting(self, status: StoreStatus, now: float) -> str:
+        """Why a store's unpushed commit has waited for more than :data:`WAITING_S` ("" if none has)."""
+        if status.behind_since is None or now - status.behind_since < WAITING_S:
+            return ""
+        busy = self._busy_since
+        if busy is not None and now - busy >= WAITING_S:
+            return f"the database has not answered for {now - busy:.0f} s (a lock held by someone?)"
+        if status.last_error or self.error:
+            return status.last_error or self.error
+        return "a push is queued behind other stores"
 
     def stop(self, timeout: float = 2.0) -> None:
         self._stopping.set()
@@ -201,8 +210,7 @@ class Pusher(threading.Thread):
                     return
                 self._push_root(conn, root, force=root in forced)
         except (psycopg.Error, SyncError) as exc:
-            reason = exc if isinstance(exc, SyncError) else _reason(exc)
-            self.error = str(reason)
+            self.error = str(exc) if isinstance(exc, SyncError) else reason(exc)
             with self._lock:
                 self._dirty.update(roots)  # all of them again, once it is back
                 for root in roots:
@@ -278,13 +286,23 @@ class Pusher(threading.Thread):
             ident = store.sync_identity()
             if ident is None:
                 return
-            job = self._pushes.setdefault(root, StorePush(root, self.identity, batch=self._batch))
+            job = self._pushes.setdefault(
+                root, StorePush(root, self.identity, batch=self._batch, redact=self.redact)
+            )
+            job.file_id = file_id(root)
             while True:
-                done = job.push(conn, store, *ident)
-                self._after_push(root, store, ident, done.events, done.cursor)
+                self._busy_since = time.monotonic()
+                try:
+                    done = job.push(conn, store, *ident)
+                finally:
+                    self._busy_since = None
+                self._after_push(root, store, ident, done.events, done.cursor, sum(job.masked.values()))
+                job.masked.clear()
                 if done.events < job.batch or self._stopping.is_set():
                     break
             self._versions[root] = version
+        except NewIncarnation as exc:
+            self._reincarnate(root, str(exc))
         except AzsdError as exc:  # the store, not the database: the others go on
             self._set(root, last_error=str(exc))
         except TimeoutError:
@@ -306,7 +324,26 @@ class Pusher(threading.Thread):
         self._changed.pop(root, None)
         self._idle[root] = mark
 
-    def _after_push(self, root: str, store: Store, ident: tuple[str, str], events: int, cursor: int) -> None:
+    def _reincarnate(self, root: str, reason: str) -> None:
+        """The store file is not the one the database's cursor belongs to: give it a store UUID and
+        session UUIDs of its own (its writer does), and push all of it as new. What the other file
+        pushed stays as it is: never a tombstone for a session that lives somewhere."""
+        self._pushes.pop(root, None)
+        self._versions.pop(root, None)
+        try:
+            new = self._registry.call(root, lambda s: s.sync_reincarnate()).result(_PREPARE_TIMEOUT_S)
+        except (AzsdError, TimeoutError) as exc:
+            self._set(root, last_error=f"cannot give the store a new identity: {exc}")
+        else:
+            log.warning("sync: %s; it is pushed as a new store, %s", reason, new)
+            self._set(root, note=f"{reason}: pushed as a new store {new}", last_error="")
+        with self._lock:
+            self._dirty.add(root)
+        self._wake.set()
+
+    def _after_push(
+        self, root: str, store: Store, ident: tuple[str, str], events: int, cursor: int, masked: int = 0
+    ) -> None:
         local = store.sync_max_event_id()
         lag = store.sync_count_after(cursor) if local > cursor else 0
         now = time.monotonic()
@@ -317,6 +354,7 @@ class Pusher(threading.Thread):
             if events or status.last_push is None:
                 status.last_push = time.time()
             status.pushed += events
+            status.masked += masked
             status.pushed_event_id, status.local_event_id, status.lag_events = cursor, local, lag
             status.last_error = ""
             status.behind_since = (status.behind_since or now) if lag else None

@@ -36,13 +36,17 @@ _VIEW_COLUMNS: Final = (
     "s.event_count, s.message_count, s.char_total, s.archived, s.completed, s.duration_ms, s.cost_usd, "
     "s.parent_uuid::text AS parent, s.fork_seq, s.pulled_from::text AS pulled_from, "
     "s.usage_input, s.usage_output, s.usage_cache_read, s.usage_cache_write, s.usage_reasoning, "
-    "s.usage_cost_usd, s.usage_turns, s.cost_source, "
+    "s.usage_cost_usd, s.usage_turns, s.cost_source, s.owner::text AS owner, "
     "to_char(s.deleted AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') AS deleted"
 )
 
 
-def session_view(row: dict[str, Any], *, identity: str = "", root: str = "") -> p.RemoteSessionView:
-    """The wire view of a session row (`mine` when pushed by `identity` from `root`)."""
+def session_view(
+    row: dict[str, Any], *, identity: str = "", root: str = "", login: str = ""
+) -> p.RemoteSessionView:
+    """The wire view of a session row: `own` when pushed by the role `login`, `mine` when also with
+    `identity` from `root` (an identity alone proves nothing: any role can claim any)."""
+    own = bool(login) and row["owner"] == login
     usage = None
     if row["usage_turns"]:
         usage = p.UsageView(
@@ -57,28 +61,41 @@ def session_view(row: dict[str, Any], *, identity: str = "", root: str = "") -> 
         message_count=row["message_count"], char_total=row["char_total"], archived=row["archived"],
         completed=row["completed"], duration_ms=row["duration_ms"], cost_usd=row["cost_usd"],
         parent=row["parent"], fork_seq=row["fork_seq"], pulled_from=row["pulled_from"], usage=usage,
-        mine=bool(identity) and row["identity"] == identity and row["root"] == root, deleted=row["deleted"],
+        mine=own and bool(identity) and row["identity"] == identity and row["root"] == root,
+        deleted=row["deleted"], owner=row["owner"], own=own,
     )  # fmt: skip
 
 
+def login_role(conn: psycopg.Connection[Any]) -> str:
+    """The role this connection logged in as (what `owner` is compared with)."""
+    row = conn.execute("SELECT session_user::text").fetchone()
+    return str(row[0]) if row else ""
+
+
 def list_sessions(
-    conn: psycopg.Connection[Any], repository: str, req: p.RemoteList, identity: str
+    conn: psycopg.Connection[Any], repository: str, req: p.RemoteList, identity: str, login: str = ""
 ) -> p.RemoteSessionsReply:
-    """The repository's sessions, last pushed first."""
+    """The repository's sessions, newest first: last pushed first, then the newest session of a
+    push first (a first push of a whole store pushes them all at once)."""
     if req.limit < 0 or req.offset < 0:
         raise BadRequestError("limit and offset must not be negative")
-    where = "s.repository = %(repo)s AND (%(deleted)s OR s.deleted IS NULL)"
-    if req.worktrees is not None:
-        where += " AND s.worktree = ANY(%(worktrees)s)"
-    params = {"repo": repository, "deleted": req.deleted, "worktrees": req.worktrees}
+    params = {
+        "repo": repository, "deleted": req.deleted, "worktrees": req.worktrees, "limit": req.limit,
+        "offset": req.offset,
+    }  # fmt: skip
+    # azsd.session_page and session_total (005) check the read rule once, not once per session
     with conn.cursor(row_factory=dict_row) as cur:
         rows = cur.execute(
-            f"SELECT {_VIEW_COLUMNS} FROM azsd.sessions s JOIN azsd.stores st USING (store_uuid) "
-            f"WHERE {where} ORDER BY s.updated DESC, s.session_uuid LIMIT %(limit)s OFFSET %(offset)s",
-            {**params, "limit": req.limit, "offset": req.offset},
+            f"SELECT {_VIEW_COLUMNS} FROM azsd.session_page(%(repo)s, %(worktrees)s::text[], %(deleted)s, "
+            "%(limit)s, %(offset)s) pg JOIN azsd.sessions s ON s.session_uuid = pg.session_uuid "
+            "JOIN azsd.stores st ON st.store_uuid = s.store_uuid "
+            "ORDER BY s.updated DESC, s.created DESC, s.local_id DESC, s.session_uuid",
+            params,
         ).fetchall()
-        total = cur.execute(f"SELECT COUNT(*) AS n FROM azsd.sessions s WHERE {where}", params).fetchone()
-    views = [session_view(r, identity=identity, root=req.root) for r in rows]
+        total = cur.execute(
+            "SELECT azsd.session_total(%(repo)s, %(worktrees)s::text[], %(deleted)s) AS n", params
+        ).fetchone()
+    views = [session_view(r, identity=identity, root=req.root, login=login) for r in rows]
     return p.RemoteSessionsReply(sessions=views, total=int(total["n"]) if total else 0)
 
 
@@ -101,7 +118,8 @@ def resolve_ref(conn: psycopg.Connection[Any], ref: str) -> str:
     match = _REF.match(ref.strip())
     if not match:
         raise BadRequestError(
-            f"not a remote session: {ref!r} (expected @ and a UUID prefix, as `azs ls --remote` shows)"
+            f"not a remote session: {ref!r} (expected @ and the first 4 or more hex digits of its UUID, as "
+            "`azs ls --remote` shows them)"
         )
     prefix = match.group(1).lower()
     if len(prefix.replace("-", "")) > 32:
@@ -133,13 +151,13 @@ def _session_row(conn: psycopg.Connection[Any], uuid: str) -> dict[str, Any]:
 
 
 def session_events(
-    conn: psycopg.Connection[Any], req: p.RemoteShow, identity: str, codec: RowCodec
+    conn: psycopg.Connection[Any], req: p.RemoteShow, identity: str, codec: RowCodec, login: str = ""
 ) -> p.RemoteSessionReply:
     """A remote session, and a page of its events (their JSON, as stored)."""
     if req.limit < 1 or req.from_seq < 1:
         raise BadRequestError("limit and from_seq must be at least 1")
     uuid = resolve_ref(conn, req.ref)
-    view = session_view(_session_row(conn, uuid), identity=identity, root=req.root)
+    view = session_view(_session_row(conn, uuid), identity=identity, root=req.root, login=login)
     rows = conn.execute(  # (003: the read rule once, not the policies' rule of every session)
         "SELECT seq, kind, data FROM azsd.session_events(%s, %s, %s)", (uuid, req.from_seq, req.limit + 1)
     ).fetchall()
@@ -175,6 +193,7 @@ def search(
     }  # fmt: skip
     with conn.cursor(row_factory=dict_row) as cur:
         rows = cur.execute(sql, params).fetchall()
+    owners = _owners(conn, sorted({r["uuid"] for r in rows}))
     hits = [
         p.RemoteHit(
             session=r["uuid"],
@@ -186,10 +205,22 @@ def search(
             snippet=r["snippet"] or "",
             data=codec.decode(bytes(r["data"])).decode("utf-8", "replace"),
             worktree=r["worktree"],
+            owner=owners.get(r["uuid"], ""),
         )
         for r in rows
     ]
     return p.RemoteSearchReply(hits=hits)
+
+
+def _owners(conn: psycopg.Connection[Any], uuids: list[str]) -> dict[str, str]:
+    """The role that pushed each of a page's sessions (by primary key: a page's worth of rows)."""
+    if not uuids:
+        return {}
+    rows = conn.execute(
+        "SELECT session_uuid::text, owner::text FROM azsd.sessions WHERE session_uuid = ANY(%s::uuid[])",
+        (uuids,),
+    ).fetchall()
+    return {str(u): str(o) for u, o in rows}
 
 
 def fetch_for_pull(

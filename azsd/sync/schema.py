@@ -92,14 +92,15 @@ def init_database(url: str) -> tuple[list[str], int]:
     """`azsd sync init`: migrate the database at `url`; the files applied, and its version now."""
     import psycopg
 
-    from azsd.sync.pusher import connect
+    from azsd.sync.connection import connect, reason
     from azsd.sync.settings import redact_url
 
     conn = connect(url)
-    try:
+    try:  # a migration may take long, and wait for pushers' locks: no bound (a person runs it)
+        conn.execute("SET statement_timeout = 0")
+        conn.execute("SET lock_timeout = 0")
         return migrate(conn), current_version(conn)
     except psycopg.Error as exc:
-        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise SyncError(f"{redact_url(url)}: {reason}") from None
+        raise SyncError(f"{redact_url(url)}: {reason(exc)}") from None
     finally:
         conn.close()

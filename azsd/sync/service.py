@@ -14,6 +14,7 @@ import logging
 import queue
 import threading
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 import psycopg
@@ -25,9 +26,13 @@ from azsd.server.views import session_view
 from azsd.store import Store
 from azsd.store.codec import RowCodec
 from azsd.sync import remote
+from azsd.sync.connection import connect, reason
 from azsd.sync.identity import repository_identity
-from azsd.sync.pusher import Pusher, StoreStatus, connect
+from azsd.sync.push import StorePush, prepare_connection
+from azsd.sync.pusher import Pusher, StoreStatus
 from azsd.sync.settings import redact_url
+from azsd.sync.team_usage import remote_usage
+from azsd.sync.verify import verify_store
 
 if TYPE_CHECKING:
     from azsd.config import ResolvedConfig
@@ -48,13 +53,16 @@ _PULL_WRITE_S: Final = 120.0
 class SyncService:
     """The pusher and the sync request threads; `start()`, `answer()`, `stop()`."""
 
-    def __init__(self, config: ResolvedConfig, registry: StoreRegistry) -> None:
+    def __init__(self, config: ResolvedConfig, registry: StoreRegistry, seed: set[str] | None = None) -> None:
         assert config.sync_url is not None
-        self.url, self.identity = config.sync_url, config.sync_identity
+        self.url, self.identity, self.redact = config.sync_url, config.sync_identity, config.sync_redact
         self._registry = registry
+        #: Why the config file's latest sync settings were not taken ("": they were); the daemon sets it.
+        self.config_error = ""
         self.pusher = Pusher(
-            self.url, self.identity, registry, config.state_dir / "sync-roots", on_caught_up=self._caught_up
-        )
+            self.url, self.identity, registry, config.state_dir / "sync-roots", on_caught_up=self._caught_up,
+            redact=self.redact, seed=seed,
+        )  # fmt: skip
         self._note_seq = 0
         self._identities: dict[str, tuple[str, float]] = {}  # root: (repository, when asked)
         self._queue: queue.SimpleQueue[tuple[Envelope, p.SyncRequest] | None] = queue.SimpleQueue()
@@ -105,12 +113,15 @@ class SyncService:
                 last_push=s.last_push,
                 last_error=s.last_error,
                 pushed=s.pushed,
+                waiting=self.pusher.waiting(s, now),
+                masked=s.masked,
+                note=s.note,
             )
             for s in self.pusher.statuses()
         ]
         return p.SyncStatusReply(
             configured=True, identity=self.identity, url=redact_url(self.url), error=self.pusher.error,
-            stores=stores,
+            stores=stores, redact=self.redact, config_error=self.config_error,
         )  # fmt: skip
 
     # -- the request threads ---------------------------------------------------------------------
@@ -119,18 +130,26 @@ class SyncService:
         codec = RowCodec()
         sender = self._registry.outbox.sender()
         conn: psycopg.Connection[Any] | None = None  # this thread's, kept between requests
+        login = ""
         try:
             while (item := self._queue.get()) is not None:
                 envelope, request = item
-                try:
-                    if not isinstance(request, p.SyncStatus) and (conn is None or conn.closed):
-                        conn = connect(self.url)
-                    reply = self._reply(request, codec, conn)
-                except Exception as exc:
-                    if conn is not None and (conn.broken or isinstance(exc, SyncError)):
-                        conn.close()  # a new one for the next request
-                        conn = None
-                    reply = _error_reply(exc)
+                for attempt in (1, 2):  # a connection lost since the last request: once more, anew
+                    try:
+                        if not isinstance(request, p.SyncStatus) and (conn is None or conn.closed):
+                            conn = connect(self.url)
+                            login = remote.login_role(conn)
+                        reply = self._reply(request, codec, conn, login)
+                    except Exception as exc:
+                        lost = conn is not None and (conn.broken or conn.closed)
+                        if conn is not None and (lost or isinstance(exc, SyncError)):
+                            conn.close()  # a new one for the next request
+                            conn = None
+                        if lost and attempt == 1:
+                            log.info("sync: the connection was lost (%s); reading again", exc)
+                            continue
+                        reply = _error_reply(exc)
+                    break
                 sender.reply(envelope, p.encode(reply))
         finally:
             if conn is not None:
@@ -146,7 +165,7 @@ class SyncService:
         return known[0]
 
     def _reply(
-        self, request: p.SyncRequest, codec: RowCodec, conn: psycopg.Connection[Any] | None
+        self, request: p.SyncRequest, codec: RowCodec, conn: psycopg.Connection[Any] | None, login: str
     ) -> p.Reply:
         if isinstance(request, p.SyncStatus):
             return self.status()
@@ -154,20 +173,25 @@ class SyncService:
         try:
             match request:
                 case p.RemoteList():
-                    return remote.list_sessions(conn, self._repository(request.root), request, self.identity)
+                    repository = self._repository(request.root)
+                    return remote.list_sessions(conn, repository, request, self.identity, login)
                 case p.RemoteShow():
-                    return remote.session_events(conn, request, self.identity, codec)
+                    return remote.session_events(conn, request, self.identity, codec, login)
                 case p.RemoteSearch():
                     return remote.search(conn, self._repository(request.root), request, codec)
                 case p.Pull():
-                    return self._pull(conn, request)
+                    return self._pull(conn, request, login)
+                case p.SyncVerify():
+                    return self._verify(conn, request)
+                case p.RemoteUsage():
+                    return remote_usage(conn, self._repository(request.root), request)
             raise AssertionError(f"not a sync request: {request!r}")
         except psycopg.Error as exc:
-            raise SyncError(f"the sync database failed: {str(exc).strip().splitlines()[0]}") from None
+            raise SyncError(f"the sync database failed: {reason(exc)}") from None
 
-    def _pull(self, conn: psycopg.Connection[Any], req: p.Pull) -> p.PullReply:
+    def _pull(self, conn: psycopg.Connection[Any], req: p.Pull, login: str) -> p.PullReply:
         pulled, row = remote.fetch_for_pull(conn, req.ref, req.name, req.worktree)
-        origin = remote.session_view(row, identity=self.identity, root=req.root)
+        origin = remote.session_view(row, identity=self.identity, root=req.root, login=login)
         root = req.root
 
         def write(store: Store) -> p.SessionView:
@@ -180,6 +204,27 @@ class SyncService:
 
         view = self._registry.call(root, write, then=announce).result(_PULL_WRITE_S)
         return p.PullReply(session=view, origin=origin)
+
+    def _verify(self, conn: psycopg.Connection[Any], req: p.SyncVerify) -> p.SyncVerifyReply:
+        """`azs sync verify`: every store the pusher knows, compared (and repaired) one by one."""
+        prepare_connection(conn)  # (its staging table, for what is pushed again)
+        views = []
+        for status in self.pusher.statuses():
+            root = status.root
+            try:
+                store = Store.open(Path(root), reader=True)
+            except AzsdError as exc:
+                views.append(p.SyncVerifyView(root=root, error=str(exc)))
+                continue
+            try:
+                if not store.exists:
+                    views.append(p.SyncVerifyView(root=root, error="no store file there now"))
+                    continue
+                job = StorePush(root, self.identity, redact=self.redact)
+                views.append(verify_store(conn, store, job, repair=req.repair))
+            finally:
+                store.close()
+        return p.SyncVerifyReply(stores=views)
 
 
 def _error_reply(exc: BaseException) -> p.ErrorReply:

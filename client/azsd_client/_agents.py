@@ -9,14 +9,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TypeVar
 
+import msgspec
+
 from azsd.ipc.protocol import (
     Follow,
     FollowReply,
-    ImportBatch,
-    ImportBatchReply,
     ImportReply,
     ImportSession,
+    ImportSessions,
     ImportSources,
+    ImportsReply,
     IngestFile,
     IngestReply,
     OkReply,
@@ -26,7 +28,7 @@ from azsd.ipc.protocol import (
 )
 
 from ._connection import Connection
-from ._shared import Backend, RootLike, absolute_path, canonical_root, long_timeout
+from ._shared import HistoryAgent, RootLike, absolute_path, canonical_root, long_timeout
 
 __all__ = ["AgentMethods"]
 
@@ -40,9 +42,10 @@ class AgentMethods(Connection):
         raise NotImplementedError  # Client's
 
     def import_sources(
-        self, root: RootLike, agent: Backend, source_dir: RootLike, project: RootLike
+        self, root: RootLike, agent: HistoryAgent, source_dir: RootLike, project: RootLike
     ) -> SourcesReply:
-        """The agent history files of `project` under `source_dir` (``~/.claude`` or ``~/.codex``)."""
+        """The agent histories of `project` under `source_dir` (``~/.claude``, ``~/.codex``, OpenCode's
+        data directory; unused for Aider, whose history is in the project)."""
         message = ImportSources(
             root=canonical_root(root), agent=agent, source_dir=absolute_path(source_dir),
             project=canonical_root(project),
@@ -52,7 +55,7 @@ class AgentMethods(Connection):
     def import_session(
         self,
         root: RootLike,
-        agent: Backend,
+        agent: HistoryAgent,
         path: RootLike,
         *,
         worktree: str = "",
@@ -64,21 +67,22 @@ class AgentMethods(Connection):
         )
         return self.call(message, ImportReply, timeout=long_timeout(timeout, self.timeout))
 
-    def import_batch(
+    def import_sessions(
         self,
         root: RootLike,
-        agent: Backend,
+        agent: HistoryAgent,
         paths: Sequence[RootLike],
         *,
         worktree: str = "",
         timeout: float | None = None,
-    ) -> ImportBatchReply:
-        """Import several agent history files as `import_session` does, many in each transaction (the
-        way to import many small files); those that failed are in the reply's `failed`."""
-        message = ImportBatch(
+    ) -> ImportsReply:
+        """Import several agent histories at once (`SourceView.path`s, in order): small ones share
+        short transactions (the way to import many); the reply names the ones that failed (each
+        left nothing behind; the others go on)."""
+        message = ImportSessions(
             root=canonical_root(root), agent=agent, paths=[absolute_path(p) for p in paths], worktree=worktree
         )
-        return self.call(message, ImportBatchReply, timeout=long_timeout(timeout, self.timeout))
+        return self.call(message, ImportsReply, timeout=long_timeout(timeout, self.timeout))
 
     def ingest_file(
         self,
@@ -128,7 +132,14 @@ class AgentMethods(Connection):
         )
         return self.call(message, FollowReply, timeout=long_timeout(timeout, self.timeout))
 
-    def unfollow(self, root: RootLike, path: RootLike, *, timeout: float | None = None) -> OkReply:
-        """Stop following `path`, after storing what the file holds now."""
-        message = Unfollow(root=canonical_root(root), path=absolute_path(path))
+    def unfollow(
+        self, root: RootLike, path: RootLike, *, timeout: float | None = None, reason: str | None = None
+    ) -> OkReply:
+        """Stop following `path`, after storing what the file holds now; `reason` (why, in words) is
+        what `status` shows for the ended follow (``unfollowed`` without one)."""
+        message = Unfollow(
+            root=canonical_root(root),
+            path=absolute_path(path),
+            reason=msgspec.UNSET if reason is None else reason,
+        )
         return self.call(message, OkReply, timeout=long_timeout(timeout, self.timeout))

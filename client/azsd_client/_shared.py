@@ -9,7 +9,7 @@ import os
 import socket
 import time
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Final, Literal, TypeAlias, TypeVar
 
 import msgspec
@@ -28,6 +28,8 @@ RootLike: TypeAlias = "str | os.PathLike[str]"
 
 #: The agents a context can be built for.
 Backend: TypeAlias = Literal["claude", "codex"]
+#: An agent whose own histories `import_sources`/`import_session` bring in.
+HistoryAgent: TypeAlias = Literal["claude", "codex", "aider", "opencode"]
 
 #: Which sessions a listing shows: the live ones (`exclude` archived), all (`include`), or archived `only`.
 Archived: TypeAlias = Literal["exclude", "include", "only"]
@@ -192,6 +194,42 @@ def unavailable(
     )
 
 
+class WriteWait:
+    """How a change (a :data:`~azsd.ipc.protocol.KeyedRequest`) that gets no reply in time is waited
+    for: it is sent again with the same request key (the daemon carries it out at most once, and
+    answers every copy with the first reply), and again after each timeout, for as long as the daemon
+    answers (each new try checks `Status` first: a daemon that stopped answering ends the wait with
+    :class:`~azsd.errors.DaemonUnavailable`) and `busy_wait_s` allows. A write behind a long one of
+    its store is thus waited for, never reported failed and then applied; `on_wait` says what is
+    waited for meanwhile."""
+
+    def __init__(self, connection: ConnectionBase, message: KeyedRequest, timeout: float | None) -> None:
+        self._connection = connection
+        self._op = type(message).__name__
+        self._root: object = getattr(message, "root", None)
+        self._timeout = connection.timeout if timeout is None else timeout
+        self._started = time.monotonic()
+        self._tries = 0
+
+    def no_reply(self) -> None:
+        """A try got no reply in time: return to try again, or raise :class:`NoReply` to stop."""
+        self._tries += 1
+        if self._tries == 1:
+            return  # sent once more at once, as any lost request
+        waited = time.monotonic() - self._started
+        limit = self._connection.busy_wait_s
+        if limit is not None and waited >= limit + 1.5 * self._timeout:
+            endpoint = self._connection.config.rpc_endpoint
+            raise unavailable(endpoint, self._timeout, first_contact=False, op=self._op, asked_twice=True)
+        if self._connection.on_wait is not None:
+            store = f"the store of {self._root}" if self._root else "its store"
+            self._connection.on_wait(
+                f"still waiting for {self._op} after {waited:.0f} s: azsd answers, and {store} is busy "
+                "(a long write: an ingest, an import, another program's lock); the request is carried "
+                "out once, and Ctrl-C stops the waiting, not the request"
+            )
+
+
 def with_request_key(message: KeyedRequest) -> KeyedRequest:
     """`message` with a fresh `request_key` (a uuid4's hex), unless it carries one already."""
     if isinstance(message.request_key, str):
@@ -206,6 +244,9 @@ class ConnectionBase:
         config: where the daemon listens; by default resolved from the environment and config file.
         timeout: seconds to wait for each reply (long requests such as `ingest_file` wait longer).
         context: the ZeroMQ context to open sockets in (default: the process-wide instance).
+        busy_wait_s: how long a change that got no reply in time, twice, is waited for still while
+            the daemon answers (default: as long as it does; see :class:`WriteWait`).
+        on_wait: told what is waited for, after each timeout of such a change.
     """
 
     def __init__(
@@ -214,9 +255,15 @@ class ConnectionBase:
         *,
         timeout: float = 5.0,
         context: zmq.Context[zmq.Socket[bytes]] | None = None,
+        busy_wait_s: float | None = None,
+        on_wait: Callable[[str], None] | None = None,
     ) -> None:
         self.config = config if config is not None else default_config()
         self.timeout = timeout
+        #: How long a change that got no reply twice is waited for still, while the daemon answers
+        #: (None: as long as it does); `on_wait` is told, after each wait, what is waited for.
+        self.busy_wait_s = busy_wait_s
+        self.on_wait = on_wait
         self._context: zmq.Context[zmq.Socket[bytes]] = (
             context if context is not None else zmq.Context.instance()
         )

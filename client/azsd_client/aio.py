@@ -16,6 +16,8 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING, TypeVar
 
+import msgspec
+
 from azsd.errors import NoReply
 from azsd.ipc.protocol import (
     AppendEvents,
@@ -73,12 +75,12 @@ from ._shared import (
     Backend,
     ExportFormat,
     RootLike,
+    WriteWait,
     absolute_path,
     canonical_root,
     encode_events,
     expect,
     long_timeout,
-    unavailable,
     with_request_key,
 )
 
@@ -105,22 +107,21 @@ class AsyncClient(AsyncAgentMethods, AsyncRemoteMethods, AsyncConnection):
         """`request`, with the reply checked to be of type `kind`.
 
         A request that changes a store (a :data:`~azsd.ipc.protocol.KeyedRequest`) is given a fresh
-        `request_key` unless it has one, and when its reply does not come in time it is sent once more
-        with the same key: the daemon carries it out at most once, and answers the retry with the
-        first reply. A second timeout raises :class:`~azsd.errors.NoReply`.
+        `request_key` unless it has one, and when its reply does not come in time it is sent again
+        with the same key, as long as the daemon answers (:class:`~azsd_client._shared.WriteWait`):
+        the daemon carries it out at most once, and answers the retry with the first reply. Once
+        `busy_wait_s` is over, a timeout raises :class:`~azsd.errors.NoReply`.
         """
         if not isinstance(message, KeyedRequest):
             return expect(await self.request(message, timeout=timeout), kind)
         keyed = with_request_key(message)
-        try:
-            reply = await self.request(keyed, timeout=timeout)
-        except NoReply:
+        waiting = WriteWait(self, keyed, timeout)
+        while True:
             try:
                 reply = await self.request(keyed, timeout=timeout)
+                break
             except NoReply:
-                wait = self.timeout if timeout is None else timeout
-                endpoint, op = self.config.rpc_endpoint, type(message).__name__
-                raise unavailable(endpoint, wait, first_contact=False, op=op, asked_twice=True) from None
+                waiting.no_reply()
         return expect(reply, kind)
 
     async def status(self) -> StatusReply:
@@ -240,10 +241,17 @@ class AsyncClient(AsyncAgentMethods, AsyncRemoteMethods, AsyncConnection):
         )
         return await self.call(message, OkReply)
 
-    async def store_compaction(self, root: RootLike, session: int, after_seq: int, summary: str) -> OkReply:
-        """Record a compaction summary covering seqs up to `after_seq`."""
+    async def store_compaction(
+        self, root: RootLike, session: int, after_seq: int, summary: str, *, identity: str | None = None
+    ) -> OkReply:
+        """Record a compaction summary covering seqs up to `after_seq`; with the plan's `identity`,
+        refused if the session is no longer the one planned for (its number reused)."""
         message = StoreCompaction(
-            root=canonical_root(root), session=session, after_seq=after_seq, summary=summary
+            root=canonical_root(root),
+            session=session,
+            after_seq=after_seq,
+            summary=summary,
+            identity=msgspec.UNSET if identity is None else identity,
         )
         return await self.call(message, OkReply)
 
@@ -266,16 +274,25 @@ class AsyncClient(AsyncAgentMethods, AsyncRemoteMethods, AsyncConnection):
         return await self.call(message, MeterReply)
 
     async def compact_with_output(
-        self, root: RootLike, session: int, after_seq: int, path: RootLike, format: str
+        self,
+        root: RootLike,
+        session: int,
+        after_seq: int,
+        path: RootLike,
+        format: str,
+        *,
+        identity: str | None = None,
     ) -> CompactionReply:
         """Store a compaction whose summary is the assistant text of the agent output at `path`
-        (`stored` False: it held none)."""
+        (`stored` False: it held none); with the plan's `identity`, refused if the session is no
+        longer the one planned for (its number reused)."""
         message = CompactWithOutput(
             root=canonical_root(root),
             session=session,
             after_seq=after_seq,
             path=absolute_path(path),
             format=format,
+            identity=msgspec.UNSET if identity is None else identity,
         )
         return await self.call(message, CompactionReply)
 
@@ -317,10 +334,11 @@ class AsyncClient(AsyncAgentMethods, AsyncRemoteMethods, AsyncConnection):
         )
         return await self.call(message, SearchReply)
 
-    async def index_status(self, root: RootLike) -> IndexStatusReply:
+    async def index_status(self, root: RootLike, *, stale: bool = False) -> IndexStatusReply:
         """How many event rows wait to be indexed for search (rows another program wrote, indexed in
-        the background or by the next search)."""
-        return await self.call(IndexStatus(root=canonical_root(root)), IndexStatusReply)
+        the background or by the next search); with `stale`, how many entries of the index are of
+        rows that are gone (reads the whole index)."""
+        return await self.call(IndexStatus(root=canonical_root(root), stale=stale), IndexStatusReply)
 
     async def reindex(self, root: RootLike, *, timeout: float | None = None) -> ReindexReply:
         """Rebuild the store's search index from its events (a long request, like `ingest_file`)."""

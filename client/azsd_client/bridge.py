@@ -11,7 +11,9 @@ subscribed to are written between replies as ``{"notify": …}``. The line forma
 A heartbeat (`status` every `heartbeat` seconds on a connection of its own) watches the daemon: when it
 stops answering the bridge says ``{"notify": {"op": "disconnected", …}}`` and fails requests at once
 until it is back, then says ``reconnected`` (with the new pid: the daemon restarted) and renews the
-subscriptions. Stdin's end (EOF) ends the bridge once the requests in flight are answered.
+subscriptions. Stdin's end (EOF) ends the bridge once the requests in flight are answered. The pipes
+and their backpressure (no more stdin read while replies wait for the editor) are
+:mod:`azsd_client.bridge_io`.
 """
 
 from __future__ import annotations
@@ -21,7 +23,6 @@ import contextlib
 import logging
 import sys
 import threading
-from collections.abc import Callable
 from typing import Any, BinaryIO, Final, cast
 
 from azsd.config import ResolvedConfig
@@ -30,6 +31,7 @@ from azsd.ipc.protocol import PROTOCOL_VERSION, Notification, Reply, StatusReply
 
 from ._shared import INGEST_TIMEOUT_S, canonical_root
 from .aio import AsyncClient, AsyncSubscription
+from .bridge_io import MAX_LINE_BYTES, MAX_PENDING, Output, read_lines
 from .bridge_wire import (
     BRIDGE_OPS,
     BadLine,
@@ -47,9 +49,6 @@ __all__ = ["MAX_LINE_BYTES", "Bridge", "read_lines", "run_bridge"]
 
 _log = logging.getLogger("azsd_client.bridge")
 
-#: The longest request line read (the daemon's default `max-message-bytes`); longer ones are refused.
-MAX_LINE_BYTES: Final = 64 * 1024 * 1024
-
 #: Requests that may take long (a big file, a whole store): they wait at least INGEST_TIMEOUT_S.
 _LONG_OPS: Final = frozenset(
     {"ingestfile", "follow", "unfollow", "export", "backup", "importsession", "reindex"}
@@ -66,26 +65,6 @@ class _Client(AsyncClient):
         self._reset(error)
 
 
-def read_lines(
-    stream: BinaryIO, deliver: Callable[[bytes | None], None], limit: int = MAX_LINE_BYTES
-) -> None:
-    """Read `stream` line by line (in a thread: a pipe, a file or a terminal alike), then None at EOF.
-
-    A line longer than `limit` bytes is delivered as its first ``limit + 1`` bytes (so it is seen to
-    be too long) and the rest of it is skipped.
-    """
-    skipping = False
-    while True:
-        line = stream.readline(limit + 1)
-        if not line:
-            deliver(None)
-            return
-        whole = line.endswith(b"\n")
-        if not skipping:
-            deliver(line)
-        skipping = not whole and len(line) > limit
-
-
 class Bridge:
     """One bridge session: requests from `read` lines, answers and notifications to `out`.
 
@@ -94,12 +73,21 @@ class Bridge:
         out: where lines are written (stdout's binary buffer).
         timeout: seconds to wait for a reply (a request's own ``timeout`` wins; long requests wait longer).
         heartbeat: seconds between the checks that the daemon is there.
+        pending: lines read whose answer is not written yet, at most (then stdin waits).
     """
 
     def __init__(
-        self, config: ResolvedConfig, out: BinaryIO, *, timeout: float = 5.0, heartbeat: float = 2.0
+        self,
+        config: ResolvedConfig,
+        out: BinaryIO,
+        *,
+        timeout: float = 5.0,
+        heartbeat: float = 2.0,
+        pending: int = MAX_PENDING,
     ) -> None:
-        self.config, self.out, self.timeout, self.heartbeat = config, out, timeout, heartbeat
+        self.config, self.timeout, self.heartbeat = config, timeout, heartbeat
+        self.slots = threading.Semaphore(pending)
+        self.output = Output(out, self.slots)
         self.client = _Client(config, timeout=timeout)
         self._probe = AsyncClient(config, timeout=min(timeout, max(heartbeat, 1.0)))
         self._subs: dict[_Key, tuple[AsyncSubscription, asyncio.Task[None]]] = {}
@@ -107,21 +95,14 @@ class Bridge:
         self._pid: int | None = None  # the daemon's pid while it answers
         self._seen: int | None = None  # the last pid that answered, kept while it is away
         self._down_reason: str | None = None  # why it is not there, once the heartbeat found out
-        self._closed = False
         #: The longest request line taken (longer ones are answered with an error).
         self.max_line = MAX_LINE_BYTES
 
     # -- output ------------------------------------------------------------------------------------
 
     def write(self, line: bytes) -> None:
-        """One line to the editor (it is gone when stdout is closed: then nothing more is written)."""
-        if self._closed:
-            return
-        try:
-            self.out.write(line + b"\n")
-            self.out.flush()
-        except (BrokenPipeError, ValueError, OSError):
-            self._closed = True
+        """The answer to a line read (each line read gets one, or :meth:`Output.release`)."""
+        self.output.answer(line)
 
     def _fail(self, id: Any, exc: AzsdError) -> None:
         message = exc.message if isinstance(exc, RemoteError) else str(exc)
@@ -135,11 +116,16 @@ class Bridge:
             self.write(error_line(None, "bad_request", f"a line longer than {self.max_line} bytes"))
             return
         if not line.strip():
+            self.output.release()
             return  # blank lines are allowed between requests
         try:
             incoming = parse_line(line)
         except BadLine as exc:
             self._fail(exc.id, exc)
+            return
+        except Exception as exc:  # no line may end the bridge
+            _log.exception("could not read a line")
+            self.write(error_line(None, "bad_request", f"the bridge could not read this line: {exc!r}"))
             return
         task = asyncio.get_running_loop().create_task(self._answer(incoming))
         self._requests.add(task)
@@ -184,6 +170,8 @@ class Bridge:
             raise BadLine("bad_request", f"session is a number (3 for S3), not {session!r}")
         key: _Key = (canonical_root(root), session)
         if op == "subscribe":
+            if session is not None:  # a session that is not there: said now, not by a silence
+                await self.client.get_session(key[0], session)
             if key not in self._subs:
                 self._subs[key] = self._open(key)
             return {"op": "subscribed", "root": key[0], "session": session}
@@ -207,7 +195,10 @@ class Bridge:
                 _log.warning("skipped a notification: %s", exc)
                 continue
             if note is not None:
-                self.write(notify_line(note))
+                try:
+                    self.output.notify(notify_line(note))
+                except Exception:  # e.g. an event too deep to encode: this one is lost, not the relay
+                    _log.exception("could not write a notification")
 
     def _renew_subscriptions(self) -> None:
         """New SUB sockets for every subscription (after a restart, the old ones may wait for a peer
@@ -252,7 +243,7 @@ class Bridge:
                 f"the daemon speaks protocol {status.protocol}, this bridge {PROTOCOL_VERSION}: "
                 "restart the daemon so both come from the same installation"
             )
-        self.write(notify_line(note))
+        self.output.notify(notify_line(note), droppable=False)
 
     def _went_away(self, reason: str) -> None:
         if self._down_reason is not None:
@@ -260,7 +251,8 @@ class Bridge:
         self._down_reason = reason
         self._pid = None
         self.client.drop(DaemonUnavailable(f"azsd went away: {reason}"))
-        self.write(notify_line({"op": "disconnected", "pid": self._seen, "reason": reason}))
+        note = {"op": "disconnected", "pid": self._seen, "reason": reason}
+        self.output.notify(notify_line(note), droppable=False)
 
     # -- the whole run -----------------------------------------------------------------------------
 
@@ -270,7 +262,12 @@ class Bridge:
         lines: asyncio.Queue[bytes | None] = asyncio.Queue()
         reader = threading.Thread(
             target=read_lines,
-            args=(stream, lambda line: loop.call_soon_threadsafe(lines.put_nowait, line), self.max_line),
+            args=(
+                stream,
+                lambda line: loop.call_soon_threadsafe(lines.put_nowait, line),
+                self.max_line,
+                self.slots,
+            ),
             name="azs-bridge-stdin",
             daemon=True,
         )
@@ -291,6 +288,7 @@ class Bridge:
                 await watcher
             await self.client.aclose()
             await self._probe.aclose()
+            await asyncio.to_thread(self.output.close)
 
 
 def run_bridge(config: ResolvedConfig, *, timeout: float = 5.0, heartbeat: float = 2.0) -> int:

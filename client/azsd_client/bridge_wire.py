@@ -21,7 +21,10 @@ Incoming(id=7, fields={'op': 'status'}, timeout=None)
 
 from __future__ import annotations
 
+import itertools
 import os
+import re
+from array import array
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -40,6 +43,7 @@ from azsd.ipc.protocol import (
 
 __all__ = [
     "BRIDGE_OPS",
+    "MAX_DEPTH",
     "BadLine",
     "Incoming",
     "error_code",
@@ -53,6 +57,17 @@ __all__ = [
 
 #: The requests the bridge answers itself (they are not protocol messages).
 BRIDGE_OPS: Final = frozenset({"subscribe", "unsubscribe"})
+
+#: The deepest nesting of arrays and objects a line may have (a request needs a handful of levels; an
+#: event's tool input a few dozen). Deeper lines are refused before they are decoded, as decoding them
+#: could exhaust Python's recursion limit.
+MAX_DEPTH: Final = 200
+
+#: A JSON string, removed whole before brackets are counted (those inside strings do not nest).
+_STRING: Final = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
+#: Every byte that is not a bracket; and each opening bracket as +1, each closing one as -1 (a byte).
+_NOT_BRACKETS: Final = bytes(set(range(256)) - set(b"[]{}"))
+_STEPS: Final = bytes.maketrans(b"[{]}", b"\x01\x01\xff\xff")
 
 _JSON_DECODER: Final = msgspec.json.Decoder()
 _JSON_ENCODER: Final = msgspec.json.Encoder()
@@ -76,6 +91,19 @@ class Incoming:
     timeout: float | None
 
 
+def too_deep(line: bytes, limit: int = MAX_DEPTH) -> bool:
+    """Whether the arrays and objects of a line of valid JSON nest more than `limit` levels (brackets
+    inside strings do not count): the highest running sum of +1 per opening bracket, -1 per closing.
+
+    >>> too_deep(b'{"a": [1, {"b": "[[[["}]}', limit=3), too_deep(b"[" * 500 + b"]" * 500)
+    (False, True)
+    """
+    if line.count(b"[") + line.count(b"{") <= limit:
+        return False  # not enough brackets to be deeper
+    steps = array("b", _STRING.sub(b"", line).translate(_STEPS, _NOT_BRACKETS))
+    return max(itertools.accumulate(steps), default=0) > limit
+
+
 def parse_line(line: bytes) -> Incoming:
     """A request from one line, or :class:`BadLine` saying what is wrong with it.
 
@@ -84,10 +112,15 @@ def parse_line(line: bytes) -> Incoming:
     ...
     azsd_client.bridge_wire.BadLine: a request needs an "id" (any JSON value, echoed in its reply)
     """
+    too_deep_said = f"a line nested deeper than {MAX_DEPTH} levels of arrays and objects"
     try:
         value = _JSON_DECODER.decode(line)
     except msgspec.DecodeError as exc:
         raise BadLine("bad_json", f"not a JSON line: {exc}") from None
+    except RecursionError:  # deeper than the stack allows (Python's recursion limit)
+        raise BadLine("bad_request", too_deep_said) from None
+    if too_deep(line):  # what later steps (conversion, encoding, the daemon) could not handle
+        raise BadLine("bad_request", too_deep_said)
     if not isinstance(value, dict):
         raise BadLine("bad_request", f"a request is a JSON object, not {type(value).__name__}")
     if "id" not in value:
@@ -103,12 +136,19 @@ def parse_line(line: bytes) -> Incoming:
     return Incoming(id, value, None if timeout is None else float(timeout))
 
 
+#: The searches whose query is plain text unless the line gives ``"words": false`` (FTS5 syntax).
+_PLAIN_TEXT_SEARCHES: Final = frozenset({"search", "remotesearch"})
+
+
 def _canonical_fields(fields: dict[str, Any]) -> dict[str, Any]:
-    """`root` made canonical (as notification topics carry it), `events` turned into JSON text."""
+    """`root` made canonical (as notification topics carry it), `events` turned into JSON text, a
+    search's query plain text unless the line says ``"words": false``."""
     out = dict(fields)
     root = out.get("root")
     if isinstance(root, str) and os.path.isabs(root):
         out["root"] = os.path.realpath(root)
+    if out.get("op") in _PLAIN_TEXT_SEARCHES:
+        out.setdefault("words", True)  # as `azs search`: plain text unless the line says otherwise
     events = out.get("events")
     if out.get("op") == "appendevents" and isinstance(events, list):
         out["events"] = [_JSON_ENCODER.encode(event).decode() for event in events]
@@ -134,7 +174,7 @@ def _event_value(text: str) -> Any:
     """An event's JSON text as a value (text that does not parse stays a string)."""
     try:
         return _JSON_DECODER.decode(text)
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError):
         return text
 
 

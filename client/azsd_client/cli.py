@@ -1,6 +1,8 @@
 """`azs`: the sessions of AZUREAL stores, through the azsd daemon, for people and for scripts.
 
-Exit status: 0 done, 1 an error (one line on stderr, ``azs: <message>``), 2 a usage error.
+Exit status: 0 done, 1 an error (one line on stderr, ``azs: <message>``), 2 a usage error (a bad
+argument, a bad date, an unknown format, outside a git worktree without ``--root``), 3 ``azs status``
+when azsd is not running, 128 + N after signal N (130: Ctrl-C).
 
 Which store: ``--root DIR`` names the worktree; by default it is the top level of the git worktree
 around the current directory (``git rev-parse --show-toplevel``), else the current directory.
@@ -9,8 +11,10 @@ Which sessions ``azs ls`` shows: a store lives in one worktree, and AZUREAL labe
 the branch it was made on. By default ``ls`` shows the sessions labelled with the current branch
 (``git rev-parse --abbrev-ref HEAD``) *and* the unlabelled ones (worktree ``""``: made outside git,
 on a detached HEAD, or by a tool that named none), because those belong to whoever opens the store
-and would otherwise show up nowhere. ``--worktree W`` shows exactly W's, ``--all-worktrees`` all.
-``azs new`` labels a session with the current branch (``--worktree`` to choose).
+and would otherwise show up nowhere; how many sessions other branches hold is said on stderr.
+``--branch B`` shows exactly B's, ``--all-branches`` all (``--worktree``/``--all-worktrees``, AZUREAL's
+name for the label, are the same options). ``azs new`` labels a session with the current branch
+(``--branch`` to choose).
 
 ``--json`` prints one JSON object a line (the protocol's own structs: session views, events,
 replies, notifications), for scripts and for editor plugins that cannot link ZeroMQ. ``azs tail -f
@@ -24,8 +28,10 @@ stored first, the agent's JSONL is followed live by the daemon and shown as it i
 each stored event, ``{"seq", "kind", "data"}``). Exit status 0 when the turn succeeded, 1 when it
 failed, 130 after Ctrl-C. ``azs follow FILE -s S3`` / ``azs unfollow FILE`` follow any agent file.
 
-``azs search`` and ``azs usage`` cover the same sessions as ``ls`` by default (``--worktree W``,
-``--all-worktrees``). ``azs fork S3 --at 12`` copies a session's first events into a new one;
+``azs search`` and ``azs usage`` cover the same sessions as ``ls`` by default (``--branch B``,
+``--all-branches``); a search is plain text (every word as written), FTS5 syntax with ``--fts``.
+``azs show`` and ``azs log`` go through a pager on a terminal (``$AZS_PAGER``, ``$PAGER``, less).
+``azs fork S3 --at 12`` copies a session's first events into a new one;
 ``archive``/``unarchive`` hide and show a session; ``rm`` keeps its forks unless ``--with-forks``.
 ``azs export S3 [-o FILE]`` writes a document (stdout holds it, so reports go to stderr). ``azs backup``,
 ``azs import claude|codex`` and ``azs doctor [--reindex]`` look after the store.
@@ -79,6 +85,12 @@ def _add_globals(parser: argparse.ArgumentParser, *, here: bool) -> None:
         help="one JSON object a line",
     )
     parser.add_argument(
+        "--color",
+        choices=("auto", "always", "never"),
+        default="auto" if here else argparse.SUPPRESS,
+        help="colour: auto (on a terminal, unless NO_COLOR is set or TERM=dumb), always, never",
+    )
+    parser.add_argument(
         "--timeout",
         type=seconds,
         metavar="S",
@@ -111,7 +123,9 @@ def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(
         prog="azs",
         description="Sessions of AI coding agents in AZUREAL stores, through the azsd daemon.",
-        epilog="Sessions are named S3 or 3. Exit status: 0 ok, 1 error, 2 usage.",
+        epilog="Sessions are named S3 or 3; remote ones @ and 4 or more hex digits of their UUID. Exit "
+        "status: 0 ok, 1 error, 2 usage error (a bad argument, date or format), 3 `azs status`: azsd is not "
+        "running, 128+N killed by signal N (130: Ctrl-C).",
     )
     top.add_argument("--version", action=_Version, nargs=0, help="show the version and exit")
     _add_globals(top, here=True)

@@ -34,12 +34,14 @@ export interface Follow {
 }
 
 /**
- * Stop following `path` after reading what it holds now.
+ * Stop following `path` after reading what it holds now. `reason` is why, in words, as `status`
+ * shows it among the ended follows (``unfollowed`` without one; sent only when set).
  */
 export interface Unfollow {
   op: "unfollow";
   root: string;
   path: string;
+  reason?: string;
 }
 
 export interface CreateSession {
@@ -137,12 +139,19 @@ export interface MarkCompleted {
   request_key?: string | null;
 }
 
+/**
+ * Store `summary` as the compaction of seqs 1..`after_seq` (a seq of the session). With the
+ * `identity` a `CompactionPlanReply` gave, it is refused (`not_found`) if the session is no longer
+ * the one planned for (deleted, and its number reused). (`identity` is sent only when set, so that a
+ * daemon from before it takes the request as before.)
+ */
 export interface StoreCompaction {
   op: "storecompaction";
   root: string;
   session: number;
   after_seq: number;
   summary: string;
+  identity?: string;
   request_key?: string | null;
 }
 
@@ -157,6 +166,7 @@ export interface CompactWithOutput {
   after_seq: number;
   path: string;
   format: string;
+  identity?: string;
   request_key?: string | null;
 }
 
@@ -195,7 +205,10 @@ export interface PlanCompaction {
 
 /**
  * Full-text search, best match first. `query` is FTS5 syntax (``a AND b``, ``"a phrase"``,
- * ``pre*``), or plain words all of which must match with `words`. Each filter left None matches
+ * ``pre*``), or with `words` plain text: every whitespace-separated word must appear as written
+ * (punctuation too, any case, from the start of a word: ``claude-clean``, ``main.go``, ``unwrap()``).
+ * `words` is False here for older clients; `azs search`, the bridge and the Neovim plugin default to
+ * plain text. Each filter left None matches
  * everything; `worktree` is the older single-worktree form of `worktrees`. `kinds` takes variant
  * names or the aliases user, assistant, tool, call, result, plan.
  */
@@ -258,11 +271,14 @@ export interface Reindex {
 /**
  * How far a store's search index is behind its events: rows another program (AZUREAL) wrote
  * wait to be indexed, in the background or by the next search. `azs search` asks this first, and
- * while many rows wait, shows their progress instead of waiting in silence.
+ * while many rows wait, shows their progress instead of waiting in silence. With `stale`, the
+ * reply counts the index's entries of rows that are gone too (`azs doctor` asks: it reads the
+ * whole index).
  */
 export interface IndexStatus {
   op: "indexstatus";
   root: string;
+  stale?: boolean;
 }
 
 /**
@@ -295,38 +311,43 @@ export interface Backup {
 }
 
 /**
- * The agent history files of `project` under `source_dir` (``~/.claude`` or ``~/.codex``), and
- * whether each is imported already.
+ * The agent histories of `project` under `source_dir` (``~/.claude``, ``~/.codex``, OpenCode's
+ * data directory; Aider's are the runs of ``<project>/.aider.chat.history.md``), and whether each
+ * is imported already. An Aider run's `path` is ``<file>#<the time in its header>``, an OpenCode
+ * session's ``<opencode.db or storage dir>#<session id>``.
  */
 export interface ImportSources {
   op: "importsources";
   root: string;
-  agent: "claude" | "codex";
+  agent: "aider" | "claude" | "codex" | "opencode";
   source_dir: string;
   project: string;
 }
 
 /**
- * Import one agent history file as a session of its own (again: only what it gained since).
+ * Import one agent history (a `SourceView.path`) as a session of its own (again: only what it
+ * gained since).
  */
 export interface ImportSession {
   op: "importsession";
   root: string;
-  agent: "claude" | "codex";
+  agent: "aider" | "claude" | "codex" | "opencode";
   path: string;
   worktree?: string;
   request_key?: string | null;
 }
 
 /**
- * Import several agent history files, each as `ImportSession` would, many in one short
- * transaction (`azs import` sends the small ones so: a commit per file is most of their cost). A
- * file that cannot be imported is reported in the reply's `failed` and leaves nothing behind.
+ * Import several agent histories (`SourceView.path`s) at once, each as `ImportSession` does, in
+ * order (a parent before the sessions it spawned). Small ones share short transactions (a commit
+ * per source was most of their cost), so a thousand OpenCode sessions import in seconds; each is
+ * imported in a savepoint of its own, so one that fails leaves nothing behind, is named in the
+ * reply's `failed`, and the others go on.
  */
-export interface ImportBatch {
-  op: "importbatch";
+export interface ImportSessions {
+  op: "importsessions";
   root: string;
-  agent: "claude" | "codex";
+  agent: "aider" | "claude" | "codex" | "opencode";
   paths: Array<string>;
   worktree?: string;
   request_key?: string | null;
@@ -423,6 +444,32 @@ export interface Pull {
 }
 
 /**
+ * Compare, for each store the daemon pushes, each session's events up to the push cursor with
+ * those the sync database holds; with `repair`, push again what the database lacks.
+ */
+export interface SyncVerify {
+  op: "syncverify";
+  repair?: boolean;
+}
+
+/**
+ * The team's token usage and cost in the sync database, summed there under the read rules, as
+ * a `UsageReply` with `by` and `periods` (`sessions` and `worktrees` empty): `by` is ``day``,
+ * ``week`` or ``month`` of local time, ``model``, ``person`` (the database role that pushed;
+ * the default) or ``repository`` (every repository the role may read; the others cover the
+ * repository of `root`). `by_model`, `since`, `until` and `timezone` are those of `Usage`.
+ */
+export interface RemoteUsage {
+  op: "remoteusage";
+  root: string;
+  by?: string | null;
+  by_model?: boolean;
+  since?: string | null;
+  until?: string | null;
+  timezone?: string | null;
+}
+
+/**
  * Frozen forever.
  */
 export interface StatusReply {
@@ -515,6 +562,7 @@ export interface SessionView {
   fork_seq: number | null;
   forks: Array<number>;
   context_chars: number | null;
+  last_activity: string | null;
 }
 
 /**
@@ -589,6 +637,7 @@ export interface CompactionPlanReply {
   events: number;
   chars: number;
   kept_prompts: number;
+  identity: string;
   protocol: number;
 }
 
@@ -619,6 +668,8 @@ export interface SearchReply {
 /**
  * An event that matched: its session and seq, its rank (lower is better), the event's JSON, and a
  * snippet of its text where it matched, with the `[start, end)` character range of each hit.
+ * `also_in`: the other sessions holding the same event at the same seq (copies made by forks), which
+ * are not hits of their own.
  */
 export interface SearchHit {
   session: number;
@@ -629,6 +680,7 @@ export interface SearchHit {
   snippet: string;
   highlights: Array<[number, number]>;
   session_name: string;
+  also_in: Array<number>;
 }
 
 export interface IngestReply {
@@ -657,10 +709,13 @@ export interface ReindexReply {
 
 /**
  * `pending`: the event rows not yet in the search index (a search indexes them first).
+ * `stale` (when asked for): entries of rows another program deleted, which the index still counts
+ * in its ranking until the background removes them (0 when not asked for).
  */
 export interface IndexStatusReply {
   op: "indexstatusreply";
   pending: number;
+  stale: number;
   protocol: number;
 }
 
@@ -718,17 +773,17 @@ export interface ImportReply {
 }
 
 /**
- * What `ImportBatch` did: one `ImportReply` per file imported, in order, and the files that failed.
+ * What `ImportSessions` did: one `ImportReply` per source imported, in order, and the failures.
  */
-export interface ImportBatchReply {
-  op: "importbatchreply";
+export interface ImportsReply {
+  op: "importsreply";
   imports: Array<ImportReply>;
   failed: Array<ImportFailure>;
   protocol: number;
 }
 
 /**
- * A file of an `ImportBatch` that could not be imported, and why.
+ * A source `ImportSessions` could not import, and why.
  */
 export interface ImportFailure {
   path: string;
@@ -807,6 +862,8 @@ export interface SyncStatusReply {
   url: string;
   error: string;
   stores: Array<SyncStoreView>;
+  redact: boolean;
+  config_error: string;
   protocol: number;
 }
 
@@ -826,6 +883,9 @@ export interface SyncStoreView {
   last_push: number | null;
   last_error: string;
   pushed: number;
+  waiting: string;
+  masked: number;
+  note: string;
 }
 
 export interface RemoteSessionsReply {
@@ -842,8 +902,10 @@ export interface RemoteSessionsReply {
  * and from which machine (``user@host``), `root` the worktree there, `local_id` its number there,
  * `worktree` its branch label, `updated` when it was last pushed (ISO 8601), `char_total` its size
  * (the stored `char_len` summed). `parent` is the session it was forked from, `pulled_from` the one
- * it was pulled from (UUIDs). `mine`: pushed from the store the request named. `deleted`: when it was
- * deleted at its origin (a tombstone: no events left).
+ * it was pulled from (UUIDs). `owner` is the database role that pushed it (what the database
+ * vouches for: `identity` is what that role says of itself); `own`: that role is the one this daemon
+ * logs in as. `mine`: `own`, and pushed with this daemon's identity from the store the request
+ * named. `deleted`: when it was deleted at its origin (a tombstone: no events left).
  */
 export interface RemoteSessionView {
   uuid: string;
@@ -869,6 +931,8 @@ export interface RemoteSessionView {
   usage: UsageView | null;
   mine: boolean;
   deleted: string | null;
+  owner: string;
+  own: boolean;
 }
 
 /**
@@ -903,6 +967,7 @@ export interface RemoteHit {
   snippet: string;
   data: string;
   worktree: string;
+  owner: string;
 }
 
 /**
@@ -913,6 +978,37 @@ export interface PullReply {
   session: SessionView;
   origin: RemoteSessionView;
   protocol: number;
+}
+
+export interface SyncVerifyReply {
+  op: "syncverifyreply";
+  stores: Array<SyncVerifyView>;
+  protocol: number;
+}
+
+/**
+ * One store's verification: its sessions compared, and those that differed (`sessions`).
+ */
+export interface SyncVerifyView {
+  root: string;
+  store_uuid: string;
+  checked: number;
+  sessions: Array<SyncSessionCheck>;
+  error: string;
+}
+
+/**
+ * One session whose events in the sync database are not those of its store (`SyncVerify`):
+ * `local` events up to the store's push cursor, `remote` events the database holds, `repaired`
+ * events pushed again now. `remote` above `local` cannot be repaired by pushing (`error` says so).
+ */
+export interface SyncSessionCheck {
+  uuid: string;
+  local_id: number;
+  local: number;
+  remote: number;
+  repaired: number;
+  error: string;
 }
 
 export interface SessionCreated {
@@ -991,13 +1087,15 @@ export type Request =
   | Backup
   | ImportSources
   | ImportSession
-  | ImportBatch
+  | ImportSessions
   | Usage
   | SyncStatus
   | RemoteList
   | RemoteShow
   | RemoteSearch
-  | Pull;
+  | Pull
+  | SyncVerify
+  | RemoteUsage;
 
 export type Reply =
   | StatusReply
@@ -1022,13 +1120,14 @@ export type Reply =
   | BackupReply
   | SourcesReply
   | ImportReply
-  | ImportBatchReply
+  | ImportsReply
   | UsageReply
   | SyncStatusReply
   | RemoteSessionsReply
   | RemoteSessionReply
   | RemoteSearchReply
-  | PullReply;
+  | PullReply
+  | SyncVerifyReply;
 
 export type Notification =
   | SessionCreated

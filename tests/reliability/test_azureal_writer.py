@@ -53,11 +53,12 @@ class WriterRun:
 
 
 @contextmanager
-def azureal_writer(store: Path) -> Iterator[WriterRun]:
-    """The writer running on `store` for the duration of the block (at least a few rounds)."""
+def azureal_writer(store: Path, *, pause_s: float = 0.02) -> Iterator[WriterRun]:
+    """The writer running on `store` for the duration of the block (at least a few rounds), pausing
+    `pause_s` between its appends."""
     stop = store.parent / f"stop-{time.monotonic_ns()}"
     proc = subprocess.Popen(
-        [sys.executable, str(WRITER), str(store), str(stop), "0.02"],
+        [sys.executable, str(WRITER), str(store), str(stop), str(pause_s)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )

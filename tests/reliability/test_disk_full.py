@@ -4,6 +4,9 @@ that retries what failed never stores anything twice. The test counts rows again
 
 from __future__ import annotations
 
+import base64
+import json
+import os
 import shutil
 import sqlite3
 import subprocess
@@ -12,9 +15,12 @@ from pathlib import Path
 
 import pytest
 
+from azsd.errors import StoreFullError
 from azsd.events import AssistantText, encode_event
+from azsd.ingest.file import ingest_file
 from azsd.ipc import protocol as p
-from azsd.store import store_path
+from azsd.store import Store, store_path
+from azsd.store.chunks import Pacer, Pacing
 from tests.daemon_fixture import DaemonProc, daemon_in_tmpdir, short_tmpdir
 from tests.reliability.pipeline import Pipe
 
@@ -78,3 +84,30 @@ def test_pipelined_appends_on_a_filling_disk_are_answered_truthfully(
     assert stored == len(ok), f"{stored} rows stored, {len(ok)} appends acknowledged"
     # The seqs acknowledged are the ones stored: no gap, no repeat.
     assert sorted(r.events[0].seq for r in ok) == list(range(1, len(ok) + 1))
+
+
+def test_an_ingest_that_fills_the_disk_says_how_much_it_stored(small_fs: Path, tmp_path: Path) -> None:
+    """An ingest commits chunk by chunk; when the disk fills, the error says what is stored (it said
+    "nothing was written" after 26 112 events were), and running it again stores the rest."""
+    source = tmp_path / "run.jsonl"
+    with source.open("w") as out:
+        for i in range(3000):
+            text = f"{i} " + base64.b64encode(os.urandom(300)).decode()  # zstd cannot shrink it
+            content = [{"type": "text", "text": text}]
+            line = {"type": "assistant", "session_id": "s", "message": {"id": f"m{i}", "content": content}}
+            out.write(json.dumps(line) + "\n")
+    every_step = Pacer(Pacing(chunk_s=0.0, gap_s=0.0, long_gap_s=0.0))  # each step its own commit
+    with Store.open(small_fs) as store:
+        sid = store.create_session().id
+        with pytest.raises(StoreFullError) as caught:
+            ingest_file(store, sid, source, "claude-stream-json", pacer=every_step)
+    conn = sqlite3.connect(store_path(small_fs))
+    try:
+        stored = conn.execute("SELECT COUNT(*) FROM events WHERE session_id = ?", (sid,)).fetchone()[0]
+    finally:
+        conn.close()
+    assert stored > 0, "the disk filled before the first chunk: nothing to say"
+    assert str(caught.value) == (
+        f"stored {stored:,} of 3,000 events of run.jsonl before the disk filled; "
+        "make room and run it again to store the rest"
+    )

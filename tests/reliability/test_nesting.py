@@ -6,7 +6,8 @@ events at the limit are stored, indexed and found."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -94,3 +95,47 @@ def test_an_agent_line_nested_too_deep_is_skipped_and_the_rest_stored(
     assert isinstance(d.request(p.Search(root=str(root), query="deepword")), p.SearchReply)
     found = d.request(p.Search(root=str(root), query="shallowword"))
     assert isinstance(found, p.SearchReply) and len(found.hits) == 1
+
+
+def test_a_format_less_ingest_passes_over_a_deep_first_line(
+    daemon_and_session: tuple[DaemonProc, Path, int],
+) -> None:
+    """Detection reads past a first line too deep to decode; the line is skipped and counted."""
+    d, root, sid = daemon_and_session
+    transcript = root / "agent.jsonl"
+    lines = [claude_line(5000, "deepword"), claude_line(10, "shallowword")]
+    transcript.write_text("".join(line + "\n" for line in lines))
+    reply = d.request(p.IngestFile(root=str(root), session=sid, path=str(transcript)))
+    assert isinstance(reply, p.IngestReply), reply
+    assert reply.format == "claude-stream-json" and reply.skipped == {"nested_too_deeply": 1}, reply
+    found = d.request(p.Search(root=str(root), query="shallowword"))
+    assert isinstance(found, p.SearchReply) and len(found.hits) == 1
+
+
+def test_a_follow_goes_on_past_a_deep_first_line(daemon_and_session: tuple[DaemonProc, Path, int]) -> None:
+    d, root, sid = daemon_and_session
+    transcript = root / "agent.jsonl"
+    transcript.write_text(claude_line(5000, "deepword") + "\n" + claude_line(10, "firstword") + "\n")
+    reply = d.request(p.Follow(root=str(root), session=sid, path=str(transcript)))
+    assert isinstance(reply, p.FollowReply), reply
+    wait_for(lambda: len(events(d, root, sid)) == 1, "the line after the deep one stored")
+    with transcript.open("a") as f:
+        f.write(claude_line(10, "laterword") + "\n")
+    wait_for(lambda: len(events(d, root, sid)) == 2, "a line appended later stored")
+    status = d.request(p.Status())
+    assert isinstance(status, p.StatusReply)
+    [follow] = [f for f in status.follows if f.path == str(transcript)]
+    assert follow.state == "following" and follow.skipped == 1, follow
+
+
+def events(d: DaemonProc, root: Path, sid: int) -> list[p.WireEvent]:
+    page = d.request(p.GetEvents(root=str(root), session=sid))
+    assert isinstance(page, p.EventsPage)
+    return page.events
+
+
+def wait_for(done: Callable[[], bool], what: str, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not done():
+        assert time.monotonic() < deadline, f"not in {timeout} s: {what}"
+        time.sleep(0.05)

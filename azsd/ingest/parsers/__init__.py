@@ -1,4 +1,5 @@
-"""Parsers for the four agent JSONL formats azsd ingests (spec/agent-formats.md).
+"""Parsers for the agent formats azsd ingests: the four JSONL formats (spec/agent-formats.md) and
+Aider's Markdown chat history (docs/agents.md).
 
 >>> detect_format([b'{"type":"thread.started","thread_id":"t"}'])
 'codex-exec-json'
@@ -10,6 +11,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from itertools import islice
 from typing import Any, Final, Literal, TypeVar, get_args
 
 import msgspec
@@ -26,6 +28,7 @@ from azsd.ingest.parsers.base import (
 
 __all__ = [
     "FORMATS",
+    "JSONL_FORMATS",
     "MAX_LINE_BYTES",
     "TOO_LONG",
     "Format",
@@ -39,8 +42,10 @@ __all__ = [
     "split_lines",
 ]
 
-Format = Literal["claude-stream-json", "claude-session", "codex-exec-json", "codex-rollout"]
+Format = Literal["claude-stream-json", "claude-session", "codex-exec-json", "codex-rollout", "aider"]
 FORMATS: Final[tuple[Format, ...]] = get_args(Format)
+#: The formats whose lines are JSON objects (all but Aider's Markdown).
+JSONL_FORMATS: Final[tuple[Format, ...]] = tuple(f for f in FORMATS if f != "aider")
 
 #: How many lines detection looks at before giving up.
 DETECT_LINES: Final = 50
@@ -63,6 +68,10 @@ def make_parser(fmt: str, model: str = "") -> LineParser:
     for a format that does not say (`codex exec --json`), so that its usage is priced at it."""
     if fmt not in FORMATS:
         raise UnknownFormatError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
+    if fmt == "aider":
+        from azsd.ingest.parsers.aider import AiderParser
+
+        return AiderParser()
     if fmt.startswith("claude"):
         from azsd.ingest.parsers.claude import ClaudeSessionParser, ClaudeStreamParser
 
@@ -96,13 +105,18 @@ def _vote(obj: dict[str, Any]) -> Format | None:
 
 
 def detect_format(lines: Iterable[bytes]) -> Format | None:
-    """The format of a file from its first lines, or None when none of them tells."""
-    return head_value(lines, DETECT_LINES, _vote)
+    """The format of a file from its first lines, or None when none of them tells (an Aider chat
+    history, Markdown, tells by its ``# aider chat started at`` line)."""
+    head = list(islice(lines, DETECT_LINES))
+    if any(line.startswith(b"# aider chat started at ") for line in head):
+        return "aider"
+    return head_value(head, DETECT_LINES, _vote)
 
 
 def head_value(lines: Iterable[bytes], limit: int, pick: Callable[[dict[str, Any]], _T | None]) -> _T | None:
     """The first `pick(object)` that is not None among the JSON-object lines of the first `limit`
-    `lines` (blank, undecodable and too-long lines are passed over)."""
+    `lines` (blank, undecodable, too deeply nested and too-long lines are passed over: the parser
+    that reads them afterwards skips and counts them)."""
     for n, line in enumerate(lines):
         if n >= limit:
             break
@@ -110,7 +124,7 @@ def head_value(lines: Iterable[bytes], limit: int, pick: Callable[[dict[str, Any
             continue
         try:
             obj = _DECODER.decode(line)
-        except (msgspec.DecodeError, UnicodeDecodeError):
+        except (msgspec.DecodeError, UnicodeDecodeError, RecursionError):
             continue
         if isinstance(obj, dict):
             value = pick(obj)

@@ -107,9 +107,18 @@ class UsageTally:
         self.latest: float | None = None  # the latest line time seen with usage
         self.priced = Priced()  # the run's priced messages so far, as the parts hold them
 
-    def follow(self, total: Usage, model: str | None, timestamp: Any, priced: Priced | None = None) -> None:
-        """Take the run's running `total` after a line (its `timestamp` as written), and the running
-        cost of its `priced` messages (the parser's :class:`Priced`, when it prices messages)."""
+    def follow(
+        self,
+        total: Usage,
+        model: str | None,
+        timestamp: Any,
+        priced: Priced | None = None,
+        *,
+        reported_usd: float | None = None,
+    ) -> None:
+        """Take the run's running `total` after a line (its `timestamp` as written), the running
+        cost of its `priced` messages (the parser's :class:`Priced`, when it prices messages), and
+        what the agent reported the line's usage cost (`reported_usd`, put to the same part)."""
         if total is self.seen or total == self.seen:
             self.seen = total
             return
@@ -131,6 +140,8 @@ class UsageTally:
             delta = total
             self.priced = Priced()
         part = self._add(model or "", at, delta)
+        if reported_usd is not None:
+            part.reported_usd = (part.reported_usd or 0.0) + reported_usd
         self.seen = total
         if priced is not None and priced != self.priced:
             was = self.priced

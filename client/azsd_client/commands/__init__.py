@@ -6,6 +6,7 @@
   :mod:`.compaction`: `azs compact` (and `azs run`'s compaction before a turn).
 - :mod:`.store`: search, usage, export, backup; :mod:`.imports`: `azs import`.
 - :mod:`.daemon`: status, protocol, doctor; :mod:`.bridge`: `azs bridge`, JSON lines for editors.
+- :mod:`.web`: `azs web`, the local web view.
 - :mod:`.remote`: the sync database: sync status, ls --remote, show @REF, search --remote, pull.
 - :mod:`.invocation`: what the commands of one run share; :mod:`.output`: ``--json`` or text;
   :mod:`.arguments`: argument types and specs.
@@ -19,6 +20,7 @@ command's code (tests/test_cli_start.py holds `azs --version`, `ls` and `search`
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Callable
 from importlib import import_module
 from typing import TYPE_CHECKING, Final, NamedTuple, TypeAlias
@@ -26,14 +28,20 @@ from typing import TYPE_CHECKING, Final, NamedTuple, TypeAlias
 from .arguments import (
     BACKEND,
     FORMAT,
+    NEW_SESSION_OPTION,
+    NO_PAGER,
+    PROMPT,
+    RANGE,
     SESSION,
     SESSION_OPTION,
+    SINCE,
     WORKTREE_OPTIONS,
     OneOf,
     RemoteRef,
     Spec,
     arg,
     count,
+    day,
     fork_point,
     seconds,
     session_id,
@@ -95,7 +103,8 @@ class Command(NamedTuple):
 
 _LS_DESCRIPTION: Final = (
     "Sessions of this worktree's store, latest activity first. By default: those labelled with the "
-    "current branch, and the unlabelled ones (made outside git or by a tool that named no worktree)."
+    "current branch, and the unlabelled ones (made outside git or by a tool that named no branch); how many "
+    "other branches hold is said on stderr (--all-branches lists them)."
 )
 _RUN_DESCRIPTION: Final = (
     "Run one agent turn: build the session's context into the prompt, store the clean prompt, start the "
@@ -119,9 +128,12 @@ _EXPORT_DESCRIPTION: Final = (
 )
 _SEARCH_DESCRIPTION: Final = (
     "Full-text search of prompts, answers, tool calls and results and plans, best match first. QUERY is "
-    'SQLite FTS5 syntax (panic AND unwrap, "exact phrase", pars*); --words takes it as plain words that '
-    "must all appear. By default it searches the sessions `azs ls` shows: the current branch's and the "
-    "unlabelled ones."
+    "text as you would give it to `rg -F -i`, word by word: every word must appear as written, "
+    "punctuation included, in any case, from the start of a word (claude-clean, main.go, unwrap(); pars "
+    'finds parser). --fts (-e) takes SQLite FTS5 syntax instead (panic OR unwrap, "exact phrase", pars*, '
+    "NOT x). By default it searches the sessions `azs ls` shows: the current branch's and the unlabelled "
+    "ones, and says how many hits other branches hold. The same event copied by forks is one hit "
+    '("also in S13"). -C N shows N events before and after each hit.'
 )
 _IMPORT_DESCRIPTION: Final = (
     "Import the histories an agent keeps of this project ($CLAUDE_CONFIG_DIR or ~/.claude, $CODEX_HOME "
@@ -135,12 +147,29 @@ _BRIDGE_DESCRIPTION: Final = (
     '{"notify": ...} lines for the stores and sessions subscribed to. It runs until stdin ends. See '
     "docs/bridge.md."
 )
+_WEB_DESCRIPTION: Final = (
+    "Serve a read-only web view of the sessions of every store the daemon knows (this worktree's and "
+    "the repository's other worktrees', the ones it has open or follows, and each --store), on "
+    "127.0.0.1 only, behind a random token in the "
+    "URL it prints. Transcripts update live; the daemon stays the only writer. See docs/web.md."
+)
 _KINDS: Final = ("user", "assistant", "tool", "call", "result", "plan")
+_SHOW_DESCRIPTION: Final = (
+    "A session's header, then its events beside their seqs, streamed as they are read. On a terminal "
+    "through a pager as git's: $AZS_PAGER, else $PAGER, else less (LESS=FRX unless set); --no-pager, or "
+    "a pager of cat, writes straight to the terminal. --last N, --from SEQ and --to SEQ choose the "
+    "events (--last counts back from --to, or from the end)."
+)
 _FILE: Final = arg("file")
 
 #: Every `azs` command, in the order `azs --help` lists them.
 COMMANDS: Final = (
-    Command("status", "is azsd running, and what it has open", Lazy("daemon", "status")),
+    Command(
+        "status",
+        "is azsd running, and what it has open",
+        Lazy("daemon", "status"),
+        (arg("--all", action="store_true", help="follows that ended more than 10 minutes ago too"),),
+    ),
     Command(
         "ls",
         "sessions of this worktree, latest activity first",
@@ -154,6 +183,8 @@ COMMANDS: Final = (
                     arg("--all", action="store_true", help="archived sessions too (marked)"),
                 )
             ),
+            arg("-n", "--limit", type=count, metavar="N", help="the N latest only"),
+            SINCE,
         ),
         _LS_DESCRIPTION,
     ),
@@ -163,14 +194,23 @@ COMMANDS: Final = (
         Lazy("sessions", "new"),
         (
             arg("name", nargs="?", default=None),
-            arg("--worktree", metavar="W", help="label (default: the current branch)"),
+            arg(
+                "--branch", "--worktree", dest="worktree", metavar="B", help="its branch (default: this one)"
+            ),
         ),
     ),
     Command(
         "show",
         "a session and its events (@REF: one of the sync database)",
-        Either(Lazy("sessions", "show"), Lazy("remote", "show")),
-        (arg("session", type=session_or_ref, metavar="SESSION|@REF"),),
+        Either(Lazy("transcript", "show"), Lazy("remote", "show")),
+        (arg("session", type=session_or_ref, metavar="SESSION|@REF"), *RANGE, NO_PAGER),
+        _SHOW_DESCRIPTION,
+    ),
+    Command(
+        "log",
+        "a session's turns, one a line: seqs, prompt, outcome, time, cost",
+        Lazy("transcript", "log"),
+        (SESSION, arg("--last", type=count, metavar="N", help="the last N turns only"), NO_PAGER),
     ),
     Command("rename", "rename a session", Lazy("sessions", "rename"), (SESSION, arg("name"))),
     Command(
@@ -191,9 +231,9 @@ COMMANDS: Final = (
     ),
     Command(
         "ingest",
-        "store a finished agent JSONL file in a session",
+        "store a finished agent JSONL file in a session (default: a new one)",
         Lazy("live", "ingest"),
-        (_FILE, SESSION_OPTION, FORMAT),
+        (_FILE, NEW_SESSION_OPTION, FORMAT),
     ),
     Command(
         "follow",
@@ -209,12 +249,24 @@ COMMANDS: Final = (
     ),
     Command(
         "tail",
-        "print a session's events; -f keeps following",
+        "print a session's last events; -f keeps following",
         Lazy("live", "tail"),
         (
             SESSION,
             arg("-f", "--follow", action="store_true", help="keep printing new events"),
-            arg("-n", "--lines", type=count, metavar="N", help="start with the last N events"),
+            OneOf(
+                (
+                    arg(
+                        "-n",
+                        "--lines",
+                        type=count,
+                        metavar="N",
+                        default=10,
+                        help="start with the last N events (default: 10)",
+                    ),
+                    arg("--from", dest="from_seq", type=count, metavar="SEQ", help="start at seq SEQ"),
+                )
+            ),
         ),
     ),
     Command(
@@ -222,11 +274,17 @@ COMMANDS: Final = (
         "run an agent turn in a session, stored and shown live",
         Lazy("turn", "run_turn"),
         (
-            arg("prompt", help="what to ask the agent (stored as given; the context is added for the agent)"),
+            PROMPT,
             arg("-s", "--session", type=session_id, metavar="SESSION", help="default: a new session"),
             BACKEND,
             arg("--model", metavar="M", help="the model to ask the agent for"),
-            arg("--worktree", metavar="W", help="label of a new session (default: the current branch)"),
+            arg(
+                "--branch",
+                "--worktree",
+                dest="worktree",
+                metavar="B",
+                help="branch of a new session (default: the current one)",
+            ),
             arg(
                 "--no-compact",
                 action="store_true",
@@ -277,7 +335,13 @@ COMMANDS: Final = (
         "full-text search, best match first",
         Either(Lazy("store", "search"), Lazy("remote", "search")),
         (
-            arg("query"),
+            arg("query", nargs="?"),
+            arg(
+                "-i",
+                "--interactive",
+                action="store_true",
+                help="search as you type on the terminal, and open the hit you pick in `azs show`",
+            ),
             _REMOTE,
             worktree_options("every session in the store (default: this branch's and the unlabelled ones)"),
             arg(
@@ -287,7 +351,7 @@ COMMANDS: Final = (
                 type=session_id,
                 action="append",
                 metavar="SESSION",
-                help="in this session only (repeatable; in any worktree unless --worktree)",
+                help="in this session only (repeatable; on any branch unless --branch)",
             ),
             arg(
                 "--kind",
@@ -296,8 +360,11 @@ COMMANDS: Final = (
                 action="append",
                 help="events of this kind only (repeatable)",
             ),
-            arg("--words", action="store_true", help="QUERY is plain words, not FTS5 syntax"),
-            arg("--limit", type=count, default=50),
+            arg("-e", "--fts", action="store_true", help="QUERY is SQLite FTS5 syntax, not plain text"),
+            arg("--words", action="store_true", help=argparse.SUPPRESS),  # plain text: the default now
+            arg("-C", "--context", type=count, metavar="N", help="N events before and after each hit"),
+            arg("-n", "--limit", type=count, default=50, metavar="N", help="at most N hits (default: 50)"),
+            SINCE,
         ),
         _SEARCH_DESCRIPTION,
     ),
@@ -332,12 +399,17 @@ COMMANDS: Final = (
         "import an agent's own histories of this project",
         Lazy("imports", "import_sessions"),
         (
-            arg("agent", choices=("claude", "codex")),
+            arg("agent", choices=("claude", "codex", "aider", "opencode")),
             arg("--project", metavar="DIR", help="the project the agent ran in (default: the root)"),
             arg(
                 "--all",
                 action="store_true",
                 help="every project of the machine, each into its own directory's store (gone ones: here)",
+            ),
+            arg(
+                "--data-dir",
+                metavar="DIR",
+                help="where the agent keeps its histories (default: its own variable, else its default)",
             ),
         ),
         _IMPORT_DESCRIPTION,
@@ -345,7 +417,7 @@ COMMANDS: Final = (
     Command(
         "usage",
         "tokens and cost per session, per worktree, in total, and by period",
-        Lazy("store", "usage"),
+        Lazy("remote_usage", "usage"),
         (
             arg("session", type=session_id, metavar="SESSION", nargs="?"),
             worktree_options(
@@ -354,12 +426,18 @@ COMMANDS: Final = (
             ),
             arg(
                 "--by",
-                choices=("day", "week", "month", "session", "block", "model"),
-                help="a table by local day, ISO week, month, session, Claude's 5-hour block, or model",
+                choices=("day", "week", "month", "session", "block", "model", "person", "repository"),
+                help="a table by local day, ISO week, month, session, Claude's 5-hour block, or model; "
+                "with --remote also by person (database role) or repository",
+            ),
+            arg(
+                "--remote",
+                action="store_true",
+                help="the team's usage in the sync database (by person unless --by says)",
             ),
             arg("--by-model", action="store_true", help="one row per model in each period"),
-            arg("--since", metavar="DATE", help="only the usage of this local day (YYYY-MM-DD) and after"),
-            arg("--until", metavar="DATE", help="only the usage of this local day (YYYY-MM-DD) and before"),
+            arg("--since", type=day, metavar="DATE", help="only the usage of this local day and after"),
+            arg("--until", type=day, metavar="DATE", help="only the usage of this local day and before"),
             arg("--timezone", metavar="TZ", help="local time of this IANA zone (default: the daemon's)"),
             arg(
                 "--exclude-removed",
@@ -396,15 +474,38 @@ COMMANDS: Final = (
     ),
     Command(
         "sync",
-        "sync to PostgreSQL: `azs sync status` shows each store's pushing",
+        "sync to PostgreSQL: `azs sync status` shows each store's pushing, `azs sync verify` compares "
+        "each session with the database and pushes what it lacks",
         Lazy("remote", "sync"),
-        (arg("action", choices=("status",)),),
+        (
+            arg("action", choices=("status", "verify")),
+            arg("--no-repair", action="store_true", help="verify: only compare, push nothing"),
+        ),
     ),
     Command(
         "pull",
         "copy a session of the sync database into this worktree's store",
         Lazy("remote", "pull"),
         (arg("ref", metavar="@REF"), arg("--name", help="the new session's name (default: the original's)")),
+    ),
+    Command(
+        "web",
+        "a local web view of every session, live, with search and usage (docs/web.md)",
+        Lazy("web", "web"),
+        (
+            arg("--port", type=int, default=0, help="the port on 127.0.0.1 (default: any free one)"),
+            arg("--unix", metavar="PATH", help="listen on this Unix socket instead"),
+            arg("--open", action="store_true", help="open the URL in the browser"),
+            arg(
+                "--store",
+                dest="roots",
+                action="append",
+                default=[],
+                metavar="DIR",
+                help="show this worktree's store too (repeatable); the current one is always shown",
+            ),
+        ),
+        _WEB_DESCRIPTION,
     ),
     Command(
         "bridge",

@@ -10,13 +10,20 @@ from __future__ import annotations
 import argparse
 import re
 from collections.abc import Iterable, Mapping
+from datetime import date
 from typing import Any, Final, NamedTuple, TypeAlias
 
 __all__ = [
     "BACKEND",
     "FORMAT",
+    "INGEST_FORMATS",
+    "NEW_SESSION_OPTION",
+    "NO_PAGER",
+    "PROMPT",
+    "RANGE",
     "SESSION",
     "SESSION_OPTION",
+    "SINCE",
     "WORKTREE_OPTIONS",
     "Arg",
     "OneOf",
@@ -25,6 +32,7 @@ __all__ = [
     "add_arguments",
     "arg",
     "count",
+    "day",
     "fork_point",
     "seconds",
     "session_id",
@@ -35,6 +43,7 @@ __all__ = [
 
 _SESSION: Final = re.compile(r"[Ss]?([0-9]+)")
 _ID_MAX: Final = 2**63 - 1
+#: A remote session as the user names it: @ and at least 4 characters of its UUID.
 _UUID_PREFIX: Final = re.compile(r"@?[0-9a-fA-F][0-9a-fA-F-]{3,35}")
 
 
@@ -64,7 +73,10 @@ def session_or_ref(text: str) -> int | RemoteRef:
     text = text.strip()
     if text.startswith("@") or (len(text) == 36 and text.count("-") == 4):
         if not _UUID_PREFIX.fullmatch(text):
-            raise argparse.ArgumentTypeError(f"not a remote session: {text!r} (expected @ and a UUID prefix)")
+            raise argparse.ArgumentTypeError(
+                f"not a remote session: {text!r} (expected @ and the first 4 or more characters of its UUID, "
+                "as `azs ls --remote` shows them)"
+            )
         return RemoteRef(text)
     return session_id(text)
 
@@ -84,6 +96,22 @@ def token_limit(text: str) -> int | str:
     if value <= 0:
         raise argparse.ArgumentTypeError(f"not a token limit: {text!r} (a positive number, or max)")
     return value
+
+
+def day(text: str) -> str:
+    """A local day, ``YYYY-MM-DD`` or ``YYYYMMDD`` (as given: the daemon reads it).
+
+    >>> day("2025-10-02"), day("20251002")
+    ('2025-10-02', '20251002')
+    """
+    compact = text.strip()
+    if len(compact) == 8 and compact.isdigit():
+        compact = f"{compact[:4]}-{compact[4:6]}-{compact[6:]}"
+    try:
+        date.fromisoformat(compact)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a day: {text!r} (expected YYYY-MM-DD or YYYYMMDD)") from None
+    return text
 
 
 def seconds(text: str) -> float:
@@ -151,11 +179,12 @@ def add_arguments(parser: argparse.ArgumentParser, specs: Iterable[Spec]) -> Non
 
 
 def worktree_options(every: str) -> OneOf:
-    """``--worktree W`` or ``--all-worktrees`` (whose help says `every`)."""
+    """``--branch B`` or ``--all-branches`` (whose help says `every`); AZUREAL calls the label a
+    worktree, and ``--worktree``/``--all-worktrees`` are the same options by their older names."""
     return OneOf(
         (
-            arg("--worktree", metavar="W", help="sessions labelled W only"),
-            arg("--all-worktrees", action="store_true", help=every),
+            arg("--branch", "--worktree", dest="worktree", metavar="B", help="sessions of branch B only"),
+            arg("--all-branches", "--all-worktrees", dest="all_worktrees", action="store_true", help=every),
         )
     )
 
@@ -164,9 +193,43 @@ def worktree_options(every: str) -> OneOf:
 SESSION: Final = arg("session", type=session_id, metavar="SESSION")
 #: The session an agent file goes into (``-s S3``).
 SESSION_OPTION: Final = arg("-s", "--session", type=session_id, metavar="SESSION", required=True)
+#: The session a finished agent file goes into; without it, a new one.
+NEW_SESSION_OPTION: Final = arg(
+    "-s", "--session", type=session_id, metavar="SESSION", help="default: a new session, named after the file"
+)
+#: The formats of agent files the daemon reads (:data:`azsd.ingest.parsers.FORMATS`, named here so
+#: that `azs` need not load the parsers to check an argument).
+INGEST_FORMATS: Final = ("claude-stream-json", "claude-session", "codex-exec-json", "codex-rollout")
 #: An agent file's format.
-FORMAT: Final = arg("--format", help="the file's format (default: detected)")
+FORMAT: Final = arg("--format", choices=INGEST_FORMATS, help="the file's format (default: detected)")
 #: The agent a context or a turn is for.
 BACKEND: Final = arg("--backend", choices=("claude", "codex"), default="claude")
 #: Which sessions `ls` lists.
 WORKTREE_OPTIONS: Final = worktree_options("every session in the store")
+#: Which events `show` prints.
+RANGE: Final = (
+    arg("--last", type=count, metavar="N", help="the last N events only"),
+    arg("--from", dest="from_seq", type=count, metavar="SEQ", help="from seq SEQ on"),
+    arg("--to", dest="to_seq", type=count, metavar="SEQ", help="up to seq SEQ"),
+)
+#: Straight to the terminal.
+NO_PAGER: Final = arg("--no-pager", action="store_true", help="never through a pager")
+#: The sessions active since a day (`ls`, `search`).
+SINCE: Final = arg(
+    "--since",
+    type=day,
+    metavar="DATE",
+    help="sessions active on this day (YYYY-MM-DD, UTC) or after only (by their latest turn, else creation)",
+)
+#: What `azs run` asks: the prompt, ``-`` for stdin, or ``--file F``.
+PROMPT: Final = OneOf(
+    (
+        arg(
+            "prompt",
+            nargs="?",
+            help="what to ask the agent (stored as given; the context is added for the agent); - reads it "
+            "from stdin",
+        ),
+        arg("--file", metavar="F", help="read the prompt from file F"),
+    )
+)

@@ -21,6 +21,7 @@ from typing import Final
 import msgspec
 
 from azsd.errors import AzsdError
+from azsd.ipc.protocol import CompactionPlanReply
 from azsd_client._shared import Backend
 
 from .agent import FORMATS, Agent, agent_command, check_agent, turn_path
@@ -85,7 +86,7 @@ class _Progress:
 
 
 def _summarise(
-    run: Invocation, session: int, after_seq: int, prompt: str, backend: Backend, model: str | None
+    run: Invocation, session: int, plan: CompactionPlanReply, backend: Backend, model: str | None
 ) -> tuple[int, Backend]:
     """Run the agent on the compaction prompt and have the daemon store its summary: the summary's
     length, and the backend that wrote it.
@@ -93,11 +94,14 @@ def _summarise(
     An agent that ran but wrote no summary gets exactly one retry (AZUREAL's rule)."""
     progress = _Progress(f"summarising with {backend}", sys.stderr.isatty())
     failures: list[str] = []
+    assert plan.after_seq is not None
     for _attempt in range(2):
-        agent, used = _start_either(run, session, prompt, backend, model)
+        agent, used = _start_either(run, session, plan.prompt, backend, model)
         progress.what, progress.started = f"summarising with {used}", time.monotonic()
         code = _wait(agent, progress)
-        reply = run.client.compact_with_output(run.root, session, after_seq, agent.path, FORMATS[used])
+        reply = run.client.compact_with_output(
+            run.root, session, plan.after_seq, agent.path, FORMATS[used], identity=plan.identity
+        )
         if reply.stored:
             agent.remove_files()
             return reply.summary_chars, used
@@ -160,7 +164,7 @@ def compact_session(run: Invocation, session: int, backend: Backend, model: str 
         f"({plan.events:,} events, {plan.chars:,} chars); {kept}"
     )
     started = time.monotonic()
-    summary_chars, used = _summarise(run, session, plan.after_seq, plan.prompt, backend, model)
+    summary_chars, used = _summarise(run, session, plan, backend, model)
     after = run.client.context_meter(root, session, threshold=threshold).chars
     return Compacted(
         session=session,

@@ -13,7 +13,7 @@ import msgspec
 
 from azsd.errors import AzsdError, DaemonUnavailable, NoReply, RemoteError
 from azsd.ipc.protocol import PROTOCOL_VERSION, json_schema
-from azsd_client.render.status import status_lines
+from azsd_client.render.status import recent_follows, status_lines
 from azsd_client.render.text import Line, Style, join, plural
 
 from . import shapes
@@ -30,7 +30,8 @@ NOT_RUNNING: Final = 3
 
 
 def status(run: Invocation) -> int:
-    """What the daemon has open; exit status 3 when it is not running (``--json``:
+    """What the daemon has open and follows (follows that ended more than 10 minutes ago only with
+    ``--all``); exit status 3 when it is not running (``--json``:
     ``{"running": false, "endpoint", "reason", "start"}``)."""
     endpoint = run.config.rpc_endpoint
     try:
@@ -42,8 +43,12 @@ def status(run: Invocation) -> int:
         down = {"running": False, "endpoint": endpoint, "reason": said, "start": _START}
         run.out.result(down, lambda _, __: [said])
         return NOT_RUNNING
-    up = {"running": True, "endpoint": endpoint, **shapes.plain(reply)}
-    run.out.result(reply, lambda r, style: status_lines(r, endpoint, style), shape=lambda _: up)
+    shown = reply if run.args.all else msgspec.structs.replace(reply, follows=recent_follows(reply.follows))
+    hidden = len(reply.follows) - len(shown.follows)
+    up = {"running": True, "endpoint": endpoint, **shapes.plain(shown)}
+    run.out.result(
+        shown, lambda r, style: status_lines(r, endpoint, style, hidden=hidden), shape=lambda _: up
+    )
     return 0
 
 
@@ -97,6 +102,7 @@ def doctor(run: Invocation) -> int:
         _finding(run, "store", True, said)
         if exists:
             healthy = _check_search(run) and healthy
+            healthy = _check_stale(run) and healthy
     if run.args.reindex:
         indexed = run.client.reindex(run.root).indexed
         _finding(run, "reindex", True, f"search index rebuilt: {plural(indexed, 'event')}")
@@ -109,3 +115,19 @@ def _check_search(run: Invocation) -> bool:
     except RemoteError as exc:
         return _finding(run, "search", False, f"{exc} (`azs doctor --reindex` rebuilds the index)")
     return _finding(run, "search", True, "the index answers")
+
+
+def _check_stale(run: Invocation) -> bool:
+    """Entries of the index whose rows another program deleted (they skew the ranking until the
+    daemon's background upkeep rebuilds the index without them)."""
+    stale = run.client.index_status(run.root, stale=True).stale
+    if not stale:
+        return _finding(run, "index", True, "no entries of deleted rows")
+    entries = plural(stale, "index entry", "index entries")
+    return _finding(
+        run,
+        "index",
+        bool(run.args.reindex),
+        f"{entries} of rows another program deleted still count in the ranking (azsd removes them in "
+        "the background; `azs doctor --reindex` now)",
+    )

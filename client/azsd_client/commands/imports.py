@@ -1,10 +1,13 @@
-"""`azs import claude|codex`: bring the agent histories of a project on this machine into its store.
+"""`azs import claude|codex|aider|opencode`: bring the agent histories of a project on this machine
+into its store.
 
 The client finds where the agent keeps them (``$CLAUDE_CONFIG_DIR`` or ``~/.claude``, ``$CODEX_HOME``
-or ``~/.codex``); the daemon lists the project's files there and imports each one that changed, as a
-session of its own. Small files go in batches (`ImportBatch`: many in each transaction of the
-daemon's, where one commit per file was most of the time), a big one alone. A source that fails is
-reported and skipped; the exit status is then 1.
+or ``~/.codex``, ``$XDG_DATA_HOME/opencode`` or ``~/.local/share/opencode``, or ``--data-dir``;
+Aider's chat history is in the project); the daemon lists the project's sources there (a file, an
+Aider run, an OpenCode session) and imports each one that changed, as a session of its own. They go
+in batches (`ImportSessions`: the small ones many in each transaction of the daemon's, where one
+commit per source was most of the time), a big file alone. A source that fails is reported and
+skipped; the exit status is then 1.
 """
 
 from __future__ import annotations
@@ -18,26 +21,39 @@ from typing import Any, Final, TextIO
 
 from azsd.errors import RemoteError
 from azsd.ipc.protocol import ImportReply, SourceView
-from azsd_client._shared import Backend
+from azsd_client._shared import HistoryAgent
 from azsd_client.render.reports import import_summary
 from azsd_client.render.text import one_line, plural
 
 from .invocation import Invocation
 
-__all__ = ["BATCH_BYTES", "BATCH_FILES", "batches", "import_into", "import_sessions", "source_dir"]
+__all__ = [
+    "BATCH_BYTES",
+    "BATCH_FILES",
+    "BATCH_SOURCES",
+    "batches",
+    "import_into",
+    "import_sessions",
+    "source_dir",
+]
 
 #: A batch of small files holds at most this many files and bytes; a file this big goes alone.
 BATCH_FILES: Final = 64
 BATCH_BYTES: Final = 4 << 20
+#: A batch of Aider runs or OpenCode sessions (whose `size` is no byte count) holds this many.
+BATCH_SOURCES: Final = 100
 
 
-def batches(sources: Sequence[SourceView]) -> list[list[SourceView]]:
-    """`sources` in order, cut into batches of small files (a big one is a batch of its own).
+def batches(sources: Sequence[SourceView], *, sized: bool = True) -> list[list[SourceView]]:
+    """`sources` in order, cut into batches of small files (a big one is a batch of its own); not
+    `sized` (their sizes are no byte counts), :data:`BATCH_SOURCES` at a time.
 
     >>> sizes = [10, 10, 5 << 20, 10]
     >>> [[s.size for s in b] for b in batches([SourceView(path="/p", agent="claude", size=n) for n in sizes])]
     [[10, 10], [5242880], [10]]
     """
+    if not sized:
+        return [list(sources[i : i + BATCH_SOURCES]) for i in range(0, len(sources), BATCH_SOURCES)]
     out: list[list[SourceView]] = []
     size = 0
     for source in sources:
@@ -58,11 +74,18 @@ def batches(sources: Sequence[SourceView]) -> list[list[SourceView]]:
 
 
 def source_dir(agent: str, environ: Mapping[str, str]) -> Path:
-    """Where `agent` keeps its histories: its own variable, else the default under ``$HOME``.
+    """Where `agent` keeps its histories: its own variable, else the default under ``$HOME``
+    (OpenCode's data directory follows XDG; Aider keeps its history in the project itself).
 
     >>> str(source_dir("claude", {"HOME": "/h"})), str(source_dir("codex", {"CODEX_HOME": "/c"}))
     ('/h/.claude', '/c')
+    >>> str(source_dir("opencode", {"HOME": "/h"})), str(source_dir("opencode", {"XDG_DATA_HOME": "/x"}))
+    ('/h/.local/share/opencode', '/x/opencode')
     """
+    home = Path(environ.get("HOME") or os.path.expanduser("~"))
+    if agent in ("opencode", "aider"):
+        data = environ.get("XDG_DATA_HOME")
+        return (Path(data).absolute() if data else home / ".local" / "share") / agent
     variable, default = ("CLAUDE_CONFIG_DIR", ".claude") if agent == "claude" else ("CODEX_HOME", ".codex")
     given = environ.get(variable)
     if given:
@@ -140,15 +163,16 @@ def import_sessions(run: Invocation) -> int:
         from .machine import import_all  # the whole machine: each project into its own store
 
         return import_all(run)
-    agent: Backend = run.args.agent
+    agent: HistoryAgent = run.args.agent
     root = run.new_root
     project = os.path.realpath(run.args.project) if run.args.project else root
-    where = source_dir(agent, run.environ)
+    given = getattr(run.args, "data_dir", None)
+    where = Path(given).absolute() if given else source_dir(agent, run.environ)
     with run.creating_store(root):
         return _import(run, agent, root, project, where)
 
 
-def _import(run: Invocation, agent: Backend, root: str, project: str, where: Path) -> int:
+def _import(run: Invocation, agent: HistoryAgent, root: str, project: str, where: Path) -> int:
     summary, code = import_into(run, agent, root, project, where)
     said = (
         import_summary(summary["created"], summary["updated"], summary["current"], summary["events"])
@@ -160,7 +184,7 @@ def _import(run: Invocation, agent: Backend, root: str, project: str, where: Pat
 
 
 def import_into(
-    run: Invocation, agent: Backend, root: str, project: str, where: Path
+    run: Invocation, agent: HistoryAgent, root: str, project: str, where: Path
 ) -> tuple[dict[str, Any], int]:
     """Import every source of `project` that is not current into `root`'s store: the summary, and
     the exit status (1 when a source failed, each said on stderr)."""
@@ -170,8 +194,8 @@ def import_into(
     progress = _Progress(sys.stderr, run.environ)
     done = 0
     try:
-        for batch in batches(todo):
-            progress.show(done, len(todo), Path(batch[0].path).name)
+        for batch in batches(todo, sized=agent in ("claude", "codex")):
+            progress.show(done, len(todo), Path(batch[0].path.rpartition("#")[0] or batch[0].path).name)
             done += len(batch)
             try:
                 if len(batch) == 1:
@@ -179,7 +203,7 @@ def import_into(
                     replies, failed = [one], []
                 else:
                     paths = [source.path for source in batch]
-                    reply = run.client.import_batch(root, agent, paths, worktree=run.branch)
+                    reply = run.client.import_sessions(root, agent, paths, worktree=run.branch)
                     replies, failed = reply.imports, [(f.path, f.error) for f in reply.failed]
             except RemoteError as exc:
                 replies, failed = [], [(source.path, exc.message) for source in batch]

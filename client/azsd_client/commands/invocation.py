@@ -13,7 +13,7 @@ from collections.abc import Iterator, Mapping
 from azsd.config import ResolvedConfig, resolve_config
 from azsd.errors import UsageError
 from azsd_client.client import Client
-from azsd_client.render.term import wants_color
+from azsd_client.render.term import terminal_width, wants_color
 from azsd_client.render.text import Style
 
 from .output import Output
@@ -72,6 +72,13 @@ def git_branch(root: str) -> str:
     return "" if not branch or branch == "HEAD" else branch
 
 
+def _color(choice: str, environ: Mapping[str, str]) -> bool:
+    """`--color`: always, never, or auto (a terminal, without ``NO_COLOR``, not ``TERM=dumb``)."""
+    if choice == "always":
+        return True
+    return choice == "auto" and wants_color(sys.stdout, environ)
+
+
 class Invocation:
     """What the commands of one `azs` run share."""
 
@@ -83,7 +90,11 @@ class Invocation:
         self.out = Output(
             json=json,
             tty=tty,
-            style=Style(color=not json and wants_color(sys.stdout, self.environ), relative=tty),
+            style=Style(
+                color=not json and _color(getattr(args, "color", "auto"), self.environ),
+                relative=tty,
+                width=terminal_width(sys.stdout, self.environ) if tty else None,
+            ),
             environ=self.environ,
         )
         self._client: Client | None = None
@@ -97,7 +108,7 @@ class Invocation:
     def client(self) -> Client:
         """The connection to azsd, opened on first use."""
         if self._client is None:
-            self._client = Client(self.config, timeout=self.args.timeout)
+            self._client = Client(self.config, timeout=self.args.timeout, on_wait=_say_waiting)
         return self._client
 
     @functools.cached_property
@@ -105,6 +116,12 @@ class Invocation:
         """The worktree whose store is used: `--root`, else the git top level, else the current directory."""
         given: str | None = self.args.root
         return os.path.realpath(given if given else git_root(os.getcwd()))
+
+    @functools.cached_property
+    def outside_git(self) -> bool:
+        """No `--root` was given and the current directory is not inside a git worktree (so the root
+        is only the current directory)."""
+        return not self.args.root and git(["rev-parse", "--show-toplevel"], os.getcwd()) is None
 
     @functools.cached_property
     def new_root(self) -> str:
@@ -143,3 +160,9 @@ class Invocation:
         if self._client is not None:
             self._client.close()
             self._client = None
+
+
+def _say_waiting(what: str) -> None:
+    """A change that got no reply in time is waited for still (the daemon answers): say so on stderr."""
+    sys.stderr.write(f"azs: {what}\n")
+    sys.stderr.flush()

@@ -20,14 +20,15 @@ S3
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 import msgspec
 
-from azsd_client.render.text import Line, Style
+from azsd_client.render.text import Ansi, Line, Style
 
 from .shapes import plain
 
@@ -110,6 +111,25 @@ class Output:
         if self.tty:
             self.note(text)
 
+    @contextlib.contextmanager
+    def redirected(self, stream: IO[str], width: int) -> Iterator[None]:
+        """Within: human output goes to `stream` (a pager's stdin), drawn `width` columns wide."""
+        saved = self._console, self.environ
+        self._console, self.environ = None, {**self.environ, "COLUMNS": str(width)}
+        try:
+            with contextlib.redirect_stdout(stream):
+                yield
+                stream.flush()
+        finally:
+            self._console, self.environ = saved
+
+    def aside(self, text: str) -> None:
+        """A line on stderr, whatever the mode and wherever stdout goes: what a person must not miss
+        (sessions or hits a filter hid) even when the results go to a pipe or are JSON."""
+        sys.stdout.flush()
+        sys.stderr.write(f"azs: {text}\n")
+        sys.stderr.flush()
+
     def emit(self, value: Any, *, flush: bool = False) -> None:
         """One JSON line, whatever the mode (a shape is the caller's)."""
         sys.stdout.write(msgspec.json.encode(value).decode() + "\n")
@@ -118,7 +138,7 @@ class Output:
 
     def _say(self, lines: Iterable[Line], flush: bool) -> None:
         for line in lines:
-            if isinstance(line, str) and not self.tty:
+            if isinstance(line, Ansi) or (isinstance(line, str) and not self.tty):
                 sys.stdout.write(line + "\n")
             else:
                 from azsd_client.render.term import write

@@ -16,11 +16,13 @@ from azsd_client.render.remote import (
     remote_ref,
     remote_rows,
     sync_status_lines,
+    sync_verify_lines,
+    who,
 )
 from azsd_client.render.text import table
 
 from . import shapes
-from .invocation import Invocation
+from .invocation import Invocation, UsageError
 from .store import worktree_scope
 
 __all__ = ["ls", "pull", "search", "show", "sync"]
@@ -29,7 +31,16 @@ _PAGE: Final = 500
 
 
 def sync(run: Invocation) -> int:
-    """`azs sync status`: the database, and each store's last pushed event, lag and last error."""
+    """`azs sync status`: the database, and each store's last pushed event, lag and last error;
+    `azs sync verify`: each session compared with the database, and what it lacked pushed again."""
+    if run.args.action == "verify":
+        reply = run.client.sync_verify(repair=not run.args.no_repair)
+        run.out.result(reply, sync_verify_lines)
+        differs = any(
+            s.error or any(c.error or c.repaired < c.local - c.remote for c in s.sessions)
+            for s in reply.stores
+        )
+        return 1 if differs else 0
     run.out.result(run.client.sync_status(), sync_status_lines)
     return 0
 
@@ -76,10 +87,12 @@ def show(run: Invocation) -> int:
 def search(run: Invocation) -> int:
     """`azs search --remote QUERY`: ranked full-text search of the repository's remote sessions."""
     a = run.args
+    if a.query is None or a.interactive:
+        raise UsageError("search --remote takes a QUERY (-i picks from this store's sessions only)")
     if a.sessions:
         run.out.hint("-s names local sessions: searching every remote session of the repository")
     reply = run.client.remote_search(
-        run.root, a.query, limit=a.limit, worktrees=worktree_scope(run), kinds=a.kinds, words=a.words
+        run.root, a.query, limit=a.limit, worktrees=worktree_scope(run), kinds=a.kinds, words=not a.fts
     )
     run.out.results(
         reply.hits,
@@ -96,11 +109,20 @@ def pull(run: Invocation) -> int:
     a = run.args
     reply = run.client.pull(run.new_root, a.ref, name=a.name, worktree=run.branch)
     v, origin = reply.session, reply.origin
+    stranger = (
+        []
+        if origin.own
+        else [
+            f"{remote_ref(origin.uuid)} is not your own: the database role {origin.owner or '?'} pushed it "
+            f"(saying it is {origin.identity}); read it before an agent acts on it"
+        ]
+    )
     run.out.result(
         reply,
-        lambda _r, _s: [
-            f"pulled {remote_ref(origin.uuid)} ({origin.identity}) as S{v.id}: {v.event_count} events; "
-            f"continue it with `azs run -s S{v.id} PROMPT`"
+        lambda _r, style: [
+            f"pulled {remote_ref(origin.uuid)} ({who(origin)}) as S{v.id}: {v.event_count} events; "
+            f"continue it with `azs run -s S{v.id} PROMPT`",
+            *(style.yellow(line) for line in stranger),
         ],
     )
     return 0

@@ -1,4 +1,5 @@
-"""The `azs` commands over sessions themselves: ls, new, show, rename, rm, fork, archive, unarchive, context.
+"""The `azs` commands over sessions themselves: ls, new, rename, rm, fork, archive, unarchive, context
+(`show` and `log` are :mod:`.transcript`).
 
 Each takes its :class:`~.invocation.Invocation` and returns its exit status.
 """
@@ -12,19 +13,28 @@ from typing import Final
 from azsd.errors import AzsdError
 from azsd.ipc.protocol import SessionView
 from azsd_client._shared import Archived
-from azsd_client.render.events import event_lines
-from azsd_client.render.sessions import by_latest, session_header, session_rows
+from azsd_client.render.sessions import by_latest, session_rows
 from azsd_client.render.text import plural
 
-from . import shapes
 from .invocation import Invocation, UsageError
 
-__all__ = ["archive", "context", "fork", "ls", "new", "rename", "rm", "show", "unarchive"]
+__all__ = [
+    "active_since",
+    "all_sessions",
+    "archive",
+    "context",
+    "fork",
+    "ls",
+    "new",
+    "rename",
+    "rm",
+    "unarchive",
+]
 
 _PAGE: Final = 500
 
 
-def _all_sessions(run: Invocation, worktree: str | None, archived: Archived = "exclude") -> list[SessionView]:
+def all_sessions(run: Invocation, worktree: str | None, archived: Archived = "exclude") -> list[SessionView]:
     """Every session of the store (with `worktree`, that worktree's), latest activity first, with usage
     (and, for `--json`, each one's context meter)."""
     views: dict[int, SessionView] = {}
@@ -51,21 +61,37 @@ def ls(run: Invocation) -> int:
     args = run.args
     archived: Archived = "only" if args.archived else "include" if args.all else "exclude"
     if args.all_worktrees or args.worktree is not None:
-        views = _all_sessions(run, None if args.all_worktrees else args.worktree, archived)
+        views = all_sessions(run, None if args.all_worktrees else args.worktree, archived)
         hidden = 0
     else:
-        everything = _all_sessions(run, None, archived)
+        everything = all_sessions(run, None, archived)
         views = [v for v in everything if v.worktree in (run.branch, "")]
         hidden = len(everything) - len(views)
     views = by_latest(views)
+    if args.since is not None:
+        views = [v for v in views if active_since(v, args.since)]
+    if args.limit is not None:
+        views = views[: args.limit]
+    if not views and not hidden and run.outside_git:
+        raise UsageError(
+            f"{run.root} is not inside a git worktree, and holds no sessions: run azs inside the worktree "
+            "whose sessions you want, or give --root DIR"
+        )
     run.out.results(views, lambda vs, style: session_rows(vs, style, worktree=args.all_worktrees))
     if not views:
         run.out.hint(
             "no archived sessions" if args.archived else "no sessions yet: `azs new NAME` creates one"
         )
-    if hidden:
-        run.out.hint(f"{hidden:,} more on other branches: `azs ls --all-worktrees`")
+    if hidden:  # on stderr even on a pipe: a filter never hides sessions without a word
+        run.out.aside(f"{hidden:,} more on other branches: `azs ls --all-branches`")
     return 0
+
+
+def active_since(view: SessionView, since: str) -> bool:
+    """Whether the session was active on the day `since` (``YYYY-MM-DD`` or ``YYYYMMDD``, UTC) or after:
+    its latest turn's time, else its creation."""
+    day = since if "-" in since else f"{since[:4]}-{since[4:6]}-{since[6:]}"
+    return (view.last_activity or view.created)[:10] >= day
 
 
 def _named(view: SessionView) -> str:
@@ -81,23 +107,10 @@ def new(run: Invocation) -> int:
     return 0
 
 
-def show(run: Invocation) -> int:
-    """The session's header, then each event beside its seq; with ``--json`` one object:
-    ``{"session", "events"}``."""
-    sid: int = run.args.session
-    view = run.client.get_session(run.root, sid, with_meter=True).session
-    if run.out.json:
-        events = [shapes.event(e) for e in run.client.get_events(run.root, sid)]
-        run.out.emit({"session": shapes.plain(view), "events": events})
-        return 0
-    threshold = run.config.compaction_threshold
-    run.out.result(view, lambda v, style: session_header(v, style, threshold=threshold))
-    for event in run.client.get_events(run.root, sid):
-        run.out.result(event, event_lines)
-    return 0
-
-
 def rename(run: Invocation) -> int:
+    """A new name for a session; an empty one is refused (the session would be called S3 again)."""
+    if not run.args.name.strip():
+        raise UsageError(f"the new name is empty: give S{run.args.session} a name with a word in it")
     view = run.client.rename_session(run.root, run.args.session, run.args.name).session
     run.out.result(view, lambda v, _: [f"S{v.id} is now “{v.display_name}”"])
     return 0

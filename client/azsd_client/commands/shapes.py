@@ -63,22 +63,28 @@ def event(item: WireEvent) -> dict[str, Any]:
 def change(note: SessionChanged) -> dict[str, Any]:
     """A session renamed, completed, archived, deleted…: ``{"type": "changed", …}``."""
     return {
-        "type": "changed", "root": note.root, "seq": note.seq, "session_id": note.session_id,
-        "change": note.change, "session": plain(note.session) if note.session is not None else None,
+        "type": "changed", "root": note.root, "seq": note.seq, "notification_seq": note.seq,
+        "session_id": note.session_id, "change": note.change,
+        "session": plain(note.session) if note.session is not None else None,
     }  # fmt: skip
 
 
 def notification(note: Notification) -> dict[str, Any]:
-    """`azs watch`: ``{"type": "created" | "changed" | "appended", "root", "seq", …}``."""
+    """`azs watch`: ``{"type": "created" | "changed" | "appended", "root", "seq", "notification_seq",
+    …}``: `notification_seq` numbers the daemon's notifications (it is not an event's seq); `seq` is
+    the same number under its older name."""
     match note:
         case SessionCreated():
-            return {"type": "created", "root": note.root, "seq": note.seq, "session": plain(note.session)}
+            return {
+                "type": "created", "root": note.root, "seq": note.seq, "notification_seq": note.seq,
+                "session": plain(note.session),
+            }  # fmt: skip
         case SessionChanged():
             return change(note)
         case EventsAppended():
             return {
-                "type": "appended", "root": note.root, "seq": note.seq, "session_id": note.session_id,
-                "events": [event(e) for e in note.events],
+                "type": "appended", "root": note.root, "seq": note.seq, "notification_seq": note.seq,
+                "session_id": note.session_id, "events": [event(e) for e in note.events],
             }  # fmt: skip
     raise TypeError(f"not a notification: {type(note).__name__}")
 
@@ -89,6 +95,7 @@ def hit(found: SearchHit) -> dict[str, Any]:
         "session": found.session, "session_name": found.session_name, "seq": found.seq,
         "kind": found.kind, "rank": found.rank, "snippet": found.snippet,
         "highlights": [list(pair) for pair in found.highlights], "event": _decoded(found.data),
+        "also_in": found.also_in,
     }  # fmt: skip
 
 
@@ -96,7 +103,8 @@ def remote_hit(found: RemoteHit) -> dict[str, Any]:
     """A hit of `search --remote`: its remote session and who pushed it, rank, snippet (matches in
     ``[[…]]``) and the event itself."""
     return {
-        "session": found.session, "identity": found.identity, "session_name": found.session_name,
+        "session": found.session, "identity": found.identity, "owner": found.owner,
+        "session_name": found.session_name,
         "worktree": found.worktree, "seq": found.seq, "kind": found.kind, "rank": found.rank,
         "snippet": found.snippet, "event": _decoded(found.data),
     }  # fmt: skip

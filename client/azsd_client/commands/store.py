@@ -9,17 +9,18 @@ import os
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Final
 
 from azsd.config import price_table
 from azsd.errors import AzsdError, RemoteError
 from azsd.files import atomic_write
-from azsd.ipc.protocol import ExportReply
+from azsd.ipc.protocol import ExportReply, SearchHit
 from azsd_client.render.reports import (
     backup_line,
     block_lines,
+    context_lines,
     period_lines,
     price_lines,
     price_shape,
@@ -29,7 +30,7 @@ from azsd_client.render.reports import (
 from azsd_client.render.text import format_size, plural
 
 from . import shapes
-from .invocation import Invocation
+from .invocation import Invocation, UsageError
 
 __all__ = ["SHOW_INDEXING_FROM", "backup", "export", "search", "usage", "wait_for_index", "worktree_scope"]
 
@@ -84,20 +85,69 @@ def wait_for_index(run: Invocation) -> None:
 
 
 def search(run: Invocation) -> int:
-    """Ranked full-text search; a query the index cannot parse is the daemon's `bad_request` (exit 1).
-    While the index is far behind (:func:`wait_for_index`), its progress is shown first."""
+    """Ranked full-text search, plain text unless `--fts` (a query FTS5 cannot parse is the daemon's
+    `bad_request`, exit 1). While the index is far behind (:func:`wait_for_index`), its progress is
+    shown first; hits the default branch scope hides are counted on stderr."""
     a = run.args
+    if a.query is None and not a.interactive:
+        raise UsageError("give a query: azs search QUERY (or search as you type: azs search -i)")
     wait_for_index(run)
     named = a.sessions and a.worktree is None  # sessions named outright are searched wherever they are
+    scope = None if named else worktree_scope(run)
+    if a.since is not None:  # the sessions active since then (the store keeps no time per event)
+        from .sessions import active_since, all_sessions
+
+        recent = [v.id for v in all_sessions(run, None) if active_since(v, a.since)]
+        a.sessions = [sid for sid in a.sessions if sid in recent] if a.sessions else recent
+        if not a.sessions:
+            run.out.hint(f"no sessions active since {a.since}")
+            return 0
+    if a.interactive:
+        from .picker import pick
+
+        return pick(run, lambda query: run.client.search(
+            run.root, query, limit=a.limit, worktrees=scope, sessions=a.sessions, kinds=a.kinds,
+            words=not a.fts,
+        ).hits)  # fmt: skip
     reply = run.client.search(
-        run.root, a.query, limit=a.limit, worktrees=None if named else worktree_scope(run),
-        sessions=a.sessions, kinds=a.kinds, words=a.words,
+        run.root, a.query, limit=a.limit, worktrees=scope, sessions=a.sessions, kinds=a.kinds,
+        words=not a.fts,
     )  # fmt: skip
-    run.out.results(reply.hits, search_table, shape=shapes.hit)
-    if not reply.hits:
-        where = "" if a.all_worktrees else " in this branch's sessions (`--all-worktrees` searches every one)"
-        run.out.hint("no matches" + where)
+    if a.context:
+        _with_context(run, reply.hits, a.context)
+    else:
+        run.out.results(reply.hits, search_table, shape=shapes.hit)
+    hidden = _hidden_hits(run, reply.hits) if scope is not None and a.worktree is None else 0
+    if hidden:
+        more = f"{hidden:,}+" if hidden >= a.limit else f"{hidden:,}"
+        run.out.aside(f"{more} more {'hit' if hidden == 1 else 'hits'} on other branches: --all-branches")
+    elif not reply.hits:
+        run.out.hint("no matches")
     return 0
+
+
+def _hidden_hits(run: Invocation, shown: Sequence[SearchHit]) -> int:
+    """How many hits the same search has in sessions of other branches (up to the limit)."""
+    a = run.args
+    everywhere = run.client.search(
+        run.root, a.query, limit=a.limit, sessions=a.sessions, kinds=a.kinds, words=not a.fts
+    ).hits
+    seen = {(sid, h.seq) for h in shown for sid in (h.session, *h.also_in)}
+    return sum(1 for h in everywhere if not any((sid, h.seq) in seen for sid in (h.session, *h.also_in)))
+
+
+def _with_context(run: Invocation, hits: Sequence[SearchHit], around: int) -> None:
+    """`search -C N`: each hit as a piece of its transcript, the N events before and after it."""
+    for n, hit in enumerate(hits):
+        first = max(1, hit.seq - around)
+        page = run.client.get_events_page(run.root, hit.session, from_seq=first, limit=2 * around + 1)
+        events = [e for e in page.events if e.seq <= hit.seq + around]
+        first_hit = n == 0
+        run.out.result(
+            (hit, events),
+            lambda he, style: context_lines(he[0], he[1], style, first=first_hit),  # noqa: B023 (used at once)
+            shape=lambda he: {**shapes.hit(he[0]), "context": [shapes.event(e) for e in he[1]]},
+        )
 
 
 def export(run: Invocation) -> int:

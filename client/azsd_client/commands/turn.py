@@ -20,16 +20,25 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Final
 
 from azsd.errors import AzsdError, RemoteError
-from azsd.events import Complete, Event, EventDecodeError, UserMessage, decode_event, encode_event
+from azsd.events import (
+    AssistantText,
+    Complete,
+    Event,
+    EventDecodeError,
+    UserMessage,
+    decode_event,
+    encode_event,
+)
 from azsd.ipc.protocol import SessionChanged, WireEvent
 from azsd_client._shared import Backend
 from azsd_client.follow import FollowItem, SessionFollower
 from azsd_client.render.events import event_lines
 from azsd_client.render.text import Line, Style
+from azsd_client.render.turns import ERROR_PREFIX
 
 from . import shapes
 from .agent import FORMATS, Agent, agent_command, check_agent, started_model, turn_path
@@ -115,6 +124,17 @@ class _Turn:
         sys.stderr.write(f"azs: {message}\n" + "".join(f"  │ {line}\n" for line in details))
         sys.stderr.flush()
 
+    def store_outcome(self, what: str, stderr: Sequence[str], *, failed: bool) -> None:
+        """Store how the turn ended where it ended, as AZUREAL stores a failed Codex turn (spec §4.3):
+        an ``Error:`` answer (what happened, the last lines of the agent's stderr), and, for a turn
+        without its own end, a failed `Complete` (which marks the session failed). Then show them."""
+        text = ERROR_PREFIX + what + "".join(f"\n{line}" for line in stderr)
+        events: list[Event] = [AssistantText(text=text)]
+        if failed:
+            events.append(Complete(success=False, duration_ms=self.elapsed_ms(), cost_usd=0.0))
+        self.client.append_events(self.run.root, self.session, events)
+        self.show(self.follower.read())
+
     def elapsed_ms(self) -> int:
         return (
             self.agent.elapsed_ms()
@@ -166,7 +186,10 @@ class _Turn:
         if code is None:
             self.note(f"the agent (pid {self.agent.pid}) did not exit after the turn ended: stopping it")
             code = self._stop_agent()
-        self._unfollow(timeout=None)  # a follow the daemon already ended answers not_found
+        why = None  # a turn that completed: its follow ended with it
+        if self.complete is None:
+            why = f"its agent (pid {self.agent.pid}) exited ({_status(code)}) before the turn ended"
+        self._unfollow(timeout=None, reason=why)  # a follow the daemon already ended answers not_found
         self.show(self.follower.read())
         return self._conclude(code)
 
@@ -174,7 +197,8 @@ class _Turn:
         assert self.agent is not None
         done = self.complete
         if done is None:
-            self.client.mark_completed(self.run.root, self.session, False, duration_ms=self.elapsed_ms())
+            ended = "printed no result" if code == 0 else "exited without finishing the turn"
+            self.store_outcome(f"the agent {ended} ({_status(code)})", self.agent.stderr_tail(), failed=True)
             self.note(
                 f"the agent exited ({_status(code)}) without finishing the turn; S{self.session} keeps "
                 f"what it wrote (marked failed); its output: {self.agent.path}",
@@ -193,6 +217,8 @@ class _Turn:
         if done.success and code == 0:
             self.agent.remove_files()
             return 0
+        if code != 0:  # (a failed turn that exited 0 says all there is in its own end)
+            self.store_outcome(f"the agent exited ({_status(code)})", self.agent.stderr_tail(), failed=False)
         self.note(
             f"the agent exited ({_status(code)}); its output: {self.agent.path}", self.agent.stderr_tail()
         )
@@ -206,15 +232,18 @@ class _Turn:
         agent = f"stopped the agent ({_status(code)}); " if self.agent is not None else ""
         try:
             if self.agent is not None:
-                self._unfollow(timeout=_UNFOLLOW_TIMEOUT_S)
+                why = f"interrupted by {signal.Signals(signum).name}: its agent was stopped ({_status(code)})"
+                self._unfollow(timeout=_UNFOLLOW_TIMEOUT_S, reason=why)
             self.show(self.follower.read())
-            if self.complete is None:
-                self.client.mark_completed(self.run.root, self.session, False, duration_ms=self.elapsed_ms())
+            completed = self.complete is not None
+            if not completed:
+                stopped = agent.removesuffix("; ") or "before the agent started"
+                self.store_outcome(f"interrupted: {stopped}", [], failed=True)
         except AzsdError as exc:
             where = f"; its output: {self.agent.path}" if self.agent is not None else ""
             self.note(f"interrupted: {agent}the turn could not be stored whole ({exc}){where}")
             return 128 + signum
-        state = "completed" if self.complete is not None else "partial turn, marked failed"
+        state = "completed" if completed else "partial turn, marked failed"
         self.note(f"interrupted: {agent}S{self.session} keeps {self.shown} events of this turn ({state})")
         return 128 + signum
 
@@ -244,10 +273,10 @@ class _Turn:
         ]
         return any(v.active for v in mine)
 
-    def _unfollow(self, *, timeout: float | None) -> None:
+    def _unfollow(self, *, timeout: float | None, reason: str | None = None) -> None:
         assert self.agent is not None
         try:
-            self.client.unfollow(self.run.root, self.agent.path, timeout=timeout)
+            self.client.unfollow(self.run.root, self.agent.path, timeout=timeout, reason=reason)
         except RemoteError as exc:
             if exc.code not in _ALREADY_ENDED:
                 raise
@@ -300,13 +329,35 @@ def _compact_if_full(run: Invocation, session: int, backend: Backend) -> None:
         say(describe(done))
 
 
+def _prompt(given: str | None, file: str | None) -> str:
+    """The prompt: as given, read from stdin for ``-``, or from `file` (`--file`); never empty."""
+    where = "the prompt"
+    if file is not None:
+        where = file
+        try:
+            with open(file, encoding="utf-8", errors="replace") as stream:
+                prompt = stream.read()
+        except OSError as exc:
+            raise UsageError(f"cannot read the prompt from {file}: {exc.strerror or exc}") from None
+    elif given == "-":
+        where = "stdin"
+        if sys.stdin.isatty():
+            sys.stderr.write("azs: reading the prompt from stdin (Ctrl-D ends it)\n")
+        prompt = sys.stdin.read()
+    elif given is None:
+        raise UsageError("give a prompt: azs run PROMPT, azs run - (from stdin) or azs run --file F")
+    else:
+        prompt = given
+    if not prompt.strip():
+        raise UsageError(f"the prompt is empty ({where})" if where != "the prompt" else "the prompt is empty")
+    return prompt
+
+
 def run_turn(run: Invocation) -> int:
     """`azs run`: exit status 0 when the turn succeeded, 1 when it failed, 128 + signal when interrupted."""
     args = run.args
-    prompt: str = args.prompt
+    prompt = _prompt(args.prompt, args.file)
     backend: Backend = args.backend
-    if not prompt.strip():
-        raise UsageError("the prompt is empty")
     session: int | None = args.session
     root = run.root if session is not None else run.new_root  # a new session: never in a stray dir
     check_agent(run.config, backend)

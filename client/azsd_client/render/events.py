@@ -1,13 +1,20 @@
 """Human output of what happens in sessions: stored events (`azs show`, `tail`, `run`) and notifications
 (`azs watch`).
 
-Pure functions from protocol values to lines of text.
+Pure functions from protocol values to lines of text. An event is one plain string (its colours as
+ANSI codes, :class:`~.text.AnsiStyle`), so that a transcript of 100 000 events streams as fast as its
+JSON: no rich object per event. Text an agent wrote is hostile: its control characters (escape
+sequences, carriage returns, bells) are shown as visible symbols, never sent to the terminal.
 """
 
 from __future__ import annotations
 
+import functools
+import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final, TypeAlias
+
+import msgspec
 
 from azsd.errors import ProtocolError
 from azsd.events import (
@@ -32,12 +39,26 @@ from azsd.ipc.protocol import EventsAppended, Notification, SessionChanged, Sess
 from azsd.tools import display_key
 
 from .sessions import badge
-from .text import LINE_MAX, Cell, Line, Style, format_cost, format_duration, gutter, join, one_line, plural
+from .text import (
+    LINE_MAX,
+    Ansi,
+    AnsiStyle,
+    Cell,
+    Line,
+    Style,
+    format_cost,
+    format_duration,
+    join,
+    one_line,
+    plural,
+    wrap_ansi,
+)
+from .turns import ERROR_PREFIX
 
 if TYPE_CHECKING:
     from rich.text import Text
 
-__all__ = ["event_lines", "key_param", "notification_line"]
+__all__ = ["event_lines", "event_text", "harmless", "key_param", "notification_line"]
 
 _RESULT_LINES: Final = 3
 _Piece: TypeAlias = "str | Text"
@@ -73,6 +94,8 @@ def _user(e: UserMessage, s: Style) -> list[_Piece]:
 
 
 def _assistant(e: AssistantText, s: Style) -> list[_Piece]:
+    if e.text.startswith(ERROR_PREFIX):  # how a turn failed (stored by `azs run`, or by AZUREAL)
+        return [s.red(line) for line in _indented(e.text, "✗ ", "  ")]
     return list(_indented(e.text, "  ", "  "))
 
 
@@ -128,20 +151,86 @@ _RENDERERS: Final[dict[type[Any], Callable[[Any, Style], list[_Piece]]]] = {
 
 
 def event_pieces(event: WireEvent, style: Style) -> list[_Piece]:
-    """The lines of one stored event, without its seq."""
+    """The lines of one stored event, without its seq (its text's control characters made visible)."""
     try:
-        decoded = decode_event(event.data)
+        decoded = decode_event(_harmless_json(event.data))
     except EventDecodeError as exc:
         return [style.dim(f"  ? {event.kind} (unreadable: {exc})")]
     return _RENDERERS[type(decoded)](decoded, style)
 
 
-def event_lines(event: WireEvent, style: Style) -> list[Line]:
+#: C0 controls but tab and newline, DEL, and the C1 controls: each as a visible symbol (the C0 ones
+#: as Unicode's control pictures, ␛ for escape).
+_CONTROLS: Final = {
+    **{c: chr(0x2400 + c) for c in range(0x20) if chr(c) not in "\t\n"},
+    0x7F: "\u2421",
+    **{c: "\ufffd" for c in range(0x80, 0xA0)},
+}
+#: How JSON text escapes a control character (or may: ``\\u`` is any escape), and the C1 controls,
+#: which it holds as they are.
+_ESCAPES: Final = ("\\u", "\\r", "\\b", "\\f")
+_C1: Final = re.compile("[\x80-\x9f]")
+
+
+def harmless(text: str) -> str:
+    r"""`text` with nothing a terminal would act on: CR LF becomes LF, every other control character a
+    visible symbol.
+
+    >>> harmless("red \x1b[31m! \r\n\x07")
+    'red ␛[31m! \n␇'
+    """
+    return text.replace("\r\n", "\n").translate(_CONTROLS)
+
+
+def _harmless_json(data: str) -> str:
+    """An event's JSON with every string made :func:`harmless` (as it is when none needs it: most)."""
+    if not any(escape in data for escape in _ESCAPES) and (data.isascii() or not _C1.search(data)):
+        return data
+    try:
+        value = msgspec.json.decode(data)
+    except msgspec.DecodeError:
+        return data  # decode_event says what is wrong with it
+    return msgspec.json.encode(_harmless_value(value)).decode()
+
+
+def _harmless_value(value: Any) -> Any:
+    if isinstance(value, str):
+        return harmless(value)
+    if isinstance(value, dict):
+        return {harmless(k): _harmless_value(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_harmless_value(v) for v in value]
+    return value
+
+
+#: The width of the margin the seq is shown in.
+_GUTTER: Final = 5
+
+
+def event_text(event: WireEvent, style: Style, *, mark: str = " ") -> str:
     """How `show`, `tail` and `run` print one stored event: its lines beside its seq, dim, in a left
-    margin (the seq `fork --at` and search hits name). A prompt starts a new paragraph."""
-    pieces = event_pieces(event, style)
-    seq = gutter(str(event.seq), pieces)
-    return ["", seq] if event.kind == "UserMessage" else [seq]
+    margin (the seq `fork --at` and search hits name), `mark` before the seq (``>``: a search hit);
+    a prompt starts a new paragraph. One string, its colours as ANSI codes when `style` has colour.
+    """
+    ansi = _ansi(style.color, style.relative)
+    pieces = event_pieces(event, ansi)
+    label = f"{event.seq}".rjust(_GUTTER - 1)
+    first = f"{ansi.dim(mark + label)} "
+    rest = " " * (max(_GUTTER, len(label) + 1) + 1)
+    body = [first + str(pieces[0]), *(rest + str(piece) for piece in pieces[1:])]
+    if style.width is not None:  # a terminal: long lines wrap beside the margin, not under the seq
+        body = [wrap_ansi(line, style.width, rest) for line in body]
+    return ("\n" if event.kind == "UserMessage" else "") + "\n".join(line.rstrip() for line in body)
+
+
+@functools.lru_cache(maxsize=4)
+def _ansi(color: bool, relative: bool) -> AnsiStyle:
+    return AnsiStyle(color=color, relative=relative)
+
+
+def event_lines(event: WireEvent, style: Style) -> list[Line]:
+    """:func:`event_text` as a line of output (written as it is)."""
+    return [Ansi(event_text(event, style))]
 
 
 def notification_line(note: Notification, style: Style) -> str | Text:

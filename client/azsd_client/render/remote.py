@@ -7,7 +7,7 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Final
 
-from azsd.ipc.protocol import RemoteHit, RemoteSessionView, SyncStatusReply
+from azsd.ipc.protocol import RemoteHit, RemoteSessionView, SyncStatusReply, SyncVerifyReply
 
 from .sessions import badge
 from .text import Cell, Line, Style, format_cost, format_duration, format_size, join, one_line, table
@@ -15,7 +15,15 @@ from .text import Cell, Line, Style, format_cost, format_duration, format_size, 
 if TYPE_CHECKING:
     from rich.text import Text
 
-__all__ = ["remote_header", "remote_hit_row", "remote_ref", "remote_rows", "sync_status_lines"]
+__all__ = [
+    "remote_header",
+    "remote_hit_row",
+    "remote_ref",
+    "remote_rows",
+    "sync_status_lines",
+    "sync_verify_lines",
+    "who",
+]
 
 #: The characters of a UUID `azs ls --remote` shows (a prefix long enough in practice; a shorter or
 #: ambiguous one is refused by the daemon with the candidates).
@@ -48,37 +56,84 @@ def _ago(seconds: float) -> str:
 def sync_status_lines(reply: SyncStatusReply, style: Style) -> list[Line]:
     """`azs sync status`: the database and identity, then one line per store."""
     if not reply.configured:
-        return ["sync: off (no sync-url in the config file; README: Sync to PostgreSQL)"]
-    lines: list[Line] = [f"sync: {reply.url} as {reply.identity}"]
+        off: list[Line] = ["sync: off (no sync-url in the config file; README: Sync to PostgreSQL)"]
+        if reply.config_error:
+            off.append(style.red(f"  config file: {reply.config_error}"))
+        return off
+    redact = "secrets masked" if reply.redact else "secrets pushed as stored (sync-redact = false)"
+    lines: list[Line] = [f"sync: {reply.url} as {reply.identity}; {redact}"]
+    if reply.config_error:
+        lines.append(style.red(f"  config file: {reply.config_error} (the settings before it stay)"))
     if reply.error:
         lines.append(style.red(f"  database: {reply.error}"))
     rows = []
+    notes: list[Line] = []
     for s in reply.stores:
-        lag = "caught up" if not s.lag_events else f"{s.lag_events} behind, {_ago(s.lag_s)}"
+        if s.waiting:
+            lag = f"waiting: {s.waiting}"
+        else:
+            lag = "caught up" if not s.lag_events else f"{s.lag_events} behind, {_ago(s.lag_s)}"
+        if s.masked:
+            lag += f", {s.masked} secrets masked"
+        if s.note:
+            notes.append(style.yellow(f"  {one_line(s.note, 200)}"))
         last = f"pushed {_ago(time.time() - s.last_push)} ago" if s.last_push else "never pushed"
         rows.append(
             [
                 Cell(s.root, style.bold),
                 Cell(f"#{s.pushed_event_id}/{s.local_event_id}"),
-                Cell(lag, style.green if not s.lag_events else style.yellow),
+                Cell(lag, style.green if not (s.lag_events or s.waiting) else style.yellow),
                 Cell(last, style.dim),
                 Cell(one_line(s.last_error, 80), style.red),
             ]
         )
-    return lines + (table(rows, flex=0, optional=(4, 3)) if rows else ["  no store pushed yet"])
+    return lines + (table(rows, flex=0, optional=(4, 3)) if rows else ["  no store pushed yet"]) + notes
+
+
+def sync_verify_lines(reply: SyncVerifyReply, style: Style) -> list[Line]:
+    """`azs sync verify`: per store, its sessions compared, and each that differed."""
+    lines: list[Line] = []
+    for s in reply.stores:
+        if s.error:
+            lines.append(join(style.bold(s.root), ": ", style.yellow(s.error)))
+            continue
+        if not s.sessions:
+            lines.append(join(style.bold(s.root), ": ", style.green(f"{s.checked} sessions, all there")))
+            continue
+        lines.append(join(style.bold(s.root), f": {s.checked} sessions, {len(s.sessions)} differed"))
+        for c in s.sessions:
+            said = f"  S{c.local_id} {remote_ref(c.uuid)}: {c.local} events here, {c.remote} in the database"
+            if c.error:
+                lines.append(style.red(f"{said}: {c.error}"))
+            elif c.repaired:
+                lines.append(style.green(f"{said}: {c.repaired} pushed again"))
+            else:
+                lines.append(style.yellow(said))
+    return lines or ["no store pushed yet"]
+
+
+def who(view: RemoteSessionView | RemoteHit) -> str:
+    """Who pushed a remote session: the identity it claims, and the database role that vouches for
+    it (an identity alone proves nothing: any role can claim any).
+
+    >>> from azsd.ipc.protocol import RemoteHit
+    >>> who(RemoteHit("u", "ada@laptop", "n", 1, "k", 0.0, "", "", owner="bob"))
+    'ada@laptop (role bob)'
+    """
+    return f"{view.identity} (role {view.owner})" if view.owner else view.identity
 
 
 def remote_rows(views: Sequence[RemoteSessionView], style: Style) -> list[Line]:
     """`azs ls --remote`: badge, ref, name, who and where, branch, size, last push."""
     rows = []
     for v in views:
-        who = "you, here" if v.mine else v.identity
+        pusher = "you, here" if v.mine else who(v)
         rows.append(
             [
                 badge(v.state, style),
                 Cell(remote_ref(v.uuid), style.bold),
                 Cell(one_line(v.name or f"S{v.local_id}", 50)),
-                Cell(who, style.cyan),
+                Cell(pusher, style.cyan),
                 Cell(v.worktree or "-", style.cyan),
                 Cell(f"{v.event_count} events, {format_size(v.char_total)}", style.dim),
                 Cell(v.updated, style.dim),
@@ -99,10 +154,10 @@ def remote_header(view: RemoteSessionView, style: Style) -> list[Line]:
         style.bold(one_line(view.name, 100)),
     )
     facts = [
-        view.state, f"{view.identity}:{view.root} S{view.local_id}", f"branch {view.worktree or '-'}",
+        view.state, f"{who(view)}:{view.root} S{view.local_id}", f"branch {view.worktree or '-'}",
         f"created {view.created}", f"pushed {view.updated}", f"{view.event_count} events",
     ]  # fmt: skip
-    if view.duration_ms is not None:
+    if view.duration_ms:  # 0: not measured
         facts.append(format_duration(view.duration_ms))
     if view.cost_usd:
         facts.append(format_cost(view.cost_usd))
@@ -126,7 +181,7 @@ def remote_hit_row(hit: RemoteHit, style: Style) -> list[Cell]:
         Cell(hit.kind, style.cyan),
         Cell(plain, lambda _text: painted),
         Cell(one_line(hit.session_name, 40), style.dim),
-        Cell(hit.identity, style.dim),
+        Cell(who(hit), style.dim),
     ]
 
 

@@ -17,10 +17,13 @@ from azsd.ipc.protocol import (
     SessionUsageView,
     UsagePeriodView,
     UsageView,
+    WireEvent,
     WorktreeUsageView,
 )
 
+from .events import event_text
 from .text import (
+    Ansi,
     Cell,
     Line,
     Style,
@@ -40,8 +43,11 @@ if TYPE_CHECKING:
     from azsd.config import PriceTable
 
 __all__ = [
+    "KIND_NAMES",
+    "also_in",
     "backup_line",
     "block_lines",
+    "context_lines",
     "highlighted",
     "import_summary",
     "period_lines",
@@ -52,7 +58,8 @@ __all__ = [
     "usage_lines",
 ]
 
-_KIND_NAMES: Final = {
+#: The short names of the kinds of event a search finds.
+KIND_NAMES: Final = {
     "UserMessage": "user",
     "AssistantText": "assistant",
     "ToolCall": "call",
@@ -90,16 +97,24 @@ def highlighted(
     return join(*pieces) if pieces else ""
 
 
-_SEARCH_OPTIONAL: Final = (4, 2, 1)
+#: The columns of a search hit left out on a narrow terminal, in order: the name, the fork copies,
+#: the kind, the seq (the match is what the row is about: it is cut last).
+_SEARCH_OPTIONAL: Final = (4, 5, 2, 1)
+
+
+def also_in(hit: SearchHit) -> str:
+    """`also in S13, S36` for the fork copies of a hit, else ""."""
+    return "also in " + ", ".join(f"S{sid}" for sid in hit.also_in) if hit.also_in else ""
 
 
 def search_row(hit: SearchHit, style: Style) -> list[Cell]:
-    """`azs search`: the session, the event's seq and kind, the snippet with its hits painted, the name.
+    """`azs search`: the session, the event's seq and kind, the snippet with its hits painted, the
+    name, the sessions holding a copy.
 
     >>> hit = SearchHit(session=3, data="", seq=12, kind="AssistantText", snippet="a panic",
-    ...     highlights=[(2, 7)], session_name="fix parser")
+    ...     highlights=[(2, 7)], session_name="fix parser", also_in=[13, 36])
     >>> [cell.text for cell in search_row(hit, Style())]
-    ['S3', '12', 'assistant', 'a panic', 'fix parser']
+    ['S3', '12', 'assistant', 'a panic', 'fix parser', 'also in S13, S36']
     """
     plain = highlighted(hit.snippet, hit.highlights, str)
     painted = highlighted(hit.snippet, hit.highlights, style.highlight)
@@ -107,15 +122,26 @@ def search_row(hit: SearchHit, style: Style) -> list[Cell]:
     return [
         Cell(f"S{hit.session}", style.bold),
         Cell(str(hit.seq), style.dim),
-        Cell(_KIND_NAMES.get(hit.kind, hit.kind), style.cyan),
+        Cell(KIND_NAMES.get(hit.kind, hit.kind), style.cyan),
         Cell(str(plain), lambda _text: painted),
         Cell(one_line(name, 200), style.dim),
+        Cell(also_in(hit), style.cyan),
     ]
 
 
+def context_lines(hit: SearchHit, events: Sequence[WireEvent], style: Style, *, first: bool) -> list[Line]:
+    """`azs search -C N`: a title for the hit (session, name, seq, copies), then the events around it
+    as `show` prints them, the hit's seq marked with ``>``; hits apart by a ``--`` line, as grep's."""
+    name = hit.session_name if hit.session_name != f"S{hit.session}" else ""
+    facts = [f"S{hit.session}", *([one_line(name, 200)] if name else []), f"seq {hit.seq}"]
+    title = join(style.bold(" · ".join(facts)), *((" ", style.cyan(also_in(hit))) if hit.also_in else ()))
+    shown = [Ansi(event_text(e, style, mark=">" if e.seq == hit.seq else " ").lstrip("\n")) for e in events]
+    return [*([] if first else [style.dim("--")]), title, *shown]
+
+
 def search_table(hits: Sequence[SearchHit], style: Style) -> list[Line]:
-    """`azs search`: one row per hit, fitted to the terminal (the snippet is cut, then the name goes)."""
-    header = [Cell(name, style.dim) for name in ("id", "seq", "kind", "match", "name")]
+    """`azs search`: one row per hit, fitted to the terminal (the match is cut last)."""
+    header = [Cell(name, style.dim) for name in ("id", "seq", "kind", "match", "name", "")]
     return table(
         [search_row(hit, style) for hit in hits],
         right=frozenset({0, 1}),

@@ -82,7 +82,7 @@ def by_latest(views: Sequence[SessionView]) -> list[SessionView]:
     return [*empty, *(v for v in views if v.event_count)]
 
 
-_LS_HEADER: Final = ("", "id", "name", "events", "took", "cost", "tokens", "created", "", "", "branch")
+_LS_HEADER: Final = ("", "id", "name", "events", "took", "cost", "tokens", "active", "", "", "branch")
 #: `azs ls`'s columns, in the order they are left out on a narrow terminal (the name is cut last).
 _LS_OPTIONAL: Final = (6, 4, 8, 5, 10, 3, 7, 9)
 
@@ -97,10 +97,10 @@ def session_rows(views: Sequence[SessionView], style: Style, *, worktree: bool =
             Cell(f"S{v.id}", style.bold),
             Cell(one_line(v.name, 200)),
             Cell(plural(v.event_count, "event"), style.dim),
-            Cell(format_duration(v.duration_ms)),
+            Cell(format_duration(v.duration_ms or None)),  # 0: not measured (codex exec --json)
             Cell(format_cost(cost, v.cost_source)),
             Cell(usage_summary(v.usage), style.dim),
-            Cell(format_time(v.created, relative=style.relative), style.dim),
+            Cell(format_time(v.last_activity or v.created, relative=style.relative), style.dim),
             Cell(lineage(v), style.cyan),
             Cell("archived" if v.archived else "", style.yellow),
         ]
@@ -132,7 +132,9 @@ def session_header(view: SessionView, style: Style, *, threshold: int | None = N
         f"created {format_time(view.created, relative=style.relative)}",
     ]
     facts.append(f"{plural(view.event_count, 'event')}, {plural(view.message_count, 'message')}")
-    if view.duration_ms is not None:
+    if view.last_activity:
+        facts.append(f"active {format_time(view.last_activity, relative=style.relative)}")
+    if view.duration_ms:  # 0: not measured (codex exec --json reports no duration)
         facts.append(format_duration(view.duration_ms))
     if view.cost_usd:
         facts.append(format_cost(view.cost_usd, view.cost_source))

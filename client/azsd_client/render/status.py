@@ -7,13 +7,40 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import Final
 
 from azsd.ipc.protocol import FollowView, IngestReply, StatusReply
 
 from .text import Cell, Line, Style, count, format_duration, format_time, join, plural, table
 
-__all__ = ["follow_line", "follow_rows", "ingest_lines", "status_lines"]
+__all__ = ["ENDED_SHOWN_S", "follow_line", "follow_rows", "ingest_lines", "recent_follows", "status_lines"]
+
+#: How long `azs status` shows a follow after it ended (`--all` shows every one the daemon keeps).
+ENDED_SHOWN_S: Final = 600.0
+
+
+def recent_follows(follows: Sequence[FollowView], now: datetime | None = None) -> list[FollowView]:
+    """The follows still going, and those that ended in the last :data:`ENDED_SHOWN_S`.
+
+    >>> old = FollowView(root="/p", session=1, path="/a", format="", offset=0, lines=0, skipped=0,
+    ...     active=False, last_activity="", ended="2025-01-01 09:00:00", state="ended")
+    >>> import msgspec
+    >>> new = msgspec.structs.replace(old, session=2, ended="2025-01-01 09:55:00")
+    >>> [v.session for v in recent_follows([old, new], datetime(2025, 1, 1, 10, 0, tzinfo=UTC))]
+    [2]
+    """
+    now = now or datetime.now(UTC)
+    return [v for v in follows if v.active or _ended_ago(v, now) < ENDED_SHOWN_S]
+
+
+def _ended_ago(view: FollowView, now: datetime) -> float:
+    """Seconds since the follow ended (0 when its end time cannot be read: it is shown)."""
+    try:
+        ended = datetime.strptime(view.ended or "", "%Y-%m-%d %H:%M:%S").replace(tzinfo=UTC)
+    except ValueError:
+        return 0.0
+    return (now - ended).total_seconds()
 
 
 def _state(view: FollowView, style: Style) -> Cell:
@@ -23,7 +50,7 @@ def _state(view: FollowView, style: Style) -> Cell:
     writer = f" (writer {view.writer_pid})" if view.writer_pid is not None and view.active else ""
     match state:
         case "following":
-            return Cell("● active" + writer, style.yellow)
+            return Cell("● following" + writer, style.yellow)
         case "waiting":
             return Cell("◐ waiting" + writer, style.yellow)
         case "retrying":
@@ -40,7 +67,7 @@ _FOLLOW_OPTIONAL: Final = (5, 2, 6, 4, 3)
 
 def follow_rows(follows: Sequence[FollowView], style: Style) -> list[Line]:
     """The followed files, grouped by store root: state, session, format, progress, last activity,
-    path (cut to fit); after each group, why a follow waits, retries or ended.
+    path (cut to fit); under a follow's row, why it waits, retries or ended.
 
     >>> from azsd_client.render.term import plain_lines
     >>> v = FollowView(root="/p", session=3, path="/t/a.jsonl", format="codex-exec-json", offset=1200,
@@ -49,9 +76,9 @@ def follow_rows(follows: Sequence[FollowView], style: Style) -> list[Line]:
     ...     active=True, last_activity="", state="waiting", reason="its store is busy")
     >>> for line in plain_lines(follow_rows([v, w], Style())): print(line)
       /p
-        ● active   S3  codex-exec-json  2 lines  0 skipped  1,200 bytes  2025-01-01 10:00  /t/a.jsonl
-        ◐ waiting  S4                   0 lines  0 skipped      0 bytes                    /t/b.jsonl
-          ↳ S4: its store is busy
+        ● following  S3  codex-exec-json  2 lines  0 skipped  1,200 bytes  2025-01-01 10:00  /t/a.jsonl
+        ◐ waiting    S4                   0 lines  0 skipped      0 bytes                    /t/b.jsonl
+          ↳ its store is busy
     """
     ordered = sorted(follows, key=lambda v: (v.root, not v.active, v.session, v.path))
     out: list[Line] = []
@@ -73,14 +100,18 @@ def follow_rows(follows: Sequence[FollowView], style: Style) -> list[Line]:
             ]
             for v in views
         ]
+        notes = [style.dim(f"  ↳ {v.reason}") if v.reason else None for v in views]
         out.append(f"  {root}")
-        out += table(rows, right=frozenset({1, 3, 4, 5}), flex=7, optional=_FOLLOW_OPTIONAL, indent=4)
-        out += [style.dim(f"      ↳ S{v.session}: {v.reason}") for v in views if v.reason]
+        out += table(
+            rows, right=frozenset({1, 3, 4, 5}), flex=7, optional=_FOLLOW_OPTIONAL, indent=4, notes=notes
+        )
     return out
 
 
-def status_lines(status: StatusReply, endpoint: str, style: Style | None = None) -> list[Line]:
-    """`azs status`."""
+def status_lines(
+    status: StatusReply, endpoint: str, style: Style | None = None, *, hidden: int = 0
+) -> list[Line]:
+    """`azs status` (`hidden`: the follows that ended longer ago, left out of `status.follows`)."""
     style = style or Style()
     lines: list[Line] = [
         f"azsd {status.version} (protocol {status.protocol}), pid {status.pid}, "
@@ -90,13 +121,16 @@ def status_lines(status: StatusReply, endpoint: str, style: Style | None = None)
         *(f"  {root}" for root in status.stores),
     ]
     if status.follows:
-        active = sum(1 for v in status.follows if v.active)
-        waiting = sum(1 for v in status.follows if v.active and v.state in ("waiting", "retrying"))
-        lines.append(
-            f"follows: {count(len(status.follows))} ({count(active)} active"
-            + (f", {count(waiting)} waiting)" if waiting else ")")
+        states = [v.state or ("following" if v.active else "ended") for v in status.follows]
+        said = ", ".join(
+            f"{count(states.count(state))} {state}"
+            for state in ("following", "waiting", "retrying", "ended")
+            if state in states
         )
+        lines.append(f"follows: {count(len(status.follows))} ({said})")
         lines += follow_rows(status.follows, style)
+    if hidden:
+        lines.append(style.dim(f"{plural(hidden, 'follow')} ended earlier: `azs status --all` shows them"))
     return lines
 
 
@@ -109,6 +143,8 @@ def follow_line(view: FollowView, style: Style) -> Line:
     'following /t/a.jsonl into S3 (format: detected once it has a line), from its start'
     """
     state = "" if view.active else style.dim(" — already ended" + (f" ({view.ended})" if view.ended else ""))
+    if view.active and view.state == "waiting" and view.reason:
+        state = style.dim(f" — waiting: {view.reason}")
     start = f"from byte {count(view.offset)}" if view.offset else "from its start"
     fmt = f"as {view.format}" if view.format else "(format: detected once it has a line)"
     return join(f"following {view.path} into S{view.session} {fmt}, {start}", state)

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
     from .text import Line
 
-__all__ = ["console", "plain_lines", "wants_color", "write"]
+__all__ = ["console", "plain_lines", "terminal_width", "wants_color", "write"]
 
 #: The width of a pipe's "terminal": wide enough that nothing is cut.
 _UNLIMITED: Final = 10_000
@@ -38,6 +38,11 @@ def wants_color(stream: Any, environ: Mapping[str, str]) -> bool:
     False
     """
     return _isatty(stream) and not environ.get("NO_COLOR") and environ.get("TERM") != "dumb"
+
+
+def terminal_width(stream: Any, environ: Mapping[str, str]) -> int:
+    """The width of the terminal `stream` is (``COLUMNS`` first); on a pipe, wide enough for anything."""
+    return _width(stream, environ)
 
 
 def _width(stream: Any, environ: Mapping[str, str]) -> int:

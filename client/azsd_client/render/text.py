@@ -12,6 +12,7 @@ compact ``12.3k``/``4.1M`` only in the token column of `azs ls`, where space is 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -23,6 +24,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "LINE_MAX",
+    "Ansi",
+    "AnsiStyle",
     "Cell",
     "Line",
     "Style",
@@ -37,6 +40,7 @@ __all__ = [
     "one_line",
     "plural",
     "table",
+    "wrap_ansi",
 ]
 
 #: The longest line :func:`one_line` makes by default.
@@ -44,6 +48,17 @@ LINE_MAX: Final = 160
 
 #: One line of human output: plain text, or something rich draws (styled text, a table).
 Line: TypeAlias = "str | RenderableType"
+
+
+class Ansi(str):
+    """Text already made for the terminal (its colours as ANSI codes, its lines as they are to be
+    shown): written as it is, never fitted by rich. Made by :class:`AnsiStyle`'s users."""
+
+    __slots__ = ()
+
+
+#: The SGR codes of the styles :class:`Style` paints with.
+_SGR: Final = {"bold": "1", "dim": "2", "red": "31", "green": "32", "yellow": "33", "cyan": "36"}
 
 
 @dataclass(frozen=True)
@@ -54,6 +69,8 @@ class Style:
     color: bool = False
     #: Times relative to now (``3 min ago``), for a person at a terminal; else as stored.
     relative: bool = False
+    #: The terminal's width, that long lines of a transcript are wrapped at; None on a pipe (not wrapped).
+    width: int | None = None
 
     def paint(self, text: str, style: str) -> str | Text:
         if not self.color or not text:
@@ -82,6 +99,66 @@ class Style:
 
     def highlight(self, text: str) -> str | Text:
         return self.paint(text, "bold yellow")
+
+
+@dataclass(frozen=True)
+class AnsiStyle(Style):
+    """A :class:`Style` that paints with ANSI codes in plain strings, for output written a line at a
+    time without rich (transcripts of any size: one rich object per event costs a millisecond)."""
+
+    def paint(self, text: str, style: str) -> str:
+        if not self.color or not text:
+            return text
+        codes = ";".join(_SGR[name] for name in style.split())
+        return f"\x1b[{codes}m{text}\x1b[0m"
+
+
+#: An ANSI escape sequence (the colours :class:`AnsiStyle` paints with).
+_ESCAPE: Final = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def _cells(text: str) -> int:
+    if text.isascii():
+        return len(text)
+    from rich.cells import cell_len
+
+    return cell_len(text)
+
+
+def wrap_ansi(line: str, width: int, indent: str) -> str:
+    r"""`line` (colours as ANSI codes) broken into lines at most `width` columns wide, each further one
+    after `indent`, its colour carried over.
+
+    >>> wrap_ansi("abcdefgh", 5, "  ")
+    'abcde\n  fgh'
+    >>> wrap_ansi("\x1b[2mabcdef\x1b[0m", 4, "")
+    '\x1b[2mabcd\x1b[0m\n\x1b[2mef\x1b[0m'
+    """
+    if _cells(_ESCAPE.sub("", line)) <= width:
+        return line
+    out, col, active, room = [], 0, "", width
+    for piece in _pieces(line):
+        if piece.startswith("\x1b["):
+            active = "" if piece == "\x1b[0m" else active + piece
+            out.append(piece)
+            continue
+        for char in piece:
+            wide = _cells(char)
+            if col + wide > room and col > 0:
+                out.append(("\x1b[0m" if active else "") + "\n" + indent + active)
+                col, room = 0, max(1, width - _cells(indent))
+            out.append(char)
+            col += wide
+    return "".join(out)
+
+
+def _pieces(line: str) -> list[str]:
+    """`line` as its text and its escape sequences, in order."""
+    pieces, at = [], 0
+    for match in _ESCAPE.finditer(line):
+        pieces += [line[at : match.start()], match.group()]
+        at = match.end()
+    return [*pieces, line[at:]]
 
 
 def join(*parts: str | Text) -> str | Text:
@@ -114,8 +191,10 @@ class _Table:
     """Rows in columns two spaces apart, as wide as the terminal allows (rich's protocol).
 
     When the rows are wider than the terminal, the columns in `optional` are left out, first one
-    first, as long as that is still needed; then the `flex` column (a name, a snippet, a path) is cut
-    with an ellipsis. No line is wider than the terminal, and each row stays on one line.
+    first, as long as the `flex` column (a name, a snippet, a path: what the row is about) would get
+    less than half the width; then it is cut with an ellipsis. No line is wider than the terminal,
+    and each row stays on one line. A row's note (`notes`, one per row or None) is a line of its own
+    right under it.
     """
 
     rows: Sequence[Sequence[Cell]]
@@ -125,41 +204,55 @@ class _Table:
     header: Sequence[Cell] | None
     indent: int = 0
     compact: Sequence[Sequence[Cell]] | None = None
+    notes: Sequence[Line | None] = ()
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         from rich.padding import Padding
         from rich.table import Table
+        from rich.text import Text
 
         rows = [*([self.header] if self.header else []), *self.rows]
         widths = _widths(rows)
         room = options.max_width - self.indent
         filled = _widths(self.rows)
         shown = [i for i in range(len(filled)) if filled[i]]  # a column empty in every row: no gap
-        if self.compact is not None and _needed(widths, shown, self.flex) > room:
+        if self.compact is not None and _needed(widths, shown, self.flex, room) > room:
             rows = [*([self.header] if self.header else []), *self.compact]
             widths, filled = _widths(rows), _widths(self.compact)
             shown = [i for i in range(len(filled)) if filled[i]]
         for drop in self.optional:
-            if _needed(widths, shown, self.flex) <= room:
+            if _needed(widths, shown, self.flex, room) <= room:
                 break
             if drop in shown:
                 shown.remove(drop)
-        table = Table(
-            box=None, show_header=False, pad_edge=False, padding=(0, 2, 0, 0), collapse_padding=True
-        )
         fixed = sum(widths[i] for i in shown if i != self.flex) + 2 * (len(shown) - 1)
-        for i in shown:
-            width = max(1, min(widths[i], room - fixed)) if i == self.flex else widths[i]
-            table.add_column(
-                justify="right" if i in self.right else "left",
-                no_wrap=True,
-                overflow="ellipsis",
-                min_width=width,
-                max_width=width,
+        sized = [(i, max(1, min(widths[i], room - fixed)) if i == self.flex else widths[i]) for i in shown]
+
+        def part() -> Table:  # the rows up to a note: every part has the same columns
+            table = Table(
+                box=None, show_header=False, pad_edge=False, padding=(0, 2, 0, 0), collapse_padding=True
             )
-        for row in rows:
+            for i, width in sized:
+                table.add_column(
+                    justify="right" if i in self.right else "left",
+                    no_wrap=True,
+                    overflow="ellipsis",
+                    min_width=width,
+                    max_width=width,
+                )
+            return table
+
+        notes = [None] * (len(rows) - len(self.rows)) + list(self.notes or [None] * len(self.rows))
+        table = part()
+        for row, note in zip(rows, notes, strict=True):
             table.add_row(*(row[i].paint(row[i].text) if i < len(row) else "" for i in shown))
-        yield Padding(table, (0, 0, 0, self.indent)) if self.indent else table
+            if note is not None:
+                line = Text(note) if isinstance(note, str) else note  # never read as markup
+                yield Padding(table, (0, 0, 0, self.indent)) if self.indent else table
+                yield Padding(line, (0, 0, 0, self.indent)) if self.indent else line
+                table = part()
+        if table.rows:
+            yield Padding(table, (0, 0, 0, self.indent)) if self.indent else table
 
 
 def _widths(rows: Sequence[Sequence[Cell]]) -> list[int]:
@@ -174,9 +267,11 @@ def _widths(rows: Sequence[Sequence[Cell]]) -> list[int]:
     return widths
 
 
-def _needed(widths: Sequence[int], shown: Sequence[int], flex: int | None) -> int:
-    """Columns of the rows with only `shown` columns, the `flex` one cut to 8."""
-    return sum(min(widths[i], 8) if i == flex else widths[i] for i in shown) + 2 * (len(shown) - 1)
+def _needed(widths: Sequence[int], shown: Sequence[int], flex: int | None, room: int) -> int:
+    """Columns of the rows with only `shown` columns, the `flex` one (what the row is about: a name, a
+    match) cut to half the `room` (the columns that help less go before it is cut shorter)."""
+    least = max(8, room // 2)
+    return sum(min(widths[i], least) if i == flex else widths[i] for i in shown) + 2 * (len(shown) - 1)
 
 
 def table(
@@ -188,11 +283,13 @@ def table(
     header: Sequence[Cell] | None = None,
     indent: int = 0,
     compact: Sequence[Sequence[Cell]] | None = None,
+    notes: Sequence[Line | None] = (),
 ) -> list[Line]:
     """Rows aligned in columns two spaces apart; columns in `right` are right-aligned. It fits the
     terminal: the `compact` rows (the same cells, shorter: ``12.3M`` for ``12,345,678``) replace the
     rows when these do not fit whole, then the `optional` columns go (in that order), then the `flex`
-    one is cut with ``…``. One line of output (rich draws it at the width it is given).
+    one is cut with ``…``. One line of output (rich draws it at the width it is given); a row's note
+    (`notes`: one per row, or None) is drawn on a line of its own right under that row.
 
     >>> from azsd_client.render.term import plain_lines
     >>> plain_lines(table([[Cell("S3"), Cell("x")], [Cell("S12"), Cell("yy")]], right=frozenset({0})))
@@ -201,7 +298,7 @@ def table(
     >>> plain_lines(table(rows, flex=1, optional=(2,)), width=20), plain_lines(table(rows, flex=1), width=20)
     (['S3  a long name'], ['S3  a lon…  2 events'])
     """
-    return [_Table(rows, right, flex, tuple(optional), header, indent, compact)] if rows else []
+    return [_Table(rows, right, flex, tuple(optional), header, indent, compact, notes)] if rows else []
 
 
 @dataclass(frozen=True)

@@ -145,7 +145,8 @@ function M.search(query, opts)
   opts = opts or {}
   local root = M.root()
   local branch = M.branch(root)
-  local msg = { op = "search", root = root, query = query, limit = 100 }
+  -- plain text as people type it (main.go, unwrap()); opts.fts: SQLite FTS5 syntax
+  local msg = { op = "search", root = root, query = query, limit = 100, words = not opts.fts }
   if M.config.worktrees ~= "all" then
     msg.worktrees = branch ~= "" and { branch, "" } or { "" }
   end

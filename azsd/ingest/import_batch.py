@@ -1,0 +1,221 @@
+"""Importing many sources in one go (`azs import`): small ones share short transactions, each in a
+savepoint of its own, and the new ones among them are created together.
+
+A transaction's commit costs milliseconds (DELETE journal, fsync), and creating and filling a session
+on its own some forty statements, more than reading a small OpenCode session, Aider run or Claude
+file does. So small sources (those marked `small`, and Claude and Codex files of at most
+:data:`SMALL_FILE_BYTES`) are taken a run at a time (:data:`BATCH_S` of reading): the Aider runs and
+OpenCode sessions never imported are read whole first, outside any transaction, then created together
+by :meth:`~azsd.store.bulk.BulkSessions.create_filled` (one statement per table for all of them); the
+others go through :func:`~azsd.ingest.importer.import_source` (only what grew), each in a savepoint,
+so one that fails leaves nothing behind and the others go on. Their writes share transactions of
+about :data:`BATCH_S`, with a short pause between for other writers. The rest run alone, in their own
+short chunks, as :func:`import_source` runs them.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Final
+
+from azsd.compact import prepare_for_store
+from azsd.errors import AzsdError, StoreError
+from azsd.events import Event
+from azsd.ingest.importer import NAME_EVENTS, ImportOutcome, first_prompt_name, import_source, record_lineage
+from azsd.ingest.source_events import SourceReaders, source_events
+from azsd.ingest.sources import Source
+from azsd.ingest.usage import usage_record
+from azsd.model import ImportRecord, StoredEvent
+from azsd.store import Store
+from azsd.store.bulk import FilledSession
+
+__all__ = ["BATCH_GAP_S", "BATCH_S", "SMALL_FILE_BYTES", "import_many"]
+
+log = logging.getLogger("azsd.ingest.importer")
+
+#: How long a transaction shared by small sources runs before it commits (others wait that long),
+#: and how much reading of new sources is gathered for one.
+BATCH_S: Final = 0.15
+#: The pause between two shared transactions, for other writers (AZUREAL) to get the store.
+BATCH_GAP_S: Final = 0.005
+#: A Claude or Codex file this small is imported in a transaction shared with others (reading it
+#: takes a few ms; a commit of its own was most of its cost).
+SMALL_FILE_BYTES: Final = 1 << 20
+
+Stored = Callable[[int, list[StoredEvent]], None]
+Outcome = ImportOutcome | AzsdError
+#: Called after each commit of the import (what `on_stored` got so far is committed).
+Committed = Callable[[], None]
+
+
+@dataclass(frozen=True)
+class _New:
+    """A source never imported, read whole: the session it becomes, and what its outcome says."""
+
+    source: Source
+    session: FilledSession
+    lines: int
+    skipped: int
+
+
+def import_many(
+    store: Store,
+    sources: Sequence[Source],
+    worktree: str = "",
+    *,
+    on_stored: Stored | None = None,
+    committed: Committed | None = None,
+) -> list[Outcome]:
+    """:func:`import_source` of each source in order: its outcome, or the error that stopped it (the
+    others go on, nothing of it is left). Small sources are taken :data:`BATCH_S` of reading at a
+    time (the new ones created together) and share transactions of about as long; the others run
+    alone. `committed` is called after each transaction (a big source's after its import). A store
+    error stops it all (the transaction it broke is rolled back)."""
+    out: list[Outcome] = []
+    seen: set[str] = set()  # a source named twice is new once
+    with SourceReaders() as stores:
+        i = 0
+        while i < len(sources):
+            if not _small(sources[i]):
+                out.append(_guarded(store, sources[i], worktree, on_stored, stores))
+                if committed is not None:
+                    committed()
+                i += 1
+                continue
+            start = time.monotonic()
+            batch: list[Source | _New | AzsdError] = []
+            while i < len(sources) and _small(sources[i]) and time.monotonic() - start < BATCH_S:
+                batch.append(_read_if_new(store, sources[i], worktree, seen, stores))
+                i += 1
+            out += _write(store, batch, worktree, on_stored, stores, committed)
+    return out
+
+
+def _small(source: Source) -> bool:
+    """Whether `source` shares a transaction with others."""
+    return source.small or (source.agent in ("claude", "codex") and source.size <= SMALL_FILE_BYTES)
+
+
+def _read_if_new(
+    store: Store, source: Source, worktree: str, seen: set[str], stores: SourceReaders
+) -> Source | _New | AzsdError:
+    """`source` read whole when it was never imported (or its session is gone), else `source`; the
+    error when it cannot be read."""
+    if source.agent not in ("aider", "opencode"):
+        return source  # a file: imported as it is read, in its savepoint
+    record = store.get_import(source.key)
+    if (record is not None and store.has_session(record.session_id)) or source.key in seen:
+        return source
+    seen.add(source.key)
+    try:
+        found = source_events(source, stores)
+        events: list[Event] = []
+        for chunk in found.chunks:
+            events += prepare_for_store(chunk)
+    except StoreError:
+        raise
+    except AzsdError as exc:
+        return exc
+    usage = usage_record(found.report, found.name)
+    name = first_prompt_name(events[:NAME_EVENTS]) or source.title or source.path.stem
+    filled = FilledSession(
+        name=name,
+        worktree=worktree,
+        events=events,
+        record=ImportRecord(source=source.key, session_id=0, agent=source.agent, size=source.size),
+        usage_source=usage.source if usage else "",
+        usage=usage.parts if usage else (),
+        usage_at=found.at,
+        usage_turns=usage.turns if usage else None,
+        usage_keys=usage.keys if usage else (),
+    )
+    return _New(source, filled, found.report.lines, found.report.skipped_total)
+
+
+def _write(
+    store: Store,
+    batch: Sequence[Source | _New | AzsdError],
+    worktree: str,
+    on_stored: Stored | None,
+    stores: SourceReaders,
+    committed: Committed | None,
+) -> list[Outcome]:
+    """Store `batch` in order, in transactions of about :data:`BATCH_S`: each run of new sources
+    created together, the others imported one by one, each in a savepoint."""
+    out: list[Outcome] = []
+    j = 0
+    while j < len(batch):
+        start = time.monotonic()
+        with store.atomic(create=True):
+            while j < len(batch) and time.monotonic() - start < BATCH_S:
+                item = batch[j]
+                if isinstance(item, _New):
+                    run: list[_New] = []
+                    while j < len(batch) and isinstance(batch[j], _New):
+                        run.append(batch[j])  # type: ignore[arg-type]
+                        j += 1
+                    out += _create(store, run)
+                    continue
+                out.append(
+                    item
+                    if isinstance(item, AzsdError)
+                    else _guarded(store, item, worktree, on_stored, stores, shared=True)
+                )
+                j += 1
+        if committed is not None:
+            committed()
+        time.sleep(BATCH_GAP_S)
+    return out
+
+
+def _create(store: Store, run: Sequence[_New]) -> list[Outcome]:
+    """Create the sessions of `run` together (inside the caller's transaction), forks linked to
+    their parents."""
+    ids = store.create_filled([new.session for new in run])
+    for sid, new in zip(ids, run, strict=True):
+        if new.source.parent_key:
+            record_lineage(store, sid, new.source)
+    log.info("imported %d new sources into S%d–S%d", len(run), ids[0], ids[-1])
+    return [
+        ImportOutcome(sid, True, len(new.session.events), new.lines, new.skipped, False)
+        for sid, new in zip(ids, run, strict=True)
+    ]
+
+
+def _guarded(
+    store: Store,
+    source: Source,
+    worktree: str,
+    on_stored: Stored | None,
+    stores: SourceReaders,
+    *,
+    shared: bool = False,
+) -> Outcome:
+    """:func:`import_source`, or the error that stopped it; `shared`: in a savepoint of the caller's
+    transaction, so that a failure leaves nothing of it (nor says anything it stored)."""
+    if not shared:
+        try:
+            return import_source(store, source, worktree, on_stored=on_stored, stores=stores)
+        except StoreError:
+            raise  # the store itself failed: the import stops
+        except AzsdError as exc:
+            return exc
+    held: list[tuple[int, list[StoredEvent]]] = []
+
+    def hold(session_id: int, events: list[StoredEvent]) -> None:
+        held.append((session_id, events))
+
+    try:
+        with store.atomic(create=True):
+            outcome = import_source(store, source, worktree, on_stored=hold, stores=stores)
+    except StoreError:
+        raise  # the store itself failed: the batch stops (its transaction is rolled back)
+    except AzsdError as exc:
+        return exc
+    if on_stored is not None:
+        for sid, events in held:
+            on_stored(sid, events)
+    return outcome

@@ -1,0 +1,275 @@
+"""The web view's pages: sessions, a transcript, search and usage, each one GET handler.
+
+Each handler asks the daemon (through :class:`~.server.Web`'s one :class:`~azsd_client.AsyncClient`)
+and renders a Jinja2 template; a daemon that does not answer gives the "azsd is away" page (503),
+which reloads itself once the daemon is back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Final
+
+import msgspec
+from aiohttp import web
+
+from azsd.errors import AzsdError, RemoteError
+from azsd.ipc.protocol import RemoteSessionView, UsageReply, UsageView, WireEvent
+
+from . import charts
+from .data import list_everywhere, session_agents, with_details
+from .views import Filters, filter_sessions, session_rows, transcript
+
+if TYPE_CHECKING:
+    from .server import Web
+
+__all__ = ["PAGE_EVENTS", "PAGE_SESSIONS", "routes"]
+
+#: Events on one page of a transcript.
+PAGE_EVENTS: Final = 200
+#: Sessions on one page of the sessions table (a screen or two; the page's time grows with it).
+PAGE_SESSIONS: Final = 100
+_STATES: Final = ("running", "succeeded", "failed", "ended", "new")
+_TEAM_SESSIONS: Final = 2_000
+#: A `keep` no session has that many prompts: `PlanCompaction` then plans nothing and answers at once
+#: with where the latest compaction ends (its `from_seq`), which is all the transcript needs.
+_NO_PLAN: Final = 2**62
+
+
+def _int(request: web.Request, name: str, default: int | None = None) -> int | None:
+    value = request.query.get(name, "")
+    if not value:
+        return default
+    try:
+        return int(value)
+    except ValueError:
+        raise web.HTTPBadRequest(text=f"{name} must be a number\n") from None
+
+
+async def _root(web_: Web, request: web.Request) -> str:
+    """The `root` of the request: one of the stores this view shows."""
+    root = request.query.get("root", "")
+    roots = await web_.stores.roots(web_.client)
+    if root not in roots:
+        raise web.HTTPNotFound(text="no such store in this view\n")
+    return root
+
+
+async def sessions_page(web_: Web, request: web.Request) -> web.Response:
+    q = request.query
+    filters = Filters(q.get("worktree", ""), q.get("state", ""), q.get("agent", ""), q.get("q", "").strip())
+    archived = q.get("archived") == "1"
+    roots = await web_.stores.roots(web_.client)
+    listed, agents = await asyncio.gather(
+        list_everywhere(web_.client, roots, archived=archived), session_agents(web_.client, roots)
+    )
+    kept = filter_sessions(listed, filters, agents)
+    page = max(0, _int(request, "page", 0) or 0)
+    shown = await with_details(
+        web_.client, listed, kept[page * PAGE_SESSIONS : (page + 1) * PAGE_SESSIONS], archived=archived
+    )
+    worktrees = sorted({v.worktree for _, views in listed for v in views})
+    return web_.render(
+        "sessions.html",
+        request,
+        rows=session_rows(shown, agents, web_.threshold),
+        total=sum(len(views) for _, views in listed),
+        kept=len(kept),
+        roots=roots,
+        filters=filters,
+        archived=archived,
+        worktrees=worktrees,
+        states=_STATES,
+        page=page,
+        more=len(kept) > (page + 1) * PAGE_SESSIONS,
+    )
+
+
+async def session_page(web_: Web, request: web.Request) -> web.Response:
+    root = await _root(web_, request)
+    sid = _int(request, "id")
+    if sid is None:
+        raise web.HTTPBadRequest(text="id is missing\n")
+    try:
+        view = (await web_.client.get_session(root, sid)).session
+    except RemoteError as exc:
+        if exc.code != "not_found":
+            raise
+        raise web.HTTPNotFound(text=f"no session S{sid} in this store\n") from None
+    at = _int(request, "at")
+    start = _int(request, "from")
+    if start is None:
+        start = max(1, at - 10) if at is not None else max(1, view.event_count - PAGE_EVENTS + 1)
+    page = await web_.client.get_events_page(root, sid, from_seq=start, limit=PAGE_EVENTS)
+    last = page.events[-1].seq if page.events else start - 1
+    return web_.render(
+        "session.html",
+        request,
+        root=root,
+        view=view,
+        items=transcript(page.events),
+        start=start,
+        previous=max(1, start - PAGE_EVENTS) if start > 1 else None,
+        next_seq=page.next_seq,
+        last=last,
+        live=page.next_seq is None,
+        skipped=page.skipped,
+        threshold=web_.threshold,
+        at=at,
+    )
+
+
+async def context(web_: Web, request: web.Request) -> web.Response:
+    """``{"after", "chars", "threshold"}``: the latest compaction (`azs compact`) summarised seqs
+    1..`after` of the session (0: none), and its context meter: `chars` stored since, against
+    `threshold`. Asked by the transcript page once it is shown: both read the whole session since its
+    latest compaction (every prompt, every event's size), too slow for the first screen of a long one."""
+    root = await _root(web_, request)
+    sid = _int(request, "id")
+    if sid is None:
+        raise web.HTTPBadRequest(text="id is missing\n")
+    plan, meter = await asyncio.gather(
+        web_.client.plan_compaction(root, sid, keep=_NO_PLAN),
+        web_.client.context_meter(root, sid, threshold=web_.threshold),
+    )
+    return web.json_response({"after": plan.from_seq - 1, "chars": meter.chars, "threshold": meter.threshold})
+
+
+def render_items(web_: Web, events: list[WireEvent]) -> list[dict[str, Any]]:
+    """New events for a live transcript: each as HTML, and a tool result also as the part that folds
+    into its call (when the call is on the page)."""
+    out: list[dict[str, Any]] = []
+    for item in transcript(events):
+        entry: dict[str, Any] = {"seq": item.seq, "html": web_.fragment("item", item=item)}
+        if item.kind == "ToolResult" and item.tool_use_id:
+            entry["tool"] = item.tool_use_id
+            entry["fold"] = web_.fragment("result", view=item.view, seq=item.seq, failed=item.failed)
+        out.append(entry)
+    return out
+
+
+async def search_page(web_: Web, request: web.Request) -> web.Response:
+    q = request.query
+    query = q.get("q", "").strip()
+    words = q.get("words") == "1"
+    kinds = q.getall("kind", [])
+    worktree = q.get("worktree", "")
+    roots = await web_.stores.roots(web_.client)
+    results: list[tuple[str, Any]] = []
+    error = ""
+    if query:
+        limit = _int(request, "limit", 50) or 50
+
+        async def one(root: str) -> list[tuple[str, Any]]:
+            reply = await web_.client.search(
+                root, query, limit=limit, worktrees=[worktree] if worktree else None,
+                kinds=kinds or None, words=words,
+            )  # fmt: skip
+            return [(root, hit) for hit in reply.hits]
+
+        try:
+            found = await asyncio.gather(*(one(root) for root in roots))
+        except RemoteError as exc:
+            error = str(exc)
+        else:
+            results = sorted((pair for hits in found for pair in hits), key=lambda p: p[1].rank)[:limit]
+    return web_.render(
+        "search.html", request, query=query, words=words, kinds=kinds, worktree=worktree,
+        results=results, error=error, roots=roots,
+        all_kinds=("user", "assistant", "tool", "call", "result", "plan"),
+    )  # fmt: skip
+
+
+def _merge(replies: list[UsageReply]) -> UsageReply:
+    """One reply of the usage of several stores (periods side by side; totals added)."""
+    if len(replies) == 1:
+        return replies[0]
+    totals = [msgspec.structs.asdict(r.total) for r in replies]
+    fields = ("input", "output", "cache_read", "cache_write", "reasoning", "cost_usd")
+    total = {name: sum(t[name] for t in totals) for name in fields}
+    estimated = any(r.total.cost_source == "estimated" for r in replies)
+    return UsageReply(
+        sessions=[s for r in replies for s in r.sessions],
+        worktrees=[w for r in replies for w in r.worktrees],
+        total=UsageView(**total, cost_source="estimated" if estimated else "reported"),
+        by=replies[0].by if replies else "",
+        periods=[p for r in replies for p in r.periods],
+    )
+
+
+async def usage_page(web_: Web, request: web.Request) -> web.Response:
+    q = request.query
+    roots = await web_.stores.roots(web_.client)
+    chosen = [q["root"]] if q.get("root") in roots else roots
+    worktree = q.get("worktree", "") or None
+    session = _int(request, "session")
+    scope: dict[str, Any] = {"worktrees": [worktree] if worktree else None, "session": session}
+
+    async def ask(by: str | None, by_model: bool = False) -> UsageReply:
+        replies = await asyncio.gather(
+            *(web_.client.usage(root, by=by, by_model=by_model, **scope) for root in chosen)
+        )
+        return _merge(list(replies))
+
+    if not chosen:
+        days = blocks = plain = UsageReply(sessions=[], worktrees=[], total=UsageView(), periods=[])
+    else:
+        days, blocks, plain = await asyncio.gather(ask("day", True), ask("block"), ask(None))
+    team = await _team(web_, chosen[0]) if chosen else None
+    return web_.render(
+        "usage.html",
+        request,
+        roots=roots,
+        root=q.get("root", ""),
+        worktree=worktree or "",
+        session=session,
+        usage=plain,
+        day_totals=charts.day_totals(days.periods),
+        chart_days=charts.cost_by_day(days),
+        chart_kinds=charts.token_kinds(plain.total),
+        block=charts.active_block(blocks, datetime.now().astimezone()),
+        team=team,
+        kinds=charts.KINDS,
+    )
+
+
+async def _team(web_: Web, root: str) -> list[charts.TeamRow] | None:
+    """Usage per person of the sync database's sessions of `root`'s repository; None when sync is off
+    or cannot be reached."""
+    try:
+        if not (await web_.client.sync_status()).configured:
+            return None
+        sessions: list[RemoteSessionView] = []
+        while len(sessions) < _TEAM_SESSIONS:
+            reply = await web_.client.remote_list(root, limit=500, offset=len(sessions))
+            sessions += reply.sessions
+            if not reply.sessions or len(sessions) >= reply.total:
+                break
+    except RemoteError:
+        return None
+    return charts.team_usage(sessions)
+
+
+def routes(web_: Web) -> list[web.RouteDef]:
+    """The page routes, each handler bound to `web_`; a daemon that does not answer is the 503 page."""
+
+    def page(handler: Any) -> Any:
+        async def wrapped(request: web.Request) -> web.StreamResponse:
+            try:
+                response: web.StreamResponse = await handler(web_, request)
+                return response
+            except AzsdError as exc:
+                if isinstance(exc, RemoteError):
+                    raise web.HTTPBadRequest(text=f"azsd: {exc}\n") from None
+                return web_.render("away.html", request, status=503, reason=str(exc))
+
+        return wrapped
+
+    return [
+        web.get("/", page(sessions_page)),
+        web.get("/session", page(session_page)),
+        web.get("/search", page(search_page)),
+        web.get("/usage", page(usage_page)),
+        web.get("/session/context", page(context)),
+    ]

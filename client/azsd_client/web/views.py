@@ -1,0 +1,210 @@
+"""What the web view's pages show, from protocol values: pure functions, no I/O.
+
+- :func:`transcript`: a page of stored events as the items of a transcript, each tool call folded
+  with its result, compaction boundaries and failed turns marked, and events this client cannot
+  read shown by their kind rather than dropped.
+- :func:`session_rows` / :func:`filter_sessions`: the sessions table: which sessions a filter keeps,
+  in the order of their latest activity, with their badge, context meter and cost.
+- :func:`clean`: agent text made safe to show (control characters, ANSI escapes and bidi overrides
+  shown as visible symbols); the templates' autoescaping does the HTML.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Final
+
+from azsd.events import EventDecodeError, ToolCall, ToolResult, decode_event
+from azsd.export import EventView, css_class, event_view
+from azsd.ipc.protocol import SessionView, WireEvent
+from azsd.model import StoredEvent
+from azsd_client.render.sessions import by_latest, usage_summary
+from azsd_client.render.text import format_cost, format_duration
+
+__all__ = [
+    "Filters",
+    "Item",
+    "Row",
+    "clean",
+    "filter_sessions",
+    "session_rows",
+    "transcript",
+]
+
+#: Compaction markers of the event stream (the agent's own compaction, and AZUREAL's).
+_BOUNDARIES: Final = frozenset({"Compacting", "Compacted", "MayBeCompacting"})
+#: C0 and C1 controls but tab and newline, and the bidi controls that reorder what is shown.
+_CONTROLS: Final = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_BADGES: Final = {"succeeded": "✓", "failed": "✗", "running": "●", "ended": "○", "new": "new"}
+
+
+def _picture(match: re.Match[str]) -> str:
+    char = match.group()
+    code = ord(char)
+    if code < 0x20:
+        return chr(0x2400 + code)  # ␛ for ESC, ␀ for NUL…
+    return "␡" if code == 0x7F else f"\\u{code:04x}"
+
+
+def clean(text: str) -> str:
+    """`text` with every control character shown as a visible symbol (``ESC`` is ``␛``), so that an
+    ANSI escape or a bidi override written by an agent is seen, not obeyed.
+
+    >>> clean("\\x1b[31mred\\x1b[0m \\u202eevil")
+    '␛[31mred␛[0m \\\\u202eevil'
+    """
+    return _CONTROLS.sub(_picture, text)
+
+
+@dataclass
+class Item:
+    """One entry of a transcript: an event (a tool call with its result folded in), or one this client
+    cannot read (`view` None, `kind` and `raw` as stored)."""
+
+    seq: int
+    kind: str
+    css: str
+    view: EventView | None
+    raw: str = ""
+    result: EventView | None = None
+    result_seq: int | None = None
+    tool_use_id: str = ""
+    boundary: bool = False
+    failed: bool = False
+    flags: tuple[str, ...] = field(default_factory=tuple)
+
+
+def _item(wire: WireEvent) -> tuple[Item, ToolCall | ToolResult | None]:
+    try:
+        event = decode_event(wire.data)
+    except EventDecodeError:
+        return Item(wire.seq, wire.kind, "unknown", None, raw=wire.data, failed="Fail" in wire.kind), None
+    view = event_view(StoredEvent(wire.seq, event))
+    item = Item(
+        wire.seq,
+        view.kind,
+        css_class(view.kind),
+        view,
+        boundary=view.kind in _BOUNDARIES,
+        failed="failed" in view.flags or "error" in view.flags,
+        flags=view.flags,
+    )
+    if isinstance(event, ToolCall | ToolResult):
+        item.tool_use_id = event.tool_use_id
+        return item, event
+    return item, None
+
+
+def transcript(events: Iterable[WireEvent]) -> list[Item]:
+    """`events` (one page, in seq order) as transcript items: each tool result folded into the call it
+    answers when that call is on the page (else shown alone, as a call whose result is yet to come is)."""
+    items: list[Item] = []
+    calls: dict[str, Item] = {}
+    for wire in events:
+        item, event = _item(wire)
+        if isinstance(event, ToolResult):
+            call = calls.pop(event.tool_use_id, None)
+            if call is not None and call.result is None:
+                call.result, call.result_seq, call.failed = item.view, item.seq, item.failed
+                continue
+        elif isinstance(event, ToolCall):
+            calls[event.tool_use_id] = item
+        items.append(item)
+    return items
+
+
+@dataclass(frozen=True)
+class Filters:
+    """What the sessions page keeps: a worktree (branch label), a state, an agent (``claude``,
+    ``codex``), and text found in the name, id or label; empty keeps everything."""
+
+    worktree: str = ""
+    state: str = ""
+    agent: str = ""
+    text: str = ""
+
+    def keeps(self, root: str, view: SessionView, agents: frozenset[str]) -> bool:
+        if self.worktree and view.worktree != self.worktree:
+            return False
+        if self.state and view.state != self.state:
+            return False
+        if self.agent and self.agent not in agents:
+            return False
+        if self.text:
+            needle = self.text.casefold()
+            haystack = f"S{view.id} {view.name} {view.display_name} {view.worktree} {root}".casefold()
+            return needle in haystack
+        return True
+
+
+@dataclass(frozen=True)
+class Row:
+    """One row of the sessions table."""
+
+    root: str
+    view: SessionView
+    badge: str
+    cost: str
+    took: str
+    tokens: str
+    agents: str
+    meter: int | None
+    threshold: int
+
+
+def agent_of(model: str) -> str:
+    """The agent a model name belongs to: ``claude``, ``codex`` (OpenAI models), or "" when unknown.
+
+    >>> agent_of("claude-sonnet-4-5"), agent_of("gpt-5-codex"), agent_of("")
+    ('claude', 'codex', '')
+    """
+    name = model.rsplit("/", 1)[-1].lower()
+    if name.startswith("claude"):
+        return "claude"
+    if name.startswith(("gpt", "o1", "o3", "o4", "codex")):
+        return "codex"
+    return ""
+
+
+def filter_sessions(
+    listed: Sequence[tuple[str, Sequence[SessionView]]],
+    filters: Filters,
+    agents: dict[tuple[str, int], frozenset[str]],
+) -> list[tuple[str, SessionView]]:
+    """The sessions of each store (`listed`: root and its sessions, latest activity first) that
+    `filters` keeps, every store's in `azs ls`'s order, stores in the order given."""
+    kept: list[tuple[str, SessionView]] = []
+    if filters == Filters():
+        return [(root, view) for root, views in listed for view in by_latest(views)]
+    for root, views in listed:
+        for view in by_latest(views):
+            if filters.keeps(root, view, agents.get((root, view.id), frozenset())):
+                kept.append((root, view))
+    return kept
+
+
+def session_rows(
+    sessions: Sequence[tuple[str, SessionView]],
+    agents: dict[tuple[str, int], frozenset[str]],
+    threshold: int,
+) -> list[Row]:
+    """The table rows of `sessions`."""
+    rows = []
+    for root, v in sessions:
+        cost = v.cost_usd if v.cost_usd else v.usage.cost_usd if v.usage else None
+        rows.append(
+            Row(
+                root=root,
+                view=v,
+                badge=_BADGES.get(v.state, "?"),
+                cost=format_cost(cost, v.cost_source),
+                took=format_duration(v.duration_ms),
+                tokens=usage_summary(v.usage),
+                agents=", ".join(sorted(agents.get((root, v.id), ()))),
+                meter=v.context_chars,
+                threshold=threshold,
+            )
+        )
+    return rows

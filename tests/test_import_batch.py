@@ -1,0 +1,119 @@
+"""`import_many`: new small sources created together (`Store.create_filled`) leave the same store as
+importing them one by one, and a batch that mixes new sources, grown ones, a name given twice and a
+source that cannot be read imports each as `import_source` would."""
+
+from __future__ import annotations
+
+import sqlite3
+from contextlib import closing
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from azsd.context import build_context_prompt
+from azsd.errors import IngestError
+from azsd.ingest.import_batch import import_many
+from azsd.ingest.importer import ImportOutcome, discover, import_source
+from azsd.ingest.sources import AIDER_HISTORY, Source
+from azsd.store import Store, store_path
+from tests.opencode_fixture import OpenCodeBuilder
+
+DATA = Path(__file__).parent / "data" / "aider"
+
+
+@pytest.fixture
+def sources(tmp_path: Path) -> list[Source]:
+    """Every Aider run of two real samples, and three OpenCode sessions (one spawned by another)."""
+    project = tmp_path / "project"
+    project.mkdir()
+    history = project / AIDER_HISTORY
+    history.write_bytes((DATA / "aider__v0.47-request-cost.md").read_bytes())
+    with history.open("ab") as out:
+        out.write((DATA / "aider__v0.51-cache-write.md").read_bytes())
+    oc = OpenCodeBuilder(tmp_path / "opencode")
+    oc.session("ses_a", project, "fix main")
+    oc.turn("ses_a", 1)
+    oc.turn("ses_a", 2)
+    oc.session("ses_b", project, "child", parent="ses_a")
+    oc.turn("ses_b", 3)
+    oc.session("ses_c", project, "empty")
+    found = discover("aider", project, project) + discover("opencode", tmp_path / "opencode", project)
+    assert len(found) >= 6 and all(s.small for s in found)
+    return found
+
+
+def _state(store: Store) -> list[Any]:
+    """What a user (or AZUREAL) sees of every session: row, events, usage, context, search."""
+    with closing(sqlite3.connect(f"file:{store_path(store.root)}?mode=ro", uri=True)) as conn:
+        out: list[Any] = [conn.execute("SELECT key, value FROM meta ORDER BY key").fetchall()]  # marks
+        out.append(
+            conn.execute(
+                "SELECT source, session_id, agent, size, last_seq FROM azsd_imports ORDER BY 1"
+            ).fetchall()
+        )
+    for info in sorted(store.list_sessions(), key=lambda s: s.id):
+        out.append(
+            (
+                info.id, info.name, info.worktree, info.event_count, info.message_count, info.completed,
+                info.duration_ms, info.cost_usd, info.parent, info.fork_seq,
+                [e.json for e in store.load_events(info.id).events],
+                store.session_usage(info.id),
+                build_context_prompt(store.build_context(info.id), "next", codex=False),
+                store.rendered_context(info.id) == store.build_context(info.id),
+            )
+        )  # fmt: skip
+    out.append(
+        [(r.session_id, r.source, r.model, r.usage, r.cost_usd, r.cost_source) for r in store.usage_rows()]
+    )
+    out.append([round(r.first / 600) for r in store.usage_rows()])  # now, when the lines carry no time
+    out.append([(h.session_id, h.seq) for h in store.search("main")])
+    return out
+
+
+def test_new_sources_created_together_leave_the_store_one_by_one_imports_leave(
+    tmp_path: Path, sources: list[Source]
+) -> None:
+    with Store.open(tmp_path / "one") as one, Store.open(tmp_path / "many") as many:
+        singly = [import_source(one, source, "main") for source in sources]
+        together = import_many(many, sources, "main")
+        assert together == singly
+        assert _state(many) == _state(one)
+        for source in sources:
+            assert many.get_import(source.key) == one.get_import(source.key)
+        assert [import_source(many, s).current for s in sources] == [True] * len(sources)
+
+
+def test_a_mixed_batch_imports_each_source_as_import_source_would(
+    tmp_path: Path, sources: list[Source]
+) -> None:
+    history = sources[0].path
+    with Store.open(tmp_path / "one") as one, Store.open(tmp_path / "many") as many:
+        first = [s for s in sources if s.agent == "aider"] + [
+            next(s for s in sources if s.agent == "opencode")
+        ]
+        assert import_many(many, first) == [import_source(one, s) for s in first]
+        with history.open("a") as f:  # the last Aider run grows; a run with a prompt starts
+            f.write(
+                "#### one more thing  \n\nDone.\n\n# aider chat started at 2030-01-01 08:00:00\n\n#### hi  \n"
+            )
+        again = discover("aider", history.parent, history.parent) + [
+            s for s in sources if s.agent == "opencode"
+        ]
+        nowhere = tmp_path / "gone" / "opencode.db"
+        gone = Source(nowhere, "opencode", 1, f"{nowhere}#ses_a", small=True)  # its database is gone
+        batch = [*again, again[-1], gone, again[0]]  # a name given twice, one that cannot be read
+
+        def singly(source: Source) -> ImportOutcome | str:
+            try:
+                return import_source(one, source)
+            except IngestError as exc:
+                return str(exc)
+
+        expected = [singly(source) for source in batch]
+        got = [o if isinstance(o, ImportOutcome) else str(o) for o in import_many(many, batch)]
+        assert got == expected
+        assert isinstance(expected[-2], str) and "no such OpenCode database" in expected[-2]
+        assert any(isinstance(o, ImportOutcome) and o.appended and not o.created for o in expected)  # grew
+        assert sum(isinstance(o, ImportOutcome) and o.created for o in expected) == 3  # a run, ses_b, ses_c
+        assert _state(many) == _state(one)

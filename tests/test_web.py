@@ -1,0 +1,442 @@
+"""`azs web` over HTTP: its safety (token, Host, Origin, CSP, read-only), hostile agent text rendered
+inert, and what each page says, against the real daemon and the real server."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+
+from azsd.events import AssistantText, ToolCall, ToolResult, UserMessage
+from azsd_client.commands.web import git_worktrees
+from azsd_client.web.pages import PAGE_SESSIONS
+from tests.daemon_fixture import DaemonProc, daemon_in_tmpdir, short_tmpdir, start_daemon
+from tests.test_cli import Azs, Lines
+from tests.test_cli_json import check
+from tests.web_fixture import LONG, Made, WebServer, make_sessions, web_server
+
+
+@pytest.fixture(scope="module")
+def setup() -> Iterator[tuple[DaemonProc, WebServer, Made]]:
+    base = short_tmpdir()
+    with daemon_in_tmpdir() as daemon:
+        root = base / "wt"
+        root.mkdir()
+        with daemon.client() as client:
+            made = make_sessions(client, root)
+        with web_server(daemon, [str(root)]) as web:
+            yield daemon, web, made
+    shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture
+def web(setup: tuple[DaemonProc, WebServer, Made]) -> WebServer:
+    return setup[1]
+
+
+@pytest.fixture
+def made(setup: tuple[DaemonProc, WebServer, Made]) -> Made:
+    return setup[2]
+
+
+class _Tags(HTMLParser):
+    """Every start tag of a page, with its attributes: what a browser would build."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, dict(attrs)))
+
+
+def tags(page: str) -> list[tuple[str, dict[str, str | None]]]:
+    parser = _Tags()
+    parser.feed(page)
+    return parser.tags
+
+
+# -- safe by default --------------------------------------------------------------------------------
+
+
+def test_the_token_is_needed_and_traded_for_a_cookie(web: WebServer) -> None:
+    status, _, body = web.get("/", cookie=False)
+    assert status == 403 and "token" in body
+    status, _, _ = web.get("/", {"Cookie": web.cookie.split("=")[0] + "=wrong"})
+    assert status == 403
+    status, headers, _ = web.get(f"/?token={web.token}&q=x", cookie=False)
+    assert status == 303
+    assert headers["location"] == "/?q=x"  # the token leaves the address bar
+    cookie = headers["set-cookie"]
+    assert web.cookie in cookie and web.cookie.startswith("azs_web_")  # one cookie per port
+    assert "HttpOnly" in cookie and "SameSite=Strict" in cookie
+    assert web.get("/")[0] == 200
+
+
+def test_other_hosts_and_origins_are_refused(web: WebServer) -> None:
+    port = web.host.rsplit(":", 1)[1]
+    assert web.get("/", {"Host": f"evil.example:{port}"})[0] == 403  # DNS rebinding
+    assert web.get("/", {"Host": "127.0.0.1"})[0] == 403  # another port's
+    assert web.get("/", {"Host": f"localhost:{port}"})[0] == 200
+    assert web.get("/", {"Origin": "http://evil.example"})[0] == 403
+    assert web.get("/", {"Origin": f"http://{web.host}"})[0] == 200
+    assert web.get("/", {"Sec-Fetch-Site": "cross-site"})[0] == 403
+
+
+def test_it_is_read_only(web: WebServer) -> None:
+    for method in ("POST", "PUT", "DELETE", "PATCH"):
+        assert web.get("/", method=method)[0] == 405
+
+
+def test_every_response_has_a_strict_csp_and_no_inline_script_or_style(web: WebServer, made: Made) -> None:
+    for path in ("/", f"/session?root={made.root}&id={made.tools}", "/search?q=quokka", "/usage", "/nope"):
+        _, headers, body = web.get(path)
+        csp = headers["content-security-policy"]
+        assert "default-src 'none'" in csp and "script-src 'self'" in csp and "unsafe-inline" not in csp
+        assert "frame-ancestors 'none'" in csp
+        assert headers["x-content-type-options"] == "nosniff" and headers["referrer-policy"] == "no-referrer"
+        for tag, attrs in tags(body):
+            assert "style" not in attrs, (path, tag)
+            assert not any(name.startswith("on") for name in attrs), (path, tag, attrs)
+            if tag == "script":
+                src = attrs.get("src") or ""
+                assert src.startswith("/static/") or attrs.get("type") == "application/json"
+    assert web.get("/static/vendor/chartjs/chart.umd.min.js")[0] == 200
+    assert web.get("/static/../security.py")[0] == 404
+
+
+def test_hostile_agent_text_is_inert(web: WebServer, made: Made) -> None:
+    pages = [
+        web.get(f"/session?root={made.root}&id={made.hostile}")[2],
+        web.get("/?q=click")[2],
+        web.get("/search?q=textarea&words=1")[2],
+    ]
+    for page in pages:
+        assert "onerror" not in [name for _, attrs in tags(page) for name in attrs]
+        assert not [t for t, _ in tags(page) if t == "img"]
+        links = [attrs.get("href") or "" for tag, attrs in tags(page) if tag == "a"]
+        assert not [link for link in links if "javascript" in link.lower()]
+        scripts = [attrs for tag, attrs in tags(page) if tag == "script"]
+        assert all((a.get("src") or "").startswith("/static/") for a in scripts)
+        assert "</textarea>" not in page and "\x1b" not in page and "\u202e" not in page
+    transcript = pages[0]
+    assert "&lt;script&gt;document.title=" in transcript  # shown, as text
+    assert "␛[31mred␛[0m" in transcript  # the ANSI escape is seen, not obeyed
+    assert "&#34; onmouseover=&#39;alert(4)" in transcript
+    assert "hit" in pages[2] and "&lt;/textarea&gt;" in pages[2]
+
+
+# -- the pages --------------------------------------------------------------------------------------
+
+
+def test_the_sessions_page_lists_filters_and_links(web: WebServer, made: Made) -> None:
+    page = web.get("/")[2]
+    mine = f'data-root="{made.root}"'  # (another test adds a store of its own)
+    rows = re.findall(rf'<tr class="state-(\w+)" data-session="(\d+)" {mine}>', page)
+    assert [int(s) for _, s in rows] == [made.long, made.fork, made.tools, made.hostile]
+    assert dict((int(s), state) for state, s in rows)[made.tools] == "failed"
+    assert f"fork of S{made.tools}@4" in page  # the fork's lineage, a link to its parent at seq 4
+    assert f"/session?root={made.root.replace('/', '%2F')}&amp;id={made.tools}&amp;at=4" in page
+    assert "<meter" in page and "$0.5000" in page
+    only = web.get("/?worktree=feature%2Fx")[2]  # the fork keeps its parent's label
+    assert re.findall(r'data-session="(\d+)"', only) == [str(made.fork), str(made.tools)]
+    failed = web.get("/?state=failed")[2]
+    assert re.findall(r'data-session="(\d+)"', failed) == [str(made.tools)]
+    text = web.get("/?q=a+long")[2]
+    assert re.findall(r'data-session="(\d+)"', text) == [str(made.long)]
+
+
+def test_every_store_the_daemon_has_open_is_shown(
+    setup: tuple[DaemonProc, WebServer, Made], web: WebServer, made: Made
+) -> None:
+    other = Path(made.root).parent / "other"
+    other.mkdir(exist_ok=True)
+    with setup[0].client() as client:
+        sid = client.create_session(other, "in another worktree").session.id  # the daemon opens it
+        client.append_events(other, sid, [UserMessage(content="numbat in another store")])
+    page = web.get("/")[2]
+    stores = re.search(r"in (\d+) stores", page)
+    assert "in another worktree" in page and stores is not None and int(stores[1]) >= 2
+    link = f"/session?root={str(other.resolve()).replace('/', '%2F')}&amp;id={sid}"
+    assert link in page
+    assert web.get(f"/session?root={other.resolve()}&id={sid}")[0] == 200
+    assert link + "&amp;at=1#seq-1" in web.get("/search?q=numbat")[2]
+
+
+def test_the_sessions_page_pages_by_a_hundred(
+    setup: tuple[DaemonProc, WebServer, Made], web: WebServer, made: Made
+) -> None:
+    many = Path(made.root).parent / "many"
+    many.mkdir(exist_ok=True)
+    with setup[0].client() as client:
+        made_ids = [client.create_session(many, f"bulk {i}").session.id for i in range(PAGE_SESSIONS + 1)]
+    first = web.get("/?q=bulk")[2]
+    shown = [int(i) for i in re.findall(r'data-session="(\d+)"', first)]
+    assert shown == made_ids[::-1][:PAGE_SESSIONS]  # newest first
+    assert 'page=1">older →</a>' in first and "← newer" not in first
+    second = web.get("/?q=bulk&page=1")[2]
+    assert [int(i) for i in re.findall(r'data-session="(\d+)"', second)] == [made_ids[0]]
+    assert "← newer" in second and "older →" not in second
+
+
+def test_a_transcript_folds_tool_calls_and_marks_failures_and_boundaries(
+    setup: tuple[DaemonProc, WebServer, Made], web: WebServer, made: Made
+) -> None:
+    page = web.get(f"/session?root={made.root}&id={made.tools}")[2]
+    call = page[page.index('id="seq-3"') : page.index('id="seq-5"')]
+    assert "<details" in call and 'id="seq-4"' in call and "a.py\nb.py" in call  # result folded in
+    failed = page[page.index('id="seq-5"') :]
+    assert failed.startswith('id="seq-5"') and "✗ error" in page
+    assert 'class="event complete failed"' in page
+    assert 'boundary" id="seq-8"' in page  # the agent's own compaction marker
+    status, _, body = web.get(f"/session/context?root={made.root}&id={made.tools}")
+    with setup[0].client() as client:
+        chars = client.context_meter(made.root, made.tools).chars  # of seqs 8.. (after the compaction)
+    assert status == 200 and json.loads(body) == {"after": 7, "chars": chars, "threshold": 400_000}
+    assert json.loads(web.get(f"/session/context?root={made.root}&id={made.long}")[2])["after"] == 0
+    assert "seq 10" in page
+    assert f'forks: <a href="/session?root={made.root.replace("/", "%2F")}&amp;id={made.fork}">' in page
+    fork = web.get(f"/session?root={made.root}&id={made.fork}")[2]
+    parent = f"/session?root={made.root.replace('/', '%2F')}&amp;id={made.tools}&amp;at=4"
+    assert f'forked from <a href="{parent}"' in fork
+
+
+def test_a_long_transcript_opens_at_its_end_and_pages(web: WebServer, made: Made) -> None:
+    page = web.get(f"/session?root={made.root}&id={made.long}")[2]
+    seqs = [int(s) for s in re.findall(r'data-seq="(\d+)"', page)]
+    assert seqs == list(range(LONG - 199, LONG + 1))
+    assert 'rel="prev"' in page and 'data-live="/live/session?' in page
+    first = web.get(f"/session?root={made.root}&id={made.long}&from=1")[2]
+    assert [int(s) for s in re.findall(r'data-seq="(\d+)"', first)] == list(range(1, 201))
+    assert 'rel="next"' in first and 'data-live="/live/daemon"' in first  # not the end: not live
+    at = web.get(f"/session?root={made.root}&id={made.long}&at=300")[2]
+    assert 'data-at="300"' in at and 'id="seq-300"' in at
+
+
+def test_search_finds_what_azs_search_finds_and_links_to_the_seq(
+    setup: tuple[DaemonProc, WebServer, Made], web: WebServer, made: Made
+) -> None:
+    daemon = setup[0]
+    with daemon.client() as client:
+        expected = client.search(made.root, "wombat17 OR quokka").hits
+    page = web.get("/search?q=wombat17+OR+quokka")[2]
+    found = re.findall(r"id=(\d+)&amp;at=(\d+)#seq-(\d+)", page)
+    assert [(int(s), int(q)) for s, q, _ in found] == [(h.session, h.seq) for h in expected]
+    assert all(q == anchor for _, q, anchor in found)
+    assert "<mark>quokka</mark>" in page
+    bad = web.get("/search?q=%22unclosed")
+    assert bad[0] == 200 and "bad_request" in bad[2]
+
+
+def test_unknown_stores_and_sessions_are_404(web: WebServer, made: Made) -> None:
+    assert web.get("/session?root=/etc&id=1")[0] == 404
+    assert web.get(f"/session?root={made.root}&id=999")[0] == 404
+    assert web.get(f"/session?root={made.root}&id=x")[0] == 400
+
+
+# -- live -------------------------------------------------------------------------------------------
+
+
+class _Stream:
+    """A server-sent event stream, read event by event."""
+
+    def __init__(self, web: WebServer, path: str) -> None:
+        self.conn = http.client.HTTPConnection(web.host, timeout=20)
+        self.conn.request("GET", path, headers={"Host": web.host, "Cookie": web.cookie})
+        self.response = self.conn.getresponse()
+        assert self.response.status == 200
+        assert self.response.getheader("Content-Type", "").startswith("text/event-stream")
+
+    def next(self, kind: str, within: float = 15.0) -> str:
+        deadline = time.monotonic() + within
+        event = ""
+        while time.monotonic() < deadline:
+            line = self.response.fp.readline().decode().rstrip("\n")
+            if line.startswith("event: "):
+                event = line[7:]
+            elif line.startswith("data: ") and event == kind:
+                return line[6:]
+        raise AssertionError(f"no {kind} event within {within} s")
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def test_a_transcript_stream_sends_appended_events_rendered(
+    setup: tuple[DaemonProc, WebServer, Made], web: WebServer, made: Made
+) -> None:
+    daemon = setup[0]
+    stream = _Stream(web, f"/live/session?root={made.root}&id={made.tools}&after=10")
+    try:
+        assert stream.next("daemon") == '{"up":true}'
+        with daemon.client() as client:
+            client.append_events(
+                made.root,
+                made.tools,
+                [
+                    AssistantText(text="live <b>bold</b>"),
+                    ToolCall(tool_use_id="t9", tool_name="Bash", input={"command": "pwd"}),
+                ],
+            )
+            data = stream.next("events")
+            assert '"seq":11' in data and "live &lt;b&gt;bold&lt;/b&gt;" in data and '"seq":12' in data
+            result = ToolResult(tool_use_id="t9", tool_name="Bash", content="/w", is_error=False)
+            client.append_events(made.root, made.tools, [result])
+            data = stream.next("events")
+            assert '"tool":"t9"' in data and '"fold":' in data and '"seq":13' in data
+    finally:
+        stream.close()
+
+
+def test_the_daemon_going_away_and_back_is_shown() -> None:
+    base = short_tmpdir()
+    (base / "run").mkdir(mode=0o700)
+    daemon = start_daemon(base / "run")
+    root = base / "wt"
+    root.mkdir()
+    with daemon.client() as client:
+        sid = client.create_session(root, "s").session.id
+        client.append_events(root, sid, [AssistantText(text="before")])
+    with web_server(daemon, [str(root)]) as web:
+        stream = _Stream(web, f"/live/session?root={root}&id={sid}&after=1")
+        try:
+            assert stream.next("daemon") == '{"up":true}'
+            daemon.close()
+            assert stream.next("daemon") == '{"up":false}'
+            status, _, body = web.get("/")
+            assert status == 503 and "azsd is not answering" in body and 'data-reload="1"' in body
+            daemon = start_daemon(base / "run")
+            assert stream.next("daemon") == '{"up":true}'
+            with daemon.client() as client:
+                client.append_events(root, sid, [AssistantText(text="after the restart")])
+            assert "after the restart" in stream.next("events")
+            assert web.get("/")[0] == 200
+        finally:
+            stream.close()
+            daemon.close()
+            shutil.rmtree(base, ignore_errors=True)
+
+
+# -- the command ------------------------------------------------------------------------------------
+
+
+class _UnixHTTP(http.client.HTTPConnection):
+    """HTTP over a Unix socket."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__("localhost", timeout=20)
+        self.unix_path = path
+
+    def connect(self) -> None:
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.connect(self.unix_path)
+
+
+def test_azs_web_prints_its_url_serves_on_loopback_and_stops_on_ctrl_c(
+    setup: tuple[DaemonProc, WebServer, Made], made: Made, tmp_path: Path
+) -> None:
+    daemon = setup[0]
+    runner = Azs(daemon, Path(made.root), None)  # type: ignore[arg-type]
+    lines = Lines(runner.spawn("web"))
+    stream: _Stream | None = None
+    try:
+        line = lines.wait_for(lambda text: "serving on" in text, timeout=20)
+        url = urlsplit(line.split("serving on ", 1)[1].split()[0])
+        assert url.hostname == "127.0.0.1" and url.query.startswith("token=") and len(url.query) > 40
+        conn = http.client.HTTPConnection(url.netloc, timeout=20)
+        conn.request("GET", f"/?{url.query}", headers={"Host": url.netloc})
+        response = conn.getresponse()
+        assert response.status == 303
+        cookie = (response.getheader("Set-Cookie") or "").split(";", 1)[0]
+        response.read()
+        conn.request("GET", "/", headers={"Host": url.netloc, "Cookie": cookie})
+        page = conn.getresponse().read().decode()
+        conn.close()
+        assert f'data-session="{made.tools}"' in page
+        stream = _Stream(WebServer.at(url.netloc, cookie.split("=", 1)[1]), "/live/daemon")
+        assert cookie.startswith(f"azs_web_{url.port}=")
+        assert stream.next("daemon") == '{"up":true}'  # an open stream does not keep it from stopping
+    finally:
+        code = lines.stop()
+        if stream is not None:
+            stream.close()
+        assert code == 0
+    sock = str(short_tmpdir() / "web.sock")
+    lines = Lines(runner.spawn("--json", "web", "--unix", sock))
+    try:
+        said = json.loads(lines.wait_for(lambda text: text.startswith("{"), timeout=20))
+        check("web", [said])  # the shape docs/cli-json.md shows
+        assert said["unix"] == sock
+        token = said["url"].split("token=", 1)[1]
+        assert oct(os.stat(sock).st_mode & 0o777) == "0o600"
+        conn = _UnixHTTP(sock)
+        conn.request("GET", "/usage", headers={"Host": "localhost", "Cookie": f"azs_web={token}"})
+        assert conn.getresponse().status == 200
+        conn.close()
+    finally:
+        assert lines.stop() == 0
+        shutil.rmtree(os.path.dirname(sock), ignore_errors=True)
+
+
+def test_open_hands_the_browser_a_private_file_not_the_token(
+    setup: tuple[DaemonProc, WebServer, Made], made: Made, tmp_path: Path
+) -> None:
+    """Every user can read a process's command line: the browser gets a file only this user can read,
+    which leads on to the URL with the token."""
+    daemon = setup[0]
+    seen = tmp_path / "browser.json"
+    recorder = tmp_path / "browser.py"
+    recorder.write_text(
+        "import json, os, sys\n"
+        "path = sys.argv[1].removeprefix('file://')\n"
+        "seen = {'argv': sys.argv[1:], 'mode': os.stat(path).st_mode & 0o777, 'text': open(path).read()}\n"
+        f"json.dump(seen, open({str(seen)!r} + '.part', 'w'))\n"
+        f"os.replace({str(seen)!r} + '.part', {str(seen)!r})\n"
+    )
+    runner = Azs(daemon, Path(made.root), None)  # type: ignore[arg-type]
+    command = [sys.executable, "-m", "azsd_client.cli", *runner.argv("--json", "web", "--open")]
+    browser = {**daemon.env, "BROWSER": f"{sys.executable} {recorder} %s"}
+    pipe, nothing = subprocess.PIPE, subprocess.DEVNULL
+    lines = Lines(subprocess.Popen(command, env=browser, stdin=nothing, stdout=pipe, stderr=pipe, text=True))
+    try:
+        url = json.loads(lines.wait_for(lambda text: text.startswith("{"), timeout=20))["url"]
+        deadline = time.monotonic() + 20
+        while not seen.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        opened = json.loads(seen.read_text())
+        token = url.split("token=", 1)[1]
+        assert token not in " ".join(opened["argv"]) and opened["argv"][0].startswith("file://")
+        assert opened["mode"] == 0o600 and f'content="0;url={url}"' in opened["text"]
+        page = Path(opened["argv"][0].removeprefix("file://"))
+        assert page.parent == daemon.runtime_dir
+    finally:
+        assert lines.stop() == 0
+    assert not page.exists()  # removed when azs web stops
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+def test_the_other_worktrees_of_the_repository_are_found(tmp_path: Path) -> None:
+    main, other = tmp_path / "main", tmp_path / "other"
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@t"}  # fmt: skip
+    for argv in (
+        ["init", "-q", str(main)],
+        ["-C", str(main), "commit", "-q", "--allow-empty", "-m", "first"],
+        ["-C", str(main), "worktree", "add", "-q", "-b", "feature", str(other)],
+    ):
+        subprocess.run(["git", *argv], check=True, env=env, capture_output=True)
+    assert [os.path.realpath(p) for p in git_worktrees(str(main))] == [os.path.realpath(other)]
+    assert [os.path.realpath(p) for p in git_worktrees(str(other))] == [os.path.realpath(main)]
+    assert git_worktrees(str(tmp_path)) == []  # not in git

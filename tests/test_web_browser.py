@@ -1,0 +1,339 @@
+"""`azs web` in a real browser: Debian's headless Chromium, driven by Playwright (never its own browser
+download), checking what a person sees. One browser for the module; screenshots are kept as artefacts
+(the directory is printed at the end of the run; `AZSD_WEB_SCREENSHOTS=DIR` chooses it).
+
+Skipped with a reason when Chromium or Playwright is missing, except under CI=true, where that fails.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from azsd.events import AssistantText, ToolCall, ToolResult
+from tests.conftest import CORPUS
+from tests.daemon_fixture import DaemonProc, daemon_in_tmpdir, short_tmpdir, start_daemon
+from tests.test_run import CLAUDE as CLAUDE_RUN
+from tests.test_run import FAKE_AGENT
+from tests.web_fixture import HOSTILE, Made, WebServer, make_sessions, web_server
+
+CHROMIUM = os.environ.get("AZSD_CHROMIUM", "/usr/bin/chromium")
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+USAGE_FILE = CORPUS / "claude-session" / "agentcmd__full-session-two.jsonl"
+
+
+def _missing() -> str | None:
+    if not Path(CHROMIUM).is_file():
+        return f"no Chromium at {CHROMIUM} (apt-get install chromium chromium-driver)"
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return "Playwright for Python is not installed (pip install -e '.[dev]')"
+    return None
+
+
+def _require_browser() -> None:
+    why = _missing()
+    if why is None:
+        return
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"the browser tests cannot run under CI: {why}")
+    pytest.skip(why)
+
+
+class Browser:
+    """One Chromium (a fresh profile) for the module, its page, and what the page complained about."""
+
+    def __init__(self, profile: Path, shots: Path) -> None:
+        from playwright.sync_api import sync_playwright
+
+        self.shots = shots
+        self._playwright = sync_playwright().start()
+        self.context = self._playwright.chromium.launch_persistent_context(
+            str(profile), executable_path=CHROMIUM, args=FLAGS, headless=True,
+            viewport={"width": 1280, "height": 860},
+        )  # fmt: skip
+        self.page = self.context.pages[0] if self.context.pages else self.context.new_page()
+        self.problems: list[str] = []  # CSP violations, script errors, dialogs
+        self.page.on("console", self._console)
+        self.page.on("pageerror", lambda exc: self.problems.append(f"page error: {exc}"))
+        self.page.on("dialog", self._dialog)
+
+    def _console(self, message: Any) -> None:
+        if message.type == "error":
+            self.problems.append(f"console: {message.text}")
+
+    def _dialog(self, dialog: Any) -> None:
+        self.problems.append(f"dialog: {dialog.message}")
+        dialog.dismiss()
+
+    def shot(self, name: str) -> Path:
+        path = self.shots / f"{name}.png"
+        self.page.screenshot(path=str(path), full_page=False)
+        return path
+
+    def close(self) -> None:
+        self.context.close()
+        self._playwright.stop()
+
+
+World = tuple[DaemonProc, WebServer, Made, "Browser"]
+
+
+@pytest.fixture(scope="module")
+def world(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[DaemonProc, WebServer, Made, Browser]]:
+    _require_browser()
+    chosen = os.environ.get("AZSD_WEB_SCREENSHOTS")
+    shots = Path(chosen) if chosen else tmp_path_factory.mktemp("web-screenshots")
+    shots.mkdir(parents=True, exist_ok=True)
+    base = short_tmpdir()
+    try:
+        with daemon_in_tmpdir() as daemon:
+            root = base / "wt"
+            root.mkdir()
+            with daemon.client() as client:
+                made = make_sessions(client, root)
+                if USAGE_FILE.is_file():
+                    usage = client.create_session(root, "imported claude run", worktree="main").session.id
+                    client.ingest_file(root, usage, USAGE_FILE)
+            with web_server(daemon, [str(root)]) as web:
+                browser = Browser(tmp_path_factory.mktemp("chromium-profile"), shots)
+                try:
+                    browser.page.goto(web.url)  # the token, traded for the cookie
+                    yield daemon, web, made, browser
+                finally:
+                    browser.close()
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+        capture = request.config.pluginmanager.get_plugin("capturemanager")
+        with capture.global_and_fixture_disabled() if capture is not None else contextlib.nullcontext():
+            print(f"\nazs web screenshots: {shots}")
+
+
+@pytest.fixture(autouse=True)
+def _fresh_problems(world: World) -> None:
+    world[3].problems.clear()
+
+
+def _last_seq(browser: Browser) -> int:
+    """The highest seq on the page (a tool result folded into its call counts)."""
+    seqs = browser.page.eval_on_selector_all("#transcript [data-seq]", "ns => ns.map((n) => +n.dataset.seq)")
+    return max(seqs, default=0)
+
+
+def _go(browser: Browser, web: WebServer, path: str) -> None:
+    browser.page.goto(f"http://{web.host}{path}")
+
+
+def test_the_token_url_opens_the_sessions_list(world: World) -> None:
+    _, web, made, browser = world
+    page = browser.page
+    page.goto(web.url)
+    assert "token=" not in page.url
+    rows = page.locator("table.sessions tbody tr")
+    assert rows.count() >= 4
+    assert page.locator(f'tr[data-session="{made.tools}"] td.badge').inner_text() == "✗"
+    assert page.locator(f'tr[data-session="{made.tools}"] meter').is_visible()
+    browser.shot("sessions")
+    page.select_option("select[name=state]", "failed")
+    page.click("form.filters button")
+    page.wait_for_url("**state=failed**")
+    assert page.locator("table.sessions tbody tr").count() == 1
+    assert not browser.problems, browser.problems
+
+
+def test_a_transcript_folds_tool_calls_until_opened(world: World) -> None:
+    _, web, made, browser = world
+    page = browser.page
+    _go(browser, web, f"/session?root={made.root}&id={made.tools}")
+    result = page.locator("#seq-4")
+    assert not result.is_visible()  # folded into the call at seq 3
+    page.locator("#seq-3 summary").click()
+    assert result.is_visible() and "a.py" in result.inner_text()
+    assert "✗ error" in page.locator("#seq-5 summary").inner_text()
+    assert page.locator("#seq-8.boundary").is_visible()  # the agent's own compaction marker
+    marker = page.locator("#compacted")  # azs compact's, found after the first screen
+    page.locator("#meter").wait_for(state="visible", timeout=10_000)
+    with world[0].client() as client:
+        chars = client.context_meter(made.root, made.tools).chars
+    assert page.locator("#meter .meter-text").inner_text() == f"{chars} of 400,000 chars (0%)"
+    assert page.eval_on_selector("#meter meter", "m => m.value") == chars
+    marker.wait_for(state="visible", timeout=10_000)
+    assert marker.get_attribute("data-after") == "7" and "seqs 1–7 are summarised" in marker.inner_text()
+    assert page.evaluate("document.getElementById('compacted').nextElementSibling.id") == "seq-8"
+    assert page.locator(".lineage a").first.inner_text() == f"S{made.fork}"
+    browser.shot("transcript")
+    assert not browser.problems, browser.problems
+
+
+def test_an_appended_event_appears_live(world: World) -> None:
+    daemon, web, made, browser = world
+    page = browser.page
+    _go(browser, web, f"/session?root={made.root}&id={made.tools}")
+    page.wait_for_function("document.querySelectorAll('#transcript [data-seq]').length > 0")
+    shown = _last_seq(browser)
+    with daemon.client() as client:
+        time.sleep(0.3)  # the page's event stream is open
+        call = ToolCall(tool_use_id="live1", tool_name="Bash", input={"command": "make test"})
+        client.append_events(made.root, made.tools, [AssistantText(text="watching <live>"), call])
+        page.locator(f"#seq-{shown + 2}").wait_for(state="visible", timeout=10_000)
+        assert "watching <live>" in page.locator(f"#seq-{shown + 1}").inner_text()
+        answer = ToolResult(tool_use_id="live1", tool_name="Bash", content="all passed", is_error=False)
+        client.append_events(made.root, made.tools, [answer])
+        page.locator(f"#seq-{shown + 2} .result").wait_for(state="attached", timeout=10_000)
+    assert page.locator(f"#seq-{shown + 2} .outcome").inner_text() == "✓"  # folded into its call
+    assert page.locator("#last-seq").inner_text() == str(shown + 3)
+    browser.shot("live")
+    assert not browser.problems, browser.problems
+
+
+def test_a_search_hit_opens_the_transcript_at_its_seq(world: World) -> None:
+    _, web, made, browser = world
+    page = browser.page
+    _go(browser, web, "/search?q=wombat30")
+    hit = page.locator("ol.hits a").first
+    assert hit.inner_text() == f"S{made.long} · seq 62"
+    hit.click()
+    page.wait_for_url("**#seq-62")
+    target = page.locator("#seq-62")
+    assert target.is_visible() and "wombat30" in target.inner_text()
+    assert page.evaluate("document.querySelector(':target').id") == "seq-62"
+    box, header = target.bounding_box(), page.locator("header.top").bounding_box()
+    assert box is not None and header is not None
+    assert header["y"] + header["height"] <= box["y"] < 860  # scrolled to it, below the sticky header
+    browser.shot("search-hit")
+    assert not browser.problems, browser.problems
+
+
+@pytest.mark.skipif(not USAGE_FILE.is_file(), reason=f"the shared corpus is not at {CORPUS}")
+def test_the_usage_chart_draws_the_daemons_totals(world: World) -> None:
+    daemon, web, made, browser = world
+    with daemon.client() as client:
+        days = client.usage(made.root, by="day", by_model=True)
+        total = client.usage(made.root).total
+    assert days.periods, "the imported run recorded usage"
+    page = browser.page
+    _go(browser, web, "/usage")
+    page.wait_for_function("window.Chart && Chart.getChart(document.getElementById('chart-days'))")
+    drawn = page.evaluate(
+        """() => {
+        const chart = Chart.getChart(document.getElementById('chart-days'));
+        const kinds = Chart.getChart(document.getElementById('chart-kinds'));
+        const sum = (xs) => xs.reduce((a, b) => a + b, 0);
+        return {
+            cost: sum(chart.data.datasets.map((d) => sum(d.data))),
+            models: chart.data.datasets.map((d) => d.label),
+            days: chart.data.labels,
+            tokens: kinds.data.datasets[0].data,
+            painted: chart.canvas.width > 0 && chart.getDatasetMeta(0).data.length > 0,
+        };
+    }"""
+    )
+    assert drawn["painted"]
+    assert drawn["cost"] == pytest.approx(sum(p.usage.cost_usd for p in days.periods), abs=1e-5)
+    assert drawn["cost"] == pytest.approx(total.cost_usd, abs=1e-5)
+    assert sorted(drawn["models"]) == sorted({p.model or "(unnamed)" for p in days.periods})
+    assert drawn["days"] == sorted({p.period for p in days.periods})
+    kinds = [total.input, total.output, total.cache_read, total.cache_write, total.reasoning]
+    assert drawn["tokens"] == kinds
+    assert f"${total.cost_usd:.4f}" in page.locator("#total").inner_text()
+    browser.shot("usage")
+    assert not browser.problems, browser.problems
+
+
+def test_a_hostile_transcript_is_inert(world: World) -> None:
+    _, web, made, browser = world
+    page = browser.page
+    _go(browser, web, f"/session?root={made.root}&id={made.hostile}")
+    page.locator("#seq-3 summary").click()
+    assert page.title() != "pwned" and "azs web" in page.title()
+    assert page.locator("#transcript img, #transcript script, #transcript textarea").count() == 0
+    links = page.eval_on_selector_all("a", "els => els.map((a) => a.getAttribute('href'))")
+    assert not [href for href in links if href and "javascript" in href.lower()]
+    text = page.locator("#seq-1").inner_text()
+    assert "<script>document.title='pwned'</script>" in text and "</textarea>" in text
+    assert "␛[31mred␛[0m" in text  # the escape is shown as a symbol
+    assert page.locator("#seq-3 summary code").inner_text().startswith(HOSTILE[:20])
+    page.hover("#seq-1 .text")
+    browser.shot("hostile")
+    assert not browser.problems, browser.problems  # no dialog, no script error, no CSP violation
+
+
+@pytest.mark.skipif(CLAUDE_RUN is None, reason=f"no Claude stream-json file in the corpus at {CORPUS}")
+def test_a_turn_run_in_a_terminal_is_watched_in_the_browser(world: World, tmp_path: Path) -> None:
+    daemon, web, made, browser = world
+    assert CLAUDE_RUN is not None
+    with daemon.client() as client:
+        sid = client.create_session(made.root, "watched", worktree="main").session.id
+    page = browser.page
+    _go(browser, web, f"/session?root={made.root}&id={sid}")
+    time.sleep(0.3)  # the page's event stream is open
+    config = tmp_path / "azsd.toml"
+    agent = [sys.executable, str(FAKE_AGENT), "--replay", str(CLAUDE_RUN), "--delay", "0.05"]
+    config.write_text(f"claude-command = {json.dumps(agent)}\n")
+    argv = [sys.executable, "-m", "azsd_client.cli", "--runtime-dir", str(daemon.runtime_dir),
+            "--root", made.root, "run", "-s", str(sid), "--backend", "claude", "watch this turn"]  # fmt: skip
+    done = subprocess.run(
+        argv, env={**daemon.env, "AZSD_CONFIG": str(config)}, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    page.locator("#transcript .user-message", has_text="watch this turn").wait_for(timeout=10_000)
+    with daemon.client() as client:
+        stored = [e.seq for e in client.get_events(made.root, sid)]
+        state = client.get_session(made.root, sid).session.state
+    page.locator(f"#seq-{stored[-1]}").wait_for(state="attached", timeout=10_000)
+    assert _last_seq(browser) == stored[-1]  # every event the turn stored, in the page
+    deadline = time.monotonic() + 10
+    while page.locator("#state-word").inner_text() != state and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert page.locator("#state-word").inner_text() == state == "succeeded"
+    assert page.locator("#state").inner_text() == "✓"
+    browser.shot("azs-run-watched")
+    assert not browser.problems, browser.problems
+
+
+def test_the_daemon_going_away_and_back_is_shown(world: World) -> None:
+    """Last of the module: it stops the module's daemon and starts another on the same runtime dir."""
+    daemon, web, made, browser = world
+    page = browser.page
+    _go(browser, web, f"/session?root={made.root}&id={made.tools}")
+    banner = page.locator("#daemon")
+    assert banner.is_hidden()
+    daemon.stop()
+    banner.wait_for(state="visible", timeout=10_000)
+    assert "azsd is not answering" in banner.inner_text()
+    assert page.locator("#transcript [data-seq]").count() > 0  # what was read stays on the page
+    browser.shot("daemon-away")
+    again = start_daemon(daemon.runtime_dir)
+    try:
+        banner.wait_for(state="hidden", timeout=15_000)
+        shown = _last_seq(browser)
+        with again.client() as client:
+            client.append_events(made.root, made.tools, [AssistantText(text="after the restart")])
+        page.locator(f"#seq-{shown + 1}").wait_for(state="visible", timeout=10_000)
+        assert "after the restart" in page.locator(f"#seq-{shown + 1}").inner_text()
+    finally:
+        again.close()
+    browser.problems = [p for p in browser.problems if "ERR_" not in p and "503" not in p]
+    assert not browser.problems, browser.problems

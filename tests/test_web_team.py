@@ -1,0 +1,50 @@
+"""`azs web`'s usage page with sync on: the team's usage per person, from the sync database through the
+daemon (two machines pushing to the real PostgreSQL on 127.0.0.1:5432; skipped without it, failed
+under CI=true)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from tests.conftest import CORPUS, requires_corpus
+from tests.pg_fixture import make_db, pg_url
+from tests.sync_fixture import Machine, machines, wait_until
+from tests.web_fixture import web_server
+
+__all__ = ["machines", "make_db", "pg_url"]  # the fixtures, re-exported for pytest
+
+ORIGIN = "git@example.invalid:team/project.git"
+USAGE_FILE = CORPUS / "claude-session" / "agentcmd__full-session-two.jsonl"
+
+
+@requires_corpus
+def test_the_usage_page_shows_the_teams_usage_per_person(
+    pg_url: str, machines: Callable[..., Machine]
+) -> None:
+    ann, bob = machines(pg_url, "ann@laptop"), machines(pg_url, "bob@desk")
+    roots = []
+    for machine in (ann, bob):
+        root = machine.root("wt", origin=ORIGIN)
+        roots.append(root)
+        with machine.daemon.client() as client:
+            sid = client.create_session(root, "a run", worktree="main").session.id
+            client.ingest_file(root, sid, USAGE_FILE)
+    with ann.daemon.client() as client:
+
+        def both_pushed() -> bool:
+            listed = client.remote_list(roots[0]).sessions
+            return len(listed) == 2 and all(s.usage is not None and s.usage.cost_usd > 0 for s in listed)
+
+        wait_until("both machines' usage pushed", both_pushed)
+        remote = client.remote_list(roots[0]).sessions
+    expected = {s.identity: s.usage.cost_usd for s in remote if s.usage is not None}
+    assert set(expected) == {"ann@laptop", "bob@desk"}
+    with web_server(ann.daemon, [str(roots[0])]) as web:
+        status, _, page = web.get("/usage")
+    assert status == 200
+    team = page[page.index('id="team"') :]
+    rows = re.findall(r"<tr><td>([^<]+)</td><td class=\"num\">(\d+)</td><td class=\"num\">[\d,]+</td>"
+                      r"<td class=\"num\">~?\$([\d.]+)</td>", team)  # fmt: skip
+    shown = {who: (int(n), round(float(cost), 4)) for who, n, cost in rows}
+    assert shown == {who: (1, round(cost, 4)) for who, cost in expected.items()}
