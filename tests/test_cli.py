@@ -749,3 +749,11 @@ def test_a_store_is_made_outside_a_worktree_only_when_root_names_it(
     monkeypatch.chdir(repo / "sub" / "dir")
     assert run_main(capsys, *base, "new")[0] == 0
     assert (repo / ".azureal" / "sessions.azs").is_file()
+
+
+def test_ingest_formats_are_the_daemons() -> None:
+    """`azs ingest --format` takes every format the daemon parses, and OpenCode's sessions."""
+    from azsd.ingest.parsers import FORMATS
+    from azsd_client.commands.arguments import INGEST_FORMATS
+
+    assert set(INGEST_FORMATS) == {*FORMATS, "opencode"}

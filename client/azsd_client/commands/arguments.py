@@ -198,8 +198,15 @@ NEW_SESSION_OPTION: Final = arg(
     "-s", "--session", type=session_id, metavar="SESSION", help="default: a new session, named after the file"
 )
 #: The formats of agent files the daemon reads (:data:`azsd.ingest.parsers.FORMATS`, named here so
-#: that `azs` need not load the parsers to check an argument).
-INGEST_FORMATS: Final = ("claude-stream-json", "claude-session", "codex-exec-json", "codex-rollout")
+#: that `azs` need not load the parsers to check an argument), and OpenCode's (a session of its store).
+INGEST_FORMATS: Final = (
+    "claude-stream-json",
+    "claude-session",
+    "codex-exec-json",
+    "codex-rollout",
+    "aider",
+    "opencode",
+)
 #: An agent file's format.
 FORMAT: Final = arg("--format", choices=INGEST_FORMATS, help="the file's format (default: detected)")
 #: The agent a context or a turn is for.

@@ -192,9 +192,9 @@ class _Table:
 
     When the rows are wider than the terminal, the columns in `optional` are left out, first one
     first, as long as the `flex` column (a name, a snippet, a path: what the row is about) would get
-    less than half the width; then it is cut with an ellipsis. No line is wider than the terminal,
-    and each row stays on one line. A row's note (`notes`, one per row or None) is a line of its own
-    right under it.
+    less than half the width (8 columns, when it is itself optional); then it is cut with an
+    ellipsis. No line is wider than the terminal, and each row stays on one line. A row's note
+    (`notes`, one per row or None) is a line of its own right under it.
     """
 
     rows: Sequence[Sequence[Cell]]
@@ -216,12 +216,13 @@ class _Table:
         room = options.max_width - self.indent
         filled = _widths(self.rows)
         shown = [i for i in range(len(filled)) if filled[i]]  # a column empty in every row: no gap
-        if self.compact is not None and _needed(widths, shown, self.flex, room) > room:
+        wide = self.flex not in self.optional
+        if self.compact is not None and _needed(widths, shown, self.flex, room, wide=wide) > room:
             rows = [*([self.header] if self.header else []), *self.compact]
             widths, filled = _widths(rows), _widths(self.compact)
             shown = [i for i in range(len(filled)) if filled[i]]
         for drop in self.optional:
-            if _needed(widths, shown, self.flex, room) <= room:
+            if _needed(widths, shown, self.flex, room, wide=wide) <= room:
                 break
             if drop in shown:
                 shown.remove(drop)
@@ -267,10 +268,13 @@ def _widths(rows: Sequence[Sequence[Cell]]) -> list[int]:
     return widths
 
 
-def _needed(widths: Sequence[int], shown: Sequence[int], flex: int | None, room: int) -> int:
+def _needed(
+    widths: Sequence[int], shown: Sequence[int], flex: int | None, room: int, *, wide: bool = True
+) -> int:
     """Columns of the rows with only `shown` columns, the `flex` one (what the row is about: a name, a
-    match) cut to half the `room` (the columns that help less go before it is cut shorter)."""
-    least = max(8, room // 2)
+    match) cut to half the `room` (the columns that help less go before it is cut shorter); not
+    `wide` (the flex column is itself one of the optional ones: it helps least), cut to 8."""
+    least = max(8, room // 2) if wide else 8
     return sum(min(widths[i], least) if i == flex else widths[i] for i in shown) + 2 * (len(shown) - 1)
 
 
