@@ -4,6 +4,7 @@ source that cannot be read imports each as `import_source` would."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from contextlib import closing
 from pathlib import Path
@@ -16,6 +17,7 @@ from azsd.errors import IngestError
 from azsd.ingest.import_batch import import_many
 from azsd.ingest.importer import ImportOutcome, discover, import_source
 from azsd.ingest.sources import AIDER_HISTORY, Source
+from azsd.model import Usage
 from azsd.store import Store, store_path
 from tests.opencode_fixture import OpenCodeBuilder
 
@@ -117,3 +119,66 @@ def test_a_mixed_batch_imports_each_source_as_import_source_would(
         assert any(isinstance(o, ImportOutcome) and o.appended and not o.created for o in expected)  # grew
         assert sum(isinstance(o, ImportOutcome) and o.created for o in expected) == 3  # a run, ses_b, ses_c
         assert _state(many) == _state(one)
+
+
+def test_small_claude_files_share_transactions_each_alone_when_it_fails(tmp_path: Path) -> None:
+    """Claude files batched (each in a savepoint of the shared transaction) leave what importing them
+    one by one leaves: a file that fails leaves nothing, a resumed copy's messages are counted once,
+    and each session's turns are its prompts."""
+    from tests.test_usage_counted import prompt, reply, tokens_of
+    from tests.test_usage_prices import write
+
+    at = "2026-05-02T10:0{}:00Z"
+    a = write(tmp_path / "a.jsonl", [prompt("s-a", "one", at.format(0)), reply("s-a", 1, at.format(1))])
+    b = write(  # `claude --resume`: a's turn copied, then a turn of its own
+        tmp_path / "b.jsonl",
+        [prompt("s-b", "one", at.format(0)), reply("s-b", 1, at.format(1)),
+         prompt("s-b", "two", at.format(2)), reply("s-b", 2, at.format(3))],
+    )  # fmt: skip
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"not": "an agent line"}\n')
+    gone = write(tmp_path / "gone.jsonl", [prompt("s-g", "x", at.format(0))])
+    batch = [Source(p, "claude", p.stat().st_size) for p in (a, bad, gone, b)]
+    gone.unlink()
+    with Store.open(tmp_path / "one") as one, Store.open(tmp_path / "many") as many:
+
+        def singly(source: Source) -> ImportOutcome | str:
+            try:
+                return import_source(one, source, "main")
+            except IngestError as exc:
+                return str(exc)
+
+        expected = [singly(source) for source in batch]
+        got = [o if isinstance(o, ImportOutcome) else str(o) for o in import_many(many, batch, "main")]
+        assert got == expected
+        assert [isinstance(o, str) for o in got] == [False, True, True, False]
+        assert _state(many) == _state(one)
+        assert len(many.list_sessions()) == 2  # nothing of the two that failed
+        usage = many.usage_by_session()
+        assert sum((u.usage for u in usage.values()), start=Usage()) == tokens_of(a, b)
+        assert sorted(u.turns for u in usage.values()) == [1, 2]
+
+
+def test_a_batched_file_that_fails_midway_leaves_its_import_record_as_it_was(tmp_path: Path) -> None:
+    """A file imported before, that fails once its import has begun writing (it became a directory:
+    the unfinished mark is written, then it cannot be read), is rolled back alone: its record still
+    says what was imported, and the file beside it is imported."""
+    from tests.test_usage_counted import prompt, reply
+    from tests.test_usage_prices import write
+
+    at = "2026-05-02T10:0{}:00Z"
+    a = write(tmp_path / "a.jsonl", [prompt("s-a", "one", at.format(0)), reply("s-a", 1, at.format(1))])
+    b = write(tmp_path / "b.jsonl", [prompt("s-b", "two", at.format(0))])
+    with Store.open(tmp_path / "s") as store:
+        first = import_many(store, [Source(p, "claude", p.stat().st_size) for p in (a, b)])
+        assert all(isinstance(o, ImportOutcome) and o.created for o in first)
+        before = store.get_import(str(a))
+        assert before is not None
+        a.unlink()
+        a.mkdir()
+        with b.open("a") as f:
+            f.write(json.dumps(reply("s-b", 2, at.format(1))) + "\n")
+        again = import_many(store, [Source(p, "claude", p.stat().st_size) for p in (a, b)])
+        assert isinstance(again[0], IngestError) and "not a regular file" in str(again[0])
+        assert isinstance(again[1], ImportOutcome) and again[1].appended
+        assert store.get_import(str(a)) == before

@@ -39,7 +39,7 @@ from azsd.ingest.sources import (
     aider_sources,
     opencode_sources,
 )
-from azsd.ingest.subagents import claude_session_id, import_subagents
+from azsd.ingest.subagents import import_subagents, orphaned, orphaned_subagents
 from azsd.model import ImportRecord, StoredEvent
 from azsd.rusttext import RUST_WHITESPACE, is_blank, rust_lines, trim, trim_end
 from azsd.store import Store
@@ -195,31 +195,13 @@ def _claude_paths(source_dir: Path, project: Path) -> Iterator[Path]:
         if not directory.is_dir():
             continue
         for path in sorted(directory.glob("*.jsonl")) + orphaned_subagents(directory):
-            if path.name.startswith("agent-") and path.parent == directory and not _orphaned(path):
+            if path.name.startswith("agent-") and path.parent == directory and not orphaned(path):
                 continue  # 2.0.x wrote subagent transcripts beside the sessions
             if not path.is_file():
                 continue
             if check_cwd and _head_value(path, _claude_cwd) not in cwds:
                 continue  # another long path with the same first 200 characters
             yield path
-
-
-def orphaned_subagents(directory: Path) -> list[Path]:
-    """The 2.1.x sub-agent transcripts of a Claude project directory whose session file is gone
-    (``<id>/subagents/agent-*.jsonl`` without ``<id>.jsonl``): imported as sessions of their own."""
-    return sorted(
-        path
-        for nested in directory.glob("*/subagents")
-        if not (directory / f"{nested.parent.name}.jsonl").exists()
-        for path in nested.glob("*.jsonl")
-    )
-
-
-def _orphaned(path: Path) -> bool:
-    """Whether the 2.0.x sub-agent transcript `path` names a session whose file is not beside it (or
-    names none): it is imported as a session of its own, as ccusage counts it."""
-    session = _head_value(path, claude_session_id)
-    return not session or not (path.parent / f"{session}.jsonl").exists()
 
 
 def _codex_paths(source_dir: Path, project: Path) -> Iterator[Path]:

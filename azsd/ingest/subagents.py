@@ -24,7 +24,14 @@ from azsd.ingest.usage import counted_elsewhere, usage_record
 from azsd.model import ImportRecord
 from azsd.store import Store
 
-__all__ = ["claude_session_id", "import_subagents", "subagent_files", "subagents_current"]
+__all__ = [
+    "claude_session_id",
+    "import_subagents",
+    "orphaned",
+    "orphaned_subagents",
+    "subagent_files",
+    "subagents_current",
+]
 
 log = logging.getLogger("azsd.ingest.subagents")
 
@@ -63,6 +70,28 @@ def claude_session_id(obj: dict[str, Any]) -> str | None:
     """A Claude line's `sessionId`, when it has a usable one."""
     value = obj.get("sessionId")
     return value if isinstance(value, str) and value else None
+
+
+def orphaned_subagents(directory: Path) -> list[Path]:
+    """The 2.1.x sub-agent transcripts of a Claude project directory whose session file is gone
+    (``<id>/subagents/agent-*.jsonl`` without ``<id>.jsonl``): imported as sessions of their own."""
+    return sorted(
+        path
+        for nested in directory.glob("*/subagents")
+        if not (directory / f"{nested.parent.name}.jsonl").exists()
+        for path in nested.glob("*.jsonl")
+    )
+
+
+def orphaned(path: Path) -> bool:
+    """Whether the 2.0.x sub-agent transcript `path` names a session whose file is not beside it (or
+    names none): it is imported as a session of its own, as ccusage counts it."""
+    try:
+        with open_regular(path) as stream:
+            session = head_value(iter_lines(stream), HEAD_LINES, claude_session_id)
+    except OSError:
+        session = None
+    return not session or not (path.parent / f"{session}.jsonl").exists()
 
 
 def import_subagents(store: Store, session_id: int, session: Path) -> int:
