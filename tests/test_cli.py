@@ -103,6 +103,11 @@ def test_bad_session_ids_are_usage_errors(capsys: pytest.CaptureFixture[str], ba
         ["ls", "--worktree", "a", "--all-worktrees"],
         ["--timeout", "0", "status"],
         ["tail", "-n", "0", "S1"],
+        ["import", "opencode", "--all"],
+        ["import", "claude", "--all", "--data-dir", "/x"],
+        ["usage", "--by", "person"],
+        ["usage", "--remote", "--all"],
+        ["usage", "--remote", "--active"],
     ],
 )
 def test_usage_errors_exit_2(capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:

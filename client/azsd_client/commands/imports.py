@@ -25,7 +25,7 @@ from azsd_client._shared import HistoryAgent
 from azsd_client.render.reports import import_summary
 from azsd_client.render.text import one_line, plural
 
-from .invocation import Invocation
+from .invocation import Invocation, UsageError
 
 __all__ = [
     "BATCH_BYTES",
@@ -160,6 +160,8 @@ class _Tally:
 def import_sessions(run: Invocation) -> int:
     """Import every source of the project that is not current, labelled with the current branch."""
     if run.args.all:
+        if run.args.agent not in ("claude", "codex") or getattr(run.args, "data_dir", None):
+            raise UsageError("import --all reads the projects of Claude's and Codex's own directories")
         from .machine import import_all  # the whole machine: each project into its own store
 
         return import_all(run)
