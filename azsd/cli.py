@@ -177,6 +177,7 @@ def _check_config(config: Path | None) -> None:
         ),
         ("sync-url", redact_url(resolved.sync_url) if resolved.sync_url else "off", origin("sync-url")),
         ("sync-identity", resolved.sync_identity, origin("sync-identity")),
+        ("sync-redact", "on" if resolved.sync_redact else "off", origin("sync-redact")),
         ("pricing", f"{own} (over {len(table.prices)} models priced as of {table.date})", origin("pricing")),
         ("price-file", str(resolved.price_file or "none"), origin("price-file")),
         (

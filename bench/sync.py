@@ -61,15 +61,23 @@ def _url(name: str) -> str:
     return psycopg.conninfo.make_conninfo(**info)  # type: ignore[arg-type]
 
 
+def _admin() -> psycopg.Connection[Any]:
+    """A new admin connection for each use: on a shared machine the server may have been restarted
+    while the store was being built (a held connection would be gone)."""
+    return psycopg.connect(ADMIN, autocommit=True, connect_timeout=3)
+
+
 @contextmanager
-def fresh_database(admin: psycopg.Connection[Any]) -> Iterator[str]:
+def fresh_database() -> Iterator[str]:
     name = f"azsd_bench_{os.getpid()}_{uuid.uuid4().hex[:6]}"
-    admin.execute(f'CREATE DATABASE "{name}"')
+    with _admin() as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
     try:
         init_database(_url(name))
         yield _url(name)
     finally:
-        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        with _admin() as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def session_events(n: int, session: int) -> list[Event]:
@@ -237,20 +245,22 @@ def main(*, quick: bool = False) -> None:
         print(f"# sync: skipped, PostgreSQL does not answer at {ADMIN!r}: {exc}".strip(), file=sys.stderr)
         return
     n = 20_000 if quick else 1_000_000
-    with admin, tempfile.TemporaryDirectory(prefix="azsd-b-", dir="/tmp") as tmp:
+    admin.close()
+    with tempfile.TemporaryDirectory(prefix="azsd-b-", dir="/tmp") as tmp:
         base = Path(tmp)
         root = base / "wt"
         root.mkdir()
         repository = f"path:{root.resolve()}"
         sids = build_store(root, n)
         add_usage(root, sids)
-        with fresh_database(admin) as url:
+        with fresh_database() as url:
             pushed_s = push_all(url, root, repository)
-            with fresh_database(admin) as bare_url:
+            with fresh_database() as bare_url:
                 copy_s = bare_copy(bare_url, root)
             report("sync_push", n / pushed_s, "events/s", n / copy_s)
             run_daemon_figures(url, base, root, repository, sids, quick)
-            ls_member_figures(admin, url, 5_000 if quick else 100_000, 10 if quick else 30)
+            with _admin() as admin:
+                ls_member_figures(admin, url, 5_000 if quick else 100_000, 10 if quick else 30)
 
 
 def run_daemon_figures(

@@ -88,6 +88,7 @@ def test_azsd_cli_version_check_config_and_errors(tmp_path: Path) -> None:
     assert keys["claude-command"].split()[1:] == ["claude", "--verbose", "(config", "file)"]
     assert keys["follow-idle-s"].split()[1:] == ["10", "(config", "file)"]
     assert keys["codex-command"].split()[1:] == ["codex", "(default)"]
+    assert keys["sync-redact"].split()[1:] == ["on", "(default)"]
     bad = tmp_path / "bad.toml"
     bad.write_text("nope = 1\n")
     failed = azsd("run", "--config", str(bad))

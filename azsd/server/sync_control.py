@@ -110,15 +110,17 @@ class SyncControl:
 
     def _apply(self) -> None:
         path = self.config.config_path
+        if path is None:  # settings given without a file: nothing to read again
+            return
         try:
-            file = load_config_file(path) if path is not None else None
+            file = load_config_file(path)
         except AzsdError as exc:
             self._set_error(str(exc))
             log.warning("the config file's sync settings were not taken: %s", exc)
             return
-        url = file.sync_url or None if file is not None else None
-        identity = (file.sync_identity if file is not None else None) or default_identity(self._environ)
-        redact = file.sync_redact if file is not None else True
+        url = file.sync_url or None
+        identity = file.sync_identity or default_identity(self._environ)
+        redact = file.sync_redact
         self._set_error("")
         old = self.config
         if (url, identity, redact) == (old.sync_url, old.sync_identity, old.sync_redact):
