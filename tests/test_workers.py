@@ -27,10 +27,11 @@ from azsd.ipc import protocol as p
 from azsd.ipc.transport import Envelope, Outbox
 from azsd.server.registry import StoreRegistry
 from azsd.server.workers import Outcome, error_reply
-from azsd.store import Store
+from azsd.store import Store, backup
 from azsd.store.chunks import ChunkedWrite
 from azsd.store.codec import CodecError
 from azsd.store.core import READ_BUSY_TIMEOUT_S, NeedsWriterError
+from azsd.store.pacing import Pacer, Pacing
 
 
 @pytest.fixture
@@ -334,3 +335,46 @@ def test_writes_queued_behind_a_long_write_run_between_its_chunks(
         release.set()
     assert long.result(timeout=20) < 2000
     assert second_long.result(timeout=10) == "two"
+
+
+def test_writes_queued_behind_a_backup_run_between_its_steps(
+    registry: StoreRegistry, root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A backup is long work too: the writes behind it run between its steps, on its connection,
+    and SQLite copies them into the backup as they are made (no restart)."""
+    monkeypatch.setattr(backup, "STEP_BYTES", 8192)  # many short steps, a pause after each
+    monkeypatch.setattr(backup, "Pacer", lambda: Pacer(Pacing(chunk_s=0.0, gap_s=0.01, long_gap_s=0.01)))
+
+    def fill(store: Store) -> int:
+        sid = store.create_session("one").id
+        store.append_events(sid, [AssistantText(text=f"row {i} " + "x" * 400) for i in range(3000)])
+        return sid
+
+    sid = registry.call(str(root), fill).result(timeout=30)
+    steps: list[int] = []
+    real_copy = backup._copy
+
+    def counting_copy(
+        path: Path, conn: sqlite3.Connection, target: sqlite3.Connection, between: Callable[[], None] | None
+    ) -> None:
+        def counted() -> None:
+            steps.append(1)
+            if between is not None:
+                between()
+
+        real_copy(path, conn, target, counted)
+
+    monkeypatch.setattr(backup, "_copy", counting_copy)
+    dest = root / "copy.azs"
+    copied = registry.call(str(root), lambda store: store.backup(dest), alone=True)
+    deadline = time.monotonic() + 30
+    while not steps:
+        assert time.monotonic() < deadline and not copied.done(), "no step of the backup"
+        time.sleep(0.005)
+    rename = registry.call(str(root), lambda store: store.rename_session(sid, "two"))
+    rename.result(timeout=10)
+    assert not copied.done()  # it answered between two steps of the backup
+    info = copied.result(timeout=60)
+    assert info.integrity == "ok"
+    with sqlite3.connect(dest) as conn:  # the copy holds the rename made while it was taken
+        assert conn.execute("SELECT name FROM sessions WHERE id = ?", (sid,)).fetchone() == ("two",)

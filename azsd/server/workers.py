@@ -236,8 +236,8 @@ class Writer(threading.Thread):
         """Between two chunks of a long call (an ingest, an import, orphan recovery), carry out the
         calls queued behind it, up to the next long one (which waits, with what follows it, for
         the long call to end): a rename answers in a chunk's time, not the ingest's."""
-        if self._between or self._held:
-            return
+        if self._between or self._held or not store.still_open():
+            return  # (a file replaced or deleted meanwhile: the calls wait for the check before a batch)
         self._between = True
         try:
             taken = self._take(MAX_BATCH)

@@ -12,6 +12,7 @@ import os
 import sqlite3
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Final
 
@@ -59,7 +60,7 @@ class Backup(StoreCore):
             with _translate(dest):
                 target = sqlite3.connect(part, isolation_level=None)
             try:
-                _copy(self.path, conn, target)
+                _copy(self.path, conn, target, self.between_chunks)
                 with _translate(dest):
                     check = [row[0] for row in target.execute("PRAGMA integrity_check")]
                     sessions = target.execute("SELECT COUNT(*) FROM sessions").fetchone()[0]
@@ -83,7 +84,12 @@ class _Restarted(Exception):
     """The copy started over too often."""
 
 
-def _copy(path: Path, conn: sqlite3.Connection, target: sqlite3.Connection) -> None:
+def _copy(
+    path: Path,
+    conn: sqlite3.Connection,
+    target: sqlite3.Connection,
+    between: Callable[[], None] | None = None,
+) -> None:
     """Copy the store on `conn` into `target` in steps of `STEP_BYTES`, without making its other
     writers fail.
 
@@ -119,6 +125,8 @@ def _copy(path: Path, conn: sqlite3.Connection, target: sqlite3.Connection) -> N
         if pacer.full():
             pacer.release()
             pacer.pause()
+            if between is not None:  # the writes queued behind the backup, on this connection: SQLite
+                between()  # writes them into the copy too (no restart)
             pacer.begin()
         step_began = time.monotonic()
 

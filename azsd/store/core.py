@@ -101,12 +101,12 @@ class StoreCore:
         self.pacer = Pacer()
         #: Run between the chunks of a long write (:mod:`azsd.store.chunks`): the worker's queued calls.
         self.between_chunks: Callable[[], None] | None = None
-        if self.path.exists():
-            try:
+        try:
+            if self.path.exists():
                 self._connect()
-            except BaseException:
-                self.close()  # (the writer lock, if taken)
-                raise
+        except BaseException:
+            self.close()  # (the writer lock, if taken)
+            raise
 
     @classmethod
     def open(cls, root: Path, *, reader: bool = False, exclusive: bool = False) -> Self:
@@ -114,8 +114,7 @@ class StoreCore:
 
         A `reader` only reads (beside the store's writer, which alone creates and migrates the file).
         An `exclusive` writer (a daemon's) holds the store's writer lock while the file is open: one
-        azsd writes a store file, whatever its state dir or the path it was given
-        (:mod:`azsd.store.writer_lock`); AZUREAL, which knows nothing of it, opens the file as before.
+        azsd writes a store file, whatever its state dir (:mod:`azsd.store.writer_lock`).
         """
         return cls(root, reader=reader, exclusive=exclusive)
 
@@ -366,13 +365,15 @@ class StoreCore:
         """From now on, wait at most `seconds` for another connection's lock (then
         :class:`StoreBusyError`); kept until changed, and changing it costs a statement only when the
         value is new (a reader's inline reads wait 0, its own thread the connection's default)."""
-        conn = self._conn
-        ms = int(seconds * 1000)
-        if conn is None or ms == self._lock_wait_ms:
-            return
-        with _translate(self.path):
-            conn.execute(f"PRAGMA busy_timeout = {ms}")
-        self._lock_wait_ms = ms
+        conn, ms = self._conn, int(seconds * 1000)
+        if conn is not None and ms != self._lock_wait_ms:
+            with _translate(self.path):
+                conn.execute(f"PRAGMA busy_timeout = {ms}")
+            self._lock_wait_ms = ms
+
+    def still_open(self) -> bool:
+        """Whether the file at the store's path is the one open (a stat; :meth:`check_file` follows it)."""
+        return self._conn is not None and _file_id(self.path) == self._file_id
 
     def read_version(self) -> tuple[int, ...] | None:
         """What tells the states of the file apart as the last :meth:`check_file` saw it, without a

@@ -9,9 +9,9 @@ SQLites in use, and than the one AZUREAL bundles), and that text went with the r
 
 - **finding** them: whenever the number of event rows ever deleted (:data:`_DELETED`: the ids
   AUTOINCREMENT handed out less the rows left; a session number AZUREAL reused does not hide a
-  delete) is not what it was at the last look, and once each time the store is opened,
-  :class:`StaleEntries` sweeps the index's ``docsize`` table for rowids without a row, a range of
-  :data:`SWEEP_IDS` ids a step;
+  delete) is not what the last sweep covered (kept in ``meta``, so a store reopened unchanged is
+  not swept again), :class:`StaleEntries` sweeps the index's ``docsize`` table for rowids without
+  a row, a range of :data:`SWEEP_IDS` ids a step;
 - **removing** them: when a sweep finds any, a second index, ``azsd_search_next``, is built beside
   the first from the rows, :data:`~azsd.store.fts.CATCH_UP_ROWS` ids a step (rows appended meanwhile
   are above its mark, and are built in too; a delete by azsd takes its rows out of both), and once
@@ -29,7 +29,7 @@ from typing import Final
 
 from azsd.store.core import _translate
 from azsd.store.fts import NEXT_INDEX, SearchIndex
-from azsd.store.schema import SEARCH_NEXT_HWM_KEY
+from azsd.store.schema import SEARCH_NEXT_HWM_KEY, SEARCH_SWEPT_KEY
 
 __all__ = ["SWEEP_IDS", "StaleEntries"]
 
@@ -56,6 +56,7 @@ class StaleEntries(SearchIndex):
     _deleted_seen: int | None = None  # how many event rows had been deleted, at the last look
     _sweep_from: int | None = None  # where the sweep in progress goes on, None: no sweep
     _sweep_found = 0
+    _sweep_deleted = 0  # the rows ever deleted when the sweep in progress began
 
     def _forget(self) -> None:
         super()._forget()
@@ -70,9 +71,13 @@ class StaleEntries(SearchIndex):
         if self._sweep_from is not None:
             return self._sweep_step(conn)
         deleted = conn.execute(_DELETED).fetchone()[0]
-        seen, self._deleted_seen = self._deleted_seen, deleted
-        if seen is None or deleted != seen:  # (or the first look since the file was opened)
-            self._sweep_from, self._sweep_found = 0, 0
+        seen = self._deleted_seen
+        if seen is None:  # the first look since the file was opened: what the last sweep covered
+            row = conn.execute("SELECT value FROM meta WHERE key = ?", (SEARCH_SWEPT_KEY,)).fetchone()
+            seen = None if row is None else int(row[0])
+        self._deleted_seen = deleted
+        if seen is None or deleted != seen:
+            self._sweep_from, self._sweep_found, self._sweep_deleted = 0, 0, deleted
             return True
         return False
 
@@ -84,7 +89,9 @@ class StaleEntries(SearchIndex):
         if self._sweep_from < top:
             return True
         self._sweep_from = None
-        if self._sweep_found:
+        if not self._sweep_found:
+            self._set_meta(conn, SEARCH_SWEPT_KEY, self._sweep_deleted)
+        else:
             log.info(
                 "%s: %d search index entries of rows deleted by another program: rebuilding the "
                 "index beside it, in the background",
@@ -109,6 +116,7 @@ class StaleEntries(SearchIndex):
         conn.execute(f"ALTER TABLE {NEXT_INDEX} RENAME TO azsd_search")
         conn.execute("DELETE FROM meta WHERE key = ?", (SEARCH_NEXT_HWM_KEY,))
         self._set_search_hwm(conn, top)
+        self._set_meta(conn, SEARCH_SWEPT_KEY, conn.execute(_DELETED).fetchone()[0])
         log.info("%s: the search index was rebuilt without the entries of deleted rows", self.path)
         return True
 

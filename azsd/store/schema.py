@@ -222,6 +222,9 @@ OBSOLETE_OBJECTS: Final = frozenset({"azsd_sync_tombstone", "azsd_sync_tombstone
 SEARCH_HWM_KEY: Final = "azsd_search_hwm_v1"
 #: `meta` key of the highest `events.id` the index being built to replace it holds (azsd.store.fts_stale).
 SEARCH_NEXT_HWM_KEY: Final = "azsd_search_next_hwm"
+#: `meta` key of how many event rows had ever been deleted when the index was last swept for entries
+#: of deleted rows (azsd.store.fts_stale).
+SEARCH_SWEPT_KEY: Final = "azsd_search_swept"
 
 #: Tables and indexes an up-to-date store has (AZUREAL's and azsd's).
 REQUIRED_OBJECTS: Final = frozenset(

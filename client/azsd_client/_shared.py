@@ -194,6 +194,10 @@ def unavailable(
     )
 
 
+#: How often `on_wait` is told that a change is still waited for (at most).
+TELL_EVERY_S: Final = 10.0
+
+
 class WriteWait:
     """How a change (a :data:`~azsd.ipc.protocol.KeyedRequest`) that gets no reply in time is waited
     for: it is sent again with the same request key (the daemon carries it out at most once, and
@@ -201,7 +205,9 @@ class WriteWait:
     answers (each new try checks `Status` first: a daemon that stopped answering ends the wait with
     :class:`~azsd.errors.DaemonUnavailable`) and `busy_wait_s` allows. A write behind a long one of
     its store is thus waited for, never reported failed and then applied; `on_wait` says what is
-    waited for meanwhile."""
+    waited for meanwhile (at once, then every :data:`TELL_EVERY_S`). A change the daemon could not make
+    in the end (another program held the store's lock past the daemon's wait) is answered with that
+    error, and was not made."""
 
     def __init__(self, connection: ConnectionBase, message: KeyedRequest, timeout: float | None) -> None:
         self._connection = connection
@@ -210,6 +216,7 @@ class WriteWait:
         self._timeout = connection.timeout if timeout is None else timeout
         self._started = time.monotonic()
         self._tries = 0
+        self._told: float | None = None  # when `on_wait` was last told
 
     def no_reply(self) -> None:
         """A try got no reply in time: return to try again, or raise :class:`NoReply` to stop."""
@@ -221,7 +228,9 @@ class WriteWait:
         if limit is not None and waited >= limit + 1.5 * self._timeout:
             endpoint = self._connection.config.rpc_endpoint
             raise unavailable(endpoint, self._timeout, first_contact=False, op=self._op, asked_twice=True)
-        if self._connection.on_wait is not None:
+        now = time.monotonic()
+        if self._connection.on_wait is not None and (self._told is None or now - self._told >= TELL_EVERY_S):
+            self._told = now
             store = f"the store of {self._root}" if self._root else "its store"
             self._connection.on_wait(
                 f"still waiting for {self._op} after {waited:.0f} s: azsd answers, and {store} is busy "
