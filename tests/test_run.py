@@ -566,7 +566,8 @@ def test_follow_errors_are_reported(world: World, tmp_path: Path) -> None:
     no_session = world.azs("follow", str(live), "-s", "S9")
 
     assert missing.returncode == 1 and "no such file" in missing.stderr
-    assert bad_format.returncode == 1 and "unknown format" in bad_format.stderr
+    # a usage error (issue 25: every usage error exits 2), said before the daemon is asked
+    assert bad_format.returncode == 2 and "invalid choice: 'yaml'" in bad_format.stderr
     assert no_session.returncode == 1 and "S9" in no_session.stderr
     assert world.follows() == []
 
