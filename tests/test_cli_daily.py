@@ -95,6 +95,7 @@ def test_ls_dates_are_the_latest_turn_and_durations_true(azs: Azs, client: Clien
         (["rename", "S1", ""], "the new name is empty"),  # it renamed S1 to "S1"
         (["rename", "S1", "  "], "the new name is empty"),
         (["search", "x", "-n", "0"], "not a positive number"),
+        (["search", "x", "--remote", "-C", "2"], "-i, -C and --since are for this store's sessions"),
     ],
 )
 def test_every_usage_error_exits_2(capsys: pytest.CaptureFixture[str], argv: list[str], said: str) -> None:
