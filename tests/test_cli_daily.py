@@ -95,6 +95,7 @@ def test_ls_dates_are_the_latest_turn_and_durations_true(azs: Azs, client: Clien
         (["rename", "S1", ""], "the new name is empty"),  # it renamed S1 to "S1"
         (["rename", "S1", "  "], "the new name is empty"),
         (["search", "x", "-n", "0"], "not a positive number"),
+        (["search", "x", "--remote", "-C", "2"], "-i, -C and --since are for this store's sessions"),
     ],
 )
 def test_every_usage_error_exits_2(capsys: pytest.CaptureFixture[str], argv: list[str], said: str) -> None:
@@ -184,3 +185,15 @@ def test_color_always_never_and_no_color(azs: Azs, client: Client, worktree: Pat
     assert not any("\x1b[" in line for line in lines)
     lines = on_terminal(azs, 80, "show", str(sid), raw=True)
     assert any("\x1b[31m" in line for line in lines)
+
+
+def test_ingest_shows_progress_from_the_start_on_a_terminal(azs: Azs, worktree: Path) -> None:
+    """Issue 25: `azs ingest` showed nothing for its first seconds."""
+    source = worktree / "big-run.jsonl"
+    line = {"type": "user", "message": {"role": "user", "content": "go"}, "uuid": "u1",
+            "parentUuid": None, "timestamp": "2024-03-01T10:00:00.000Z", "sessionId": "s"}  # fmt: skip
+    source.write_text(json.dumps(line) + "\n")
+    out = "\n".join(on_terminal(azs, 80, "ingest", str(source)))
+    assert "made S1 “big-run” for big-run.jsonl" in out
+    assert "ingesting big-run.jsonl (" in out and "B) into S1…" in out
+    assert "S1: claude-session: 1 line" in out

@@ -569,7 +569,7 @@ def test_follow_errors_are_reported(world: World, tmp_path: Path) -> None:
     bad_format = world.azs("follow", str(live), "-s", "S1", "--format", "yaml")
     no_session = world.azs("follow", str(live), "-s", "S9")
 
-    assert bad_format.returncode == 1 and "unknown format" in bad_format.stderr
+    assert bad_format.returncode == 2 and "invalid choice: 'yaml'" in bad_format.stderr
     assert no_session.returncode == 1 and "S9" in no_session.stderr
     assert world.follows() == []
 

@@ -87,8 +87,8 @@ def show(run: Invocation) -> int:
 def search(run: Invocation) -> int:
     """`azs search --remote QUERY`: ranked full-text search of the repository's remote sessions."""
     a = run.args
-    if a.query is None or a.interactive:
-        raise UsageError("search --remote takes a QUERY (-i picks from this store's sessions only)")
+    if a.query is None or a.interactive or a.context or a.since:
+        raise UsageError("search --remote takes a QUERY; -i, -C and --since are for this store's sessions")
     if a.sessions:
         run.out.hint("-s names local sessions: searching every remote session of the repository")
     reply = run.client.remote_search(

@@ -85,7 +85,7 @@ local ok, err = pcall(function()
   out.statusline = azs.statusline()
 
   -- :AzsSearch fills the quickfix list; the first hit opens at its event
-  vim.cmd("AzsSearch needle")
+  vim.cmd("AzsSearch needl") -- plain text, as typed: a word from its start (issue 25)
   wait("the quickfix list", function()
     return #vim.fn.getqflist() > 0
   end)
