@@ -164,7 +164,7 @@ class AiderParser(LineParser):
             return []
         out = self._flush() if self._mode != "assistant" else []
         self._mode = "assistant"
-        fence = _FENCE.match(text)
+        fence = _FENCE.match(text) if text.startswith("```") else None  # (most lines: no regex)
         if fence:
             self._fence = fence.group(1)
         self._lines.append(text)
