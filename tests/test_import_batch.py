@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import sqlite3
 from contextlib import closing
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,8 @@ def sources(tmp_path: Path) -> list[Source]:
     history.write_bytes((DATA / "aider__v0.47-request-cost.md").read_bytes())
     with history.open("ab") as out:
         out.write((DATA / "aider__v0.51-cache-write.md").read_bytes())
+    typed = "\n# 2024-08-05 21:00:00.000000\n+Use the Spinner instead of the inlined custom spinner\n"
+    (project / ".aider.input.history").write_text(typed)  # dates the first run's usage
     oc = OpenCodeBuilder(tmp_path / "opencode")
     oc.session("ses_a", project, "fix main")
     oc.turn("ses_a", 1)
@@ -67,6 +70,7 @@ def _state(store: Store) -> list[Any]:
         [(r.session_id, r.source, r.model, r.usage, r.cost_usd, r.cost_source) for r in store.usage_rows()]
     )
     out.append([round(r.first / 600) for r in store.usage_rows()])  # now, when the lines carry no time
+    out.append([(r.first, r.last) for r in store.usage_rows() if r.source.endswith("19:33:32")])  # typed
     out.append([(h.session_id, h.seq) for h in store.search("main")])
     return out
 
@@ -79,6 +83,8 @@ def test_new_sources_created_together_leave_the_store_one_by_one_imports_leave(
         together = import_many(many, sources, "main")
         assert together == singly
         assert _state(many) == _state(one)
+        typed = datetime(2024, 8, 5, 21).astimezone().timestamp()
+        assert [r.first for r in many.usage_rows() if r.first == typed]  # the prompt's time, as typed
         for source in sources:
             assert many.get_import(source.key) == one.get_import(source.key)
         assert [import_source(many, s).current for s in sources] == [True] * len(sources)
