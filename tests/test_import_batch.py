@@ -25,7 +25,8 @@ DATA = Path(__file__).parent / "data" / "aider"
 
 @pytest.fixture
 def sources(tmp_path: Path) -> list[Source]:
-    """Every Aider run of two real samples, and three OpenCode sessions (one spawned by another)."""
+    """Every Aider run of two real samples, three OpenCode sessions of a database (one spawned by
+    another) and one of the older JSON tree."""
     project = tmp_path / "project"
     project.mkdir()
     history = project / AIDER_HISTORY
@@ -41,8 +42,12 @@ def sources(tmp_path: Path) -> list[Source]:
     oc.session("ses_b", project, "child", parent="ses_a")
     oc.turn("ses_b", 3)
     oc.session("ses_c", project, "empty")
+    older = OpenCodeBuilder(tmp_path / "opencode", json_tree=True)  # 0.x's storage/ tree beside it
+    older.session("ses_old", project, "older")
+    older.turn("ses_old", 4)
     found = discover("aider", project, project) + discover("opencode", tmp_path / "opencode", project)
-    assert len(found) >= 6 and all(s.small for s in found)
+    assert len(found) >= 7 and all(s.small for s in found)
+    assert any(s.path.name == "storage" for s in found)
     return found
 
 
@@ -121,5 +126,7 @@ def test_a_mixed_batch_imports_each_source_as_import_source_would(
         assert got == expected
         assert isinstance(expected[-2], str) and "no such OpenCode database" in expected[-2]
         assert any(isinstance(o, ImportOutcome) and o.appended and not o.created for o in expected)  # grew
-        assert sum(isinstance(o, ImportOutcome) and o.created for o in expected) == 3  # a run, ses_b, ses_c
+        assert (
+            sum(isinstance(o, ImportOutcome) and o.created for o in expected) == 4
+        )  # a run, ses_b, ses_c, ses_old
         assert _state(many) == _state(one)
