@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import sqlite3
 from contextlib import closing
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from azsd.context import build_context_prompt
 from azsd.errors import IngestError
 from azsd.ingest.import_batch import import_many
 from azsd.ingest.importer import ImportOutcome, discover, import_source
+from azsd.ingest.source_events import SourceReaders, source_events
 from azsd.ingest.sources import AIDER_HISTORY, Source
 from azsd.store import Store, store_path
 from tests.opencode_fixture import OpenCodeBuilder
@@ -130,3 +132,17 @@ def test_a_mixed_batch_imports_each_source_as_import_source_would(
             sum(isinstance(o, ImportOutcome) and o.created for o in expected) == 4
         )  # a run, ses_b, ses_c, ses_old
         assert _state(many) == _state(one)
+
+
+def test_a_small_aider_run_read_at_once_gives_what_reading_it_in_chunks_gives(sources: list[Source]) -> None:
+    runs = [s for s in sources if s.agent == "aider"]
+    with open(runs[-1].path, "ab") as out:
+        out.write(b"#### a last line with no newline, \r\nand a CR  \n\nreply with a lone \r inside\r\ntorn")
+    runs = discover("aider", runs[0].path.parent, runs[0].path.parent)
+    assert len(runs) >= 3
+    with SourceReaders() as readers:
+        for run in runs:
+            whole = source_events(run, readers)
+            chunked = source_events(replace(run, small=False), readers)
+            assert [e for c in whole.chunks for e in c] == [e for c in chunked.chunks for e in c]
+            assert whole.report.lines == chunked.report.lines and whole.report.usage == chunked.report.usage
