@@ -43,7 +43,6 @@ from azsd.events import Event, encode_event, event_kind
 from azsd.ingest.import_batch import import_many
 from azsd.ingest.importer import discover
 from azsd.ingest.parsers.aider import AiderParser
-from azsd.ingest.parsers.base import iter_lines
 from azsd.ingest.parsers.opencode import OpenCodeParser
 from azsd.ingest.sources import aider_runs
 from azsd.store import Store
@@ -72,8 +71,8 @@ def write_aider(path: Path, copies: int) -> int:
 
 
 def bare_aider(source: Path, db: Path) -> int:
-    """Each run with a prompt read by the parser, its events' JSON zstd-compressed, batched sqlite3
-    inserts; the lines read."""
+    """Each run with a prompt read in one piece (as the import reads a small run) by the parser, its
+    events' JSON zstd-compressed, batched sqlite3 inserts; the lines read."""
     chain = _EventChain(db)
     lines = 0
     with open(source, "rb") as stream:
@@ -82,7 +81,8 @@ def bare_aider(source: Path, db: Path) -> int:
                 continue
             parser = AiderParser(closed=run.closed)
             stream.seek(run.span[0])
-            events = parser.feed_all(iter_lines(stream, stop=run.span[1]))
+            split = stream.read(run.span[1] - run.span[0]).split(b"\n")
+            events = parser.feed_all(split[:-1] if not split[-1] else split)
             lines += parser.report.lines
             chain.add(run.name, events)
     chain.close()

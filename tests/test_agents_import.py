@@ -15,7 +15,8 @@ from azsd.context import build_context_prompt
 from azsd.errors import IngestError
 from azsd.events import AssistantText, Complete, Hook, Init, ToolCall, ToolResult, UserMessage
 from azsd.export import render
-from azsd.ingest.importer import discover, import_source
+from azsd.ingest.import_batch import import_many
+from azsd.ingest.importer import ImportOutcome, discover, import_source
 from azsd.ingest.sources import AIDER_HISTORY, source_of
 from azsd.model import SessionUsage
 from azsd.store import Store
@@ -40,8 +41,17 @@ def _usage(store: Store, sid: int) -> SessionUsage:
     return store.session_usage(sid)
 
 
-def _import_all(store: Store, agent: str, source_dir: Path, project: Path) -> list[int]:
-    return [import_source(store, s).session_id for s in discover(agent, source_dir, project)]  # type: ignore[arg-type]
+def _import_all(
+    store: Store, agent: str, source_dir: Path, project: Path, *, together: bool = False
+) -> list[int]:
+    """The sessions of `agent`'s sources, imported one by one, or `together` as `azs import` does
+    (the new ones created at once)."""
+    sources = discover(agent, source_dir, project)  # type: ignore[arg-type]
+    if not together:
+        return [import_source(store, s).session_id for s in sources]
+    outcomes = import_many(store, sources)
+    assert all(isinstance(o, ImportOutcome) for o in outcomes)
+    return [o.session_id for o in outcomes if isinstance(o, ImportOutcome)]
 
 
 def test_aider_runs_become_sessions_and_grow_by_what_was_appended(root: Path, project: Path) -> None:
@@ -165,20 +175,25 @@ def test_opencode_json_storage_generation(root: Path, project: Path, tmp_path: P
         assert import_source(store, source_of("opencode", source.key)).current
 
 
-def _one_of_each(store: Store, project: Path, tmp_path: Path, aider_sample: str) -> list[int]:
+def _one_of_each(
+    store: Store, project: Path, tmp_path: Path, aider_sample: str, *, together: bool = False
+) -> list[int]:
     """An OpenCode session and the runs of an Aider history imported: their sessions, OpenCode's first."""
     oc = OpenCodeBuilder(tmp_path / "opencode")
     oc.session("ses_a", project, "fix main")
     oc.turn("ses_a", 1)
     (project / AIDER_HISTORY).write_bytes((DATA / aider_sample).read_bytes())
-    return _import_all(store, "opencode", oc.data_dir, project) + _import_all(
-        store, "aider", project, project
+    return _import_all(store, "opencode", oc.data_dir, project, together=together) + _import_all(
+        store, "aider", project, project, together=together
     )
 
 
-def test_imported_sessions_render_context_and_export(root: Path, project: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("together", [False, True], ids=["one-by-one", "together"])
+def test_imported_sessions_render_context_and_export(
+    root: Path, project: Path, tmp_path: Path, together: bool
+) -> None:
     with Store.open(root) as store:
-        sids = _one_of_each(store, project, tmp_path, "aider__v0.51-cache-write.md")
+        sids = _one_of_each(store, project, tmp_path, "aider__v0.51-cache-write.md", together=together)
         for sid in sids:
             for backend in ("claude", "codex"):
                 prompt = _context(store, sid, "next", backend)
@@ -194,11 +209,12 @@ def test_imported_sessions_render_context_and_export(root: Path, project: Path, 
 
 @pytest.mark.interop
 @pytest.mark.skipif(SQLITE3 is None or ZSTD is None, reason="needs the sqlite3 and zstd programs")
+@pytest.mark.parametrize("together", [False, True], ids=["one-by-one", "together"])
 def test_rows_of_imported_aider_and_opencode_sessions_read_as_azureal_reads_them(
-    root: Path, project: Path, tmp_path: Path
+    root: Path, project: Path, tmp_path: Path, together: bool
 ) -> None:
     with Store.open(root) as store:
-        sids = _one_of_each(store, project, tmp_path, "aider__v0.47-request-cost.md")
+        sids = _one_of_each(store, project, tmp_path, "aider__v0.47-request-cost.md", together=together)
         path = store.path
     assert SQLITE3 is not None and ZSTD is not None
     for sid in (sids[0], sids[1]):

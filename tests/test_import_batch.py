@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import sqlite3
 from contextlib import closing
+from dataclasses import replace
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +18,7 @@ from azsd.context import build_context_prompt
 from azsd.errors import IngestError
 from azsd.ingest.import_batch import import_many
 from azsd.ingest.importer import ImportOutcome, discover, import_source
+from azsd.ingest.source_events import SourceReaders, source_events
 from azsd.ingest.sources import AIDER_HISTORY, Source
 from azsd.model import Usage
 from azsd.store import Store, store_path
@@ -26,13 +29,16 @@ DATA = Path(__file__).parent / "data" / "aider"
 
 @pytest.fixture
 def sources(tmp_path: Path) -> list[Source]:
-    """Every Aider run of two real samples, and three OpenCode sessions (one spawned by another)."""
+    """Every Aider run of two real samples, three OpenCode sessions of a database (one spawned by
+    another) and one of the older JSON tree."""
     project = tmp_path / "project"
     project.mkdir()
     history = project / AIDER_HISTORY
     history.write_bytes((DATA / "aider__v0.47-request-cost.md").read_bytes())
     with history.open("ab") as out:
         out.write((DATA / "aider__v0.51-cache-write.md").read_bytes())
+    typed = "\n# 2024-08-05 21:00:00.000000\n+Use the Spinner instead of the inlined custom spinner\n"
+    (project / ".aider.input.history").write_text(typed)  # dates the first run's usage
     oc = OpenCodeBuilder(tmp_path / "opencode")
     oc.session("ses_a", project, "fix main")
     oc.turn("ses_a", 1)
@@ -40,8 +46,12 @@ def sources(tmp_path: Path) -> list[Source]:
     oc.session("ses_b", project, "child", parent="ses_a")
     oc.turn("ses_b", 3)
     oc.session("ses_c", project, "empty")
+    older = OpenCodeBuilder(tmp_path / "opencode", json_tree=True)  # 0.x's storage/ tree beside it
+    older.session("ses_old", project, "older")
+    older.turn("ses_old", 4)
     found = discover("aider", project, project) + discover("opencode", tmp_path / "opencode", project)
-    assert len(found) >= 6 and all(s.small for s in found)
+    assert len(found) >= 7 and all(s.small for s in found)
+    assert any(s.path.name == "storage" for s in found)
     return found
 
 
@@ -69,6 +79,7 @@ def _state(store: Store) -> list[Any]:
         [(r.session_id, r.source, r.model, r.usage, r.cost_usd, r.cost_source) for r in store.usage_rows()]
     )
     out.append([round(r.first / 600) for r in store.usage_rows()])  # now, when the lines carry no time
+    out.append([(r.first, r.last) for r in store.usage_rows() if r.source.endswith("19:33:32")])  # typed
     out.append([(h.session_id, h.seq) for h in store.search("main")])
     return out
 
@@ -81,6 +92,8 @@ def test_new_sources_created_together_leave_the_store_one_by_one_imports_leave(
         together = import_many(many, sources, "main")
         assert together == singly
         assert _state(many) == _state(one)
+        typed = datetime(2024, 8, 5, 21).astimezone().timestamp()
+        assert [r.first for r in many.usage_rows() if r.first == typed]  # the prompt's time, as typed
         for source in sources:
             assert many.get_import(source.key) == one.get_import(source.key)
         assert [import_source(many, s).current for s in sources] == [True] * len(sources)
@@ -117,7 +130,9 @@ def test_a_mixed_batch_imports_each_source_as_import_source_would(
         assert got == expected
         assert isinstance(expected[-2], str) and "no such OpenCode database" in expected[-2]
         assert any(isinstance(o, ImportOutcome) and o.appended and not o.created for o in expected)  # grew
-        assert sum(isinstance(o, ImportOutcome) and o.created for o in expected) == 3  # a run, ses_b, ses_c
+        assert (
+            sum(isinstance(o, ImportOutcome) and o.created for o in expected) == 4
+        )  # a run, ses_b, ses_c, ses_old
         assert _state(many) == _state(one)
 
 
@@ -182,3 +197,15 @@ def test_a_batched_file_that_fails_midway_leaves_its_import_record_as_it_was(tmp
         assert isinstance(again[0], IngestError) and "not a regular file" in str(again[0])
         assert isinstance(again[1], ImportOutcome) and again[1].appended
         assert store.get_import(str(a)) == before
+def test_a_small_aider_run_read_at_once_gives_what_reading_it_in_chunks_gives(sources: list[Source]) -> None:
+    runs = [s for s in sources if s.agent == "aider"]
+    with open(runs[-1].path, "ab") as out:
+        out.write(b"#### a last line with no newline, \r\nand a CR  \n\nreply with a lone \r inside\r\ntorn")
+    runs = discover("aider", runs[0].path.parent, runs[0].path.parent)
+    assert len(runs) >= 3
+    with SourceReaders() as readers:
+        for run in runs:
+            whole = source_events(run, readers)
+            chunked = source_events(replace(run, small=False), readers)
+            assert [e for c in whole.chunks for e in c] == [e for c in chunked.chunks for e in c]
+            assert whole.report.lines == chunked.report.lines and whole.report.usage == chunked.report.usage

@@ -59,8 +59,30 @@ def test_v048_shell_output_is_the_result_of_a_bash_call() -> None:
     events, _ = _parse((DATA / "aider__v0.48-shell-output.md").read_bytes())
     calls = [e for e in events if isinstance(e, ToolCall)]
     assert [c.input for c in calls] == [{"command": "ls"}, {"command": "ls --color"}]
-    first = next(e for e in events if isinstance(e, ToolResult))
+    first, second = (e for e in events if isinstance(e, ToolResult))
     assert first.tool_name == "Bash" and first.content.startswith("CNAME\nCONTRIBUTING.md")
+    # the output ends where Aider's own messages begin: its question, an interrupt (a Hook each)
+    assert first.content.endswith("tmp_over_time.svg\ntmp_timing.svg")
+    assert second.content.endswith("tmp_timing.svg") and "\x1b[32m" in second.content  # colours as logged
+    hooks = [e.output for e in events if isinstance(e, Hook)]
+    question = next(h for h in hooks if h.startswith("Add the output to the chat? (y/n/instructions): n"))
+    assert question.endswith("^C again to exit")
+
+
+def test_shell_output_is_the_first_message_after_its_call() -> None:
+    events, _ = _parse(
+        "# aider chat started at 2024-08-07 12:46:04\n\n"
+        "#### /run make  \n> Add the output to the chat? (y/n): n  \n\n"
+        "#### fix it  \n\nI will run it.\n\n> Running make test  \n> ok\n1 passed  \n"
+        "> Add command output to the chat? (Y)es/(N)o [Yes]: n  \n\n"
+    )
+    results = [e.content for e in events if isinstance(e, ToolResult)]
+    assert results == ["", "ok\n1 passed"]  # a command without output: its question is no output
+    hooks = [e.output for e in events if isinstance(e, Hook)]
+    assert hooks == [
+        "Add the output to the chat? (y/n): n",
+        "Add command output to the chat? (Y)es/(N)o [Yes]: n",
+    ]
 
 
 def test_cache_generations_are_read_as_their_reports_say() -> None:

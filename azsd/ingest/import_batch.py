@@ -39,7 +39,7 @@ log = logging.getLogger("azsd.ingest.importer")
 #: How long a transaction shared by small sources runs before it commits (others wait that long),
 #: and how much reading of new sources is gathered for one.
 BATCH_S: Final = 0.15
-#: The pause between two shared transactions, for other writers (AZUREAL) to get the store.
+#: The least time between two shared transactions, for other writers (AZUREAL) to get the store.
 BATCH_GAP_S: Final = 0.005
 #: A Claude or Codex file this small is imported in a transaction shared with others (reading it
 #: takes a few ms; a commit of its own was most of its cost).
@@ -76,6 +76,7 @@ def import_many(
     error stops it all (the transaction it broke is rolled back)."""
     out: list[Outcome] = []
     seen: set[str] = set()  # a source named twice is new once
+    ended = [float("-inf")]  # when the last shared transaction committed
     with SourceReaders() as stores:
         i = 0
         while i < len(sources):
@@ -90,7 +91,7 @@ def import_many(
             while i < len(sources) and _small(sources[i]) and time.monotonic() - start < BATCH_S:
                 batch.append(_read_if_new(store, sources[i], worktree, seen, stores))
                 i += 1
-            out += _write(store, batch, worktree, on_stored, stores, committed)
+            out += _write(store, batch, worktree, on_stored, stores, committed, ended)
     return out
 
 
@@ -142,12 +143,18 @@ def _write(
     on_stored: Stored | None,
     stores: SourceReaders,
     committed: Committed | None,
+    ended: list[float],
 ) -> list[Outcome]:
     """Store `batch` in order, in transactions of about :data:`BATCH_S`: each run of new sources
-    created together, the others imported one by one, each in a savepoint."""
+    created together, the others imported one by one, each in a savepoint. `committed` is called after
+    each transaction; `ended[0]`: when the last one committed (the next begins :data:`BATCH_GAP_S`
+    after it at the earliest; reading new sources takes as long)."""
     out: list[Outcome] = []
     j = 0
     while j < len(batch):
+        pause = BATCH_GAP_S - (time.monotonic() - ended[0])
+        if pause > 0:  # other writers get the store between two transactions
+            time.sleep(pause)
         start = time.monotonic()
         with store.atomic(create=True):
             while j < len(batch) and time.monotonic() - start < BATCH_S:
@@ -167,7 +174,7 @@ def _write(
                 j += 1
         if committed is not None:
             committed()
-        time.sleep(BATCH_GAP_S)
+        ended[0] = time.monotonic()
     return out
 
 

@@ -124,6 +124,13 @@ class OpenCodeSource:
             good = [p for p in parts if p is not None]
             yield _read(path), good, len(parts) - len(good)
 
+    def stamps(self, sessions: list[OpenCodeSession]) -> dict[str, tuple[int, int]]:
+        """:meth:`stamp` and :meth:`records` of each of `sessions` (of the database: of all its
+        sessions, by one statement)."""
+        if self._db is not None:
+            return self._db.stamps()
+        return {s.id: (self.stamp(s.id), self.records(s.id)) for s in sessions}
+
     def records(self, session_id: str) -> int:
         """How many messages and parts the session holds (roughly, for the JSON tree: its messages)."""
         if self._db is not None:
@@ -153,12 +160,16 @@ def open_source(location: Path) -> OpenCodeSource:
 def sessions_of(source: OpenCodeSource, project: Path) -> list[OpenCodeSession]:
     """The sessions whose directory is `project` (as given, or resolved) or inside it."""
     bases = {os.path.abspath(project), os.path.realpath(project)}
+    within: dict[str, bool] = {}  # by directory: most sessions share a few
     mine = []
     for session in source.sessions():
-        if not session.directory or not os.path.isabs(session.directory):
+        directory = session.directory
+        if not directory or not os.path.isabs(directory):
             continue
-        spellings = {os.path.abspath(session.directory), os.path.realpath(session.directory)}
-        if any(Path(s).is_relative_to(b) for s in spellings for b in bases):
+        if directory not in within:
+            spellings = {os.path.abspath(directory), os.path.realpath(directory)}
+            within[directory] = any(Path(s).is_relative_to(b) for s in spellings for b in bases)
+        if within[directory]:
             mine.append(session)
     return mine
 

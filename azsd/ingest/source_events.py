@@ -9,11 +9,14 @@ reading a session of it does).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import os
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from azsd.errors import IngestError
 from azsd.events import Event
+from azsd.files import open_regular
 from azsd.ingest.file import parsed_chunks
 from azsd.ingest.opencode import OpenCodeSource, open_source, parse_session, split_key
 from azsd.ingest.parsers.aider import AiderParser
@@ -76,5 +79,23 @@ def source_events(source: Source, stores: SourceReaders) -> SourceEvents:
         at: float | None = path.stat().st_mtime
     except OSError:
         at = None
-    chunks = parsed_chunks(path, parser, source.span)
+    chunks = (
+        _whole_run(path, parser, source.span) if source.small else parsed_chunks(path, parser, source.span)
+    )
     return SourceEvents(chunks, parser.report, source.key, at)  # one usage record per run
+
+
+def _whole_run(path: Path, parser: AiderParser, span: tuple[int, int] | None) -> Iterator[list[Event]]:
+    """The events of a small run (its bytes `span` of `path`) as one chunk, its lines split at once
+    (the lines :func:`~azsd.ingest.file.parsed_chunks` would give, without reading a chunk at a time)."""
+    try:
+        with open_regular(path) as stream:
+            start, end = span if span is not None else (0, os.fstat(stream.fileno()).st_size)
+            stream.seek(start)
+            data = stream.read(max(0, end - start))
+    except OSError as exc:
+        raise IngestError(f"{path}: {exc.strerror or exc}") from None
+    lines = data.split(b"\n")
+    if not lines[-1]:  # the newline that ends the last line
+        lines.pop()
+    yield parser.feed_all(lines)

@@ -171,8 +171,9 @@ def opencode_sources(data_dir: Path, project: Path) -> list[Source]:
     found: list[Source] = []
     for location in locations(Path(data_dir)):
         with open_source(location) as store:
-            for session in sessions_of(store, project):
-                found.append(_opencode(location, session, store.stamp(session.id), store.records(session.id)))
+            mine = sessions_of(store, project)
+            stamps = store.stamps(mine)
+            found += [_opencode(location, session, *stamps[session.id]) for session in mine]
     return found
 
 
@@ -192,12 +193,14 @@ def opencode_sources_named(keys: list[str]) -> list[Source | IngestError]:
         try:
             with open_source(location) as store:
                 sessions = {s.id: s for s in store.sessions()}
+                wanted = [s for key in named if (s := sessions.get(split_key(key)[1])) is not None]
+                stamps = store.stamps(wanted)
                 for key in named:
                     session = sessions.get(split_key(key)[1])
                     found[key] = (
                         IngestError(f"{key}: no such OpenCode session")
                         if session is None
-                        else _opencode(location, session, store.stamp(session.id), store.records(session.id))
+                        else _opencode(location, session, *stamps[session.id])
                     )
         except IngestError as exc:
             found.update({key: exc for key in named})

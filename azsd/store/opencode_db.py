@@ -106,22 +106,27 @@ class OpenCodeDb:
 
     def stamp(self, session_id: str) -> int:
         """A number that changes whenever the session, one of its messages or parts changes."""
-        row = self._rows(
-            "SELECT (SELECT COALESCE(MAX(time_updated), 0) FROM session WHERE id = ?1), "
-            "(SELECT COUNT(*) || ':' || COALESCE(MAX(time_updated), 0) FROM message WHERE session_id = ?1), "
-            "(SELECT COUNT(*) || ':' || COALESCE(MAX(time_updated), 0) FROM part WHERE session_id = ?1)",
-            (session_id,),
-        )[0]
-        return stamp_of(row)
+        return self._stamps("(SELECT ? AS id)", (session_id,))[session_id][0]
 
     def records(self, session_id: str) -> int:
         """How many messages and parts the session holds."""
-        row = self._rows(
-            "SELECT (SELECT COUNT(*) FROM message WHERE session_id = ?1) + "
-            "(SELECT COUNT(*) FROM part WHERE session_id = ?1)",
-            (session_id,),
-        )[0]
-        return int(row[0])
+        return self._stamps("(SELECT ? AS id)", (session_id,))[session_id][1]
+
+    def stamps(self) -> dict[str, tuple[int, int]]:
+        """Every session's :meth:`stamp` and :meth:`records`, by one statement."""
+        return self._stamps("session")
+
+    def _stamps(self, sessions: str, args: tuple[Any, ...] = ()) -> dict[str, tuple[int, int]]:
+        rows = self._rows(
+            "SELECT s.id, (SELECT COALESCE(MAX(time_updated), 0) FROM session WHERE id = s.id), "
+            "(SELECT COUNT(*) || ':' || COALESCE(MAX(time_updated), 0) FROM message "
+            "WHERE session_id = s.id), "
+            "(SELECT COUNT(*) || ':' || COALESCE(MAX(time_updated), 0) FROM part WHERE session_id = s.id), "
+            "(SELECT COUNT(*) FROM message WHERE session_id = s.id) + "
+            f"(SELECT COUNT(*) FROM part WHERE session_id = s.id) FROM {sessions} AS s",
+            args,
+        )
+        return {str(row[0]): (stamp_of(tuple(row[1:4])), int(row[4])) for row in rows}
 
     def messages(self, session_id: str) -> Iterator[tuple[dict[str, Any] | None, list[dict[str, Any]], int]]:
         """Each message of the session in order: its info (None when its JSON is unusable), its

@@ -65,6 +65,9 @@ _APPLIED: Final = "Applied edit to "
 #: How many input-history entries past the last one matched a prompt is looked for among.
 _LOOKAHEAD: Final = 64
 _RUNNING: Final = "Running "
+#: Aider's question after a shell command's output (0.48: "Add the output to the chat?"; later:
+#: "Add command output to the chat?", "Add 1.2k tokens of command output to the chat?").
+_QUESTION: Final = re.compile(r"Add .*\bto the chat\?")
 
 
 class AiderParser(LineParser):
@@ -86,6 +89,7 @@ class AiderParser(LineParser):
         self._stamp: str | None = None
         self._mode = ""  # "", "user", "tool", "assistant"
         self._lines: list[str] = []
+        self._starts: list[int] = []  # where in `_lines` each `> ` message of a tool block begins
         self._tool_open = False  # the last `> ` message has more lines (no two-space ending yet)
         self._fence = ""  # the fence the reply is inside, if any
         self._segment = 0
@@ -148,6 +152,7 @@ class AiderParser(LineParser):
         if text.startswith("> ") or text == ">":
             out = self._flush() if self._mode != "tool" else []
             self._mode = "tool"
+            self._starts.append(len(self._lines))
             self._lines.append(_body(text[2:]))
             self._tool_open = text != ">" and not text.endswith("  ")
             return out
@@ -159,7 +164,7 @@ class AiderParser(LineParser):
             return []
         out = self._flush() if self._mode != "assistant" else []
         self._mode = "assistant"
-        fence = _FENCE.match(text)
+        fence = _FENCE.match(text) if text.startswith("```") else None  # (most lines: no regex)
         if fence:
             self._fence = fence.group(1)
         self._lines.append(text)
@@ -195,12 +200,12 @@ class AiderParser(LineParser):
     # -- blocks -----------------------------------------------------------------------------------
 
     def _flush(self) -> list[Event]:
-        mode, lines = self._mode, self._lines
-        self._mode, self._lines, self._tool_open, self._fence = "", [], False, ""
+        mode, lines, starts = self._mode, self._lines, self._starts
+        self._mode, self._lines, self._starts, self._tool_open, self._fence = "", [], [], False, ""
         if not mode:
             return []
         if mode == "tool":
-            return self._tool_block(lines)
+            return self._tool_block(lines, starts)
         out = self._init()
         if mode == "user":
             return out + self._prompt("\n".join(lines))
@@ -226,11 +231,15 @@ class AiderParser(LineParser):
                 self._next_prompt = i + 1
                 return
 
-    def _tool_block(self, lines: list[str]) -> list[Event]:
+    def _tool_block(self, lines: list[str], starts: list[int]) -> list[Event]:
+        """A block of Aider's `> ` messages: usage reports, applied edits, shell commands and their
+        output (the first message after the command, unless it is Aider's question whether to add
+        the output to the chat), and the rest as Aider's notes."""
         out: list[Event] = []
         notes: list[str] = []
         shell_out: list[str] = []
-        for line in _joined_costs(lines):
+        taken = False  # the shell's output message has begun
+        for line, first in _joined_costs(lines, set(starts)):
             model = _MODEL.match(line)
             if model and not self._init_sent:
                 self.report.model = model.group(1)
@@ -254,10 +263,13 @@ class AiderParser(LineParser):
             elif line.startswith(_RUNNING) and line[len(_RUNNING) :].strip():
                 out += self._shell_result(shell_out)
                 out.append(self._call("Bash", None, {"command": line[len(_RUNNING) :].strip()}))
-                self._shell, shell_out = self._last_call, []
-            elif self._shell is not None:
+                self._shell, shell_out, taken = self._last_call, [], False
+            elif self._shell is not None and not (first and (taken or _QUESTION.match(line))):
                 shell_out.append(line)
+                taken = taken or first
             else:
+                out += self._shell_result(shell_out)  # (none when no shell command is open)
+                shell_out = []
                 notes.append(line)
         out += self._shell_result(shell_out)
         text = "\n".join(notes).strip("\n")
@@ -317,15 +329,16 @@ class AiderParser(LineParser):
         return ToolCall(tool_use_id=self._last_call, tool_name=name, file_path=path, input=data)
 
 
-def _joined_costs(lines: list[str]) -> list[str]:
-    """The block's lines, a ``Cost:`` line put back on the ``Tokens:`` line before it (Aider 0.51
-    wrote the report over two lines)."""
-    out: list[str] = []
-    for line in lines:
-        if line.startswith("Cost: $") and out and out[-1].startswith("Tokens: ") and "Cost:" not in out[-1]:
-            out[-1] = f"{out[-1]} {line}"
+def _joined_costs(lines: list[str], starts: set[int]) -> list[tuple[str, bool]]:
+    """The block's lines, each with whether it begins a message, a ``Cost:`` line put back on the
+    ``Tokens:`` line before it (Aider 0.51 wrote the report over two lines)."""
+    out: list[tuple[str, bool]] = []
+    for i, line in enumerate(lines):
+        before = out[-1][0] if out else ""
+        if line.startswith("Cost: $") and before.startswith("Tokens: ") and "Cost:" not in before:
+            out[-1] = (f"{before} {line}", out[-1][1])
         else:
-            out.append(line)
+            out.append((line, i in starts))
     return out
 
 
