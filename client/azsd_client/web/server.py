@@ -95,7 +95,7 @@ class Web:
 
     async def session_events(self, request: web.Request) -> web.StreamResponse:
         root = request.query.get("root", "")
-        if root not in await self.stores.roots(self.client):
+        if not self.stores.knows(root):
             raise web.HTTPNotFound(text="no such store in this view\n")
         try:
             session, after = int(request.query["id"]), int(request.query.get("after", "0"))
