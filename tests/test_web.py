@@ -317,6 +317,9 @@ def test_the_daemon_going_away_and_back_is_shown() -> None:
             assert stream.next("daemon") == '{"up":false}'
             status, _, body = web.get("/")
             assert status == 503 and "azsd is not answering" in body and 'data-reload="1"' in body
+            late = _Stream(web, f"/live/session?root={root}&id={sid}&after=1")  # opened meanwhile
+            assert late.next("daemon") == '{"up":false}'
+            late.close()
             daemon = start_daemon(base / "run")
             assert stream.next("daemon") == '{"up":true}'
             with daemon.client() as client:

@@ -47,6 +47,11 @@ class Stores:
             self._roots.setdefault(root, None)
         return [root for root in self._roots if Path(root, _STORE).is_file()]
 
+    def knows(self, root: str) -> bool:
+        """Whether `root` is a store this view has shown (asked of no daemon: a stream that opens while
+        the daemon is away must open all the same, to say so)."""
+        return root in self._roots and Path(root, _STORE).is_file()
+
 
 async def list_everywhere(
     client: AsyncClient, roots: Sequence[str], *, archived: bool = False

@@ -21,13 +21,15 @@ import msgspec
 from aiohttp import web
 
 from azsd.errors import AzsdError
-from azsd.ipc.protocol import EventsAppended, SessionChanged, Status, WireEvent
+from azsd.ipc.protocol import EventsAppended, EventsPage, GetEvents, SessionChanged, Status, WireEvent
 from azsd_client.aio import AsyncClient
 
 __all__ = ["Watch", "daemon_stream", "session_stream"]
 
 #: Seconds between the checks that the daemon answers (and the longest a stream waits for news).
 TICK: Final = 1.0
+#: How long a check waits for the daemon's `Status` (a busy machine may be slow to wake it).
+_CHECK_TIMEOUT: Final = 2.0
 #: Seconds between keep-alive comments on an idle stream (they also notice a closed tab).
 _PING: Final = 10.0
 #: Seconds between the reads that find events whose notification was lost (none followed it).
@@ -35,7 +37,11 @@ _RECHECK: Final = 2.0
 
 
 class Watch:
-    """Whether the daemon answers, checked every :data:`TICK` seconds by one task."""
+    """Whether the daemon answers, checked every :data:`TICK` seconds by one task.
+
+    `client` should be its own: a check that times out closes its client's socket (Lazy Pirate),
+    which would fail the requests of pages in flight on the same one.
+    """
 
     def __init__(self, client: AsyncClient) -> None:
         self.client = client
@@ -46,7 +52,7 @@ class Watch:
     async def check(self) -> bool:
         """Ask once; record and return the answer."""
         try:
-            await self.client.request(Status(), timeout=TICK)
+            await self.client.request(Status(), timeout=_CHECK_TIMEOUT)
             up = True
         except AzsdError:
             up = False
@@ -69,6 +75,7 @@ class Watch:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
             self._task = None
+        await self.client.aclose()
 
 
 _ENCODER: Final = msgspec.json.Encoder()
@@ -109,11 +116,16 @@ Render = Callable[[list[WireEvent]], list[dict[str, Any]]]
 
 
 async def session_stream(
-    request: web.Request, watch: Watch, root: str, session: int, after: int, render: Render
+    request: web.Request,
+    watch: Watch,
+    client: AsyncClient,
+    where: tuple[str, int],
+    after: int,
+    render: Render,
 ) -> web.StreamResponse:
-    """The events of `session` stored after seq `after`, as they come, rendered by `render`; and the
-    daemon's comings and goings."""
-    client = watch.client
+    """The events of session `where` (root, id) stored after seq `after`, as they come (through
+    `client`), rendered by `render`; and the daemon's comings and goings."""
+    root, session = where
     response = await _open(request)
     resumed = request.headers.get("Last-Event-ID", "")
     last = max(after, int(resumed)) if resumed.isdigit() else after
@@ -171,11 +183,13 @@ async def session_stream(
 async def _chunks(
     client: AsyncClient, root: str, session: int, from_seq: int
 ) -> AsyncIterator[list[WireEvent]]:
-    """The events from `from_seq` on, a page at a time (nothing when the daemon is away)."""
+    """The events from `from_seq` on, a page at a time (nothing when the daemon is away: it is asked
+    with the short timeout of a check, so that a stream notices a daemon gone as soon as the check)."""
     next_seq: int | None = from_seq
     while next_seq is not None:
         try:
-            page = await client.get_events_page(root, session, from_seq=next_seq, limit=500)
+            asked = GetEvents(root=root, session=session, from_seq=next_seq, limit=500)
+            page = await client.call(asked, EventsPage, timeout=_CHECK_TIMEOUT)
         except AzsdError:
             return
         if page.events:

@@ -79,7 +79,7 @@ class Web:
         self.config = config
         self.client = AsyncClient(config, timeout=timeout)
         self.stores = Stores(config, roots)
-        self.watch = Watch(self.client)
+        self.watch = Watch(AsyncClient(config, timeout=timeout))
         self.threshold = config.compaction_threshold
         self.env = _environment()
 
@@ -95,13 +95,15 @@ class Web:
 
     async def session_events(self, request: web.Request) -> web.StreamResponse:
         root = request.query.get("root", "")
-        if root not in await self.stores.roots(self.client):
+        if not self.stores.knows(root):
             raise web.HTTPNotFound(text="no such store in this view\n")
         try:
             session, after = int(request.query["id"]), int(request.query.get("after", "0"))
         except (KeyError, ValueError):
             raise web.HTTPBadRequest(text="id and after must be numbers\n") from None
-        return await session_stream(request, self.watch, root, session, after, self.render_items)
+        return await session_stream(
+            request, self.watch, self.client, (root, session), after, self.render_items
+        )
 
     def render_items(self, events: list[WireEvent]) -> list[dict[str, Any]]:
         """New events of a live transcript, rendered as the page renders them."""

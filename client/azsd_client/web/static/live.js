@@ -54,7 +54,6 @@
   }
 
   if (!main || !window.EventSource) return;
-  const source = new EventSource(main.dataset.live);
   const reload = main.dataset.reload === "1";
   let wasDown = false;
 
@@ -64,11 +63,6 @@
     if (up && reload && wasDown) location.reload();
     if (!up) wasDown = true;
   }
-
-  source.addEventListener("daemon", (e) => showDaemon(JSON.parse(e.data).up));
-  // The server itself went away (the stream broke): say so until the browser reconnects.
-  source.addEventListener("error", () => { if (banner && source.readyState !== EventSource.OPEN) banner.hidden = false; });
-  source.addEventListener("open", () => { if (banner && !document.body.classList.contains("daemon-down")) banner.hidden = true; });
 
   const transcript = document.getElementById("transcript");
   function fragment(html) {
@@ -82,7 +76,7 @@
     }
     return null;
   }
-  source.addEventListener("events", (e) => {
+  function onEvents(e) {
     if (!transcript) return;
     const atBottom = window.innerHeight + window.scrollY >= document.body.scrollHeight - 80;
     for (const item of JSON.parse(e.data).items) {
@@ -106,8 +100,8 @@
     const lastSeq = document.getElementById("last-seq");
     if (newest && lastSeq) lastSeq.textContent = String(newest.seq);
     if (atBottom) window.scrollTo(0, document.body.scrollHeight);
-  });
-  source.addEventListener("session", (e) => {
+  }
+  function onSession(e) {
     const data = JSON.parse(e.data);
     const word = document.getElementById("state-word");
     const badge = document.getElementById("state");
@@ -118,5 +112,28 @@
       badge.className = "badge state-" + data.state;
       badge.title = data.state;
     }
-  });
+  }
+
+  // One stream at a time; when it fails for good (azs web restarted, or answered with an error), a
+  // new one is opened after a while, from the newest seq shown.
+  let source = null;
+  function newest() {
+    let seq = 0;
+    for (const node of document.querySelectorAll("#transcript [data-seq]")) seq = Math.max(seq, Number(node.dataset.seq));
+    return seq;
+  }
+  function connect() {
+    const url = new URL(main.dataset.live, location.href);
+    if (url.searchParams.has("after")) url.searchParams.set("after", String(newest()));
+    source = new EventSource(url.pathname + url.search);
+    source.addEventListener("daemon", (e) => showDaemon(JSON.parse(e.data).up));
+    source.addEventListener("events", onEvents);
+    source.addEventListener("session", onSession);
+    source.addEventListener("open", () => { if (banner && !document.body.classList.contains("daemon-down")) banner.hidden = true; });
+    source.addEventListener("error", () => {
+      if (banner) banner.hidden = false; // the view itself is not answering: say so until it is back
+      if (source.readyState === EventSource.CLOSED) setTimeout(connect, 2000);
+    });
+  }
+  connect();
 })();
