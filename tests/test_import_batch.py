@@ -197,6 +197,8 @@ def test_a_batched_file_that_fails_midway_leaves_its_import_record_as_it_was(tmp
         assert isinstance(again[0], IngestError) and "not a regular file" in str(again[0])
         assert isinstance(again[1], ImportOutcome) and again[1].appended
         assert store.get_import(str(a)) == before
+
+
 def test_a_small_aider_run_read_at_once_gives_what_reading_it_in_chunks_gives(sources: list[Source]) -> None:
     runs = [s for s in sources if s.agent == "aider"]
     with open(runs[-1].path, "ab") as out:
