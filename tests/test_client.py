@@ -189,7 +189,9 @@ def test_client_imports_only_the_protocol_side_of_azsd() -> None:
         "azsd.config",
         "azsd.errors",
         "azsd.events",
+        "azsd.export",  # pure core: the web view shows events as the export does
         "azsd.files",
+        "azsd.model",  # pure data types (StoredEvent)
         "azsd.tools",
     }
     package = CLIENT_DIR / "azsd_client"
