@@ -14,8 +14,11 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
+# Two workers (the machines have 2 cores; most tests wait on daemons and files); PostgreSQL's tests
+# share one worker (tests/conftest.py). `JOBS=0 make test` runs them in one process.
+JOBS ?= 2
 test: install
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(JOBS) --dist loadgroup
 
 lint: install
 	$(BIN)/ruff check .

@@ -106,7 +106,8 @@ class Vacuum(StoreCore):
         if mode == INCREMENTAL:
             self._vacuuming = True
             with ChunkedWrite(self) as chunks:
-                while chunks.pacer.chunks == 0:
+                first = chunks.pacer.chunks  # (the store's pacer: its count goes on across calls)
+                while chunks.pacer.chunks == first:
                     with chunks.step() as step:
                         step.execute(f"PRAGMA incremental_vacuum({_STEP_PAGES})").fetchall()
                     if self.free_bytes()[0] == 0:

@@ -27,6 +27,7 @@ import random
 import shutil
 import sqlite3
 import time
+import typing
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing
@@ -46,7 +47,7 @@ import azsd.ingest.parsers as parsers_package
 from azsd.compact import prepare_for_store
 from azsd.events import AssistantText, Complete, Event, ToolCall, UserMessage, decode_event, encode_event
 from azsd.ingest.file import parse_file
-from azsd.ingest.parsers import FORMATS, TOO_LONG, make_parser
+from azsd.ingest.parsers import FORMATS, JSONL_FORMATS, TOO_LONG, make_parser
 from azsd.ingest.parsers.base import read_lines
 from azsd.ipc import protocol as p
 from azsd.ipc.transport import connect_dealer
@@ -91,7 +92,7 @@ MUTATING: Final = frozenset(
         "importsession",
     }
 )
-EXPECTED_REPLY: Final[dict[type[Any], type[Any]]] = {
+EXPECTED_REPLY: Final[dict[type[Any], type[Any]]] = {  # every request (a test below checks)
     p.Status: p.StatusReply,
     p.Shutdown: p.ShutdownReply,
     p.CreateSession: p.SessionReply,
@@ -120,8 +121,11 @@ EXPECTED_REPLY: Final[dict[type[Any], type[Any]]] = {
     p.Backup: p.BackupReply,
     p.ImportSources: p.SourcesReply,
     p.ImportSession: p.ImportReply,
+    p.ImportSessions: p.ImportsReply,
     p.Usage: p.UsageReply,
     p.SyncStatus: p.SyncStatusReply,
+    p.SyncVerify: p.SyncVerifyReply,
+    p.RemoteUsage: p.UsageReply,
     p.RemoteList: p.RemoteSessionsReply,
     p.RemoteShow: p.RemoteSessionReply,
     p.RemoteSearch: p.RemoteSearchReply,
@@ -947,7 +951,7 @@ def _corpus_pick(fmt: str) -> CorpusPick | None:
     return best
 
 
-@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("fmt", JSONL_FORMATS)  # the corpus's formats (Aider's samples: tests/data)
 def test_bad_lines_between_corpus_lines(follow_root: tuple[DaemonProc, Path, int], fmt: str) -> None:
     d, root, sid = follow_root
     pick = _corpus_pick(fmt)
@@ -1445,3 +1449,8 @@ def test_every_parser_survives_arbitrary_lines(fmt: str, lines: list[bytes]) -> 
     # What the follower does next with the events must not fail either.
     for event in prepare_for_store(events):
         assert decode_event(encode_event(event)) == event
+
+
+def test_every_request_has_its_expected_reply() -> None:
+    """A request added to the protocol is fuzzed with the reply it must get (not a KeyError)."""
+    assert set(typing.get_args(p.Request)) == set(EXPECTED_REPLY)

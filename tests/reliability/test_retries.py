@@ -328,7 +328,8 @@ def test_azs_waits_for_a_write_and_never_reports_a_failure_that_is_then_applied(
         code, err = azs(capsys, d, "new", "--root", str(root), "--timeout", "0.5", "late")
     assert code == 1
     lines = err.splitlines()
-    assert lines[0].startswith("azs: still waiting for CreateSession after ") and len(lines) == 2, err
+    assert len(lines) >= 2, err  # once a wait passes 10 s (a slow machine), it says so again
+    assert all(line.startswith("azs: still waiting for CreateSession after ") for line in lines[:-1]), err
     assert "database is locked" in lines[-1] and "twice" not in err, err
     time.sleep(1.0)
     assert total(d, root) == 1  # truly not made
