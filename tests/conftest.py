@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from azsd.store import Store
+
+# pytest-xdist's workers are given COLUMNS=80 and LINES=24; azs honours COLUMNS even on a pipe (as
+# documented), so tests that want a width set it themselves, and the others see a plain pipe.
+for _name in ("COLUMNS", "LINES"):
+    os.environ.pop(_name, None)
 
 CORPUS = Path(__file__).resolve().parent.parent.parent / "shared" / "corpus"
 
