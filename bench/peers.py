@@ -36,7 +36,15 @@ from pathlib import Path
 
 from azsd_client import Client
 from bench.agent_corpus import write_projects
-from bench.common import daemon_config, installed_env, process_p50, report, run_process, running_daemon
+from bench.common import (
+    daemon_config,
+    installed_env,
+    interleaved_p50,
+    process_p50,
+    report,
+    run_process,
+    running_daemon,
+)
 
 FULL_BYTES = 1 << 30
 QUICK_BYTES = 20 << 20
@@ -83,9 +91,13 @@ def main(*, quick: bool = False) -> None:
             run_process(usage_cli[0], env, project)
             azs_usage_s = process_p50(usage_cli, env, rounds, project)
             run_process([*azs, "statusline"], env, project)  # the run that asks, and leaves the figures
-            statusline_s = process_p50([[*azs, "statusline"]], env, rounds * 3, project)
-            asked_s = process_p50([[*azs, "statusline", "--json"]], env, rounds * 3, project)
-            python_s = process_p50([[sys.executable, "-c", "pass"]], env, rounds * 3, project)
+            lines = {
+                "statusline": [*azs, "statusline"],
+                "asked": [*azs, "statusline", "--json"],
+                "python": [sys.executable, "-c", "pass"],
+            }
+            timed = interleaved_p50(lines, env, rounds * 3, project)
+            statusline_s, asked_s, python_s = timed["statusline"], timed["asked"], timed["python"]
             with Client(daemon_config(run), timeout=120) as client:
                 client.search(project, f'"{QUERIES[0]}"', limit=20)
                 times = []
