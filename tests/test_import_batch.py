@@ -22,6 +22,7 @@ from azsd.ingest.source_events import SourceReaders, source_events
 from azsd.ingest.sources import AIDER_HISTORY, Source
 from azsd.model import Usage
 from azsd.store import Store, store_path
+from azsd.store.schema import SUMMARY_HWM_KEY
 from tests.opencode_fixture import OpenCodeBuilder
 
 DATA = Path(__file__).parent / "data" / "aider"
@@ -82,6 +83,21 @@ def _state(store: Store) -> list[Any]:
     out.append([(r.first, r.last) for r in store.usage_rows() if r.source.endswith("19:33:32")])  # typed
     out.append([(h.session_id, h.seq) for h in store.search("main")])
     return out
+
+
+def _summaries(store: Store) -> tuple[list[Any], int]:
+    """The sessions' counted summaries and their mark, when every row is counted (else a failure)."""
+    with closing(sqlite3.connect(f"file:{store_path(store.root)}?mode=ro", uri=True)) as conn:
+        counted = conn.execute("SELECT session_id, events, messages, last_id FROM azsd_summaries ORDER BY 1")
+        (mark,) = conn.execute("SELECT value FROM meta WHERE key = ?", (SUMMARY_HWM_KEY,)).fetchone()
+        (top,) = conn.execute("SELECT MAX(id) FROM events").fetchone()
+        rows = conn.execute(
+            "SELECT session_id, COUNT(*), SUM(kind IN ('UserMessage', 'AssistantText')), MAX(id) FROM events "
+            "GROUP BY session_id ORDER BY 1"
+        ).fetchall()
+        listed = counted.fetchall()
+    assert int(mark) == top and listed == rows
+    return listed, int(mark)
 
 
 def test_new_sources_created_together_leave_the_store_one_by_one_imports_leave(
@@ -169,6 +185,7 @@ def test_small_claude_files_share_transactions_each_alone_when_it_fails(tmp_path
         assert [isinstance(o, str) for o in got] == [False, True, True, False]
         assert _state(many) == _state(one)
         assert len(many.list_sessions()) == 2  # nothing of the two that failed
+        assert _summaries(many) == _summaries(one) != ([], 0)  # counted once a batch, as once an append
         usage = many.usage_by_session()
         assert sum((u.usage for u in usage.values()), start=Usage()) == tokens_of(a, b)
         assert sorted(u.turns for u in usage.values()) == [1, 2]
