@@ -51,6 +51,8 @@ def the_file(xdg: Path) -> Path:
 def test_the_next_run_prints_the_same_line_without_the_client(
     azs: Azs, live: tuple[float, float, Path], xdg: Path
 ) -> None:
+    store = azs.root / ".azureal" / "sessions.azs"
+    os.utime(store, (time.time() - 60, time.time() - 60))  # written a while ago: its stat tells
     first, asked = statusline(azs, xdg)
     assert "zmq" in asked and "msgspec" in asked  # the first run asks the daemon
     assert first.startswith("~$") and " · block ~$" in first and " chars (" in first
@@ -116,10 +118,11 @@ def test_other_options_go_to_the_full_command(azs: Azs, live: tuple[float, float
     assert "msgspec" in loaded and json.loads(shown)["line"].endswith(" chars (0%)")
 
 
-def test_a_store_changed_a_moment_ago_keeps_the_file_a_few_seconds(tmp_path: Path) -> None:
+def test_a_store_changed_a_moment_ago_keeps_the_file_only_a_few_seconds(tmp_path: Path) -> None:
     store = tmp_path / ".azureal" / "sessions.azs"
     store.parent.mkdir()
     store.write_bytes(b"before")
+    os.utime(store, (time.time() - 60, time.time() - 60))  # written a minute ago
     environ = {"HOME": str(tmp_path), "XDG_RUNTIME_DIR": str(tmp_path)}
     name, now = statusfile.key(str(tmp_path), None, environ), time.time()
     record = {"key": name, "made": now, "day": time.strftime("%Y-%m-%d"), "root": str(tmp_path)}
@@ -129,3 +132,7 @@ def test_a_store_changed_a_moment_ago_keeps_the_file_a_few_seconds(tmp_path: Pat
     assert statusfile._holds(record, name, environ, now + statusfile.GRACE_S - 1)
     assert not statusfile._holds(record, name, environ, now + statusfile.GRACE_S + 1)
     assert not statusfile._holds(record, "another place", environ, now)
+    store.write_bytes(b"before")  # same size, written just before the daemon was asked: may be racy
+    record["store"] = statusfile._store_state(str(tmp_path))
+    assert statusfile._holds(record, name, environ, now + statusfile.GRACE_S - 1)
+    assert not statusfile._holds(record, name, environ, now + statusfile.GRACE_S + 1)

@@ -10,9 +10,9 @@ importtime``: no zmq, no msgspec, no argparse, no pathlib), as long as the file 
 - it was made for the same place (the directory or ``--root``, ``--runtime-dir`` and the
   environment and config file that choose the daemon), on the same day, less than :data:`MAX_AGE_S`
   ago;
-- the store (``.azureal/sessions.azs`` and its WAL) is as it was then, or changed less than
-  :data:`GRACE_S` ago (a store written all the time is asked about again every few seconds, not at
-  every run).
+- the store (``.azureal/sessions.azs`` and its WAL) is as it was then, and was so for a while before
+  (:data:`RACY_S`), or the file is less than :data:`GRACE_S` old (a store written all the time is
+  asked about again every few seconds, not at every run).
 
 Otherwise :func:`main` runs the full command, which asks the daemon and writes a new file. The
 block's time left and whether it is still going are worked out at each run from its end and its
@@ -37,6 +37,8 @@ VERSION: Final = 1
 MAX_AGE_S: Final = 60.0
 #: How long a file is used after its store changed.
 GRACE_S: Final = 5.0
+#: A store file changed this soon before the daemon was asked may change again unseen (same mtime).
+RACY_S: Final = 2.0
 #: How much of a transcript's end is read for its latest message's usage.
 TAIL_BYTES: Final = 256 * 1024
 #: A Claude model's context window, unless its name says 1M (``[1m]``).
@@ -207,7 +209,18 @@ def _holds(record: dict[str, Any], name: str, environ: Any, now: float) -> bool:
         return False
     if record.get("config") != _stat(_config_path(environ)):
         return False
-    return now - made < GRACE_S or record.get("store") == _store_state(record["root"])
+    if now - made < GRACE_S:
+        return True
+    store = record.get("store")
+    return store == _store_state(record["root"]) and _settled(store, made)
+
+
+def _settled(store: object, made: float) -> bool:
+    """Whether the store files' stat, as recorded, tells every change after it: their mtimes at least
+    :data:`RACY_S` before the daemon was asked (two commits in one tick of the file system's clock can
+    leave the same mtime and size: Git's "racily clean")."""
+    limit = (made - RACY_S) * 1e9
+    return isinstance(store, list) and all(stat is None or stat[0] <= limit for stat in store)
 
 
 def format_cost(cost: float | None, source: str | None = "reported", unpriced: int = 0) -> str:
