@@ -228,3 +228,35 @@ def test_a_small_aider_run_read_at_once_gives_what_reading_it_in_chunks_gives(so
             chunked = source_events(replace(run, small=False), readers)
             assert [e for c in whole.chunks for e in c] == [e for c in chunked.chunks for e in c]
             assert whole.report.lines == chunked.report.lines and whole.report.usage == chunked.report.usage
+
+
+def test_deferred_upkeep_indexes_what_survived_a_rolled_back_append(tmp_path: Path) -> None:
+    """Within `upkeep_deferred` (an import's shared transaction), an append rolled back with its
+    savepoint is not indexed, though the next append takes its row ids again; what stays is found,
+    and the marks end where appending each alone leaves them."""
+    from azsd.events import AssistantText, Event, UserMessage
+
+    with Store.open(tmp_path / "deferred") as store, Store.open(tmp_path / "alone") as alone:
+        for s in (store, alone):
+            s.append_events(s.create_session("before", "").id, [UserMessage(content="earlier words")])
+        with store.atomic(), store.upkeep_deferred():
+            lost = store.create_session("lost", "").id
+            with pytest.raises(IngestError), store.atomic():
+                store.append_events(lost, [UserMessage(content="pelican"), AssistantText(text="ibis")])
+                raise IngestError("the file failed after its events were appended")
+            kept = store.create_session("kept", "").id
+            store.append_events(kept, [UserMessage(content="heron"), AssistantText(text="stork")])
+            with pytest.raises(IngestError), store.atomic():  # its ids are taken by nobody after
+                store.append_events(lost, [UserMessage(content="egret")])
+                raise IngestError("failed too")
+        alone.create_session("lost", "")
+        turn: list[Event] = [UserMessage(content="heron"), AssistantText(text="stork")]
+        alone.append_events(alone.create_session("kept", "").id, turn)
+        assert [h.session_id for h in store.search("heron")] == [kept]
+        assert store.search("pelican") == store.search("ibis") == store.search("egret") == []
+        with closing(sqlite3.connect(f"file:{store_path(store.root)}?mode=ro", uri=True)) as conn:
+            raw = "SELECT rowid FROM azsd_search WHERE azsd_search MATCH ?"
+            assert [conn.execute(raw, (w,)).fetchall() for w in ("pelican", "egret")] == [[], []]
+        assert [h.session_id for h in store.search("earlier")] == [1]
+        assert _summaries(store) == _summaries(alone)
+        assert _state(store)[0] == _state(alone)[0]  # the marks
