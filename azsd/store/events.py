@@ -88,10 +88,10 @@ class EventLog(StaleEntries, ContextTable, SessionListing):
         if not behind:
             return
         with self.atomic() as conn:
-            self._index_survivors(conn, unindexed, caught_up)
             for _ in range(-(-behind // STEP_ROWS)):
                 if not catch_up_summaries(conn):
                     break
+            self._index_survivors(conn, unindexed, caught_up)
 
     def _index_survivors(
         self, conn: sqlite3.Connection, appended: list[tuple[int, Event]], caught_up: bool
