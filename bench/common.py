@@ -8,7 +8,7 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -122,6 +122,18 @@ def process_p50(
 ) -> float:
     times = [run_process(argv, env, cwd) for _ in range(rounds) for argv in argv_of]
     return statistics.median(times)
+
+
+def interleaved_p50(
+    argv_of: Mapping[str, Sequence[str]], env: dict[str, str], rounds: int, cwd: Path | None = None
+) -> dict[str, float]:
+    """The p50 of each named command, run in turn round after round (so that a machine busier for
+    a while slows each of them alike)."""
+    times: dict[str, list[float]] = {name: [] for name in argv_of}
+    for _ in range(rounds):
+        for name, argv in argv_of.items():
+            times[name].append(run_process(argv, env, cwd))
+    return {name: statistics.median(each) for name, each in times.items()}
 
 
 def daemon_config(runtime_dir: Path) -> ResolvedConfig:

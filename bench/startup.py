@@ -14,6 +14,9 @@
   a pipe, as a table), against starting the same interpreter with nothing to do (`python -c pass`):
   what a terminal command costs beyond Python's own start. `cli_floor` is the least any Python
   client of azsd can cost: the interpreter importing msgspec and pyzmq.
+- `cli_statusline`: p50 of the real `azs statusline` printing its line from the figures its last
+  full run left (azsd_client.statusfile: no ZeroMQ, no msgspec), and `cli_statusline_asked` of the
+  full run that asks the daemon (`--json` takes it), against the same `python -c pass`.
 
 Run alone: `python -m bench.startup [--quick]`.
 """
@@ -147,7 +150,8 @@ def daemon_start(base: Path, runs: int) -> None:
 def cli_start(base: Path, runs: int) -> None:
     run, root = base / "cli-run", base / "cli-wt"
     root.mkdir()
-    env = installed_env({"AZSD_RUNTIME_DIR": str(run)})
+    (base / "xdg").mkdir(mode=0o700)  # where `azs statusline` keeps its figures
+    env = installed_env({"AZSD_RUNTIME_DIR": str(run), "XDG_RUNTIME_DIR": str(base / "xdg")})
     azs = [str(Path(sys.executable).parent / "azs"), "--root", str(root)]
     bare = [[sys.executable, "-c", "pass"]]
     with running_daemon(run), Client(daemon_config(run)) as client:
@@ -162,6 +166,8 @@ def cli_start(base: Path, runs: int) -> None:
             "cli_version": [*azs, "--version"],
             "cli_ls": [*azs, "ls"],
             "cli_search": [*azs, "search", "--words", "parser"],
+            "cli_statusline": [*azs, "statusline"],  # from its file, after the warm-up's full run
+            "cli_statusline_asked": [*azs, "statusline", "--json"],  # the full run: two requests and a list
             "cli_floor": [sys.executable, "-c", "import msgspec, zmq"],  # what any Python client loads
         }
         process_p50(list(commands.values()), env, 1, root)  # warm: the store open, the files cached

@@ -22,6 +22,7 @@ from azsd.ingest.source_events import SourceReaders, source_events
 from azsd.ingest.sources import AIDER_HISTORY, Source
 from azsd.model import Usage
 from azsd.store import Store, store_path
+from azsd.store.schema import SUMMARY_HWM_KEY
 from tests.opencode_fixture import OpenCodeBuilder
 
 DATA = Path(__file__).parent / "data" / "aider"
@@ -82,6 +83,21 @@ def _state(store: Store) -> list[Any]:
     out.append([(r.first, r.last) for r in store.usage_rows() if r.source.endswith("19:33:32")])  # typed
     out.append([(h.session_id, h.seq) for h in store.search("main")])
     return out
+
+
+def _summaries(store: Store) -> tuple[list[Any], int]:
+    """The sessions' counted summaries and their mark, when every row is counted (else a failure)."""
+    with closing(sqlite3.connect(f"file:{store_path(store.root)}?mode=ro", uri=True)) as conn:
+        counted = conn.execute("SELECT session_id, events, messages, last_id FROM azsd_summaries ORDER BY 1")
+        (mark,) = conn.execute("SELECT value FROM meta WHERE key = ?", (SUMMARY_HWM_KEY,)).fetchone()
+        (top,) = conn.execute("SELECT MAX(id) FROM events").fetchone()
+        rows = conn.execute(
+            "SELECT session_id, COUNT(*), SUM(kind IN ('UserMessage', 'AssistantText')), MAX(id) FROM events "
+            "GROUP BY session_id ORDER BY 1"
+        ).fetchall()
+        listed = counted.fetchall()
+    assert int(mark) == top and listed == rows
+    return listed, int(mark)
 
 
 def test_new_sources_created_together_leave_the_store_one_by_one_imports_leave(
@@ -169,6 +185,7 @@ def test_small_claude_files_share_transactions_each_alone_when_it_fails(tmp_path
         assert [isinstance(o, str) for o in got] == [False, True, True, False]
         assert _state(many) == _state(one)
         assert len(many.list_sessions()) == 2  # nothing of the two that failed
+        assert _summaries(many) == _summaries(one) != ([], 0)  # counted once a batch, as once an append
         usage = many.usage_by_session()
         assert sum((u.usage for u in usage.values()), start=Usage()) == tokens_of(a, b)
         assert sorted(u.turns for u in usage.values()) == [1, 2]
@@ -211,3 +228,35 @@ def test_a_small_aider_run_read_at_once_gives_what_reading_it_in_chunks_gives(so
             chunked = source_events(replace(run, small=False), readers)
             assert [e for c in whole.chunks for e in c] == [e for c in chunked.chunks for e in c]
             assert whole.report.lines == chunked.report.lines and whole.report.usage == chunked.report.usage
+
+
+def test_deferred_upkeep_indexes_what_survived_a_rolled_back_append(tmp_path: Path) -> None:
+    """Within `upkeep_deferred` (an import's shared transaction), an append rolled back with its
+    savepoint is not indexed, though the next append takes its row ids again; what stays is found,
+    and the marks end where appending each alone leaves them."""
+    from azsd.events import AssistantText, Event, UserMessage
+
+    with Store.open(tmp_path / "deferred") as store, Store.open(tmp_path / "alone") as alone:
+        for s in (store, alone):
+            s.append_events(s.create_session("before", "").id, [UserMessage(content="earlier words")])
+        with store.atomic(), store.upkeep_deferred():
+            lost = store.create_session("lost", "").id
+            with pytest.raises(IngestError), store.atomic():
+                store.append_events(lost, [UserMessage(content="pelican"), AssistantText(text="ibis")])
+                raise IngestError("the file failed after its events were appended")
+            kept = store.create_session("kept", "").id
+            store.append_events(kept, [UserMessage(content="heron"), AssistantText(text="stork")])
+            with pytest.raises(IngestError), store.atomic():  # its ids are taken by nobody after
+                store.append_events(lost, [UserMessage(content="egret")])
+                raise IngestError("failed too")
+        alone.create_session("lost", "")
+        turn: list[Event] = [UserMessage(content="heron"), AssistantText(text="stork")]
+        alone.append_events(alone.create_session("kept", "").id, turn)
+        assert [h.session_id for h in store.search("heron")] == [kept]
+        assert store.search("pelican") == store.search("ibis") == store.search("egret") == []
+        with closing(sqlite3.connect(f"file:{store_path(store.root)}?mode=ro", uri=True)) as conn:
+            raw = "SELECT rowid FROM azsd_search WHERE azsd_search MATCH ?"
+            assert [conn.execute(raw, (w,)).fetchall() for w in ("pelican", "egret")] == [[], []]
+        assert [h.session_id for h in store.search("earlier")] == [1]
+        assert _summaries(store) == _summaries(alone)
+        assert _state(store)[0] == _state(alone)[0]  # the marks

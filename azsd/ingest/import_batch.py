@@ -156,7 +156,7 @@ def _write(
         if pause > 0:  # other writers get the store between two transactions
             time.sleep(pause)
         start = time.monotonic()
-        with store.atomic(create=True):
+        with store.atomic(create=True), store.upkeep_deferred():  # summaries and search: once at the end
             while j < len(batch) and time.monotonic() - start < BATCH_S:
                 item = batch[j]
                 if isinstance(item, _New):

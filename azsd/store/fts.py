@@ -91,15 +91,19 @@ class SearchIndex(StoreCore):
             if conn.execute("SELECT 1 FROM events WHERE id < ? LIMIT 1", (rows[0][0],)).fetchone():
                 return
             mark = 0
-        conn.executemany(
-            "INSERT INTO azsd_search (rowid, text) VALUES (?, ?)",
-            [(event_id, text) for event_id, event in rows if (text := search_text(event)) is not None],
-        )
+        self._index_texts(conn, rows)
         waiting = conn.execute(
             "SELECT 1 FROM events WHERE id > ? AND id < ? LIMIT 1", (mark, rows[0][0])
         ).fetchone()
         if waiting is None:
             self._set_search_hwm(conn, last_id)
+
+    def _index_texts(self, conn: sqlite3.Connection, rows: Iterable[tuple[int, Event]]) -> None:
+        """Put the search text of each `(id, event)` into the index (the mark is the caller's)."""
+        conn.executemany(
+            "INSERT INTO azsd_search (rowid, text) VALUES (?, ?)",
+            [(event_id, text) for event_id, event in rows if (text := search_text(event)) is not None],
+        )
 
     def _indexed_texts(self, rows: Iterable[tuple[int, bytes]]) -> Iterator[tuple[int, str]]:
         """`(event id, text)` of stored rows the index holds text for (unreadable rows have none)."""

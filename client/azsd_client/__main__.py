@@ -1,5 +1,5 @@
 """`python -m azsd_client`: the `azs` command."""
 
-from azsd_client.cli import main
+from azsd_client.statusfile import main
 
 main()

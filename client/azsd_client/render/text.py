@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Final, TypeAlias
 
+from azsd_client.statusfile import format_cost  # the statusline's fast path prints costs too
+
 if TYPE_CHECKING:
     from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
     from rich.text import Text
@@ -394,20 +396,6 @@ def format_time(stamp: str, now: datetime | None = None, *, relative: bool = Tru
     if age < 86_400:
         return f"{age // 3_600} h ago"
     return f"{plural(age // 86_400, 'day')} ago"
-
-
-def format_cost(cost: float | None, source: str | None = "reported", unpriced: int = 0) -> str:
-    """`$0.1234`, `~$0.1234` for an estimate (azsd priced the tokens), `?` for tokens without a
-    price (`~$0.1234+?` when only some have one), or "" for no cost.
-
-    >>> format_cost(0.5), format_cost(0.5, "estimated", 10), format_cost(0.0, "unpriced", 10), format_cost(0)
-    ('$0.5000', '~$0.5000+?', '?', '')
-    """
-    if source == "unpriced":
-        return "?"
-    if not cost:
-        return "?" if unpriced else ""
-    return f"{'~' if source == 'estimated' else ''}${cost:.4f}{'+?' if unpriced else ''}"
 
 
 def one_line(text: str, limit: int = LINE_MAX) -> str:
