@@ -231,13 +231,38 @@ def test_search_finds_what_azs_search_finds_and_links_to_the_seq(
     daemon = setup[0]
     with daemon.client() as client:
         expected = client.search(made.root, "wombat17 OR quokka").hits
-    page = web.get("/search?q=wombat17+OR+quokka")[2]
+    page = web.get("/search?q=wombat17+OR+quokka&fts=1")[2]  # FTS5 syntax, as `azs search --fts`
     found = re.findall(r"id=(\d+)&amp;at=(\d+)#seq-(\d+)", page)
     assert [(int(s), int(q)) for s, q, _ in found] == [(h.session, h.seq) for h in expected]
     assert all(q == anchor for _, q, anchor in found)
-    assert "<mark>quokka</mark>" in page
-    bad = web.get("/search?q=%22unclosed")
+    assert "<mark>quokka</mark>" in page and 'name="fts" value="1" checked' in page
+    bad = web.get("/search?q=%22unclosed&fts=1")
     assert bad[0] == 200 and "bad_request" in bad[2]
+
+
+def test_search_is_plain_text_by_default_as_azs_search(
+    setup: tuple[DaemonProc, WebServer, Made], web: WebServer, made: Made
+) -> None:
+    """Issue 25: `azs search` takes every word literally (punctuation too, any case) unless --fts; the
+    web view's search is the same, and an event copied by a fork is one hit, "also in" the copy."""
+    with setup[0].client() as client:
+        plain = client.search(made.root, "LS -la", words=True).hits
+    assert len(plain) == 1 and {plain[0].session, *plain[0].also_in} == {made.tools, made.fork}
+    page = web.get("/search?q=LS+-la")[2]
+    assert 'id="count">1 hit,' in page and 'name="fts" value="1" checked' not in page
+    [(sid, seq)] = re.findall(r'<li class="hit"><a href="[^"]*id=(\d+)&amp;at=(\d+)', page)
+    assert (int(sid), int(seq)) == (plain[0].session, plain[0].seq)
+    [copy] = plain[0].also_in
+    assert re.search(rf'also in <a href="[^"]*id={copy}&amp;at={seq}#seq-{seq}">S{copy}</a>', page)
+    for query in ("%22unclosed", "claude-clean", "unwrap()", "wombat17+OR+quokka"):  # FTS5 errors
+        status, _, body = web.get(f"/search?q={query}")
+        assert status == 200 and "bad_request" not in body and 'class="warn"' not in body, query
+    assert 'id="count">0 hits' in web.get("/search?q=wombat17+OR+quokka")[2]  # OR is a word here
+    # a branch narrows the hits and says how many the others hold (`azs search`'s "more on other branches")
+    narrowed = web.get("/search?q=ls+-la&worktree=main")[2]
+    assert 'id="count">0 hits' in narrowed
+    assert "1 more hit on other branches" in narrowed and 'href="/search?q=ls+-la"' in narrowed
+    assert 'id="hidden"' not in web.get("/search?q=ls+-la&worktree=feature/x")[2]
 
 
 def test_unknown_stores_and_sessions_are_404(web: WebServer, made: Made) -> None:
