@@ -20,12 +20,16 @@ from urllib.parse import urlsplit
 import pytest
 
 from azsd.events import AssistantText, ToolCall, ToolResult, UserMessage
+from azsd_client.commands.imports import source_dir
 from azsd_client.commands.web import git_worktrees
 from azsd_client.web.pages import PAGE_SESSIONS
 from tests.daemon_fixture import DaemonProc, daemon_in_tmpdir, short_tmpdir, start_daemon
+from tests.opencode_fixture import OpenCodeBuilder
 from tests.test_cli import Azs, Lines
 from tests.test_cli_json import check
 from tests.web_fixture import LONG, Made, WebServer, make_sessions, web_server
+
+AIDER = Path(__file__).parent / "data" / "aider"
 
 
 @pytest.fixture(scope="module")
@@ -468,3 +472,44 @@ def test_the_other_worktrees_of_the_repository_are_found(tmp_path: Path) -> None
     assert [os.path.realpath(p) for p in git_worktrees(str(main))] == [os.path.realpath(other)]
     assert [os.path.realpath(p) for p in git_worktrees(str(other))] == [os.path.realpath(main)]
     assert git_worktrees(str(tmp_path)) == []  # not in git
+
+
+def test_aider_and_opencode_sessions_are_named_and_dated_by_their_histories(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 27's agents in the sessions list: the agent each was imported from (their models name
+    no agent), and the real time of their latest turn rather than when the import made them."""
+    base = short_tmpdir()
+    try:
+        root = base / "wt"
+        root.mkdir()
+        shutil.copyfile(AIDER / "aider__v0.47-request-cost.md", root / ".aider.chat.history.md")
+        data = tmp_path / "xdg"
+        oc = OpenCodeBuilder(data / "opencode")
+        oc.session("ses_a", root, "fix main")
+        oc.turn("ses_a", 1)
+        monkeypatch.setenv("XDG_DATA_HOME", str(data))  # where the view (this process) finds OpenCode
+        with daemon_in_tmpdir() as daemon:
+            with daemon.client() as client:
+                imported: dict[str, int | None] = {}
+                for agent in ("aider", "opencode"):
+                    found = client.import_sources(root, agent, source_dir(agent, os.environ), root).sources
+                    client.import_sessions(root, agent, [s.path for s in found])
+                    again = client.import_sources(root, agent, source_dir(agent, os.environ), root).sources
+                    imported.update({s.path: s.session for s in again})
+                views = client.list_sessions(root, None, with_usage=True).sessions
+                typed = client.create_session(root, "by hand").session.id
+            with web_server(daemon, [str(root)]) as web:
+                page = web.get("/")[2]
+                only = web.get("/?agent=opencode")[2]
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    rows = dict(
+        re.findall(r'<tr class="[^"]*" data-session="(\d+)".*?<td class="agent">([^<]*)</td>', page, re.S)
+    )
+    expected = {str(sid): ("opencode" if "opencode" in path else "aider") for path, sid in imported.items()}
+    assert len(expected) == 3 and {k: rows[k] for k in expected} == expected and rows[str(typed)] == ""
+    for v in views:  # dated by the agent's own times, where it wrote any
+        assert v.last_activity is not None, v
+        assert f'title="{v.last_activity} UTC"' in page
+    assert re.findall(r'data-session="(\d+)"', only) == [k for k, a in expected.items() if a == "opencode"]
