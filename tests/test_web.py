@@ -20,12 +20,16 @@ from urllib.parse import urlsplit
 import pytest
 
 from azsd.events import AssistantText, ToolCall, ToolResult, UserMessage
+from azsd_client.commands.imports import source_dir
 from azsd_client.commands.web import git_worktrees
 from azsd_client.web.pages import PAGE_SESSIONS
 from tests.daemon_fixture import DaemonProc, daemon_in_tmpdir, short_tmpdir, start_daemon
+from tests.opencode_fixture import OpenCodeBuilder
 from tests.test_cli import Azs, Lines
 from tests.test_cli_json import check
 from tests.web_fixture import LONG, Made, WebServer, make_sessions, web_server
+
+AIDER = Path(__file__).parent / "data" / "aider"
 
 
 @pytest.fixture(scope="module")
@@ -231,13 +235,38 @@ def test_search_finds_what_azs_search_finds_and_links_to_the_seq(
     daemon = setup[0]
     with daemon.client() as client:
         expected = client.search(made.root, "wombat17 OR quokka").hits
-    page = web.get("/search?q=wombat17+OR+quokka")[2]
+    page = web.get("/search?q=wombat17+OR+quokka&fts=1")[2]  # FTS5 syntax, as `azs search --fts`
     found = re.findall(r"id=(\d+)&amp;at=(\d+)#seq-(\d+)", page)
     assert [(int(s), int(q)) for s, q, _ in found] == [(h.session, h.seq) for h in expected]
     assert all(q == anchor for _, q, anchor in found)
-    assert "<mark>quokka</mark>" in page
-    bad = web.get("/search?q=%22unclosed")
+    assert "<mark>quokka</mark>" in page and 'name="fts" value="1" checked' in page
+    bad = web.get("/search?q=%22unclosed&fts=1")
     assert bad[0] == 200 and "bad_request" in bad[2]
+
+
+def test_search_is_plain_text_by_default_as_azs_search(
+    setup: tuple[DaemonProc, WebServer, Made], web: WebServer, made: Made
+) -> None:
+    """Issue 25: `azs search` takes every word literally (punctuation too, any case) unless --fts; the
+    web view's search is the same, and an event copied by a fork is one hit, "also in" the copy."""
+    with setup[0].client() as client:
+        plain = client.search(made.root, "LS -la", words=True).hits
+    assert len(plain) == 1 and {plain[0].session, *plain[0].also_in} == {made.tools, made.fork}
+    page = web.get("/search?q=LS+-la")[2]
+    assert 'id="count">1 hit,' in page and 'name="fts" value="1" checked' not in page
+    [(sid, seq)] = re.findall(r'<li class="hit"><a href="[^"]*id=(\d+)&amp;at=(\d+)', page)
+    assert (int(sid), int(seq)) == (plain[0].session, plain[0].seq)
+    [copy] = plain[0].also_in
+    assert re.search(rf'also in <a href="[^"]*id={copy}&amp;at={seq}#seq-{seq}">S{copy}</a>', page)
+    for query in ("%22unclosed", "claude-clean", "unwrap()", "wombat17+OR+quokka"):  # FTS5 errors
+        status, _, body = web.get(f"/search?q={query}")
+        assert status == 200 and "bad_request" not in body and 'class="warn"' not in body, query
+    assert 'id="count">0 hits' in web.get("/search?q=wombat17+OR+quokka")[2]  # OR is a word here
+    # a branch narrows the hits and says how many the others hold (`azs search`'s "more on other branches")
+    narrowed = web.get("/search?q=ls+-la&worktree=main")[2]
+    assert 'id="count">0 hits' in narrowed
+    assert "1 more hit on other branches" in narrowed and 'href="/search?q=ls+-la"' in narrowed
+    assert 'id="hidden"' not in web.get("/search?q=ls+-la&worktree=feature/x")[2]
 
 
 def test_unknown_stores_and_sessions_are_404(web: WebServer, made: Made) -> None:
@@ -443,3 +472,44 @@ def test_the_other_worktrees_of_the_repository_are_found(tmp_path: Path) -> None
     assert [os.path.realpath(p) for p in git_worktrees(str(main))] == [os.path.realpath(other)]
     assert [os.path.realpath(p) for p in git_worktrees(str(other))] == [os.path.realpath(main)]
     assert git_worktrees(str(tmp_path)) == []  # not in git
+
+
+def test_aider_and_opencode_sessions_are_named_and_dated_by_their_histories(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 27's agents in the sessions list: the agent each was imported from (their models name
+    no agent), and the real time of their latest turn rather than when the import made them."""
+    base = short_tmpdir()
+    try:
+        root = base / "wt"
+        root.mkdir()
+        shutil.copyfile(AIDER / "aider__v0.47-request-cost.md", root / ".aider.chat.history.md")
+        data = tmp_path / "xdg"
+        oc = OpenCodeBuilder(data / "opencode")
+        oc.session("ses_a", root, "fix main")
+        oc.turn("ses_a", 1)
+        monkeypatch.setenv("XDG_DATA_HOME", str(data))  # where the view (this process) finds OpenCode
+        with daemon_in_tmpdir() as daemon:
+            with daemon.client() as client:
+                imported: dict[str, int | None] = {}
+                for agent in ("aider", "opencode"):
+                    found = client.import_sources(root, agent, source_dir(agent, os.environ), root).sources
+                    client.import_sessions(root, agent, [s.path for s in found])
+                    again = client.import_sources(root, agent, source_dir(agent, os.environ), root).sources
+                    imported.update({s.path: s.session for s in again})
+                views = client.list_sessions(root, None, with_usage=True).sessions
+                typed = client.create_session(root, "by hand").session.id
+            with web_server(daemon, [str(root)]) as web:
+                page = web.get("/")[2]
+                only = web.get("/?agent=opencode")[2]
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    rows = dict(
+        re.findall(r'<tr class="[^"]*" data-session="(\d+)".*?<td class="agent">([^<]*)</td>', page, re.S)
+    )
+    expected = {str(sid): ("opencode" if "opencode" in path else "aider") for path, sid in imported.items()}
+    assert len(expected) == 3 and {k: rows[k] for k in expected} == expected and rows[str(typed)] == ""
+    for v in views:  # dated by the agent's own times, where it wrote any
+        assert v.last_activity is not None, v
+        assert f'title="{v.last_activity} UTC"' in page
+    assert re.findall(r'data-session="(\d+)"', only) == [k for k, a in expected.items() if a == "opencode"]

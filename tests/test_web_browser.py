@@ -10,11 +10,13 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +27,7 @@ from tests.conftest import CORPUS
 from tests.daemon_fixture import DaemonProc, daemon_in_tmpdir, short_tmpdir, start_daemon
 from tests.test_run import CLAUDE as CLAUDE_RUN
 from tests.test_run import FAKE_AGENT
+from tests.test_usage_prices import assistant, user, write
 from tests.web_fixture import HOSTILE, Made, WebServer, make_sessions, web_server
 
 CHROMIUM = os.environ.get("AZSD_CHROMIUM", "/usr/bin/chromium")
@@ -310,6 +313,138 @@ def test_a_turn_run_in_a_terminal_is_watched_in_the_browser(world: World, tmp_pa
     assert page.locator("#state-word").inner_text() == state == "succeeded"
     assert page.locator("#state").inner_text() == "✓"
     browser.shot("azs-run-watched")
+    assert not browser.problems, browser.problems
+
+
+def test_a_search_is_plain_text_and_a_fork_copy_is_one_hit_also_in(world: World) -> None:
+    """Issue 25's search: every word as written (punctuation, any case) unless FTS5 is asked for, and
+    an event a fork copied is one hit whose "also in" opens the copy at the same seq."""
+    _, web, made, browser = world
+    page = browser.page
+    _go(browser, web, "/search")
+    page.fill("input[name=q]", "LS -la")
+    page.fill("input[name=worktree]", "feature/x")  # the branch of the session and its fork
+    page.press("input[name=q]", "Enter")
+    page.wait_for_url("**q=LS+-la**")
+    assert page.locator("#count").inner_text().startswith("1 hit")
+    hit = page.locator("li.hit")
+    [copy] = hit.locator(".also a").all()
+    shown, copied = int(hit.locator("a").first.inner_text().split()[0][1:]), int(copy.inner_text()[1:])
+    assert {shown, copied} == {made.tools, made.fork} and hit.locator(".also").inner_text().startswith(
+        "also in"
+    )
+    browser.shot("search-also-in")
+    copy.click()
+    page.wait_for_url("**#seq-3")
+    assert (
+        page.locator("h1").inner_text().endswith(f"S{copied} · " + ("a fork" if copied == made.fork else ""))
+    )
+    assert "ls -la" in page.locator(":target").inner_text()
+    _go(browser, web, "/search?q=wombat30+OR+quokka")  # plain text: OR is a word to find
+    assert page.locator("#count").inner_text().startswith("0 hits")
+    page.check("input[name=fts]")
+    page.click("form.filters button")
+    page.wait_for_url("**fts=1**")
+    assert page.locator("li.hit").count() == 2 and page.locator(".warn").count() == 0
+    assert not browser.problems, browser.problems
+
+
+def test_a_failed_turn_of_azs_run_shows_as_a_failure(world: World, tmp_path: Path) -> None:
+    """Issue 25: `azs run` stores how a turn failed (an "Error: …" answer, a failed Complete); the
+    transcript, watched live, shows both in red, and the badge turns ✗."""
+    daemon, web, made, browser = world
+    with daemon.client() as client:
+        sid = client.create_session(made.root, "failing", worktree="main").session.id
+    page = browser.page
+    _go(browser, web, f"/session?root={made.root}&id={sid}")
+    time.sleep(0.3)  # the page's event stream is open
+    garbage = tmp_path / "garbage.jsonl"
+    garbage.write_bytes(b"this is not JSON <b>bold</b>\n")
+    done = _azs_run(
+        daemon, made, sid, tmp_path, garbage, "say something", "--stderr", "warning: <odd> output"
+    )
+    assert done.returncode == 1, done.stderr
+    said = page.locator("#transcript section.assistant-text.failed")
+    said.wait_for(timeout=10_000)
+    assert said.locator("h2").inner_text().startswith("✗ Error")
+    text = said.locator(".text").inner_text()
+    assert "Error: the agent printed no result (exit status 0)" in text and "warning: <odd> output" in text
+    end = page.locator("#transcript .complete.failed")
+    end.wait_for(timeout=10_000)
+    assert end.inner_text().startswith("✗ Turn failed")
+    red = page.evaluate("getComputedStyle(document.querySelector('.complete.failed .line')).color")
+    assert page.evaluate("(e) => getComputedStyle(e).color", said.element_handle()) == red != "rgb(0, 0, 0)"
+    deadline = time.monotonic() + 10
+    while page.locator("#state").inner_text() != "✗" and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert page.locator("#state").inner_text() == "✗"
+    browser.shot("failed-turn")
+    _go(browser, web, f"/session?root={made.root}&id={sid}")  # the same, read back
+    assert page.locator("#transcript section.assistant-text.failed h2").inner_text().startswith("✗ Error")
+    assert not browser.problems, browser.problems
+
+
+def _azs_run(
+    daemon: DaemonProc, made: Made, sid: int, tmp_path: Path, replay: Path, prompt: str, *options: str
+) -> subprocess.CompletedProcess[str]:
+    """`azs run` of session `sid` in a terminal, its agent the fake one replaying `replay`."""
+    config = tmp_path / "azsd.toml"
+    agent = [sys.executable, str(FAKE_AGENT), "--replay", str(replay), "--delay", "0.05", *options]
+    config.write_text(f"claude-command = {json.dumps(agent)}\n")
+    argv = [sys.executable, "-m", "azsd_client.cli", "--runtime-dir", str(daemon.runtime_dir),
+            "--root", made.root, "run", "-s", str(sid), "--backend", "claude", prompt]  # fmt: skip
+    env = {**daemon.env, "AZSD_CONFIG": str(config)}
+    return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60)
+
+
+def test_the_usage_page_shows_the_active_blocks_burn_and_unpriced_costs_as_unknown(
+    world: World, tmp_path: Path
+) -> None:
+    """The daemon's 5-hour block (burn rate, projection) as `azs usage --by block --active` has it, and
+    a model without a price costing "?" (never $0)."""
+    daemon, web, made, browser = world
+    now = datetime.now(UTC)
+
+    def at(minutes: int) -> str:
+        return (now - timedelta(minutes=minutes)).strftime("%Y-%m-%dT%H:%M:%S.000Z")
+
+    priced = {"input_tokens": 1000, "output_tokens": 2000}
+    mixed = [
+        user("go", at=at(40)),
+        assistant(901, "claude-sonnet-4-5", priced, at=at(30)),
+        assistant(902, "claude-opus-9", {"input_tokens": 300, "output_tokens": 700}, at=at(10)),
+    ]
+    unknown = [
+        user("again", at=at(9)),
+        assistant(903, "claude-opus-9", {"input_tokens": 5, "output_tokens": 5}, at=at(8)),
+    ]
+    with daemon.client() as client:
+        sid = client.create_session(made.root, "a block", worktree="main").session.id
+        client.ingest_file(made.root, sid, write(tmp_path / "mixed.jsonl", mixed))
+        only = client.create_session(made.root, "unpriced only", worktree="main").session.id
+        client.ingest_file(made.root, only, write(tmp_path / "unknown.jsonl", unknown))
+        [block] = client.usage(made.root, by="block", active=True).periods
+        total = client.usage(made.root).total
+    assert block.active and block.projected_tokens > block.total_tokens and total.unpriced_tokens == 1010
+    page = browser.page
+    _go(browser, web, "/usage")
+    assert page.locator("#block p").first.inner_text().startswith("active since")
+    burn = page.locator("#burn").inner_text()
+    assert f"{block.total_tokens:,} tokens" in burn and f"{block.tokens_per_minute:,.0f} tokens/min" in burn
+    assert f"${block.usd_per_hour:.4f}+?/h" in burn  # partly unpriced
+    projection = page.locator("#projection").inner_text()
+    found = re.search(
+        r"projected at \d\d:\d\d: ([\d,]+) tokens · ~\$([\d.]+)\+\? if the rate holds", projection
+    )
+    assert found is not None, projection  # (the page asked a moment later: a few minutes' tokens less)
+    assert int(found[1].replace(",", "")) == pytest.approx(block.projected_tokens, rel=0.01)
+    assert float(found[2]) == pytest.approx(block.projected_usd, rel=0.01)
+    assert page.locator("#total .cost").inner_text() == f"~${total.cost_usd:.4f}+?"
+    assert "1,010 tokens are of models without a price" in page.locator("#unpriced").inner_text()
+    row = page.locator("tr", has_text=f"S{only} unpriced only")
+    assert row.locator("td").last.inner_text() == "?"  # unknown, not $0
+    page.locator("#block").scroll_into_view_if_needed()
+    browser.shot("usage-block")
     assert not browser.problems, browser.problems
 
 

@@ -3,11 +3,12 @@ usage figures the charts draw."""
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime
 
 import msgspec
 
 from azsd.events import (
+    AssistantText,
     Compacting,
     Complete,
     Event,
@@ -26,7 +27,7 @@ from azsd.ipc.protocol import (
     WireEvent,
 )
 from azsd_client.web import charts, security
-from azsd_client.web.views import Filters, clean, filter_sessions, transcript
+from azsd_client.web.views import Filters, clean, filter_sessions, session_rows, transcript
 
 
 def wire(events: list[Event]) -> list[WireEvent]:
@@ -113,63 +114,96 @@ def test_cost_by_day_stacks_models_on_every_day() -> None:
         "labels": ["2025-10-01", "2025-10-02"],
         "datasets": [{"label": "gpt-5", "data": [0.5, 0.25]}, {"label": "opus", "data": [0.0, 1.0]}],
     }
-    assert charts.day_totals(reply.periods) == {"2025-10-02": 1.25, "2025-10-01": 0.5}
+    assert charts.day_totals(reply.periods) == {"2025-10-02": "$1.2500", "2025-10-01": "$0.5000"}
 
 
-def test_the_active_block_and_what_a_newer_daemon_adds_to_it() -> None:
-    zone = timezone(timedelta(hours=2))
-    start = datetime(2025, 10, 2, 14, 0, tzinfo=zone)
+def test_unpriced_costs_are_unknown_never_zero() -> None:
+    """A model without a price (`cost_source: "unpriced"`) costs "?", a day partly unpriced "+?"."""
+    unpriced = UsageView(input=900, cost_source="unpriced", unpriced_tokens=900)
+    days = [
+        UsagePeriodView(period="2025-10-01", start="", end="", usage=unpriced, model="mystery-9"),
+        period("2025-10-02", "opus", 1.0),
+        UsagePeriodView(period="2025-10-02", start="", end="", usage=unpriced, model="mystery-9"),
+    ]
+    assert charts.day_totals(days) == {"2025-10-01": "?", "2025-10-02": "$1.0000+?"}
+    assert charts.cost(unpriced) == "?" and charts.cost(UsageView()) == "$0.0000"
+    unknown = msgspec.structs.replace(view(1), usage=unpriced, cost_source="unpriced")
+    assert session_rows([("/a", unknown)], {}, 1000)[0].cost == "?"
 
-    def block(**extra: object) -> UsageReply:
+
+def test_a_row_is_dated_by_its_latest_turns_real_time_else_its_making() -> None:
+    """Issue 25: imported sessions all looked made "just now"; `last_activity` is their real time."""
+    now = datetime(2025, 1, 3, 12, 0, tzinfo=UTC)
+    ran = msgspec.structs.replace(view(1), last_activity="2025-01-03 09:00:00")
+    rows = session_rows([("/a", ran), ("/a", view(2))], {("/a", 1): frozenset({"aider"})}, 1000, now)
+    assert [(r.active, r.agents) for r in rows] == [("3 h ago", "aider"), ("2 days ago", "")]
+    assert rows[0].when == "2025-01-03 09:00:00 UTC" and "no turn's time" in rows[1].when
+
+
+def test_a_failed_turns_outcome_is_shown_as_a_failure() -> None:
+    """What `azs run` stores when the agent fails (issue 25): an "Error: …" answer, a failed Complete."""
+    items = transcript(
+        wire(
+            [
+                UserMessage(content="go"),
+                AssistantText(text="Error: the agent exited (exit status 3)\nfatal: gone"),
+                Complete(success=False, duration_ms=1200, cost_usd=0.0),
+                AssistantText(text="An Error: in the middle is the agent's own text"),
+            ]
+        )
+    )
+    said, end, own = items[1], items[2], items[3]
+    assert said.failed and "failed" in said.flags and said.view is not None
+    assert said.view.heading == "✗ Error" and said.view.text is not None and "fatal: gone" in said.view.text
+    assert end.failed and not own.failed and own.view is not None and own.view.heading == "Assistant"
+
+
+def test_the_latest_block_shows_the_daemons_burn_rate_and_projection() -> None:
+    def block(active: bool, source: str = "reported") -> UsageReply:
         p = UsagePeriodView(
-            period="2025-10-02 14:00", start=start.isoformat(), end=(start + timedelta(hours=5)).isoformat(),
-            usage=UsageView(cost_usd=2.0), total_tokens=1000, turns=3,
+            period="2025-10-02 14:00", start="2025-10-02T14:00:00+02:00", end="2025-10-02T19:00:00+02:00",
+            usage=UsageView(cost_usd=2.0, cost_source=source), total_tokens=1000, turns=3, active=active,
+            tokens_per_minute=11.1, usd_per_hour=1.5, remaining_minutes=95.0 if active else 0.0,
+            projected_tokens=2055, projected_usd=4.375,
         )  # fmt: skip
-        return UsageReply(sessions=[], worktrees=[], total=UsageView(), by="block", periods=[p])
+        older = msgspec.structs.replace(p, period="2025-10-01 09:00", start="2025-10-01T09:00:00+02:00")
+        return UsageReply(sessions=[], worktrees=[], total=UsageView(), by="block", periods=[older, p])
 
-    now = start + timedelta(hours=1, minutes=30)
-    found = charts.active_block(block(), now)
-    assert found is not None and found.active and (found.elapsed_min, found.left_min) == (90, 210)
-    assert found.cost == "$2.0000" and found.extra == ()
-    later = charts.active_block(block(), start + timedelta(hours=6))
-    assert later is not None and not later.active and later.left_min == 0
-    assert charts.active_block(UsageReply(sessions=[], worktrees=[], total=UsageView()), now) is None
-
-    # A period type with more fields (issue 26's burn rate and projection) is shown field by field.
-    class Newer(UsagePeriodView, frozen=True):
-        burn_usd_per_hour: float | None = None
-
-    fields = msgspec.structs.asdict(block().periods[0])
-    newer = msgspec.structs.replace(block(), periods=[Newer(**fields, burn_usd_per_hour=1.5)])
-    shown = charts.active_block(newer, now)
-    assert shown is not None and shown.extra == (("burn usd per hour", "1.5000"),)
-
-    # … or the reply itself, with a value of its own.
-    class Projection(msgspec.Struct, frozen=True):
-        cost_usd: float
-        tokens: int
-
-    class NewerReply(UsageReply, frozen=True):
-        projection: Projection | None = None
-
-    fields = msgspec.structs.asdict(block())
-    reply = NewerReply(**fields, projection=Projection(cost_usd=6.25, tokens=4200))
-    shown = charts.active_block(reply, now)
-    assert shown is not None and shown.extra == (("projection", "cost_usd 6.2500, tokens 4200"),)
+    found = charts.active_block(block(True))
+    assert found is not None and found.period.period == "2025-10-02 14:00" and found.period.active
+    assert (found.cost, found.per_hour, found.projected) == ("$2.0000", "$1.5000", "$4.3750")
+    assert (found.left, found.end) == ("1 h 35 min", "19:00")
+    estimated = charts.active_block(block(False, "estimated"))
+    assert estimated is not None and not estimated.period.active and estimated.per_hour == "~$1.5000"
+    assert charts.active_block(UsageReply(sessions=[], worktrees=[], total=UsageView())) is None
 
 
-def test_team_usage_sums_per_identity() -> None:
-    def remote(who: str, cost: float, source: str = "reported") -> RemoteSessionView:
+def test_team_usage_is_the_databases_per_person_with_who_pushed_as_whom() -> None:
+    def remote(owner: str, who: str) -> RemoteSessionView:
         return RemoteSessionView(
             uuid="u", identity=who, repository="r", root="/r", local_id=1, name="", worktree="", created="",
-            updated="", state="ended", event_count=1,
-            usage=UsageView(input=10, output=5, cost_usd=cost, cost_source=source),
+            updated="", state="ended", event_count=1, owner=owner,
         )  # fmt: skip
 
-    rows = charts.team_usage([remote("ann@a", 1.0), remote("bob@b", 3.0, "estimated"), remote("ann@a", 0.5)])
-    assert [(r.identity, r.sessions, r.tokens, r.cost_usd, r.estimated) for r in rows] == [
-        ("bob@b", 1, 15, 3.0, True),
-        ("ann@a", 2, 30, 1.5, False),
+    def person(owner: str, cost: float, source: str = "reported") -> UsagePeriodView:
+        usage = UsageView(input=10, output=5, cost_usd=cost, cost_source=source)
+        return UsagePeriodView(period=owner, start="", end="", usage=usage, total_tokens=15)
+
+    people = UsageReply(
+        sessions=[], worktrees=[], total=UsageView(), by="person",
+        periods=[person("ann", 1.5), person("bob", 3.0, "estimated"), person("cy", 0.0, "unpriced")],
+    )  # fmt: skip
+    sessions = [
+        remote("ann", "ann@a"),
+        remote("bob", "bob@b"),
+        remote("ann", "ann@c"),
+        remote("ann", "ann@a"),
+    ]
+    rows = charts.team_usage(people, sessions)
+    assert [(r.owner, r.identities, r.sessions, r.tokens, r.cost) for r in rows] == [
+        ("bob", "bob@b", 1, 15, "~$3.0000"),
+        ("ann", "ann@a, ann@c", 3, 15, "$1.5000"),
+        ("cy", "", 0, 15, "?"),
     ]
 
 

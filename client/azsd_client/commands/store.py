@@ -21,6 +21,7 @@ from azsd_client.render.reports import (
     backup_line,
     block_lines,
     context_lines,
+    hits_beyond,
     period_lines,
     price_lines,
     price_shape,
@@ -132,8 +133,7 @@ def _hidden_hits(run: Invocation, shown: Sequence[SearchHit]) -> int:
     everywhere = run.client.search(
         run.root, a.query, limit=a.limit, sessions=a.sessions, kinds=a.kinds, words=not a.fts
     ).hits
-    seen = {(sid, h.seq) for h in shown for sid in (h.session, *h.also_in)}
-    return sum(1 for h in everywhere if not any((sid, h.seq) in seen for sid in (h.session, *h.also_in)))
+    return hits_beyond(shown, everywhere)
 
 
 def _with_context(run: Invocation, hits: Sequence[SearchHit], around: int) -> None:

@@ -49,6 +49,7 @@ __all__ = [
     "block_lines",
     "context_lines",
     "highlighted",
+    "hits_beyond",
     "import_summary",
     "period_lines",
     "price_lines",
@@ -105,6 +106,18 @@ _SEARCH_OPTIONAL: Final = (4, 5, 2, 1)
 def also_in(hit: SearchHit) -> str:
     """`also in S13, S36` for the fork copies of a hit, else ""."""
     return "also in " + ", ".join(f"S{sid}" for sid in hit.also_in) if hit.also_in else ""
+
+
+def hits_beyond(shown: Sequence[SearchHit], everywhere: Sequence[SearchHit]) -> int:
+    """How many of `everywhere`'s hits (a search over every branch) are none of `shown`'s (the same
+    search narrowed to some branches), a fork copy counting as its hit.
+
+    >>> def h(s, seq, *copies): return SearchHit(session=s, data="", seq=seq, also_in=list(copies))
+    >>> hits_beyond([h(1, 4, 2)], [h(2, 4, 1), h(3, 9), h(1, 5)])
+    2
+    """
+    seen = {(sid, h.seq) for h in shown for sid in (h.session, *h.also_in)}
+    return sum(1 for h in everywhere if not any((sid, h.seq) in seen for sid in (h.session, *h.also_in)))
 
 
 def search_row(hit: SearchHit, style: Style) -> list[Cell]:

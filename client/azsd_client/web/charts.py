@@ -9,15 +9,21 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any, Final
-
-import msgspec
 
 from azsd.ipc.protocol import RemoteSessionView, UsagePeriodView, UsageReply, UsageView
 from azsd_client.render.text import format_cost
 
-__all__ = ["Block", "TeamRow", "active_block", "cost_by_day", "team_usage", "token_kinds"]
+__all__ = [
+    "Block",
+    "TeamRow",
+    "active_block",
+    "cost",
+    "cost_by_day",
+    "day_totals",
+    "team_usage",
+    "token_kinds",
+]
 
 #: The token kinds of a :class:`~azsd.ipc.protocol.UsageView`, as the page names them.
 KINDS: Final = (
@@ -27,11 +33,6 @@ KINDS: Final = (
     ("cache_write", "cache write"),
     ("reasoning", "reasoning"),
 )
-#: The fields of a period every daemon sends; any other one (a newer daemon's: a block's burn rate and
-#: projection) is shown as it comes, by its name.
-_PERIOD_FIELDS: Final = frozenset(UsagePeriodView.__struct_fields__)
-#: The same of the reply (a newer daemon may tell the active block's burn and projection there).
-_REPLY_FIELDS: Final = frozenset(UsageReply.__struct_fields__) | {"protocol"}
 
 
 def cost_by_day(reply: UsageReply) -> dict[str, Any]:
@@ -57,94 +58,99 @@ def token_kinds(total: UsageView) -> dict[str, Any]:
     }
 
 
+def cost(usage: UsageView) -> str:
+    """A cost as the page shows it: ``$0.1234``, ``~$`` for an estimate, ``?`` when none of its tokens
+    has a price (never ``$0``: unknown is not free), ``+?`` when only some have one.
+
+    >>> unpriced = UsageView(cost_source="unpriced", unpriced_tokens=9)
+    >>> cost(UsageView(cost_usd=0.5)), cost(unpriced), cost(UsageView())
+    ('$0.5000', '?', '$0.0000')
+    """
+    return format_cost(usage.cost_usd, usage.cost_source, usage.unpriced_tokens) or "$0.0000"
+
+
 @dataclass(frozen=True)
 class Block:
-    """The latest 5-hour billing block: whether it is still going, and what it holds."""
+    """The latest 5-hour billing block, as the daemon reports it (`Usage` ``by="block"``): whether it is
+    still going, what it holds, its burn rate and (while it goes) its projection to its end."""
 
     period: UsagePeriodView
-    active: bool
-    elapsed_min: int
-    left_min: int
     cost: str
-    #: Figures a newer daemon sends about the block (its burn rate, its projection), by field name:
-    #: fields of the period, or of the reply, that this client does not know.
-    extra: tuple[tuple[str, str], ...]
+    per_hour: str
+    projected: str
+
+    @property
+    def left(self) -> str:
+        hours, minutes = divmod(round(self.period.remaining_minutes), 60)
+        return f"{hours} h {minutes} min" if hours else f"{minutes} min"
+
+    @property
+    def end(self) -> str:
+        return self.period.end[11:16]
 
 
-def _local(stamp: str) -> datetime | None:
-    try:
-        return datetime.fromisoformat(stamp)
-    except ValueError:
-        return None
-
-
-def active_block(reply: UsageReply, now: datetime) -> Block | None:
-    """The latest block of a ``by="block"`` reply (None without one), `active` while `now` is before
-    its end."""
+def active_block(reply: UsageReply) -> Block | None:
+    """The latest block of a ``by="block"`` reply (None without one): the daemon's figures, with its
+    costs as the page shows them (an unpriced block's are ``?``)."""
     if not reply.periods:
         return None
     latest = max(reply.periods, key=lambda p: p.start)
-    start, end = _local(latest.start), _local(latest.end)
-    if start is None or end is None:
-        return None
-    now = now.astimezone(start.tzinfo) if start.tzinfo else now.replace(tzinfo=None)
-    active = start <= now < end
-    extra = _extra(latest, _PERIOD_FIELDS | {"usage", "models"}) + _extra(reply, _REPLY_FIELDS)
+    source, unpriced = latest.usage.cost_source, latest.usage.unpriced_tokens
     return Block(
         period=latest,
-        active=active,
-        elapsed_min=max(0, int((min(now, end) - start).total_seconds() // 60)),
-        left_min=max(0, int((end - now).total_seconds() // 60)) if active else 0,
-        cost=format_cost(latest.usage.cost_usd, latest.usage.cost_source) or "$0",
-        extra=extra,
+        cost=cost(latest.usage),
+        per_hour=format_cost(latest.usd_per_hour, source, unpriced) or "$0.0000",
+        projected=format_cost(latest.projected_usd, source, unpriced) or "$0.0000",
     )
-
-
-def _extra(value: msgspec.Struct, known: frozenset[str]) -> tuple[tuple[str, str], ...]:
-    """The fields of `value` this client does not know (a newer daemon's), by name, as text."""
-    return tuple(
-        (name.replace("_", " "), _shown(field))
-        for name, field in msgspec.structs.asdict(value).items()
-        if name not in known and field is not None
-    )
-
-
-def _shown(value: object) -> str:
-    if isinstance(value, float):
-        return f"{value:,.4f}"
-    if isinstance(value, msgspec.Struct):
-        return ", ".join(f"{k} {_shown(v)}" for k, v in msgspec.structs.asdict(value).items())
-    return str(value)
 
 
 @dataclass(frozen=True)
 class TeamRow:
-    """One person (identity) of the sync database: their sessions, tokens and cost."""
+    """One person of the sync database (the database role that pushed: what the database vouches for),
+    the identities (``user@host``) they pushed as, their sessions, tokens and cost."""
 
-    identity: str
+    owner: str
+    identities: str
     sessions: int
     tokens: int
+    cost: str
     cost_usd: float
-    estimated: bool
 
 
-def team_usage(sessions: Iterable[RemoteSessionView]) -> list[TeamRow]:
-    """Usage per identity of the sync database's sessions, most expensive first."""
-    rows: dict[str, list[Any]] = {}
+def team_usage(people: UsageReply, sessions: Iterable[RemoteSessionView]) -> list[TeamRow]:
+    """The team's usage per person (a `RemoteUsage` ``by="person"`` reply, summed in the database), with
+    who each pushed as and how many sessions, from `sessions` (`RemoteList`), most expensive first."""
+    names: dict[str, set[str]] = {}
+    counts: dict[str, int] = {}
     for s in sessions:
-        row = rows.setdefault(s.identity, [0, 0, 0.0, False])
-        row[0] += 1
-        if s.usage is not None:
-            row[1] += s.usage.input + s.usage.output + s.usage.cache_read + s.usage.cache_write
-            row[2] += s.usage.cost_usd
-            row[3] = row[3] or s.usage.cost_source == "estimated"
-    team = [TeamRow(identity, n, tokens, cost, est) for identity, (n, tokens, cost, est) in rows.items()]
-    return sorted(team, key=lambda r: (-r.cost_usd, r.identity))
+        names.setdefault(s.owner, set()).add(s.identity)
+        counts[s.owner] = counts.get(s.owner, 0) + 1
+    rows = [
+        TeamRow(
+            owner=p.period,
+            identities=", ".join(sorted(names.get(p.period, ()))),
+            sessions=counts.get(p.period, 0),
+            tokens=p.total_tokens,
+            cost=cost(p.usage),
+            cost_usd=p.usage.cost_usd,
+        )
+        for p in people.periods
+    ]
+    return sorted(rows, key=lambda r: (-r.cost_usd, r.owner))
 
 
-def day_totals(periods: Sequence[UsagePeriodView]) -> dict[str, float]:
-    """The cost of each day of a ``by="day"`` reply (all models), for the table beside the chart."""
-    totals: dict[str, float] = {}
+def day_totals(periods: Sequence[UsagePeriodView]) -> dict[str, str]:
+    """The cost of each day of a ``by="day"`` reply (all models), as the page shows it, for the table
+    beside the chart (``+?`` when some of the day's tokens have no price, ``?`` when none has)."""
+    totals: dict[str, list[Any]] = {}
     for p in periods:
-        totals[p.period] = totals.get(p.period, 0.0) + p.usage.cost_usd
-    return totals
+        day = totals.setdefault(p.period, [0.0, 0, True, False])
+        day[0] += p.usage.cost_usd
+        day[1] += p.usage.unpriced_tokens
+        day[2] = day[2] and p.usage.cost_source == "unpriced"
+        day[3] = day[3] or p.usage.cost_source == "estimated"
+    return {
+        day: cost(UsageView(cost_usd=usd, unpriced_tokens=unpriced,
+                            cost_source="unpriced" if none else "estimated" if est else "reported"))
+        for day, (usd, unpriced, none, est) in totals.items()
+    }  # fmt: skip

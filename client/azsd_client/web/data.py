@@ -13,13 +13,15 @@ from pathlib import Path
 from typing import Final
 
 from azsd.config import ResolvedConfig
+from azsd.errors import RemoteError
 from azsd.ipc.protocol import SessionView
-from azsd_client._shared import Archived
+from azsd_client._shared import Archived, HistoryAgent
 from azsd_client.aio import AsyncClient
+from azsd_client.commands.imports import source_dir
 
 from .views import agent_of
 
-__all__ = ["LIST_ALL", "Stores", "list_everywhere", "session_agents", "with_details"]
+__all__ = ["AGENTS", "LIST_ALL", "Stores", "list_everywhere", "session_agents", "with_details"]
 
 #: How many sessions of one store the sessions page reads (one request; the page shows a slice).
 LIST_ALL: Final = 100_000
@@ -99,9 +101,19 @@ async def with_details(
     return [(root, found.get((root, view.id), view)) for root, view in shown]
 
 
+#: The agents a session's source names (a follow's format starts with it; an import is of one).
+AGENTS: Final = ("claude", "codex", "aider", "opencode")
+#: The agents whose sessions are known only by their import (their models name no agent: Aider and
+#: OpenCode run Claude, GPT and other models alike).
+_IMPORTED: Final = ("aider", "opencode")
+
+
 async def session_agents(client: AsyncClient, roots: Sequence[str]) -> dict[tuple[str, int], frozenset[str]]:
-    """The agents (``claude``, ``codex``) each session ran, from the models its usage names."""
+    """The agent each session ran: the one it was imported from (Aider's or OpenCode's histories of
+    its worktree, as `azs import` finds them) or followed from (`azs run`, `azs follow`: the file's
+    format), else the agents (``claude``, ``codex``) of the models its usage names."""
     found: dict[tuple[str, int], set[str]] = {}
+    sourced: dict[tuple[str, int], str] = {}
 
     async def one(root: str) -> None:
         reply = await client.usage(root, by="session", by_model=True)
@@ -110,5 +122,23 @@ async def session_agents(client: AsyncClient, roots: Sequence[str]) -> dict[tupl
             if period.session is not None and agent:
                 found.setdefault((root, period.session), set()).add(agent)
 
-    await asyncio.gather(*(one(root) for root in roots))
-    return {key: frozenset(agents) for key, agents in found.items()}
+    async def imported(root: str, agent: HistoryAgent) -> None:
+        try:
+            reply = await client.import_sources(root, agent, source_dir(agent, os.environ), root)
+        except RemoteError:  # no such history here, or a daemon that reads none
+            return
+        for source in reply.sources:
+            if source.session is not None:
+                sourced[(root, source.session)] = agent
+
+    status = await client.status()
+    for follow in status.follows:
+        agent = follow.format.split("-", 1)[0]
+        if agent in AGENTS:
+            sourced[(follow.root, follow.session)] = agent
+    await asyncio.gather(
+        *(one(root) for root in roots), *(imported(root, agent) for root in roots for agent in _IMPORTED)
+    )
+    agents = {key: frozenset(names) for key, names in found.items()}
+    agents.update({key: frozenset({agent}) for key, agent in sourced.items()})
+    return agents

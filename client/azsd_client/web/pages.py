@@ -8,17 +8,25 @@ which reloads itself once the daemon is back.
 from __future__ import annotations
 
 import asyncio
-from datetime import datetime
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 from aiohttp import web
 
 from azsd.errors import AzsdError, RemoteError
-from azsd.ipc.protocol import RemoteSessionView, UsageReply, UsageView, WireEvent
+from azsd.ipc.protocol import (
+    RemoteSessionView,
+    SearchHit,
+    UsagePeriodView,
+    UsageReply,
+    UsageView,
+    WireEvent,
+)
+from azsd_client.render.reports import hits_beyond
 
 from . import charts
-from .data import list_everywhere, session_agents, with_details
+from .data import AGENTS, list_everywhere, session_agents, with_details
 from .views import Filters, filter_sessions, session_rows, transcript
 
 if TYPE_CHECKING:
@@ -81,6 +89,7 @@ async def sessions_page(web_: Web, request: web.Request) -> web.Response:
         archived=archived,
         worktrees=worktrees,
         states=_STATES,
+        agents=AGENTS,
         page=page,
         more=len(kept) > (page + 1) * PAGE_SESSIONS,
     )
@@ -150,49 +159,59 @@ def render_items(web_: Web, events: list[WireEvent]) -> list[dict[str, Any]]:
 
 
 async def search_page(web_: Web, request: web.Request) -> web.Response:
+    """`azs search`'s query and hits: plain text (every word as written, any case) unless `fts=1`
+    (SQLite FTS5 syntax), every store's hits best first, a hit copied by forks once (`also_in`); with
+    a branch (`worktree=`), how many hits the other branches hold, as `azs search` says."""
     q = request.query
     query = q.get("q", "").strip()
-    words = q.get("words") == "1"
+    fts = q.get("fts") == "1" and q.get("words") != "1"  # (`words=1`: an older link's plain text)
     kinds = q.getall("kind", [])
     worktree = q.get("worktree", "")
     roots = await web_.stores.roots(web_.client)
-    results: list[tuple[str, Any]] = []
-    error = ""
+    results: list[tuple[str, SearchHit]] = []
+    error, hidden, limit = "", 0, _int(request, "limit", 50) or 50
     if query:
-        limit = _int(request, "limit", 50) or 50
 
-        async def one(root: str) -> list[tuple[str, Any]]:
+        async def one(root: str, branch: str) -> list[tuple[str, SearchHit]]:
             reply = await web_.client.search(
-                root, query, limit=limit, worktrees=[worktree] if worktree else None,
-                kinds=kinds or None, words=words,
+                root, query, limit=limit, worktrees=[branch] if branch else None,
+                kinds=kinds or None, words=not fts,
             )  # fmt: skip
             return [(root, hit) for hit in reply.hits]
 
         try:
-            found = await asyncio.gather(*(one(root) for root in roots))
+            found = await asyncio.gather(*(one(root, worktree) for root in roots))
+            if worktree:  # the hits a branch hides are counted, never hidden without a word
+                everywhere = await asyncio.gather(*(one(root, "") for root in roots))
+                hidden = sum(
+                    hits_beyond([h for _, h in shown], [h for _, h in every])
+                    for shown, every in zip(found, everywhere, strict=True)
+                )
         except RemoteError as exc:
             error = str(exc)
         else:
             results = sorted((pair for hits in found for pair in hits), key=lambda p: p[1].rank)[:limit]
     return web_.render(
-        "search.html", request, query=query, words=words, kinds=kinds, worktree=worktree,
-        results=results, error=error, roots=roots,
+        "search.html", request, query=query, fts=fts, kinds=kinds, worktree=worktree,
+        results=results, error=error, roots=roots, hidden=hidden, limit=limit,
         all_kinds=("user", "assistant", "tool", "call", "result", "plan"),
     )  # fmt: skip
 
 
 def _merge(replies: list[UsageReply]) -> UsageReply:
-    """One reply of the usage of several stores (periods side by side; totals added)."""
+    """One reply of the usage of several stores (periods side by side; totals added: unpriced only
+    when every store's is, tokens without a price added up)."""
     if len(replies) == 1:
         return replies[0]
     totals = [msgspec.structs.asdict(r.total) for r in replies]
-    fields = ("input", "output", "cache_read", "cache_write", "reasoning", "cost_usd")
+    fields = ("input", "output", "cache_read", "cache_write", "reasoning", "cost_usd", "unpriced_tokens")
     total = {name: sum(t[name] for t in totals) for name in fields}
-    estimated = any(r.total.cost_source == "estimated" for r in replies)
+    sources = {r.total.cost_source for r in replies}
+    source = "unpriced" if sources == {"unpriced"} else "estimated" if "estimated" in sources else "reported"
     return UsageReply(
         sessions=[s for r in replies for s in r.sessions],
         worktrees=[w for r in replies for w in r.worktrees],
-        total=UsageView(**total, cost_source="estimated" if estimated else "reported"),
+        total=UsageView(**total, cost_source=source),
         by=replies[0].by if replies else "",
         periods=[p for r in replies for p in r.periods],
     )
@@ -228,27 +247,40 @@ async def usage_page(web_: Web, request: web.Request) -> web.Response:
         day_totals=charts.day_totals(days.periods),
         chart_days=charts.cost_by_day(days),
         chart_kinds=charts.token_kinds(plain.total),
-        block=charts.active_block(blocks, datetime.now().astimezone()),
+        block=charts.active_block(blocks),
         team=team,
         kinds=charts.KINDS,
     )
 
 
-async def _team(web_: Web, root: str) -> list[charts.TeamRow] | None:
-    """Usage per person of the sync database's sessions of `root`'s repository; None when sync is off
-    or cannot be reached."""
+async def _team(web_: Web, root: str) -> Team | None:
+    """The team's usage in the sync database (`RemoteUsage`, summed there) for `root`'s repository:
+    per person, per day and per model; None when sync is off or cannot be reached."""
     try:
         if not (await web_.client.sync_status()).configured:
             return None
+        people, days, models = await asyncio.gather(
+            *(web_.client.remote_usage(root, by=by) for by in ("person", "day", "model"))
+        )
         sessions: list[RemoteSessionView] = []
-        while len(sessions) < _TEAM_SESSIONS:
+        while len(sessions) < _TEAM_SESSIONS:  # who pushed as whom, and how many sessions
             reply = await web_.client.remote_list(root, limit=500, offset=len(sessions))
             sessions += reply.sessions
             if not reply.sessions or len(sessions) >= reply.total:
                 break
     except RemoteError:
         return None
-    return charts.team_usage(sessions)
+    return Team(charts.team_usage(people, sessions), people.total, days.periods, models.periods)
+
+
+@dataclass(frozen=True)
+class Team:
+    """The usage page's team part: per person, and the team's total, days and models."""
+
+    people: list[charts.TeamRow]
+    total: UsageView
+    days: list[UsagePeriodView]
+    models: list[UsagePeriodView]
 
 
 def routes(web_: Web) -> list[web.RouteDef]:

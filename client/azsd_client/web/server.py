@@ -27,7 +27,7 @@ from azsd.config import ResolvedConfig
 from azsd.ipc.protocol import WireEvent
 from azsd_client.aio import AsyncClient
 
-from . import pages
+from . import charts, pages
 from .data import Stores
 from .live import Watch, daemon_stream, session_stream
 from .security import Guard, new_token, secure_headers
@@ -55,6 +55,7 @@ def _environment() -> jinja2.Environment:
     )
     env.globals["url"] = _url
     env.filters["json"] = _json
+    env.filters["cost"] = charts.cost  # a UsageView's cost: `?` when unpriced, never $0
     return env
 
 

@@ -14,14 +14,16 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Final
 
-from azsd.events import EventDecodeError, ToolCall, ToolResult, decode_event
+from azsd.events import AssistantText, EventDecodeError, ToolCall, ToolResult, decode_event
 from azsd.export import EventView, css_class, event_view
 from azsd.ipc.protocol import SessionView, WireEvent
 from azsd.model import StoredEvent
 from azsd_client.render.sessions import by_latest, usage_summary
-from azsd_client.render.text import format_cost, format_duration
+from azsd_client.render.text import format_cost, format_duration, format_time
+from azsd_client.render.turns import ERROR_PREFIX
 
 __all__ = [
     "Filters",
@@ -82,6 +84,9 @@ def _item(wire: WireEvent) -> tuple[Item, ToolCall | ToolResult | None]:
     except EventDecodeError:
         return Item(wire.seq, wire.kind, "unknown", None, raw=wire.data, failed="Fail" in wire.kind), None
     view = event_view(StoredEvent(wire.seq, event))
+    if isinstance(event, AssistantText) and event.text.startswith(ERROR_PREFIX):
+        # how a turn failed, stored where it failed (by `azs run`, or AZUREAL for a Codex turn)
+        view.heading, view.flags = "✗ Error", ("failed",)
     item = Item(
         wire.seq,
         view.kind,
@@ -118,7 +123,7 @@ def transcript(events: Iterable[WireEvent]) -> list[Item]:
 @dataclass(frozen=True)
 class Filters:
     """What the sessions page keeps: a worktree (branch label), a state, an agent (``claude``,
-    ``codex``), and text found in the name, id or label; empty keeps everything."""
+    ``codex``, ``aider``, ``opencode``), and text found in the name, id or label; empty keeps everything."""
 
     worktree: str = ""
     state: str = ""
@@ -152,10 +157,15 @@ class Row:
     agents: str
     meter: int | None
     threshold: int
+    #: When it was last active (its latest turn's real time, from the agent's lines; else when it was
+    #: made), for people, and as stored (UTC).
+    active: str = ""
+    when: str = ""
 
 
 def agent_of(model: str) -> str:
-    """The agent a model name belongs to: ``claude``, ``codex`` (OpenAI models), or "" when unknown.
+    """The agent a model name belongs to: ``claude``, ``codex`` (OpenAI models), or "" when unknown
+    (a session imported from Aider or OpenCode is known by its import instead: they run any model).
 
     >>> agent_of("claude-sonnet-4-5"), agent_of("gpt-5-codex"), agent_of("")
     ('claude', 'codex', '')
@@ -189,22 +199,26 @@ def session_rows(
     sessions: Sequence[tuple[str, SessionView]],
     agents: dict[tuple[str, int], frozenset[str]],
     threshold: int,
+    now: datetime | None = None,
 ) -> list[Row]:
-    """The table rows of `sessions`."""
+    """The table rows of `sessions` (their times relative to `now`, else the time now)."""
     rows = []
     for root, v in sessions:
         cost = v.cost_usd if v.cost_usd else v.usage.cost_usd if v.usage else None
+        when = v.last_activity or v.created
         rows.append(
             Row(
                 root=root,
                 view=v,
                 badge=_BADGES.get(v.state, "?"),
-                cost=format_cost(cost, v.cost_source),
+                cost=format_cost(cost, v.cost_source, v.usage.unpriced_tokens if v.usage else 0),
                 took=format_duration(v.duration_ms),
                 tokens=usage_summary(v.usage),
                 agents=", ".join(sorted(agents.get((root, v.id), ()))),
                 meter=v.context_chars,
                 threshold=threshold,
+                active=format_time(when, now),
+                when=f"{when} UTC" + ("" if v.last_activity else " (made; no turn's time is known)"),
             )
         )
     return rows
