@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+import zmq
 
 from azsd.ipc import protocol as p
 from tests.daemon_fixture import DaemonProc, short_tmpdir, start_daemon
@@ -107,6 +108,26 @@ def until(what: str, check: Callable[[], bool], timeout: float = 20) -> None:
         time.sleep(0.05)
 
 
+def changes(ds: Daemons, sub: zmq.Socket[bytes]) -> list[tuple[str, str]]:
+    """The `sessionchanged` notes published so far: (change, the session's state)."""
+    out = []
+    while sub.poll(0):
+        _, note = ds.d.next_note(sub)
+        if isinstance(note, p.SessionChanged) and note.session is not None:
+            out.append((note.change, note.session.state))
+    return out
+
+
+def told(ds: Daemons, sub: zmq.Socket[bytes], want: tuple[str, str]) -> None:
+    """Wait for a `sessionchanged` note of that change and state."""
+    seen: list[tuple[str, str]] = []
+    deadline = time.monotonic() + 20
+    while want not in seen:
+        assert time.monotonic() < deadline, f"never told {want}: {seen}"
+        seen += changes(ds, sub)
+        time.sleep(0.05)
+
+
 def is_idle(ds: Daemons, path: Path) -> bool:
     view = view_of(ds, path)
     assert view is not None, f"the follow of {path} is no longer live"
@@ -118,6 +139,7 @@ def test_a_claude_session_followed_by_hand_goes_idle_and_stores_what_comes_later
     sid = session(ds)
     transcript = ds.root / "abc.jsonl"
     transcript.write_bytes(claude_line(1, "hello") + claude_line(2, "hi there"))
+    sub = ds.d.subscribe(p.topic(str(ds.root)))
     reply = ds.d.request(p.Follow(root=str(ds.root), session=sid, path=str(transcript)))
     assert isinstance(reply, p.FollowReply), reply
     until("the first lines are stored", lambda: texts(ds, sid) == ["hello", "hi there"])
@@ -130,6 +152,7 @@ def test_a_claude_session_followed_by_hand_goes_idle_and_stores_what_comes_later
     assert view.reason.startswith("no program has it open for writing and the file was idle for"), view
     assert view.reason.endswith("its session does not show running until the file grows again")
     until("the idle session leaves running", lambda: session_state(ds, sid) == "ended")
+    told(ds, sub, ("idle", "ended"))  # clients are told
 
     # Claude answers the next prompt: stored, no gap and nothing twice; the session runs again.
     with open(transcript, "ab") as out:
@@ -139,6 +162,7 @@ def test_a_claude_session_followed_by_hand_goes_idle_and_stores_what_comes_later
         out.write(claude_line(4, "done"))
     until("the later lines are stored", lambda: len(texts(ds, sid)) >= 4)
     assert texts(ds, sid) == ["hello", "hi there", "and now?", "done"]
+    told(ds, sub, ("running", "running"))
     view = view_of(ds, transcript)
     assert view is not None and view.state in ("following", "idle")
     if view.state == "following":  # (a loaded machine may have let it go idle again already)

@@ -298,6 +298,7 @@ class Follower(FollowTable):
             self._ended_now(follow, "its row is no longer in its store (was the session deleted?)")
             return
         follow.stored, follow.saved_offset = msgspec.structs.replace(stored), stored.offset
+        follow.idle_told = stored.idle
         try:
             follow.restore(stored)
         except OSError as unreadable:  # replaying it up to the offset: the file cannot be read now
@@ -401,8 +402,11 @@ class Follower(FollowTable):
             self._inbox.put(Committed(follow, generation, exc, record))
 
         failed_ms = int((time.monotonic() - started) * 1000) if failed_if_open else None
+        change = ""  # the session's badge left running, or runs again: said once, as it is stored
+        if not end_follow and record.idle != follow.idle_told:
+            follow.idle_told, change = record.idle, "idle" if record.idle else "running"
         usage = follow.take_usage()  # the run's usage so far, stored with the read when it changed
-        write = partial(store_read, root=root, record=record, events=events, expected=expected)
+        write = partial(store_read, root=root, record=record, events=events, expected=expected, change=change)
         self._registry.call(root, partial(write, failed_ms=failed_ms, usage=usage), then=committed)
 
     def _committed(self, follow: Tail, generation: int, error: BaseException | None,

@@ -81,6 +81,7 @@ class Tail:
     adopted: int | None = None  # given no writer: a process found with the file open for writing
     polled: float = 0.0  # monotonic: when the follower's poll last read it (an idle one: less often)
     idle_reason: str = ""  # why it went idle (`record.idle`: see azsd.ingest.quiet)
+    idle_told: bool = False  # whether the last `sessionchanged` of its idleness said idle
 
     @property
     def path(self) -> Path:

@@ -1025,7 +1025,9 @@ export interface SessionCreated {
 
 /**
  * `change` is `renamed`, `completed`, `archived`, `unarchived`, `unlinked` (its fork parent was
- * deleted), `compacted` (a compaction was stored) or `deleted`; `session` is None after a delete.
+ * deleted), `compacted` (a compaction was stored), `idle` (a follow into it went idle: it no longer
+ * shows running), `running` (that follow's file grew again) or `deleted`; `session` is None after
+ * a delete.
  */
 export interface SessionChanged {
   op: "sessionchanged";
