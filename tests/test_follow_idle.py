@@ -220,3 +220,35 @@ def test_a_follow_given_no_writer_waits_for_the_program_that_holds_its_file_then
         out.write(claude_line(2, "still here"))
     until("a line written later is stored", lambda: len(texts(ds, sid)) >= 2)
     assert texts(ds, sid) == ["hello", "still here"]
+
+
+def rollout_line(payload: dict[str, object], second: int, kind: str = "event_msg") -> bytes:
+    """A line of a Codex rollout (`~/.codex/sessions/…`), which holds every turn of a session."""
+    stamp = f"2026-11-26T12:00:{second:02d}.000Z"
+    return (json.dumps({"timestamp": stamp, "type": kind, "payload": payload}) + "\n").encode()
+
+
+def test_a_transcript_followed_by_hand_goes_on_past_a_turns_end(daemons: Daemons) -> None:
+    """A Codex rollout (like a Claude session transcript) holds every turn of a session: `codex
+    resume` appends the next one to it. The end of a turn does not end its follow (it ended, and
+    the next turn was lost); the follow goes idle, and stores the next turn when it comes."""
+    ds = daemons
+    sid = session(ds)
+    rollout = ds.root / "rollout-2026-11-26T12-00-00-019e.jsonl"
+    meta = {"id": "019e", "timestamp": "2026-11-26T12:00:00.000Z", "cwd": "/p", "cli_version": "0.77.0"}
+    rollout.write_bytes(
+        rollout_line(meta, 0, kind="session_meta")
+        + rollout_line({"type": "user_message", "message": "first"}, 1)
+        + rollout_line({"type": "agent_message", "message": "one"}, 2)
+        + rollout_line({"type": "task_complete", "duration_ms": 100}, 3)
+    )
+    reply = ds.d.request(p.Follow(root=str(ds.root), session=sid, path=str(rollout)))
+    assert isinstance(reply, p.FollowReply), reply
+    until("the first turn is stored", lambda: session_state(ds, sid) == "succeeded")
+    until("the follow goes idle, it does not end", lambda: is_idle(ds, rollout))
+    with open(rollout, "ab") as out:  # `codex resume`
+        out.write(rollout_line({"type": "user_message", "message": "second"}, 10))
+        out.write(rollout_line({"type": "agent_message", "message": "two"}, 11))
+    until("the next turn is stored", lambda: "two" in texts(ds, sid))
+    assert [t for t in texts(ds, sid) if t] == ["first", "one", "second", "two"]
+    assert session_state(ds, sid) == "running"

@@ -237,8 +237,9 @@ class Tail:
         return prepared[same:]
 
 
-#: Formats whose file holds many turns and runs (an Aider chat history): no event ends its follow.
-_ONGOING: Final = frozenset({"aider", "opencode"})
+#: Formats whose file holds many turns and runs (an Aider chat history, a Claude session transcript
+#: or Codex rollout, which a resumed session appends to): no event ends its follow; it goes idle.
+_ONGOING: Final = frozenset({"aider", "opencode", "claude-session", "codex-rollout"})
 
 
 def is_final(events: list[Event], fmt: str = "") -> bool:
