@@ -235,7 +235,7 @@ def test_a_transcript_followed_by_hand_goes_on_past_a_turns_end(daemons: Daemons
     ds = daemons
     sid = session(ds)
     rollout = ds.root / "rollout-2026-11-26T12-00-00-019e.jsonl"
-    meta: dict[str, object] = {"id": "019e", "timestamp": "2026-11-26T12:00:00.000Z", "cwd": "/p", "cli_version": "0.77.0"}
+    meta: dict[str, object] = {"id": "019e", "timestamp": "2026-11-26T12:00:00.000Z", "cwd": "/p"}
     rollout.write_bytes(
         rollout_line(meta, 0, kind="session_meta")
         + rollout_line({"type": "user_message", "message": "first"}, 1)
