@@ -52,8 +52,11 @@ def test_an_idle_follow_stays_active_but_its_session_no_longer_runs(root: Path) 
         follow = FollowRecord(session_id=sid, path="/a.jsonl", format="claude-session", offset=10)
         store.save_follow(follow)
         assert store.get_session(sid).state == "running"
+        store.sync_prepare("repo")
+        assert [s.state for s in store.sync_session_rows()] == ["running"]
         store.save_follow(msgspec.structs.replace(follow, idle=True), expect_offset=10)
         assert store.get_session(sid).state == "new"
+        assert [s.state for s in store.sync_session_rows()] == ["ended"]  # as pushed to PostgreSQL
         assert [r.idle for r in store.follows(active_only=True)] == [True]
         store.save_follow(msgspec.structs.replace(follow, offset=20), expect_offset=10)  # it grew
         assert store.get_session(sid).state == "running"
