@@ -252,3 +252,17 @@ def test_a_transcript_followed_by_hand_goes_on_past_a_turns_end(daemons: Daemons
     until("the next turn is stored", lambda: "two" in texts(ds, sid))
     assert [t for t in texts(ds, sid) if t] == ["first", "one", "second", "two"]
     assert session_state(ds, sid) == "running"
+
+
+def test_a_file_not_there_yet_goes_idle_and_is_read_once_it_appears(daemons: Daemons) -> None:
+    ds = daemons
+    sid = session(ds)
+    later = ds.root / "later.jsonl"
+    reply = ds.d.request(p.Follow(root=str(ds.root), session=sid, path=str(later)))
+    assert isinstance(reply, p.FollowReply) and reply.follow.state == "waiting", reply
+    until("the follow of a file that never came goes idle", lambda: is_idle(ds, later))
+    view = view_of(ds, later)
+    assert view is not None and view.reason.startswith("the file does not exist (yet): "), view
+    later.write_bytes(claude_line(1, "at last"))
+    until("its line is stored", lambda: texts(ds, sid) == ["at last"])
+    assert session_state(ds, sid) in ("running", "ended")  # (ended: idle again on a loaded machine)
