@@ -10,7 +10,8 @@ The file is TOML; unknown keys are rejected::
     idle-close-s = 300                     # close a store this long after its last request
     max-message-bytes = 67108864           # larger requests are dropped by ZeroMQ
     log-level = "INFO"
-    follow-idle-s = 30                     # end a follow whose writer is gone and file idle this long
+    follow-idle-s = 30                     # a follow whose file is idle this long ends (its writer gone)
+                                           # or, given no writer and nobody holding the file, goes idle
     max-open-stores = 128                  # past it, the least recently used idle store is closed
     claude-command = ["claude"]            # how `azs run` starts each agent (argv prefix)
     codex-command = ["codex"]

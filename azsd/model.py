@@ -60,7 +60,8 @@ class SessionInfo(msgspec.Struct, frozen=True, kw_only=True):
     parent: int | None = None
     #: The parent's last seq this session copied.
     fork_seq: int | None = None
-    #: A follow is active into this session (`azs run` or `azs follow`; the store's ``azsd_follows``).
+    #: A follow is active into this session and not idle (`azs run` or `azs follow`; the store's
+    #: ``azsd_follows``).
     following: bool = False
 
     @property
@@ -233,6 +234,9 @@ class FollowRecord(msgspec.Struct, kw_only=True):
     ended: str | None = None
     #: The model the agent was started with, for a format that does not say (`codex exec --json`).
     model: str = ""
+    #: Still active, but idle: a follow given no writer whose file nobody holds open went quiet; its
+    #: session does not show running until the file grows again.
+    idle: bool = False
 
 
 class SearchResult(msgspec.Struct, frozen=True, kw_only=True):

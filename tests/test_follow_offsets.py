@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import sqlite3
+from pathlib import Path
+
+import msgspec
 import pytest
 
 from azsd.events import AssistantText
 from azsd.model import FollowRecord
 from azsd.store import Store
+from azsd.store.core import store_path
 from azsd.store.side_tables import FollowMovedError
 
 
@@ -36,3 +41,34 @@ def test_end_follow_keeps_the_stored_offset(store: Store) -> None:
     assert (record.active, record.ended, record.offset) == (False, "2026-01-01 00:00:00", 10)
     assert store.follows(active_only=True) == []
     assert not store.end_follow(sid, "/missing.jsonl", "2026-01-01 00:00:00")
+
+
+def test_an_idle_follow_stays_active_but_its_session_no_longer_runs(root: Path) -> None:
+    """`idle` (a follow given no writer whose file went quiet): resumed by the next daemon (active),
+    its session not `running`; a store from before the column gains it (every follow not idle), and
+    one opened read-only that lacks it still lists."""
+    with Store.open(root) as store:
+        sid = store.create_session().id
+        follow = FollowRecord(session_id=sid, path="/a.jsonl", format="claude-session", offset=10)
+        store.save_follow(follow)
+        assert store.get_session(sid).state == "running"
+        store.sync_prepare("repo")
+        assert [s.state for s in store.sync_session_rows()] == ["running"]
+        store.save_follow(msgspec.structs.replace(follow, idle=True), expect_offset=10)
+        assert store.get_session(sid).state == "new"
+        assert [s.state for s in store.sync_session_rows()] == ["ended"]  # as pushed to PostgreSQL
+        assert [r.idle for r in store.follows(active_only=True)] == [True]
+        store.save_follow(msgspec.structs.replace(follow, offset=20), expect_offset=10)  # it grew
+        assert store.get_session(sid).state == "running"
+    with sqlite3.connect(store_path(root)) as conn:  # as an azsd from before the column left it
+        conn.execute("ALTER TABLE azsd_follows DROP COLUMN idle")
+    with Store.open(root) as store:
+        assert [r.idle for r in store.follows(active_only=True)] == [False]
+        assert store.get_session(sid).state == "running"
+    with sqlite3.connect(store_path(root)) as conn:  # then AZUREAL moved it to a newer schema
+        conn.execute("ALTER TABLE azsd_follows DROP COLUMN idle")
+        conn.execute("UPDATE meta SET value = '4' WHERE key = 'schema_version'")
+    with Store.open(root) as store:
+        assert store.read_only
+        assert [r.idle for r in store.follows()] == [False]
+        assert [i.state for i in store.list_sessions()] == ["running"]

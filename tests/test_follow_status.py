@@ -11,7 +11,7 @@ import msgspec
 
 import azsd_client.render.status
 from azsd.ipc.protocol import FollowView, StatusReply
-from azsd_client.render.status import follow_rows, recent_follows, status_lines
+from azsd_client.render.status import follow_line, follow_rows, recent_follows, status_lines
 from azsd_client.render.term import plain_lines
 from azsd_client.render.text import Style
 
@@ -66,3 +66,19 @@ def test_follows_that_ended_long_ago_leave_status_and_all_keeps_them() -> None:
     assert "2 follows ended earlier: `azs status --all` shows them" in text
     everything = msgspec.structs.replace(reply, follows=follows)
     assert "3 ended" in "\n".join(plain_lines(status_lines(everything, "ipc://x", Style()), width=200))
+
+
+def test_an_idle_follow_has_its_word_and_its_reason() -> None:
+    """`idle`: still followed (shown however long ago it went quiet), its session not running."""
+    why = (
+        "no program has it open for writing and the file was idle for 30 s: "
+        "its session does not show running until the file grows again"
+    )
+    follows = [view(1, "following"), view(2, "idle", why)]
+    assert recent_follows(follows, NOW) == follows
+    reply = StatusReply(pid=1, version="x", uptime_s=1.0, stores=[], follows=follows)
+    lines = [line.rstrip() for line in plain_lines(status_lines(reply, "ipc://x", Style()), width=200)]
+    assert "follows: 2 (1 following, 1 idle)" in lines
+    [at] = [i for i, line in enumerate(lines) if "/t/2.jsonl" in line]
+    assert "◌ idle" in lines[at] and lines[at + 1].strip() == f"↳ {why}"
+    assert plain_lines([follow_line(follows[1], Style())])[0].endswith(f" — idle: {why}")

@@ -5,8 +5,9 @@ and a stat poll every :data:`POLL_S` make it read each file from its saved offse
 (:class:`~azsd.ingest.tailing.Tail`). Each read's events, the new offset (compare-and-swap) and the
 run's usage are stored in one transaction (:mod:`azsd.ingest.follow_store`): a crash loses nothing
 and stores nothing twice. A follow ends on the turn's final event, on `Unfollow`, or once its writer
-is gone and the file idle for `follow_idle_s`. It never spins nor vanishes silently: failures back
-off (:mod:`azsd.backoff`), and after :data:`MAX_FAILURES` in a row it ends (the reason in `status`).
+is gone and the file idle for `follow_idle_s`; a follow given no writer goes idle instead, and on as
+its file grows (:mod:`azsd.ingest.quiet`). It never spins nor vanishes silently: failures back off
+(:mod:`azsd.backoff`), and after :data:`MAX_FAILURES` in a row it ends (the reason in `status`).
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ import queue
 import stat
 import threading
 import time
-from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future
 from functools import partial
@@ -30,8 +30,10 @@ import msgspec
 from azsd.events import Event
 from azsd.files import open_regular
 from azsd.ingest.follow_store import start_follow, store_read
+from azsd.ingest.follow_table import FollowTable
 from azsd.ingest.inbox import Committed, End, Fetched, Hint, Message, Resume, Service, Start, Wake
 from azsd.ingest.opencode_tail import make_tail
+from azsd.ingest.quiet import quiet_verdict
 from azsd.ingest.tailing import MAX_FAILURES, Tail, check_follow, detect, is_final, started_epoch
 from azsd.ingest.watcher import watch_dirs
 from azsd.ipc import protocol as p
@@ -45,29 +47,26 @@ __all__ = ["MAX_FAILURES", "POLL_S", "Follower"]
 
 log = logging.getLogger("azsd.ingest.follow")
 
-#: Every followed file is stat-ed this often, watcher or not.
+#: Every followed file is stat-ed this often, watcher or not ...
 POLL_S: Final = 0.25
+#: ... but an idle one (see azsd.ingest.quiet) only this often: the watcher's hints wake it sooner.
+IDLE_POLL_S: Final = 2.0
 #: The longest reason an `Unfollow` may give (it is shown in every `status`).
 REASON_MAX: Final = 500
-#: How many ended follows `Status` still shows (the most recent ones).
-ENDED_KEPT: Final = 100
 #: Reads of one follow on their way to its store at most (a file read faster than it is stored
 #: waits for its commits instead of piling up in memory).
 IN_FLIGHT_MAX: Final = 2
 
 
-class Follower:
+class Follower(FollowTable):
     """Owns every live follow; runs one follower thread and one watcher thread."""
 
     def __init__(self, registry: StoreRegistry, reply: Callable[[Envelope, p.Reply], None],
                  idle_end_s: float) -> None:  # fmt: skip
         self._registry = registry
         self._reply = reply  # thread-safe: goes through the outbox
+        super().__init__()
         self._idle_end_s = idle_end_s
-        self._follows: dict[str, Tail] = {}
-        self._closing: dict[int, Tail] = {}  # ended, their last commit in flight: still shown live
-        self._ended: deque[p.FollowView] = deque(maxlen=ENDED_KEPT)
-        self._lock = threading.Lock()
         self._inbox: queue.SimpleQueue[Message] = queue.SimpleQueue()
         self._stop = threading.Event()
         self._rewatch = threading.Event()
@@ -102,11 +101,6 @@ class Follower:
         for record in records:
             self._inbox.put(Resume(root, record))
 
-    def views(self) -> list[p.FollowView]:
-        """Live follows, then the most recently ended ones (only once what they read is stored)."""
-        with self._lock:
-            return [f.view() for f in (*self._follows.values(), *self._closing.values())] + list(self._ended)
-
     # -- the follower thread ----------------------------------------------------------------------
 
     def _run(self) -> None:
@@ -121,8 +115,12 @@ class Follower:
                 log.exception("follow: %s failed", type(message).__name__)
                 if isinstance(message, Start | End) and message.envelope is not None:
                     self._reply(message.envelope, error_reply(exc))
-            if message is None or time.monotonic() >= next_poll:
+            now = time.monotonic()
+            if message is None or now >= next_poll:
                 for follow in list(self._follows.values()):
+                    if follow.record.idle and now < follow.polled + IDLE_POLL_S:
+                        continue  # idle: the watcher's hints wake it, or a slower poll
+                    follow.polled = now
                     self._service_safely(follow)
                 next_poll = time.monotonic() + POLL_S
 
@@ -179,8 +177,7 @@ class Follower:
         )
         follow = make_tail(root, record)
         follow.resync = True  # not read before `start` has saved where it begins: _rebuild loads that
-        with self._lock:
-            self._follows[path] = follow
+        self._live(path, follow)
         self._rewatch.set()
 
         self._registry.call(
@@ -200,8 +197,7 @@ class Follower:
                 log.exception("cannot remember %s for the next daemon", root)
         self._registry.deliver(root, envelope, done)
         if done.exception() is not None:  # e.g. no such session: the client got the error reply
-            with self._lock:
-                self._follows.pop(path, None)
+            self._drop(path)
             return
         self._inbox.put(Service(path))  # read it now rather than at the next poll
 
@@ -210,8 +206,7 @@ class Follower:
             return
         follow = make_tail(root, record, started=started_epoch(record.started))
         follow.resync = True
-        with self._lock:
-            self._follows[record.path] = follow
+        self._live(record.path, follow)
         self._rewatch.set()
         log.info(
             "resuming the follow of %s into S%d at byte %d", record.path, record.session_id, record.offset
@@ -252,32 +247,32 @@ class Follower:
         except FileNotFoundError:
             follow.gone = follow.missing = True
             self._settled(follow)
-            self._maybe_idle_end(follow)
+            self._when_quiet(follow)
             return
         follow.missing = False
         if not stat.S_ISREG(info.st_mode):
             with open_regular(follow.path, nofollow=True):  # raises an OSError naming what it is
                 return  # it became a regular file just now: read it at the next turn
-        changed = info.st_ino != record.inode or info.st_size < record.offset or follow.gone
-        if follow.parser is not None and record.inode and changed:
+        replaced = info.st_ino != record.inode or info.st_size < record.offset or follow.gone
+        if follow.parser is not None and record.inode and replaced:
             log.info("%s was replaced or truncated: re-reading it", follow.path)
             events = follow.reread(info.st_ino)
             ending = follow.ending is not None
-            self._commit(follow, events, end_follow=ending, moved=True, reason=follow.ending_reason)
+            self._commit(follow, events, end_follow=ending, changed=True, reason=follow.ending_reason)
             return
         if follow.parser is None and follow.prepare_parser() is None:
             self._settled(follow)
-            self._maybe_idle_end(follow)
+            self._when_quiet(follow)
             return
         if info.st_size == record.offset and follow.ending is None:
             self._settled(follow)
-            self._maybe_idle_end(follow)
+            self._when_quiet(follow)
             return
         start_offset = record.offset
         events = follow.read_new(info.st_ino)
         end_follow = is_final(events, record.format) or follow.ending is not None
         why = "the turn ended (its final event is stored)" if follow.ending is None else follow.ending_reason
-        self._commit(follow, events, end_follow=end_follow, moved=record.offset != start_offset, reason=why)
+        self._commit(follow, events, end_follow=end_follow, changed=record.offset != start_offset, reason=why)
 
     def _fetch(self, follow: Tail) -> None:
         """Ask the store for the follow's saved position; the file is read again once it is back
@@ -303,6 +298,7 @@ class Follower:
             self._ended_now(follow, "its row is no longer in its store (was the session deleted?)")
             return
         follow.stored, follow.saved_offset = msgspec.structs.replace(stored), stored.offset
+        follow.idle_told = stored.idle
         try:
             follow.restore(stored)
         except OSError as unreadable:  # replaying it up to the offset: the file cannot be read now
@@ -357,39 +353,35 @@ class Follower:
         self._retire(follow, record, reason)
         return ended
 
-    def _retire(self, follow: Tail, record: FollowRecord, reason: str) -> None:
-        """Show `follow` (as `record`, with `reason`) among the ended, no longer live or closing."""
-        ended = Tail(follow.root, record, end_reason=reason)
-        ended.backoff.failures = follow.backoff.failures
-        with self._lock:
-            if self._follows.get(follow.record.path) is follow:  # not a new follow of the same file
-                del self._follows[follow.record.path]
-            self._closing.pop(id(follow), None)
-            self._ended.appendleft(ended.view())
-
-    def _maybe_idle_end(self, follow: Tail) -> None:
+    def _when_quiet(self, follow: Tail) -> None:
+        """The file has nothing new: end the follow if asked to, or if it was quiet long enough and
+        its writer is gone; a follow given no writer goes idle instead (:mod:`azsd.ingest.quiet`)."""
         if follow.ending is not None:
             self._commit(follow, [], end_follow=True, reason=follow.ending_reason)
-        elif (why := follow.idle_end_reason(time.monotonic(), self._idle_end_s)) is not None:
-            log.info("ending the follow of %s: %s", follow.path, why)
-            self._commit(follow, [], end_follow=True, failed_if_open=True, reason=why)
+        elif (quiet := quiet_verdict(follow, time.monotonic(), self._idle_end_s)) is None:
+            pass
+        elif quiet.ends:
+            log.info("ending the follow of %s: %s", follow.path, quiet.reason)
+            self._commit(follow, [], end_follow=True, failed_if_open=True, reason=quiet.reason)
+        else:  # stored: its session no longer shows running (a restarted daemon resumes it idle)
+            log.info("the follow of %s is idle: %s", follow.path, quiet.reason)
+            follow.record.idle, follow.idle_reason = True, quiet.reason
+            self._commit(follow, [], end_follow=False, changed=True)
 
     # -- committing -------------------------------------------------------------------------------
 
     def _commit(self, follow: Tail, events: list[Event], *, end_follow: bool, reason: str = "",
-                failed_if_open: bool = False, moved: bool = False) -> None:  # fmt: skip
+                failed_if_open: bool = False, changed: bool = False) -> None:  # fmt: skip
         """Store `events` with the follow's new position, provided the stored position is still the
         one this follower read from (compare-and-swap); with `end_follow` the follow ends (`reason`)."""
-        if not events and not end_follow and not moved:
+        if not events and not end_follow and not changed:
             return
         record = msgspec.structs.replace(follow.record)
         expected, follow.saved_offset = follow.saved_offset, record.offset
         envelope = follow.ending if end_follow else None  # an Unfollow is answered by the ending commit
         if end_follow:
             record.active, record.ended = False, time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime())
-            with self._lock:  # shown live until the commit is done (`_retire`)
-                self._follows.pop(follow.record.path, None)
-                self._closing[id(follow)] = follow
+            self._close(follow)  # shown live until the commit is done
         root = follow.root
         started = follow.last_growth
         generation = follow.generation
@@ -410,8 +402,11 @@ class Follower:
             self._inbox.put(Committed(follow, generation, exc, record))
 
         failed_ms = int((time.monotonic() - started) * 1000) if failed_if_open else None
+        change = ""  # the session's badge left running, or runs again: said once, as it is stored
+        if not end_follow and record.idle != follow.idle_told:
+            follow.idle_told, change = record.idle, "idle" if record.idle else "running"
         usage = follow.take_usage()  # the run's usage so far, stored with the read when it changed
-        write = partial(store_read, root=root, record=record, events=events, expected=expected)
+        write = partial(store_read, root=root, record=record, events=events, expected=expected, change=change)
         self._registry.call(root, partial(write, failed_ms=failed_ms, usage=usage), then=committed)
 
     def _committed(self, follow: Tail, generation: int, error: BaseException | None,
@@ -442,7 +437,3 @@ class Follower:
         """The watcher thread: file-system events in the followed directories become hints."""
         watch_dirs(self._watched_dirs, lambda changed, deleted: self._inbox.put(Hint(changed, deleted)),
                    self._stop, self._rewatch, POLL_S)  # fmt: skip
-
-    def _watched_dirs(self) -> list[str]:
-        with self._lock:
-            return sorted({str(Path(path).parent) for path in self._follows})

@@ -42,11 +42,13 @@ def store_read(
     expected: int,
     failed_ms: int | None = None,
     usage: UsageRecord | None = None,
+    change: str = "",
 ) -> list[p.Notification]:
     """Store one read of a followed file: its new position first (compare-and-swap with `expected`,
     so a position another writer moved stores nothing), then its events and the run's `usage` so
     far (the record one-shot ingest makes, replaced as the totals grow); with `failed_ms`, a turn
-    still open is marked failed after that long. The notifications to publish."""
+    still open is marked failed after that long; with `change` (`idle`, `running`: the follow went
+    idle, or its file grew again), a `sessionchanged` says so. The notifications to publish."""
     store.save_follow(record, expect_offset=expected)
     result = store.append_prepared(record.session_id, events)
     if usage is not None:
@@ -60,4 +62,6 @@ def store_read(
         completed = True
     if completed:
         notes.append(changed_note(store, root, record.session_id, "completed"))
+    if change and not completed:  # (a `completed` note already gives the session's new state)
+        notes.append(changed_note(store, root, record.session_id, change))
     return notes

@@ -89,6 +89,7 @@ class OpenCodeTail(Tail):
         events = [e for message in new for e in feed(parser, message)]
         self.record.lines += len(new)
         self.record.skipped += parser.report.skipped_total - before
+        self.record.idle = self.record.idle and not new  # it grew: its session runs again
         self.record.offset, self.record.inode = len(messages), inode
         if new:
             self.last_growth = time.monotonic()
@@ -107,6 +108,7 @@ class OpenCodeTail(Tail):
             same += 1
         self.parser, self.produced, self.gone, self.usage_sent = parser, fingerprints, False, None
         self.record.offset, self.record.inode, self.record.lines = len(messages), inode, len(messages)
+        self.record.idle = False
         self.record.skipped = parser.report.skipped_total
         self.last_growth = time.monotonic()
         return prepared[same:]

@@ -39,9 +39,7 @@ __all__ = [
     "check_follow",
     "detect",
     "is_final",
-    "pid_alive",
     "started_epoch",
-    "writers_of",
 ]
 
 #: The largest process id Linux hands out (/proc/sys/kernel/pid_max can go no higher).
@@ -80,6 +78,10 @@ class Tail:
     end_reason: str = ""
     usage_sent: UsageRecord | None = None  # the usage last handed to a commit (None: send it anew)
     writers_checked: float = 0.0  # monotonic: when /proc was last asked who writes the file
+    adopted: int | None = None  # given no writer: a process found with the file open for writing
+    polled: float = 0.0  # monotonic: when the follower's poll last read it (an idle one: less often)
+    idle_reason: str = ""  # why it went idle (`record.idle`: see azsd.ingest.quiet)
+    idle_told: bool = False  # whether the last `sessionchanged` of its idleness said idle
 
     @property
     def path(self) -> Path:
@@ -95,12 +97,13 @@ class Tail:
         return p.FollowView(
             root=self.root, session=r.session_id, path=r.path, format=r.format, offset=r.offset,
             lines=r.lines, skipped=r.skipped, active=r.active, last_activity=r.last_activity,
-            writer_pid=r.writer_pid, ended=r.ended, state=state, reason=reason,
+            writer_pid=r.writer_pid or self.adopted, ended=r.ended, state=state, reason=reason,
             failures=self.backoff.failures,
         )  # fmt: skip
 
     def state(self, now: float) -> tuple[str, str]:
-        """What the follow does now (`following`, `waiting`, `retrying`, `ended`), and why, in words."""
+        """What the follow does now (`following`, `waiting`, `retrying`, `idle`, `ended`), and why, in
+        words."""
         if not self.record.active:
             return "ended", self.end_reason
         busy = now - self.store_since
@@ -119,35 +122,15 @@ class Tail:
             return "waiting", "about to read where the follow stands from its store"
         if self.in_flight and busy >= _BUSY_SHOWN_S:
             return "waiting", f"its store is busy: new lines wait to be stored ({busy:.1f} s so far)"
+        if self.record.idle:
+            why = self.idle_reason or "no program had it open for writing and the file was idle"
+            why = "the file does not exist (yet)" if self.missing else why
+            return "idle", f"{why}: its session does not show running until the file grows again"
         if self.missing:
             return "waiting", "the file does not exist (yet): waiting for it to appear"
         if not self.record.format:
             return "waiting", "waiting for a first line that tells the file's format"
         return "following", ""
-
-    def idle_end_reason(self, now: float, idle_end_s: float) -> str | None:
-        """Why the follow ends now, its file idle for `idle_end_s` or more: its writer exited. A
-        follow given no writer takes as its writer a process that has the file open for writing
-        (stored with the next commit); with none, the writer is gone. None: it goes on."""
-        idle, pid = now - self.last_growth, self.record.writer_pid
-        if idle < idle_end_s or self.missing:
-            return None
-        if pid is not None:
-            return (
-                None
-                if pid_alive(pid)
-                else f"its writer (pid {pid}) exited and the file was idle for {idle:.0f} s"
-            )
-        if now - self.writers_checked < idle_end_s:
-            return None  # asked /proc lately (it reads every process's open files)
-        self.writers_checked = now
-        writers = writers_of(self.record.path)
-        if writers:
-            self.record.writer_pid = writers[0]
-            return None
-        if writers is None:
-            return None  # no /proc: the writer cannot be told gone
-        return f"no program has it open for writing, and the file was idle for {idle:.0f} s"
 
     def take_usage(self) -> UsageRecord | None:
         """The run's usage as the parser has it now, when a commit has not been handed it yet; the
@@ -226,6 +209,7 @@ class Tail:
         events.extend(self.parser.finish() if self.ending is not None else [])
         record.lines += len(result.lines) + (1 if torn else 0)
         record.skipped += self.parser.report.skipped_total - before
+        record.idle = record.idle and end == record.offset  # it grew: its session runs again
         record.offset, record.inode, self.skipping = end, inode, result.skipping
         if result.lines or torn:
             self.last_growth = time.monotonic()
@@ -247,14 +231,15 @@ class Tail:
         self.parser, self.produced, self.gone = parser, fingerprints, False
         self.usage_sent = None
         self.record.offset, self.record.inode, self.skipping = result.end, inode, result.skipping
-        self.record.lines = len(result.lines)
+        self.record.lines, self.record.idle = len(result.lines), False
         self.record.skipped = parser.report.skipped_total
         self.last_growth = time.monotonic()
         return prepared[same:]
 
 
-#: Formats whose file holds many turns and runs (an Aider chat history): no event ends its follow.
-_ONGOING: Final = frozenset({"aider", "opencode"})
+#: Formats whose file holds many turns and runs (an Aider chat history, a Claude session transcript
+#: or Codex rollout, which a resumed session appends to): no event ends its follow; it goes idle.
+_ONGOING: Final = frozenset({"aider", "opencode", "claude-session", "codex-rollout"})
 
 
 def is_final(events: list[Event], fmt: str = "") -> bool:
@@ -290,53 +275,6 @@ def detect(path: Path) -> str | None:
             return detect_format(iter_lines(stream, final=False))
     except OSError:
         return None
-
-
-def pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except (ProcessLookupError, OverflowError, ValueError):  # gone, or never a pid (a stored bad one)
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def writers_of(path: str) -> list[int] | None:
-    """The processes that have `path` open for writing, from Linux's /proc (the user's own: the
-    others' cannot be read); None where /proc cannot tell."""
-    if not os.path.isdir("/proc/self/fdinfo"):
-        return None
-    try:
-        target = os.stat(path)
-    except OSError:
-        return []
-    real = os.path.realpath(path)
-    found = []
-    for entry in os.scandir("/proc"):
-        if entry.name.isdigit() and _writes(entry.name, real, (target.st_dev, target.st_ino)):
-            found.append(int(entry.name))
-    return found
-
-
-def _writes(pid: str, real: str, file_id: tuple[int, int]) -> bool:
-    """Whether process `pid` has the file (at `real`, of `file_id`) open for writing."""
-    try:
-        fds = os.listdir(f"/proc/{pid}/fd")
-    except OSError:
-        return False
-    for fd in fds:
-        try:
-            if os.readlink(f"/proc/{pid}/fd/{fd}") != real:
-                continue
-            info = os.stat(f"/proc/{pid}/fd/{fd}")
-            with open(f"/proc/{pid}/fdinfo/{fd}") as fdinfo:
-                flags = next((int(line.split()[1], 8) for line in fdinfo if line.startswith("flags:")), 0)
-        except (OSError, ValueError):
-            continue
-        if (info.st_dev, info.st_ino) == file_id and flags & os.O_ACCMODE in (os.O_WRONLY, os.O_RDWR):
-            return True
-    return False
 
 
 def started_epoch(started: str) -> float:

@@ -4,8 +4,8 @@
 archive mark and lineage from the side tables, or without them for a newer schema opened
 read-only), the lookups :meth:`~SessionListing.get_session`, :meth:`~SessionListing.list_sessions`,
 :meth:`~SessionListing.count_sessions` and :meth:`~SessionListing.session_names` (each session
-marked `following` while a follow is active into it, read from ``azsd_follows`` at every lookup, so
-its state says `running` only then), and the
+marked `following` while a follow is active into it and not idle, read from ``azsd_follows`` at every
+lookup, so its state says `running` only then), and the
 :class:`azsd.store.cache.SessionIndex` they are served from: built by one query the first time, kept
 by this Store's own writes (:meth:`~SessionListing._index_reread`, and the layers above that touch
 ``self._index``), dropped on a rollback or when another connection has committed.
@@ -135,15 +135,24 @@ class SessionListing(StoreCore):
         return {sid: name or f"S{sid}" for sid, name in self._query("SELECT id, name FROM sessions")}
 
     def _with_follows(self, infos: list[SessionInfo]) -> list[SessionInfo]:
-        """`infos`, those a follow is active into marked `following` (not kept in the index: a
-        follow starts and ends in ``azsd_follows``, which the index does not watch)."""
+        """`infos`, those a follow is active into marked `following`, unless every such follow is
+        idle (not kept in the index: a follow starts, idles and ends in ``azsd_follows``, which the
+        index does not watch)."""
         if not infos or (self.read_only and not self._has_table("azsd_follows")):
             return infos
-        rows = self._query("SELECT DISTINCT session_id FROM azsd_follows WHERE active")
+        idle = self._follows_idle()
+        rows = self._query(f"SELECT DISTINCT session_id FROM azsd_follows WHERE active AND NOT {idle}")
         followed = {sid for (sid,) in rows}
         if not followed:
             return infos
         return [msgspec.structs.replace(i, following=True) if i.id in followed else i for i in infos]
+
+    def _follows_idle(self) -> str:
+        """The SQL of an ``azsd_follows`` row's idle mark: its column, or 0 in a store opened
+        read-only whose table is from before the column (only the writer brings it up to date)."""
+        if self.read_only and all(r[1] != "idle" for r in self._query("PRAGMA table_info(azsd_follows)")):
+            return "0"
+        return "idle"
 
     # -- the session index (see azsd.store.cache.SessionIndex) ---------------------------------------
 

@@ -172,6 +172,7 @@ CREATE TABLE IF NOT EXISTS azsd_follows (
     last_activity TEXT NOT NULL DEFAULT (datetime('now')),
     ended         TEXT,
     model         TEXT NOT NULL DEFAULT '',
+    idle          INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (session_id, path)
 );
 CREATE TABLE IF NOT EXISTS azsd_lineage (

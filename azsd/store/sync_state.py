@@ -54,10 +54,12 @@ CREATE TABLE IF NOT EXISTS azsd_sync_pulled (
 );
 """
 
+#: Each synced session's row; `{idle}` is an ``azsd_follows`` row's idle mark
+#: (:meth:`SessionListing._follows_idle`): an idle follow does not make its session running.
 _SESSION_ROWS: Final = (
     "SELECT u.uuid, s.id, s.name, s.worktree, s.created, s.completed, s.duration_ms, s.cost_usd, "
     "a.session_id IS NOT NULL, pu.uuid, l.fork_seq, p.origin_uuid, "
-    "EXISTS (SELECT 1 FROM azsd_follows f WHERE f.session_id = s.id AND f.active) "
+    "EXISTS (SELECT 1 FROM azsd_follows f WHERE f.session_id = s.id AND f.active AND NOT {idle}) "
     "FROM azsd_sync_sessions u JOIN sessions s ON s.id = u.session_id "
     "LEFT JOIN azsd_archive a ON a.session_id = s.id "
     "LEFT JOIN azsd_lineage l ON l.session_id = s.id AND l.parent_id IS NOT NULL "
@@ -222,7 +224,7 @@ class SyncState(Sessions, SideTables):
         and the small side tables (never `events`), cheap enough for every push."""
         usage = self.usage_by_session()
         out = []
-        for row in self._query(_SESSION_ROWS):
+        for row in self._query(_SESSION_ROWS.format(idle=self._follows_idle())):
             uid, sid, name, worktree, created, completed, duration_ms, cost_usd = row[:8]
             archived, parent, fork_seq, pulled, following = row[8:]
             done = None if completed is None else bool(completed)

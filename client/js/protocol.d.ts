@@ -19,7 +19,9 @@ export interface Shutdown {
  * Follow an agent JSONL file into a session, live, from where it was left (or its start).
  *
  * `format` is detected when None. `writer_pid` is the agent writing the file: once it is gone
- * and the file stops growing, the follow ends. A follow also ends on the turn's final event.
+ * and the file stops growing, the follow ends. Without one, a quiet file that no program holds
+ * open makes the follow `idle` (it goes on when the file grows). A follow also ends on the turn's
+ * final event.
  * `model` is the model the agent was started with, for a format that names none (`codex exec
  * --json`): its usage is recorded as that model's, and priced at its prices.
  */
@@ -487,8 +489,10 @@ export interface StatusReply {
  *
  * `state` is what the follow does now: ``following``, ``waiting`` (for its store, or for the file:
  * `reason` says which), ``retrying`` (it failed `failures` times in a row; `reason` says why and
- * when it tries again) or ``ended`` (`reason` says why). A daemon older than these fields sends
- * neither: `state` is then empty, and `active` tells a live follow from an ended one.
+ * when it tries again), ``idle`` (given no writer, its file went quiet with no program holding it
+ * open: still followed, `active`, but its session does not show running until the file grows) or
+ * ``ended`` (`reason` says why). A daemon older than these fields sends neither: `state` is then
+ * empty, and `active` tells a live follow from an ended one.
  */
 export interface FollowView {
   root: string;
@@ -1021,7 +1025,9 @@ export interface SessionCreated {
 
 /**
  * `change` is `renamed`, `completed`, `archived`, `unarchived`, `unlinked` (its fork parent was
- * deleted), `compacted` (a compaction was stored) or `deleted`; `session` is None after a delete.
+ * deleted), `compacted` (a compaction was stored), `idle` (a follow into it went idle: it no longer
+ * shows running), `running` (that follow's file grew again) or `deleted`; `session` is None after
+ * a delete.
  */
 export interface SessionChanged {
   op: "sessionchanged";

@@ -44,8 +44,8 @@ def _ended_ago(view: FollowView, now: datetime) -> float:
 
 
 def _state(view: FollowView, style: Style) -> Cell:
-    """What the follow does: `following`, `waiting`, `retrying` or `ended` (a daemon that does not
-    say gets `following` or `ended`, from `active`)."""
+    """What the follow does: `following`, `waiting`, `retrying`, `idle` or `ended` (a daemon that
+    does not say gets `following` or `ended`, from `active`)."""
     state = view.state or ("following" if view.active else "ended")
     writer = f" (writer {view.writer_pid})" if view.writer_pid is not None and view.active else ""
     match state:
@@ -55,6 +55,8 @@ def _state(view: FollowView, style: Style) -> Cell:
             return Cell("◐ waiting" + writer, style.yellow)
         case "retrying":
             return Cell(f"↻ retrying ({plural(view.failures, 'failure')})" + writer, style.red)
+        case "idle":  # still followed, its session not running: nobody writes the file now
+            return Cell("◌ idle", style.dim)
         case "ended":
             return Cell("○ ended" + (f" {view.ended}" if view.ended else ""), style.dim)
         case _:  # a state a newer daemon added
@@ -67,7 +69,7 @@ _FOLLOW_OPTIONAL: Final = (5, 2, 6, 4, 3)
 
 def follow_rows(follows: Sequence[FollowView], style: Style) -> list[Line]:
     """The followed files, grouped by store root: state, session, format, progress, last activity,
-    path (cut to fit); under a follow's row, why it waits, retries or ended.
+    path (cut to fit); under a follow's row, why it waits, retries, idles or ended.
 
     >>> from azsd_client.render.term import plain_lines
     >>> v = FollowView(root="/p", session=3, path="/t/a.jsonl", format="codex-exec-json", offset=1200,
@@ -124,7 +126,7 @@ def status_lines(
         states = [v.state or ("following" if v.active else "ended") for v in status.follows]
         said = ", ".join(
             f"{count(states.count(state))} {state}"
-            for state in ("following", "waiting", "retrying", "ended")
+            for state in ("following", "waiting", "retrying", "idle", "ended")
             if state in states
         )
         lines.append(f"follows: {count(len(status.follows))} ({said})")
@@ -143,8 +145,8 @@ def follow_line(view: FollowView, style: Style) -> Line:
     'following /t/a.jsonl into S3 (format: detected once it has a line), from its start'
     """
     state = "" if view.active else style.dim(" — already ended" + (f" ({view.ended})" if view.ended else ""))
-    if view.active and view.state == "waiting" and view.reason:
-        state = style.dim(f" — waiting: {view.reason}")
+    if view.active and view.state in ("waiting", "idle") and view.reason:
+        state = style.dim(f" — {view.state}: {view.reason}")
     start = f"from byte {count(view.offset)}" if view.offset else "from its start"
     fmt = f"as {view.format}" if view.format else "(format: detected once it has a line)"
     return join(f"following {view.path} into S{view.session} {fmt}, {start}", state)
