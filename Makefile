@@ -14,11 +14,12 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
-# Two workers (the machines have 2 cores; most tests wait on daemons and files); PostgreSQL's tests
-# share one worker (tests/conftest.py). `JOBS=0 make test` runs them in one process.
+# Two workers (the machines have 2 cores; most tests wait on daemons and files), then the tests of
+# the machine's one PostgreSQL server apart (one restarts it). `JOBS=0 make test` runs one process.
 JOBS ?= 2
 test: install
-	$(BIN)/python -m pytest -n $(JOBS) --dist loadgroup
+	$(BIN)/python -m pytest -n $(JOBS) -m "not postgres"
+	$(BIN)/python -m pytest -m postgres
 
 lint: install
 	$(BIN)/ruff check .

@@ -44,17 +44,3 @@ def corpus_files(fmt: str | None = None) -> list[Path]:
 requires_corpus = pytest.mark.skipif(
     not CORPUS.is_dir(), reason=f"the shared corpus is not at {CORPUS} (clone ../shared beside the checkout)"
 )
-
-
-#: Test modules that use the one PostgreSQL server of the machine; `test_sync_crash` stops and starts
-#: it, so under `pytest -n` (make test) they all run in one worker, one after the other.
-_POSTGRES_MODULES: frozenset[str] = frozenset(
-    {"test_sync", "test_sync_crash", "test_sync_perf", "test_sync_security", "test_sync_team",
-     "test_sync_trust", "test_web_team"}
-)  # fmt: skip
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        if item.path.stem in _POSTGRES_MODULES:
-            item.add_marker(pytest.mark.xdist_group("postgres"))

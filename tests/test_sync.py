@@ -37,6 +37,10 @@ from tests.sync_fixture import (
 )
 from tests.test_cli_json import check as json_check
 
+# The machine's one PostgreSQL server (test_sync_crash restarts it): `make test` runs these apart,
+# one at a time, after the others.
+pytestmark = pytest.mark.postgres
+
 make_db = pg_fixture.make_db
 pg_url = pg_fixture.pg_url
 machines = sync_fixture.machines

@@ -24,6 +24,10 @@ from tests import pg_fixture, sync_fixture
 from tests.daemon_fixture import start_daemon
 from tests.sync_fixture import Machine, local_rows, mirrored, remote_count, remote_rows, turn, wait_until
 
+# The machine's one PostgreSQL server (test_sync_crash restarts it): `make test` runs these apart,
+# one at a time, after the others.
+pytestmark = pytest.mark.postgres
+
 make_db = pg_fixture.make_db
 pg_url = pg_fixture.pg_url
 machines = sync_fixture.machines

@@ -27,6 +27,10 @@ from azsd.sync.pusher import POLL_S, Pusher
 from tests import pg_fixture
 from tests.test_workers import registry
 
+# The machine's one PostgreSQL server (test_sync_crash restarts it): `make test` runs these apart,
+# one at a time, after the others.
+pytestmark = pytest.mark.postgres
+
 make_db = pg_fixture.make_db
 pg_url = pg_fixture.pg_url
 __all__ = ["registry"]  # the fixture, shared with test_workers

@@ -31,6 +31,10 @@ from azsd.sync.schema import init_database
 from tests import pg_fixture, sync_fixture
 from tests.sync_fixture import Machine, azs, mirrored, turn, wait_until
 
+# The machine's one PostgreSQL server (test_sync_crash restarts it): `make test` runs these apart,
+# one at a time, after the others.
+pytestmark = pytest.mark.postgres
+
 machines = sync_fixture.machines
 
 WIDGET, PRIVATE = "github.com/acme/widget", "github.com/acme/private"

@@ -29,6 +29,10 @@ from tests.sync_fixture import Machine, azs, mirrored, turn, uuid_of, wait_until
 from tests.test_cli_json import check as json_check
 from tests.test_sync_security import PRIVATE, WIDGET, Team, push_store, team
 
+# The machine's one PostgreSQL server (test_sync_crash restarts it): `make test` runs these apart,
+# one at a time, after the others.
+pytestmark = pytest.mark.postgres
+
 machines = sync_fixture.machines
 __all__ = ["team"]  # the fixture, re-exported for pytest
 

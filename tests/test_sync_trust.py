@@ -30,6 +30,10 @@ from azsd.sync.push import StorePush, prepare_connection
 from tests import pg_fixture, sync_fixture
 from tests.sync_fixture import Machine, azs, local_rows, turn, uuid_of, wait_until
 
+# The machine's one PostgreSQL server (test_sync_crash restarts it): `make test` runs these apart,
+# one at a time, after the others.
+pytestmark = pytest.mark.postgres
+
 make_db = pg_fixture.make_db
 pg_url = pg_fixture.pg_url
 machines = sync_fixture.machines

@@ -8,10 +8,16 @@ import html
 import re
 from collections.abc import Callable
 
+import pytest
+
 from tests.conftest import CORPUS, requires_corpus
 from tests.pg_fixture import make_db, pg_url
 from tests.sync_fixture import Machine, machines, wait_until
 from tests.web_fixture import web_server
+
+# The machine's one PostgreSQL server (test_sync_crash restarts it): `make test` runs these apart,
+# one at a time, after the others.
+pytestmark = pytest.mark.postgres
 
 __all__ = ["machines", "make_db", "pg_url"]  # the fixtures, re-exported for pytest
 
