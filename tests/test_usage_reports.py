@@ -17,10 +17,11 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from azsd.days import local_zone, parse_day
 from azsd.errors import BadRequestError, RemoteError
 from azsd.ingest.parsers import make_parser
 from azsd.model import Usage, UsagePart, UsageRow
-from azsd.server.usage import local_zone, parse_day, periods
+from azsd.server.usage import periods
 from azsd.store import Store, store_path
 from azsd_client import Client
 from tests.conftest import CORPUS, requires_corpus

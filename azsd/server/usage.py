@@ -9,6 +9,7 @@ UTC hour and holds every later turn up to 5 hours after its start, unless more t
 since the previous turn; the next turn starts the next block. Parts are placed by their first and
 last turn, which are exact; only a turn in the very second a block ends could fall otherwise.
 
+>>> from zoneinfo import ZoneInfo
 >>> tz = ZoneInfo("UTC")
 >>> rows = [_row(1, "m", 3600 * 10 + 60), _row(1, "m", 3600 * 14 + 600), _row(2, "n", 3600 * 15 + 60)]
 >>> [(b.period, b.end, b.usage.input) for b in periods(rows, "block", tz, by_model=False, names={})]
@@ -22,13 +23,12 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import date, datetime, time, timedelta, tzinfo
-from pathlib import Path
+from datetime import datetime, timedelta, tzinfo
 from typing import Final
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import msgspec
 
+from azsd.days import day_span, iso, midnight
 from azsd.errors import BadRequestError, SessionNotFoundError
 from azsd.ingest.in_place import read_in_place
 from azsd.ipc import protocol as p
@@ -36,7 +36,7 @@ from azsd.model import CostSource, SessionUsage, Usage, UsageRow
 from azsd.server.views import usage_view
 from azsd.store import Store
 
-__all__ = ["BLOCK_SECONDS", "PERIODS", "live_block", "local_zone", "parse_day", "periods", "usage_reply"]
+__all__ = ["BLOCK_SECONDS", "PERIODS", "live_block", "periods", "usage_reply"]
 
 #: What a `Usage` request's `by` may name.
 PERIODS: Final = ("day", "week", "month", "session", "block", "model")
@@ -52,11 +52,7 @@ def usage_reply(store: Store, req: p.Usage) -> p.UsageReply:
     """The reply to `req` (see :class:`azsd.ipc.protocol.Usage`)."""
     if req.by is not None and req.by not in PERIODS:
         raise BadRequestError(f"usage by {req.by!r}: expected one of {', '.join(PERIODS)}")
-    tz = local_zone(req.timezone)
-    first = parse_day(req.since, "since") if req.since else None
-    last = parse_day(req.until, "until") if req.until else None
-    if first and last and first > last:
-        raise BadRequestError(f"since {first} is after until {last}: no day is in between")
+    tz, start, end = day_span(req.since, req.until, req.timezone)
     if req.session is not None and not store.has_session(req.session):
         raise SessionNotFoundError(req.session)
     wanted = None if req.worktrees is None else set(req.worktrees)
@@ -65,8 +61,6 @@ def usage_reply(store: Store, req: p.Usage) -> p.UsageReply:
         for info in store.list_sessions(archived="include")
         if (req.session is None or info.id == req.session) and (wanted is None or info.worktree in wanted)
     ]
-    start = _midnight(first, tz) if first else None
-    end = _midnight(last + timedelta(days=1), tz) if last else None
     rows = store.usage_rows([i.id for i in infos], start=start, end=end)
     if req.session is None:
         more, owners = _beyond_sessions(store, req, wanted, start, end)
@@ -115,6 +109,7 @@ def live_block(view: p.UsagePeriodView, rows: Sequence[UsageRow], now: float) ->
     """A block's burn rate (its tokens and cost over the minutes from its first turn to its last, as
     ccusage's `blocks`), and whether it is still going: then the minutes left and its projection.
 
+    >>> from zoneinfo import ZoneInfo
     >>> rows = [_row(1, "m", 3600 * 10 + 60), _row(1, "m", 3600 * 10 + 660)]
     >>> [block] = periods(rows, "block", ZoneInfo("UTC"), by_model=False, names={})
     >>> live = live_block(block, rows, 3600 * 11)
@@ -171,43 +166,6 @@ class _Owner:
     removed: bool = False
 
 
-def local_zone(name: str | None) -> tzinfo:
-    """The time zone `name` (IANA), else the local one: `$TZ` when it names a zone, else
-    /etc/localtime, else UTC."""
-    if name:
-        try:
-            return ZoneInfo(name)
-        except (ZoneInfoNotFoundError, ValueError):
-            raise BadRequestError(
-                f"unknown time zone {name!r} (expected an IANA name such as Europe/Paris)"
-            ) from None
-    env = os.environ.get("TZ", "").lstrip(":")
-    for candidate in ([env] if env else []) + ["/etc/localtime"]:
-        try:
-            if not candidate.startswith("/"):
-                return ZoneInfo(candidate)
-            with Path(candidate).open("rb") as stream:
-                return ZoneInfo.from_file(stream)
-        except (ZoneInfoNotFoundError, ValueError, OSError):
-            continue
-    return ZoneInfo("UTC")
-
-
-def parse_day(text: str, what: str) -> date:
-    """A local date given as ``YYYY-MM-DD`` or ``YYYYMMDD``.
-
-    >>> parse_day("20251002", "since"), parse_day("2025-10-02", "until")
-    (datetime.date(2025, 10, 2), datetime.date(2025, 10, 2))
-    """
-    compact = text.strip()
-    if len(compact) == 8 and compact.isdigit():
-        compact = f"{compact[:4]}-{compact[4:6]}-{compact[6:]}"
-    try:
-        return date.fromisoformat(compact)
-    except ValueError:
-        raise BadRequestError(f"{what} {text!r} is not a date: expected YYYY-MM-DD or YYYYMMDD") from None
-
-
 def periods(
     rows: Sequence[UsageRow], by: str, tz: tzinfo, *, by_model: bool, names: Mapping[int, str]
 ) -> list[p.UsagePeriodView]:
@@ -236,7 +194,7 @@ def periods(
         u = total.usage
         out.append(
             p.UsagePeriodView(
-                period=label, start=_iso(low, tz), end=_iso(high, tz), usage=usage_view(total),
+                period=label, start=iso(low, tz), end=iso(high, tz), usage=usage_view(total),
                 total_tokens=u.input + u.output + u.cache_read + u.cache_write,
                 models=sorted({r.model for r in own}), model=model,
                 session=own[0].session_id if by == "session" else None,
@@ -265,7 +223,7 @@ def _calendar_key(by: str, tz: tzinfo, bounds: dict[str, tuple[float, float]]) -
             low = local.replace(day=1)
             high = (low + timedelta(days=32)).replace(day=1)
             label = f"{local.year}-{local.month:02d}"
-        bounds[label] = (_midnight(low, tz), _midnight(high, tz))
+        bounds[label] = (midnight(low, tz), midnight(high, tz))
         cache[row.slot] = label
         return label
 
@@ -307,14 +265,6 @@ def _total(rows: Sequence[UsageRow]) -> SessionUsage:
 def _turns(rows: Sequence[UsageRow]) -> int:
     """The turns of `rows`' runs: as recorded, and one per run recorded before turns were counted."""
     return sum(r.turns or 0 for r in rows) + len({(r.session_id, r.source) for r in rows if r.turns is None})
-
-
-def _midnight(day: date, tz: tzinfo) -> float:
-    return datetime.combine(day, time(0), tzinfo=tz).timestamp()
-
-
-def _iso(at: float, tz: tzinfo) -> str:
-    return datetime.fromtimestamp(at, tz).isoformat(timespec="seconds")
 
 
 def _label(at: float, tz: tzinfo, fmt: str) -> str:

@@ -18,8 +18,9 @@ from typing import Final
 
 from azsd.errors import StoreError
 from azsd.model import BackupInfo
-from azsd.store.core import StoreCore, _translate
+from azsd.store.core import StoreCore
 from azsd.store.pacing import PACING, Pacer
+from azsd.store.sqlite_errors import translate
 
 __all__ = ["MAX_RESTARTS", "ONE_STEP_S", "STEP_BYTES", "Backup"]
 
@@ -57,11 +58,11 @@ class Backup(StoreCore):
         os.close(handle)
         part = Path(name)
         try:
-            with _translate(dest):
+            with translate(dest):
                 target = sqlite3.connect(part, isolation_level=None)
             try:
                 _copy(self.path, conn, target, self.between_chunks)
-                with _translate(dest):
+                with translate(dest):
                     check = [row[0] for row in target.execute("PRAGMA integrity_check")]
                     sessions = target.execute("SELECT COUNT(*) FROM sessions").fetchone()[0]
                     events = target.execute("SELECT COUNT(*) FROM events").fetchone()[0]
@@ -132,7 +133,7 @@ def _copy(
 
     pacer.begin()
     try:
-        with _translate(path):
+        with translate(path):
             conn.backup(target, pages=pages, progress=progress, sleep=PACING.long_gap_s)
         return
     except _Restarted:
@@ -144,7 +145,7 @@ def _copy(
             "writing to it): try the backup again when it is quieter"
         )
     log.info("%s: copied in one step after %d restarts", path, restarts)
-    with _translate(path):
+    with translate(path):
         conn.backup(target, sleep=PACING.long_gap_s)
 
 

@@ -25,13 +25,14 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Any, Final, NoReturn, Self
+from typing import IO, Any, Final, Self
 
-from azsd.errors import NotAStoreError, ReadOnlyStoreError, StoreError, StoreFullError
+from azsd.errors import ReadOnlyStoreError, StoreError
 from azsd.store.codec import RowCodec
 from azsd.store.migration import migrate, read_schema_version
 from azsd.store.pacing import Pacer
 from azsd.store.schema import SCHEMA_VERSION
+from azsd.store.sqlite_errors import NeedsWriterError, StoreBusyError, raise_open_error, translate
 from azsd.store.writer_lock import take_writer_lock
 
 __all__ = [
@@ -65,17 +66,6 @@ READ_BUSY_TIMEOUT_S: Final = 1.0
 def store_path(root: Path) -> Path:
     """Where the store of the worktree `root` lives."""
     return Path(root) / STORE_DIR / STORE_FILE
-
-
-class StoreBusyError(StoreError):
-    """Another connection held the lock a statement needed for longer than the busy timeout."""
-
-
-class NeedsWriterError(StoreError):
-    """A call on a store's reader tried to write (a search whose index must catch up first).
-
-    Never a reply: the worker that sees it runs the call again on the store's writer.
-    """
 
 
 class StoreCore:
@@ -195,7 +185,7 @@ class StoreCore:
             version = read_schema_version(conn)
         except sqlite3.DatabaseError as exc:
             conn.close()
-            _raise_open_error(self.path, exc)
+            raise_open_error(self.path, exc)
         if version is not None and version > SCHEMA_VERSION:
             conn.close()
             ro = f"{self.path.as_uri()}?mode=ro"
@@ -210,7 +200,7 @@ class StoreCore:
                 SCHEMA_VERSION,
             )
         else:
-            with _translate(self.path):
+            with translate(self.path):
                 mode = conn.execute("PRAGMA journal_mode = DELETE").fetchone()[0]
                 if str(mode).lower() != "delete":
                     conn.close()
@@ -222,7 +212,7 @@ class StoreCore:
         self._conn = conn
         self._opened, self._lock_wait_ms = next(_CONNECTIONS), None
         if not self.read_only:
-            with _translate(self.path):
+            with translate(self.path):
                 self._migrate()
         self.schema_version = version if self.read_only else SCHEMA_VERSION
 
@@ -230,7 +220,7 @@ class StoreCore:
         """A reader's connection: never creates the file, never writes it (`query_only`), and stays
         closed while the file has no schema yet (its writer is creating it)."""
         uri = f"{self.path.as_uri()}?mode=rw"
-        with _translate(self.path):
+        with translate(self.path):
             conn = sqlite3.connect(
                 uri, uri=True, timeout=READ_BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
             )
@@ -240,7 +230,7 @@ class StoreCore:
             version = read_schema_version(conn)
         except sqlite3.DatabaseError as exc:
             conn.close()
-            _raise_open_error(self.path, exc)
+            raise_open_error(self.path, exc)
         if version is None:
             conn.close()
             return
@@ -284,7 +274,7 @@ class StoreCore:
             return
         conn = self._writer(create=create)
         depth = self._depth
-        with _translate(self.path):
+        with translate(self.path):
             if depth > 0 and not conn.in_transaction:
                 raise StoreError(
                     f"{self.path}: the enclosing transaction was rolled back (nothing was written)"
@@ -338,7 +328,7 @@ class StoreCore:
         except sqlite3.Error as exc:
             if getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_READONLY:
                 raise NeedsWriterError(f"{self.path}: a write on the store's reader") from None
-            with _translate(self.path):
+            with translate(self.path):
                 raise
 
     @contextmanager
@@ -349,13 +339,13 @@ class StoreCore:
         if conn is None or conn.in_transaction:
             yield
             return
-        with _translate(self.path):
+        with translate(self.path):
             conn.execute("BEGIN")
         try:
             yield
         finally:
             if _in_transaction(conn):  # (SQLite may have ended it on an I/O error)
-                with _translate(self.path):
+                with translate(self.path):
                     conn.execute("ROLLBACK")
             if self.reader and self._seen_wal is not None:  # another program's WAL: hold nothing
                 conn.close()  # between reads, so that the writer can switch the file back to DELETE
@@ -367,7 +357,7 @@ class StoreCore:
         value is new (a reader's inline reads wait 0, its own thread the connection's default)."""
         conn, ms = self._conn, int(seconds * 1000)
         if conn is not None and ms != self._lock_wait_ms:
-            with _translate(self.path):
+            with translate(self.path):
                 conn.execute(f"PRAGMA busy_timeout = {ms}")
             self._lock_wait_ms = ms
 
@@ -398,7 +388,7 @@ class StoreCore:
     def _query(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         if self._conn is None:
             return []
-        with _translate(self.path):
+        with translate(self.path):
             return self._conn.execute(sql, params).fetchall()
 
     def _scalar(self, sql: str, params: Sequence[Any] = (), default: Any = None) -> Any:
@@ -418,14 +408,6 @@ def _not_a_file(path: Path) -> str | None:
     if stat.S_ISREG(mode):
         return None
     return "a directory" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else "a special file"
-
-
-def _raise_open_error(path: Path, exc: sqlite3.DatabaseError) -> NoReturn:
-    """Why the file could not be read when opened: locked (or unreadable), or not a store at all."""
-    if isinstance(exc, sqlite3.OperationalError):  # e.g. another program holds an EXCLUSIVE lock
-        with _translate(path):
-            raise exc
-    raise NotAStoreError(path) from None
 
 
 def _racy(info: os.stat_result) -> bool:
@@ -452,22 +434,3 @@ def _file_id(path: Path) -> tuple[int, int] | None:
     except OSError:
         return None
     return info.st_dev, info.st_ino
-
-
-@contextmanager
-def _translate(path: Path) -> Iterator[None]:
-    """Turn sqlite3 errors into the azsd tree, naming the store."""
-    try:
-        yield
-    except sqlite3.OperationalError as exc:
-        if exc.sqlite_errorcode & 0xFF == sqlite3.SQLITE_BUSY:
-            raise StoreBusyError(f"{path}: {exc}") from None
-        if "full" in str(exc):
-            raise StoreFullError(f"{path}: {exc} (nothing was written)") from None
-        raise StoreError(f"{path}: {exc}") from None
-    except sqlite3.IntegrityError as exc:
-        raise StoreError(f"{path}: {exc}") from None
-    except sqlite3.DatabaseError as exc:
-        if "not a database" in str(exc):
-            raise NotAStoreError(path) from None
-        raise StoreError(f"{path}: {exc}") from None

@@ -38,10 +38,10 @@ from azsd.model import AppendResult, LoadResult, StoredEvent
 from azsd.store.cache import ROWS, CachedRow
 from azsd.store.chunks import ChunkedWrite
 from azsd.store.codec import CodecError
-from azsd.store.core import _translate
 from azsd.store.fts_stale import StaleEntries
 from azsd.store.listing import SessionListing, _require_session
 from azsd.store.rendered import ContextTable
+from azsd.store.sqlite_errors import translate
 from azsd.store.summaries import STEP_ROWS
 from azsd.store.summaries import catch_up as catch_up_summaries
 
@@ -303,7 +303,7 @@ class EventLog(StaleEntries, ContextTable, SessionListing):
         conn = self._conn
         if conn is None or self.read_only or self.reader or conn.in_transaction:
             return False
-        with _translate(self.path):
+        with translate(self.path):
             version = conn.execute("PRAGMA data_version").fetchone()[0]
         if version == self._caught_up_at:
             return False

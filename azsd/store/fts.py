@@ -24,8 +24,9 @@ from azsd.model import SearchResult
 from azsd.search import SEARCHABLE_KINDS, literal_match, make_snippet, search_text
 from azsd.store.chunks import ChunkedWrite
 from azsd.store.codec import CodecError
-from azsd.store.core import StoreCore, _translate
+from azsd.store.core import StoreCore
 from azsd.store.schema import SEARCH_HWM_KEY, SEARCH_NEXT_HWM_KEY
+from azsd.store.sqlite_errors import translate
 
 __all__ = ["CATCH_UP_ROWS", "NEXT_INDEX", "SearchIndex"]
 
@@ -168,7 +169,7 @@ class SearchIndex(StoreCore):
         conn = self._conn
         if conn is None or (self.read_only and not self._has_table("azsd_search")):
             return 0
-        with _translate(self.path):
+        with translate(self.path):
             mark = self._search_hwm(conn) or 0
             return int(conn.execute("SELECT COUNT(*) FROM events WHERE id > ?", (mark,)).fetchone()[0])
 

@@ -27,9 +27,9 @@ import logging
 import sqlite3
 from typing import Final
 
-from azsd.store.core import _translate
 from azsd.store.fts import NEXT_INDEX, SearchIndex
 from azsd.store.schema import SEARCH_NEXT_HWM_KEY, SEARCH_SWEPT_KEY
+from azsd.store.sqlite_errors import translate
 
 __all__ = ["SWEEP_IDS", "StaleEntries"]
 
@@ -132,7 +132,7 @@ class StaleEntries(SearchIndex):
         conn = self._conn
         if conn is None or not self._has_table("azsd_search_docsize"):
             return 0
-        with _translate(self.path):
+        with translate(self.path):
             top = conn.execute("SELECT COALESCE(MAX(rowid), 0) FROM azsd_search_docsize").fetchone()[0]
             return sum(
                 conn.execute(_STALE_IN, (start, start + SWEEP_IDS)).fetchone()[0]

@@ -22,7 +22,8 @@ import msgspec
 from azsd.errors import SessionNotFoundError
 from azsd.model import Archived, SessionInfo
 from azsd.store.cache import SessionIndex
-from azsd.store.core import StoreCore, _translate
+from azsd.store.core import StoreCore
+from azsd.store.sqlite_errors import translate
 from azsd.store.summaries import STATS_ABOVE, summary_hwm
 
 __all__ = ["SessionListing"]
@@ -161,7 +162,7 @@ class SessionListing(StoreCore):
         conn = self._conn
         if conn is None or (self._index is None and not build):
             return None
-        with _translate(self.path):
+        with translate(self.path):
             version = conn.execute("PRAGMA data_version").fetchone()[0]
             if self._index is not None and self._index.data_version == version:
                 return self._index
@@ -200,7 +201,7 @@ class SessionListing(StoreCore):
         """The summaries' mark, or None when there are none to read (not built, or no such table)."""
         if self.read_only and not self._has_table("azsd_summaries"):
             return None
-        with _translate(self.path):  # a locked file is StoreBusyError, as for every other query
+        with translate(self.path):  # a locked file is StoreBusyError, as for every other query
             return summary_hwm(conn)
 
     def _index_reread(self, conn: sqlite3.Connection, session_id: int) -> None:

@@ -37,8 +37,9 @@ from azsd.context import USER_MAY_BE_INJECTED, render_event, strip_flag
 from azsd.events import Event, EventDecodeError, decode_events
 from azsd.store.chunks import ChunkedWrite
 from azsd.store.codec import CodecError
-from azsd.store.core import StoreCore, _translate
+from azsd.store.core import StoreCore
 from azsd.store.schema import CONTEXT_HWM_KEY
+from azsd.store.sqlite_errors import translate
 
 __all__ = ["CONTEXT_INLINE_ROWS", "GROUP_BYTES", "ContextTable"]
 
@@ -259,7 +260,7 @@ class ContextTable(StoreCore):
 
     def _context_joined(self, session_id: int, from_seq: int) -> tuple[bool, str] | None:
         """:meth:`_joined`, its sqlite3 errors translated (a locked file is StoreBusyError)."""
-        with _translate(self.path):
+        with translate(self.path):
             return self._joined(session_id, from_seq)
 
     def _joined(self, session_id: int, from_seq: int) -> tuple[bool, str] | None:
@@ -322,7 +323,7 @@ class ContextTable(StoreCore):
 
     def _context_rows(self, session_id: int, from_seq: int) -> list[Entry] | None:
         """:meth:`_rows`, its sqlite3 errors translated (a locked file is StoreBusyError)."""
-        with _translate(self.path):
+        with translate(self.path):
             return self._rows(session_id, from_seq)
 
     def _rows(self, session_id: int, from_seq: int) -> list[Entry] | None:

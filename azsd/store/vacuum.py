@@ -30,7 +30,8 @@ import os
 from typing import Final
 
 from azsd.store.chunks import ChunkedWrite
-from azsd.store.core import BUSY_TIMEOUT_S, StoreBusyError, StoreCore, _translate
+from azsd.store.core import BUSY_TIMEOUT_S, StoreCore
+from azsd.store.sqlite_errors import StoreBusyError, translate
 
 __all__ = ["FULL_VACUUM_MAX_BYTES", "INCREMENTAL", "MIN_FREE_BYTES", "Vacuum"]
 
@@ -63,7 +64,7 @@ class Vacuum(StoreCore):
             return
         waited = self._lock_wait_ms
         try:
-            with _translate(self.path):
+            with translate(self.path):
                 conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()  # sees the mode as it is
                 if str(conn.execute("PRAGMA journal_mode").fetchone()[0]).lower() != "wal":
                     return
@@ -85,7 +86,7 @@ class Vacuum(StoreCore):
         conn = self._conn
         if conn is None:
             return 0, 0
-        with _translate(self.path):
+        with translate(self.path):
             size = conn.execute("PRAGMA page_size").fetchone()[0]
             pages = conn.execute("PRAGMA page_count").fetchone()[0]
             free = conn.execute("PRAGMA freelist_count").fetchone()[0]
@@ -101,7 +102,7 @@ class Vacuum(StoreCore):
         if free == 0 or (free < MIN_FREE_BYTES and not self._vacuuming):
             self._vacuuming = False
             return False
-        with _translate(self.path):
+        with translate(self.path):
             mode = conn.execute("PRAGMA auto_vacuum").fetchone()[0]
         if mode == INCREMENTAL:
             self._vacuuming = True
@@ -119,7 +120,7 @@ class Vacuum(StoreCore):
                 log.info("%s: %d MB free, too big to VACUUM in the background", self.path, free >> 20)
                 self._too_big_logged = True
             return False
-        with _translate(self.path):
+        with translate(self.path):
             conn.execute(f"PRAGMA auto_vacuum = {INCREMENTAL}")
             conn.execute("VACUUM")
         self._forget()

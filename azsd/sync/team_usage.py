@@ -12,13 +12,13 @@ request's worktree.
 from __future__ import annotations
 
 import os
-from datetime import datetime, time, timedelta, tzinfo
+from datetime import tzinfo
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
+from azsd.days import day_span, iso
 from azsd.errors import BadRequestError
 from azsd.ipc import protocol as p
-from azsd.server.usage import local_zone, parse_day
 
 if TYPE_CHECKING:
     import psycopg
@@ -42,26 +42,12 @@ def zone_name(tz: tzinfo) -> str:
     return "/".join(parts[parts.index("zoneinfo") + 1 :]) if "zoneinfo" in parts else "UTC"
 
 
-def _iso(at: float, tz: tzinfo) -> str:
-    return datetime.fromtimestamp(at, tz).isoformat(timespec="seconds")
-
-
-def _midnight(day: Any, tz: tzinfo) -> float:
-    return datetime.combine(day, time(0), tzinfo=tz).timestamp()
-
-
 def remote_usage(conn: psycopg.Connection[Any], repository: str, req: p.RemoteUsage) -> p.UsageReply:
     """The reply to `req` (see :class:`azsd.ipc.protocol.RemoteUsage`)."""
     by = req.by or "person"
     if by not in REMOTE_PERIODS:
         raise BadRequestError(f"remote usage by {by!r}: expected one of {', '.join(REMOTE_PERIODS)}")
-    tz = local_zone(req.timezone)
-    first = parse_day(req.since, "since") if req.since else None
-    last = parse_day(req.until, "until") if req.until else None
-    if first and last and first > last:
-        raise BadRequestError(f"since {first} is after until {last}: no day is in between")
-    since = _midnight(first, tz) if first else None
-    until = _midnight(last + timedelta(days=1), tz) if last else None
+    tz, since, until = day_span(req.since, req.until, req.timezone)
     rows = conn.execute(
         "SELECT label, model, first_at, last_at, models, input, output, cache_read, cache_write, reasoning, "
         "cost_usd, estimated FROM azsd.usage_groups(%s, %s, %s, %s, %s, %s)",
@@ -76,7 +62,7 @@ def remote_usage(conn: psycopg.Connection[Any], repository: str, req: p.RemoteUs
         )  # fmt: skip
         periods.append(
             p.UsagePeriodView(
-                period=str(label), start=_iso(low, tz), end=_iso(high, tz), usage=usage,
+                period=str(label), start=iso(low, tz), end=iso(high, tz), usage=usage,
                 total_tokens=i + o + cr + cw, models=list(models), model=model,
             )
         )  # fmt: skip

@@ -21,9 +21,7 @@ command's code (tests/test_cli_start.py holds `azs --version`, `ls` and `search`
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
-from importlib import import_module
-from typing import TYPE_CHECKING, Final, NamedTuple, TypeAlias
+from typing import Final
 
 from .arguments import (
     BACKEND,
@@ -37,8 +35,6 @@ from .arguments import (
     SINCE,
     WORKTREE_OPTIONS,
     OneOf,
-    RemoteRef,
-    Spec,
     arg,
     count,
     day,
@@ -49,117 +45,23 @@ from .arguments import (
     token_limit,
     worktree_options,
 )
-
-if TYPE_CHECKING:
-    from .invocation import Invocation
+from .descriptions import (
+    BRIDGE_DESCRIPTION,
+    COMPACT_DESCRIPTION,
+    EXPORT_DESCRIPTION,
+    IMPORT_DESCRIPTION,
+    LS_DESCRIPTION,
+    RUN_DESCRIPTION,
+    SEARCH_DESCRIPTION,
+    SHOW_DESCRIPTION,
+    WEB_DESCRIPTION,
+)
+from .table import Command, Either, Lazy
 
 __all__ = ["COMMANDS", "Command", "Either", "Lazy"]
 
-Run: TypeAlias = "Callable[[Invocation], int]"
-
-
-class Lazy:
-    """A command's function by name, imported when the command runs: each run of `azs` loads the code
-    of its own command and what that needs (`azs ls` no agent, sync or editor code)."""
-
-    __slots__ = ("module", "name")
-
-    def __init__(self, module: str, name: str) -> None:
-        self.module = module  # of this package
-        self.name = name
-
-    def resolve(self) -> Run:
-        function: Run = getattr(import_module(f"{__name__}.{self.module}"), self.name)
-        return function
-
-    def __call__(self, invocation: Invocation) -> int:
-        return self.resolve()(invocation)
-
-
-class Either:
-    """`remote` when the command was given `--remote` or a REMOTE-REF, else `local`."""
-
-    __slots__ = ("local", "remote")
-
-    def __init__(self, local: Lazy, remote: Lazy) -> None:
-        self.local = local
-        self.remote = remote
-
-    def __call__(self, invocation: Invocation) -> int:
-        args = invocation.args
-        chosen = getattr(args, "remote", False) or isinstance(getattr(args, "session", None), RemoteRef)
-        return (self.remote if chosen else self.local)(invocation)
-
-
-class Command(NamedTuple):
-    """One `azs` command: its name, its help, what it does, and its arguments."""
-
-    name: str
-    help: str
-    run: Run
-    arguments: tuple[Spec, ...] = ()
-    description: str | None = None
-
-
-_LS_DESCRIPTION: Final = (
-    "Sessions of this worktree's store, latest activity first. By default: those labelled with the "
-    "current branch, and the unlabelled ones (made outside git or by a tool that named no branch); how many "
-    "other branches hold is said on stderr (--all-branches lists them)."
-)
-_RUN_DESCRIPTION: Final = (
-    "Run one agent turn: build the session's context into the prompt, store the clean prompt, start the "
-    "agent (claude-command / codex-command in the config), and store and show its output live. Without "
-    "-s, a new session named after the prompt. Exit status: 0 the turn succeeded, 1 it failed, 130 "
-    "interrupted (the agent is stopped; what it wrote stays stored, marked failed)."
-)
-_COMPACT_DESCRIPTION: Final = (
-    "Compact a session as AZUREAL does: the agent (claude-command / codex-command) summarises the turns "
-    "since the latest compaction but the newest three prompts (two, or one, when there are fewer), and "
-    "the next turn's context is that summary and what follows it. When the agent cannot be started the "
-    "other backend is tried; a summary that comes back empty is asked for once more. Until the summary "
-    "is stored nothing changes: a compaction that fails or is interrupted leaves the session as it was. "
-    "`azs run` does this by itself before a turn once the context reaches compaction-threshold."
-)
-_EXPORT_DESCRIPTION: Final = (
-    "Write a session as Markdown, JSONL (one event a line) or a self-contained HTML page: to stdout, or "
-    "with -o to FILE (written to a temporary file and renamed, so FILE is whole or untouched). --redact "
-    "masks secrets and reports on stderr how many. --json changes nothing without -o (the document is "
-    'the output); with -o it prints {"session", "format", "bytes", "masked", "path"}.'
-)
-_SEARCH_DESCRIPTION: Final = (
-    "Full-text search of prompts, answers, tool calls and results and plans, best match first. QUERY is "
-    "text as you would give it to `rg -F -i`, word by word: every word must appear as written, "
-    "punctuation included, in any case, from the start of a word (claude-clean, main.go, unwrap(); pars "
-    'finds parser). --fts (-e) takes SQLite FTS5 syntax instead (panic OR unwrap, "exact phrase", pars*, '
-    "NOT x). By default it searches the sessions `azs ls` shows: the current branch's and the unlabelled "
-    "ones, and says how many hits other branches hold. The same event copied by forks is one hit "
-    '("also in S13"). -C N shows N events before and after each hit.'
-)
-_IMPORT_DESCRIPTION: Final = (
-    "Import the histories an agent keeps of this project ($CLAUDE_CONFIG_DIR or ~/.claude, $CODEX_HOME "
-    "or ~/.codex), one session per file, labelled with the current branch. Running it again imports only "
-    "what the files gained; the files are only read. --json: one importreply per file, then a summary."
-)
 _REMOTE: Final = arg("--remote", action="store_true", help="in the sync database (every machine's sessions)")
-_BRIDGE_DESCRIPTION: Final = (
-    "Serve editors that cannot load ZeroMQ over stdin and stdout: each line a JSON request with an id and "
-    "a protocol message's op and fields, each answer a line {id, result} or {id, error}, and "
-    '{"notify": ...} lines for the stores and sessions subscribed to. It runs until stdin ends. See '
-    "docs/bridge.md."
-)
-_WEB_DESCRIPTION: Final = (
-    "Serve a read-only web view of the sessions of every store the daemon knows (this worktree's and "
-    "the repository's other worktrees', the ones it has open or follows, and each --store), on "
-    "127.0.0.1 only, behind a random token in the "
-    "URL it prints. Transcripts update live; the daemon stays the only writer. See docs/web.md."
-)
 _KINDS: Final = ("user", "assistant", "tool", "call", "result", "plan")
-_SHOW_DESCRIPTION: Final = (
-    "A session's header, then its events beside their seqs, streamed as they are read. On a terminal "
-    "through a pager as git's: $AZS_PAGER, else $PAGER, else less (LESS=FRX unless set); --no-pager, or "
-    "a pager of cat, writes straight to the terminal. --last N, --from SEQ and --to SEQ choose the "
-    "events (--last counts back from --to, or from the end)."
-)
 _FILE: Final = arg("file")
 
 #: Every `azs` command, in the order `azs --help` lists them.
@@ -186,7 +88,7 @@ COMMANDS: Final = (
             arg("-n", "--limit", type=count, metavar="N", help="the N latest only"),
             SINCE,
         ),
-        _LS_DESCRIPTION,
+        LS_DESCRIPTION,
     ),
     Command(
         "new",
@@ -204,7 +106,7 @@ COMMANDS: Final = (
         "a session and its events (@REF: one of the sync database)",
         Either(Lazy("transcript", "show"), Lazy("remote", "show")),
         (arg("session", type=session_or_ref, metavar="SESSION|@REF"), *RANGE, NO_PAGER),
-        _SHOW_DESCRIPTION,
+        SHOW_DESCRIPTION,
     ),
     Command(
         "log",
@@ -291,14 +193,14 @@ COMMANDS: Final = (
                 help="do not compact the session first, even when its context is over compaction-threshold",
             ),
         ),
-        _RUN_DESCRIPTION,
+        RUN_DESCRIPTION,
     ),
     Command(
         "compact",
         "summarise a session's older turns so later turns get a shorter context",
         Lazy("compaction", "compact"),
         (SESSION, BACKEND, arg("--model", metavar="M", help="the model to ask the agent for")),
-        _COMPACT_DESCRIPTION,
+        COMPACT_DESCRIPTION,
     ),
     Command(
         "fork",
@@ -328,7 +230,7 @@ COMMANDS: Final = (
             arg("--redact", action="store_true", help="mask secrets (keys, tokens, passwords)"),
             arg("-o", "--output", metavar="FILE", help="write to FILE instead of stdout"),
         ),
-        _EXPORT_DESCRIPTION,
+        EXPORT_DESCRIPTION,
     ),
     Command(
         "search",
@@ -366,7 +268,7 @@ COMMANDS: Final = (
             arg("-n", "--limit", type=count, default=50, metavar="N", help="at most N hits (default: 50)"),
             SINCE,
         ),
-        _SEARCH_DESCRIPTION,
+        SEARCH_DESCRIPTION,
     ),
     Command("watch", "follow every change to the store", Lazy("live", "watch")),
     Command(
@@ -412,7 +314,7 @@ COMMANDS: Final = (
                 help="where the agent keeps its histories (default: its own variable, else its default)",
             ),
         ),
-        _IMPORT_DESCRIPTION,
+        IMPORT_DESCRIPTION,
     ),
     Command(
         "usage",
@@ -505,7 +407,7 @@ COMMANDS: Final = (
                 help="show this worktree's store too (repeatable); the current one is always shown",
             ),
         ),
-        _WEB_DESCRIPTION,
+        WEB_DESCRIPTION,
     ),
     Command(
         "bridge",
@@ -520,6 +422,6 @@ COMMANDS: Final = (
                 help="seconds between checks that the daemon is there (default: 2)",
             ),
         ),
-        _BRIDGE_DESCRIPTION,
+        BRIDGE_DESCRIPTION,
     ),
 )
