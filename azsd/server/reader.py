@@ -64,7 +64,8 @@ class Reader(threading.Thread):
                 if task is None:
                     break
                 with self._using:
-                    self._store = self._serve(self._store, task)
+                    self._store, settle = self._serve(self._store, task)
+                settle()  # after the connection is free: a caller told "done" finds the reader idle
         finally:
             with self._using:
                 if self._store is not None:
@@ -89,17 +90,19 @@ class Reader(threading.Thread):
                 return _read(store, task, 0)  # never hold up the socket thread: queue the read instead
 
             try:
-                self._settle(task, read)
+                settle = self._outcome(task, read)
             except StoreBusyError:
                 return False
             except NeedsWriterError:
-                self._registry.forward(self.root, task)
-            return True
+                settle = partial(self._registry.forward, self.root, task)
         finally:
             self._using.release()
+        settle()
+        return True
 
-    def _serve(self, store: Store | None, task: Task[Any]) -> Store | None:
-        """Run one read (on the store, opened or reopened as needed); returns the store to go on with."""
+    def _serve(self, store: Store | None, task: Task[Any]) -> tuple[Store | None, Callable[[], None]]:
+        """Run one read (on the store, opened or reopened as needed): the store to go on with, and
+        what settles `task` (called once the connection is free)."""
         try:
             if store is None:
                 store = Store.open(Path(self.root), reader=True)
@@ -109,31 +112,26 @@ class Reader(threading.Thread):
             if store is not None:
                 store.close()
             if isinstance(exc, StoreBusyError):
-                self._registry.forward(self.root, task)
-            else:
-                task.future.set_exception(open_error(self.root, exc))
-            return None
-
+                return None, partial(self._registry.forward, self.root, task)
+            return None, partial(task.future.set_exception, open_error(self.root, exc))
         try:
-            self._settle(task, partial(_read, store, task, READ_BUSY_TIMEOUT_S))
+            return store, self._outcome(task, partial(_read, store, task, READ_BUSY_TIMEOUT_S))
         except (NeedsWriterError, StoreBusyError):  # it must write, or the file stays locked
-            self._registry.forward(self.root, task)
-        return store
+            return store, partial(self._registry.forward, self.root, task)
 
-    def _settle(self, task: Task[Any], read: Callable[[], Any]) -> None:
-        """Give `task` what `read` returns, or its error; a read that must move on (to the writer,
-        or to wait for a lock) raises NeedsWriterError or StoreBusyError to the caller."""
+    def _outcome(self, task: Task[Any], read: Callable[[], Any]) -> Callable[[], None]:
+        """Run `read`; what gives `task` its value or its error. A read that must move on (to the
+        writer, or to wait for a lock) raises NeedsWriterError or StoreBusyError to the caller."""
         try:
             value = read()
         except (NeedsWriterError, StoreBusyError):
             raise
         except (AzsdError, ValueError, OverflowError) as exc:
-            task.future.set_exception(exc)
+            return partial(task.future.set_exception, exc)
         except Exception as exc:
             log.exception("a read failed in the store of %s", self.root)
-            task.future.set_exception(exc)
-        else:
-            task.future.set_result(value)
+            return partial(task.future.set_exception, exc)
+        return partial(task.future.set_result, value)
 
 
 @dataclass
