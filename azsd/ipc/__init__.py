@@ -1,0 +1,1 @@
+"""The daemon's wire: the protocol's messages, the ZeroMQ transport and the server loop."""

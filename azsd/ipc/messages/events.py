@@ -1,0 +1,66 @@
+"""A session's events: appending them, reading pages of them, the context-injected prompt of a next
+turn, and `WireEvent`, how an event crosses the wire (its stored seq, variant name and exact serde
+JSON)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from azsd.ipc.messages.base import _Data, _KeyedReq, _StoreReq, _Versioned
+
+__all__ = [
+    "AppendEvents",
+    "AppendReply",
+    "BuildContext",
+    "ContextReply",
+    "EventsPage",
+    "GetEvents",
+    "WireEvent",
+]
+
+
+class WireEvent(_Data, frozen=True):
+    """One stored event: its seq, variant name, and exact serde JSON."""
+
+    seq: int
+    kind: str
+    data: str
+
+
+class AppendEvents(_KeyedReq, frozen=True):
+    """Append events, each given as its serde JSON (as stored); they are compacted on the way in."""
+
+    session: int
+    events: list[str]
+
+
+class GetEvents(_StoreReq, frozen=True):
+    """A page of events with seq >= `from_seq`, injected context stripped."""
+
+    session: int
+    from_seq: int = 1
+    limit: int = 500
+
+
+class BuildContext(_StoreReq, frozen=True):
+    """The exact context-injected prompt for the next turn."""
+
+    session: int
+    prompt: str
+    backend: Literal["claude", "codex"] = "claude"
+
+
+class AppendReply(_Versioned, frozen=True):
+    events: list[WireEvent]
+
+
+class EventsPage(_Versioned, frozen=True):
+    """`next_seq` is where the next page starts, or None when this page reached the end."""
+
+    events: list[WireEvent]
+    next_seq: int | None
+    skipped: int = 0
+
+
+class ContextReply(_Versioned, frozen=True):
+    prompt: str
