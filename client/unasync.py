@@ -2,11 +2,12 @@
 
 httpcore's way (its ``scripts/unasync.py``): the asyncio client is the source, and the blocking one is
 the same text with each asyncio token swapped for its blocking twin, line by line. Only the header and
-the module docstring are the generated file's own. The sockets underneath differ for real (a poll
-loop in one, a reader task and futures in the other) and are written by hand, once each:
-``_connection.py`` and ``_aio_connection.py``.
+the module docstring are the generated file's own. The helper modules (``_aio_agents.py``,
+``_aio_remote.py``, ``_aio_pubsub.py``) are rewritten whole, each into its blocking twin. The
+DEALER sockets underneath differ for real (a poll loop in one, a reader task and futures in the
+other) and are written by hand, once each: ``_connection.py`` and ``_aio_connection.py``.
 
-    python client/unasync.py           # rewrite client.py, _agents.py, _remote.py (`make unasync`)
+    python client/unasync.py           # rewrite client.py and the helpers' twins (`make unasync`)
     python client/unasync.py --check   # exit 1 and show the diff when client.py is out of date
 """
 
@@ -25,6 +26,7 @@ TARGET: Final = PACKAGE / "client.py"
 HELPERS: Final = (
     (PACKAGE / "_aio_agents.py", PACKAGE / "_agents.py"),
     (PACKAGE / "_aio_remote.py", PACKAGE / "_remote.py"),
+    (PACKAGE / "_aio_pubsub.py", PACKAGE / "_pubsub.py"),
 )
 
 #: Each asyncio token (a regular expression) and its blocking twin.
@@ -32,6 +34,10 @@ SUBS: Final = (
     (r"\basync def\b", "def"),
     (r"\basync for\b", "for"),
     (r"\basync with\b", "with"),
+    (r"\b__aenter__\b", "__enter__"),
+    (r"\b__aexit__\b", "__exit__"),
+    (r"^import zmq\.asyncio\n", ""),
+    (r"\bzmq\.asyncio\.Socket\b", "zmq.Socket[bytes]"),
     (r"\bawait ", ""),
     (r"\bAsyncIterator\b", "Iterator"),
     (r"\bAsyncClient\b", "Client"),
@@ -40,9 +46,12 @@ SUBS: Final = (
     (r"\bAsyncPushSubscription\b", "PushSubscription"),
     (r"\bAsyncAgentMethods\b", "AgentMethods"),
     (r"\bAsyncRemoteMethods\b", "RemoteMethods"),
+    (r"\bAsyncSubscribeMethods\b", "SubscribeMethods"),
+    (r"\b_AsyncSubscriber\b", "_Subscriber"),
     (r"\b_aio_connection\b", "_connection"),
     (r"\b_aio_agents\b", "_agents"),
     (r"\b_aio_remote\b", "_remote"),
+    (r"\b_aio_pubsub\b", "_pubsub"),
 )
 _COMPILED: Final = tuple((re.compile(pattern), new) for pattern, new in SUBS)
 

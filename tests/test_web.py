@@ -20,8 +20,8 @@ from urllib.parse import urlsplit
 import pytest
 
 from azsd.events import AssistantText, ToolCall, ToolResult, UserMessage
-from azsd_client.commands.imports import source_dir
 from azsd_client.commands.web import git_worktrees
+from azsd_client.histories import source_dir
 from azsd_client.web.pages import PAGE_SESSIONS
 from tests.daemon_fixture import DaemonProc, daemon_in_tmpdir, short_tmpdir, start_daemon
 from tests.opencode_fixture import OpenCodeBuilder

@@ -1,5 +1,5 @@
 """The asyncio sockets under :class:`~azsd_client.AsyncClient`: a pipelined DEALER with Lazy Pirate
-timeouts, and a SUB.
+timeouts, and the SUB sockets of its subscriptions (made here, read in :mod:`._aio_pubsub`).
 
 Requests can be pipelined: each gets its own request id and future, one reader task matches
 replies to futures, so several `await`s may be in flight on the one DEALER socket at once. When a
@@ -22,25 +22,18 @@ import zmq.asyncio
 
 from azsd.errors import AzsdError, ProtocolError
 from azsd.ipc.protocol import (
-    SYNC_TOPIC,
-    Notification,
     Reply,
     Request,
     Status,
     StatusReply,
-    SyncCaughtUp,
-    decode_notification,
     decode_reply,
-    decode_sync_notification,
     encode,
-    topic,
 )
 from azsd.ipc.transport import connect_dealer, connect_sub
 
+from ._aio_pubsub import AsyncSubscribeMethods
 from ._shared import (
     ConnectionBase,
-    RootLike,
-    canonical_root,
     check_protocol,
     connecting,
     raise_for_error,
@@ -48,7 +41,7 @@ from ._shared import (
     unavailable,
 )
 
-__all__ = ["AsyncConnection", "AsyncPushSubscription", "AsyncSubscription"]
+__all__ = ["AsyncConnection"]
 
 
 def _asyncio_context(context: zmq.Context[zmq.Socket[bytes]]) -> zmq.Context[zmq.Socket[bytes]]:
@@ -62,55 +55,7 @@ def _asyncio_socket(sock: zmq.Socket[bytes]) -> zmq.asyncio.Socket:
     return cast(zmq.asyncio.Socket, sock)
 
 
-class _AsyncSubscriber:
-    """An asyncio SUB socket on the daemon's PUB socket, subscribed to one topic prefix."""
-
-    def __init__(self, context: zmq.Context[zmq.Socket[bytes]], endpoint: str, prefix: bytes) -> None:
-        with connecting(endpoint):
-            self._sock = _asyncio_socket(connect_sub(_asyncio_context(context), endpoint, [prefix]))
-
-    async def _payload(self, timeout: float | None) -> bytes | None:
-        ready = await self._sock.poll(None if timeout is None else int(timeout * 1000))
-        if not ready:
-            return None
-        frames = await self._sock.recv_multipart()
-        if len(frames) != 2:
-            raise ProtocolError(f"a notification arrived in {len(frames)} frames, not 2")
-        return frames[1]
-
-    def close(self) -> None:
-        """Stop receiving (idempotent)."""
-        self._sock.close(linger=0)
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
-
-
-class AsyncSubscription(_AsyncSubscriber):
-    """Live notifications of one store (or one session of it); see :class:`~azsd_client.Subscription`."""
-
-    async def recv(self, timeout: float | None = None) -> Notification | None:
-        """The next notification, or None when none arrives within `timeout` seconds (None: wait)."""
-        payload = await self._payload(timeout)
-        return None if payload is None else decode_notification(payload)
-
-
-class AsyncPushSubscription(_AsyncSubscriber):
-    """Notifications that pushes to the sync database caught up; see
-    :class:`~azsd_client.PushSubscription`."""
-
-    async def recv(self, timeout: float | None = None) -> SyncCaughtUp | None:
-        """The next one, or None when none arrives within `timeout` seconds (None: wait)."""
-        payload = await self._payload(timeout)
-        return None if payload is None else decode_sync_notification(payload)
-
-
-class AsyncConnection(ConnectionBase):
+class AsyncConnection(AsyncSubscribeMethods, ConnectionBase):
     """An asyncio connection to azsd: untyped `request`s on one DEALER; use it from one event loop.
 
     Made with the arguments of :class:`~azsd_client._shared.ConnectionBase`.
@@ -168,6 +113,13 @@ class AsyncConnection(ConnectionBase):
         finally:
             self._pending.pop(request_id, None)
 
+    def _sub_socket(self, prefix: bytes) -> zmq.asyncio.Socket:
+        """A SUB socket on the daemon's PUB socket, subscribed to `prefix` (see :meth:`subscribe`)."""
+        with connecting(self.config.pub_endpoint):
+            return _asyncio_socket(
+                connect_sub(_asyncio_context(self._context), self.config.pub_endpoint, [prefix])
+            )
+
     def _socket(self) -> zmq.asyncio.Socket:
         if self._sock is None:
             endpoint = self.config.rpc_endpoint
@@ -219,14 +171,3 @@ class AsyncConnection(ConnectionBase):
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         await self.aclose()
-
-    def subscribe(self, root: RootLike, session: int | None = None) -> AsyncSubscription:
-        """Notifications of the store at `root`, or of one session in it."""
-        return AsyncSubscription(
-            self._context, self.config.pub_endpoint, topic(canonical_root(root), session)
-        )
-
-    def subscribe_pushes(self) -> AsyncPushSubscription:
-        """Notifications that a store's pushes to the sync database caught up (a daemon with a
-        `sync-url` sends them; one without, none)."""
-        return AsyncPushSubscription(self._context, self.config.pub_endpoint, SYNC_TOPIC)

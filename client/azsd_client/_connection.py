@@ -1,4 +1,5 @@
-"""The blocking sockets under :class:`~azsd_client.Client`: a DEALER with Lazy Pirate timeouts, and a SUB.
+"""The blocking sockets under :class:`~azsd_client.Client`: a DEALER with Lazy Pirate timeouts, and the
+SUB sockets of its subscriptions (made here, read in :mod:`._pubsub`, generated from ``_aio_pubsub.py``).
 
 Every request is ``[request_id, msgpack]`` on a DEALER; the reply carrying the same id is the answer,
 and anything else that arrives (a late answer to an earlier request) is dropped. When no answer comes
@@ -19,26 +20,18 @@ from typing import Self
 
 import zmq
 
-from azsd.errors import ProtocolError
 from azsd.ipc.protocol import (
-    SYNC_TOPIC,
-    Notification,
     Reply,
     Request,
     Status,
-    SyncCaughtUp,
-    decode_notification,
     decode_reply,
-    decode_sync_notification,
     encode,
-    topic,
 )
-from azsd.ipc.transport import connect_dealer, connect_sub, recv_notification, recv_reply_within, send_request
+from azsd.ipc.transport import connect_dealer, connect_sub, recv_reply_within, send_request
 
+from ._pubsub import SubscribeMethods
 from ._shared import (
     ConnectionBase,
-    RootLike,
-    canonical_root,
     check_protocol,
     connecting,
     raise_for_error,
@@ -46,62 +39,10 @@ from ._shared import (
     unavailable,
 )
 
-__all__ = ["Connection", "PushSubscription", "Subscription"]
+__all__ = ["Connection"]
 
 
-class _Subscriber:
-    """A SUB socket on the daemon's PUB socket, subscribed to one topic prefix."""
-
-    def __init__(self, context: zmq.Context[zmq.Socket[bytes]], endpoint: str, prefix: bytes) -> None:
-        with connecting(endpoint):
-            self._sock = connect_sub(context, endpoint, [prefix])
-
-    def _payload(self, timeout: float | None) -> bytes | None:
-        if not self._sock.poll(None if timeout is None else int(timeout * 1000), zmq.POLLIN):
-            return None
-        _topic, payload = recv_notification(self._sock)
-        if not payload:
-            raise ProtocolError("a notification arrived without a payload frame")
-        return payload
-
-    def close(self) -> None:
-        """Stop receiving (idempotent)."""
-        self._sock.close(linger=0)
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
-
-
-class Subscription(_Subscriber):
-    """Live notifications of one store (or one session of it) on the daemon's PUB socket.
-
-    PUB/SUB drops messages for a subscriber that is slow or not connected yet: compare each
-    notification's `seq` with the previous one (for a whole store), or event seqs (for one session),
-    and re-read by request when there is a gap.
-    """
-
-    def recv(self, timeout: float | None = None) -> Notification | None:
-        """The next notification, or None when none arrives within `timeout` seconds (None: wait)."""
-        payload = self._payload(timeout)
-        return None if payload is None else decode_notification(payload)
-
-
-class PushSubscription(_Subscriber):
-    """Notifications that a store's pushes to the sync database caught up (:class:`SyncCaughtUp`:
-    every event up to `pushed_event_id` is visible to the other machines), for every store."""
-
-    def recv(self, timeout: float | None = None) -> SyncCaughtUp | None:
-        """The next one, or None when none arrives within `timeout` seconds (None: wait)."""
-        payload = self._payload(timeout)
-        return None if payload is None else decode_sync_notification(payload)
-
-
-class Connection(ConnectionBase):
+class Connection(SubscribeMethods, ConnectionBase):
     """A blocking connection to azsd: untyped `request`s on one DEALER. Not thread-safe: use one per thread.
 
     Made with the arguments of :class:`~azsd_client._shared.ConnectionBase`.
@@ -143,6 +84,11 @@ class Connection(ConnectionBase):
             if answered == request_id:
                 return decode_reply(payload)
 
+    def _sub_socket(self, prefix: bytes) -> zmq.Socket[bytes]:
+        """A SUB socket on the daemon's PUB socket, subscribed to `prefix` (see :meth:`subscribe`)."""
+        with connecting(self.config.pub_endpoint):
+            return connect_sub(self._context, self.config.pub_endpoint, [prefix])
+
     def _socket(self) -> zmq.Socket[bytes]:
         if self._sock is None:
             with connecting(self.config.rpc_endpoint):
@@ -166,12 +112,3 @@ class Connection(ConnectionBase):
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.close()
-
-    def subscribe(self, root: RootLike, session: int | None = None) -> Subscription:
-        """Notifications of the store at `root`, or of one session in it."""
-        return Subscription(self._context, self.config.pub_endpoint, topic(canonical_root(root), session))
-
-    def subscribe_pushes(self) -> PushSubscription:
-        """Notifications that a store's pushes to the sync database caught up (a daemon with a
-        `sync-url` sends them; one without, none)."""
-        return PushSubscription(self._context, self.config.pub_endpoint, SYNC_TOPIC)

@@ -116,6 +116,19 @@ def expect(reply: Reply, kind: type[_R]) -> _R:
     return reply
 
 
+def notification_payload(frames: list[bytes]) -> bytes:
+    """The payload of a notification's frames (its topic, its payload).
+
+    >>> notification_payload([b"topic", b"payload"])
+    b'payload'
+    """
+    if len(frames) != 2:
+        raise ProtocolError(f"a notification arrived in {len(frames)} frames, not 2")
+    if not frames[1]:
+        raise ProtocolError("a notification arrived without a payload")
+    return frames[1]
+
+
 def check_protocol(status: Reply) -> StatusReply:
     """The daemon's status, or :class:`ProtocolError` when it speaks another protocol version."""
     reply = expect(raise_for_error(status), StatusReply)

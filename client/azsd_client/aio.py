@@ -68,7 +68,8 @@ from azsd.ipc.protocol import (
 )
 
 from ._aio_agents import AsyncAgentMethods
-from ._aio_connection import AsyncConnection, AsyncPushSubscription, AsyncSubscription
+from ._aio_connection import AsyncConnection
+from ._aio_pubsub import AsyncPushSubscription, AsyncSubscription
 from ._aio_remote import AsyncRemoteMethods
 from ._shared import (
     Archived,

@@ -68,7 +68,8 @@ from azsd.ipc.protocol import (
 )
 
 from ._agents import AgentMethods
-from ._connection import Connection, PushSubscription, Subscription
+from ._connection import Connection
+from ._pubsub import PushSubscription, Subscription
 from ._remote import RemoteMethods
 from ._shared import (
     Archived,

@@ -30,7 +30,9 @@ import time
 import zlib
 from typing import Any, Final, TypeGuard
 
-__all__ = ["context_tokens", "format_cost", "hook_input", "hook_meter", "key", "main", "render", "save"]
+from .costs import format_cost
+
+__all__ = ["context_tokens", "hook_input", "hook_meter", "key", "main", "render", "save"]
 
 VERSION: Final = 1
 #: The longest a file is used, whatever else holds (a block's burn rate, a day's cost elsewhere).
@@ -221,20 +223,6 @@ def _settled(store: object, made: float) -> bool:
     leave the same mtime and size: Git's "racily clean")."""
     limit = (made - RACY_S) * 1e9
     return isinstance(store, list) and all(stat is None or stat[0] <= limit for stat in store)
-
-
-def format_cost(cost: float | None, source: str | None = "reported", unpriced: int = 0) -> str:
-    """`$0.1234`, `~$0.1234` for an estimate (azsd priced the tokens), `?` for tokens without a
-    price (`~$0.1234+?` when only some have one), or "" for no cost.
-
-    >>> format_cost(0.5), format_cost(0.5, "estimated", 10), format_cost(0.0, "unpriced", 10), format_cost(0)
-    ('$0.5000', '~$0.5000+?', '?', '')
-    """
-    if source == "unpriced":
-        return "?"
-    if not cost:
-        return "?" if unpriced else ""
-    return f"{'~' if source == 'estimated' else ''}${cost:.4f}{'+?' if unpriced else ''}"
 
 
 def render(record: dict[str, Any], hook_meter: str | None, now: float) -> str:

@@ -8,6 +8,11 @@ Aider run, an OpenCode session) and imports each one that changed, as a session 
 in batches (`ImportSessions`: the small ones many in each transaction of the daemon's, where one
 commit per source was most of the time), a big file alone. A source that fails is reported and
 skipped; the exit status is then 1.
+
+`import claude|codex --all` does so for every project the agent ran in on this machine
+(:func:`azsd_client.histories.projects`), each into the store of its own directory when that
+directory is still there, and the rest, whose directory is gone, into the current worktree's store;
+it says where each went.
 """
 
 from __future__ import annotations
@@ -21,7 +26,8 @@ from typing import Any, Final, TextIO
 
 from azsd.errors import RemoteError
 from azsd.ipc.protocol import ImportReply, SourceView
-from azsd_client._shared import HistoryAgent
+from azsd_client._shared import Backend, HistoryAgent
+from azsd_client.histories import projects, source_dir
 from azsd_client.render.reports import import_summary
 from azsd_client.render.text import one_line, plural
 
@@ -32,9 +38,9 @@ __all__ = [
     "BATCH_FILES",
     "BATCH_SOURCES",
     "batches",
+    "import_all",
     "import_into",
     "import_sessions",
-    "source_dir",
 ]
 
 #: A batch of small files holds at most this many files and bytes; a file this big goes alone.
@@ -71,26 +77,6 @@ def batches(sources: Sequence[SourceView], *, sized: bool = True) -> list[list[S
             out[-1].append(source)
             size += source.size
     return out
-
-
-def source_dir(agent: str, environ: Mapping[str, str]) -> Path:
-    """Where `agent` keeps its histories: its own variable, else the default under ``$HOME``
-    (OpenCode's data directory follows XDG; Aider keeps its history in the project itself).
-
-    >>> str(source_dir("claude", {"HOME": "/h"})), str(source_dir("codex", {"CODEX_HOME": "/c"}))
-    ('/h/.claude', '/c')
-    >>> str(source_dir("opencode", {"HOME": "/h"})), str(source_dir("opencode", {"XDG_DATA_HOME": "/x"}))
-    ('/h/.local/share/opencode', '/x/opencode')
-    """
-    home = Path(environ.get("HOME") or os.path.expanduser("~"))
-    if agent in ("opencode", "aider"):
-        data = environ.get("XDG_DATA_HOME")
-        return (Path(data).absolute() if data else home / ".local" / "share") / agent
-    variable, default = ("CLAUDE_CONFIG_DIR", ".claude") if agent == "claude" else ("CODEX_HOME", ".codex")
-    given = environ.get(variable)
-    if given:
-        return Path(given).absolute()
-    return Path(environ.get("HOME") or os.path.expanduser("~")) / default
 
 
 class _Progress:
@@ -162,9 +148,7 @@ def import_sessions(run: Invocation) -> int:
     if run.args.all:
         if run.args.agent not in ("claude", "codex") or getattr(run.args, "data_dir", None):
             raise UsageError("import --all reads the projects of Claude's and Codex's own directories")
-        from .machine import import_all  # the whole machine: each project into its own store
-
-        return import_all(run)
+        return import_all(run)  # the whole machine: each project into its own store
     agent: HistoryAgent = run.args.agent
     root = run.new_root
     project = os.path.realpath(run.args.project) if run.args.project else root
@@ -172,6 +156,40 @@ def import_sessions(run: Invocation) -> int:
     where = Path(given).absolute() if given else source_dir(agent, run.environ)
     with run.creating_store(root):
         return _import(run, agent, root, project, where)
+
+
+def import_all(run: Invocation) -> int:
+    """Each project's sessions into its own directory's store; those of a directory gone, into this
+    worktree's. One summary line per store."""
+    agent: Backend = run.args.agent
+    here = run.new_root
+    where = source_dir(agent, run.environ)
+    failed = 0
+    summaries: list[dict[str, Any]] = []
+    gone: list[str] = []
+    for cwd in sorted(projects(agent, run.environ)):
+        root = os.path.realpath(cwd)
+        if not os.path.isdir(root):
+            gone.append(cwd)
+            root = here
+        with run.creating_store(root):
+            summary, code = import_into(run, agent, root, cwd, where)
+        failed |= code
+        summaries.append({**summary, "root": root})
+    if run.out.json:
+        for summary in summaries:
+            run.out.emit(summary)
+    else:
+        for s in summaries:
+            said = f"{s['created']} new, {s['updated']} updated, {s['current']} current"
+            sys.stdout.write(f"{s['project']} → {s['root']}: {said}\n")
+        if gone:
+            sys.stdout.write(
+                f"{len(gone)} project(s) whose directory is gone went into this worktree's store ({here}): "
+                + ", ".join(gone)
+                + "\n"
+            )
+    return 1 if failed else 0
 
 
 def _import(run: Invocation, agent: HistoryAgent, root: str, project: str, where: Path) -> int:

@@ -1,120 +1,35 @@
-"""The whole machine: `azs import claude|codex --all` and `azs usage --all`.
+"""The whole machine's usage: `azs usage --all`.
 
-Claude keeps every project's sessions under ``~/.claude/projects/<slug>/``, Codex every rollout under
-``~/.codex/sessions/``, each file naming the directory it ran in (`cwd`). `import --all` brings each
-project's sessions into the store of that directory (its own worktree) when the directory is still
-there, and the rest, whose directory is gone, into the current worktree's store, and says where
-each went. `usage --all` reports every store those projects, the daemon (the stores it has open or
-follows files into) and this worktree have, together: totals
-and periods summed across stores (a message is counted once within a store; `import --all` puts each
-project's files in one store, so none is in two), and with `--instances` one row per project, as
-ccusage's `--instances`; `--project P` keeps the projects whose path contains P. The files of
-projects without a store are read in place by the daemon (`Usage.read_in_place`, with the first
-store's request, a message that store counted once), as ccusage reads them.
+Claude keeps every project's sessions under ``~/.claude/projects/<slug>/``, Codex every rollout
+under ``~/.codex/sessions/``, each file naming the directory it ran in (`cwd`, read by
+:mod:`azsd_client.histories`). `usage --all` reports every store those projects, the daemon (the
+stores it has open or follows files into) and this worktree have, together: totals and periods
+summed across stores (a message is counted once within a store; `import --all` puts each project's
+files in one store, so none is in two), and with `--instances` one row per project, as ccusage's
+`--instances`; `--project P` keeps the projects whose path contains P. The files of projects
+without a store are read in place by the daemon (`Usage.read_in_place`, with the first store's
+request, a message that store counted once), as ccusage reads them.
 """
 
 from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Mapping
-from functools import partial
-from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 import msgspec
 
 from azsd.errors import AzsdError, RemoteError
 from azsd.ipc.protocol import UsagePeriodView, UsageReply, UsageView, WorktreeUsageView
-from azsd_client._shared import Backend
+from azsd_client.histories import projects
 from azsd_client.render.reports import period_lines, usage_lines
 
-from .imports import import_into, source_dir
 from .invocation import Invocation
 
-__all__ = ["import_all", "projects", "usage_all"]
+__all__ = ["merge", "usage_all"]
 
-#: Lines of a history file read for the directory it ran in.
-HEAD_LINES: Final = 20
 _STORE: Final = os.path.join(".azureal", "sessions.azs")
 _KINDS: Final = ("input", "output", "cache_read", "cache_write", "reasoning")
-
-
-def projects(agent: str, environ: Mapping[str, str]) -> dict[str, list[Path]]:
-    """Every project directory `agent` ran in on this machine (its files' `cwd`), with its files.
-
-    Claude's: one per ``projects/<slug>`` directory (the `cwd` of its first file that names one),
-    with every file of it, sub-agents' too; Codex's: the `cwd` of each rollout's `session_meta`."""
-    where = source_dir(agent, environ)
-    found: dict[str, list[Path]] = {}
-    if agent == "claude":
-        for directory in sorted((where / "projects").glob("*")) if (where / "projects").is_dir() else []:
-            files = sorted(directory.glob("*.jsonl")) + sorted(directory.glob("*/subagents/*.jsonl"))
-            cwd = next((c for c in map(partial(_head_cwd, agent=agent), files) if c), None)
-            if cwd:
-                found.setdefault(cwd, []).extend(files)
-    else:
-        sessions = where / "sessions"
-        for path in sorted(sessions.rglob("rollout-*.jsonl")) if sessions.is_dir() else []:
-            cwd = _head_cwd(path, agent=agent)
-            if cwd:
-                found.setdefault(cwd, []).append(path)
-    return found
-
-
-def _head_cwd(path: Path, *, agent: str) -> str | None:
-    try:
-        with path.open("rb") as stream:
-            for _, line in zip(range(HEAD_LINES), stream, strict=False):
-                try:
-                    obj = msgspec.json.decode(line)
-                except msgspec.DecodeError:
-                    continue
-                if not isinstance(obj, dict):
-                    continue
-                if agent == "codex":
-                    payload = obj.get("payload")
-                    obj = payload if obj.get("type") == "session_meta" and isinstance(payload, dict) else {}
-                cwd = obj.get("cwd")
-                if isinstance(cwd, str) and os.path.isabs(cwd):
-                    return cwd
-    except OSError:
-        return None
-    return None
-
-
-def import_all(run: Invocation) -> int:
-    """Each project's sessions into its own directory's store; those of a directory gone, into this
-    worktree's. One summary line per store."""
-    agent: Backend = run.args.agent
-    here = run.new_root
-    where = source_dir(agent, run.environ)
-    failed = 0
-    summaries: list[dict[str, Any]] = []
-    gone: list[str] = []
-    for cwd in sorted(projects(agent, run.environ)):
-        root = os.path.realpath(cwd)
-        if not os.path.isdir(root):
-            gone.append(cwd)
-            root = here
-        with run.creating_store(root):
-            summary, code = import_into(run, agent, root, cwd, where)
-        failed |= code
-        summaries.append({**summary, "root": root})
-    if run.out.json:
-        for summary in summaries:
-            run.out.emit(summary)
-    else:
-        for s in summaries:
-            said = f"{s['created']} new, {s['updated']} updated, {s['current']} current"
-            sys.stdout.write(f"{s['project']} → {s['root']}: {said}\n")
-        if gone:
-            sys.stdout.write(
-                f"{len(gone)} project(s) whose directory is gone went into this worktree's store ({here}): "
-                + ", ".join(gone)
-                + "\n"
-            )
-    return 1 if failed else 0
 
 
 def _roots(run: Invocation) -> tuple[list[str], list[str]]:

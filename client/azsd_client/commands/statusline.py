@@ -19,7 +19,8 @@ from typing import Any
 from azsd.errors import RemoteError
 from azsd.ipc.protocol import UsageView
 from azsd_client import statusfile
-from azsd_client.statusfile import context_tokens, format_cost
+from azsd_client.costs import format_cost
+from azsd_client.statusfile import context_tokens
 
 from .invocation import Invocation
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Final, TypeAlias
 
-from azsd_client.statusfile import format_cost  # the statusline's fast path prints costs too
+from azsd_client.costs import format_cost
 
 if TYPE_CHECKING:
     from rich.console import Console, ConsoleOptions, RenderableType, RenderResult

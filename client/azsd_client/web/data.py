@@ -17,7 +17,7 @@ from azsd.errors import RemoteError
 from azsd.ipc.protocol import SessionView
 from azsd_client._shared import Archived, HistoryAgent
 from azsd_client.aio import AsyncClient
-from azsd_client.commands.imports import source_dir
+from azsd_client.histories import source_dir
 
 from .views import agent_of
 

@@ -1,6 +1,6 @@
 """The web view's pages: sessions, a transcript, search and usage, each one GET handler.
 
-Each handler asks the daemon (through :class:`~.server.Web`'s one :class:`~azsd_client.AsyncClient`)
+Each handler asks the daemon (through :class:`~.state.Web`'s one :class:`~azsd_client.AsyncClient`)
 and renders a Jinja2 template; a daemon that does not answer gives the "azsd is away" page (503),
 which reloads itself once the daemon is back.
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 import msgspec
 from aiohttp import web
@@ -21,16 +21,13 @@ from azsd.ipc.protocol import (
     UsagePeriodView,
     UsageReply,
     UsageView,
-    WireEvent,
 )
 from azsd_client.render.reports import hits_beyond
 
 from . import charts
 from .data import AGENTS, list_everywhere, session_agents, with_details
+from .state import Web
 from .views import Filters, filter_sessions, session_rows, transcript
-
-if TYPE_CHECKING:
-    from .server import Web
 
 __all__ = ["PAGE_EVENTS", "PAGE_SESSIONS", "routes"]
 
@@ -143,19 +140,6 @@ async def context(web_: Web, request: web.Request) -> web.Response:
         web_.client.context_meter(root, sid, threshold=web_.threshold),
     )
     return web.json_response({"after": plan.from_seq - 1, "chars": meter.chars, "threshold": meter.threshold})
-
-
-def render_items(web_: Web, events: list[WireEvent]) -> list[dict[str, Any]]:
-    """New events for a live transcript: each as HTML, and a tool result also as the part that folds
-    into its call (when the call is on the page)."""
-    out: list[dict[str, Any]] = []
-    for item in transcript(events):
-        entry: dict[str, Any] = {"seq": item.seq, "html": web_.fragment("item", item=item)}
-        if item.kind == "ToolResult" and item.tool_use_id:
-            entry["tool"] = item.tool_use_id
-            entry["fold"] = web_.fragment("result", view=item.view, seq=item.seq, failed=item.failed)
-        out.append(entry)
-    return out
 
 
 async def search_page(web_: Web, request: web.Request) -> web.Response:

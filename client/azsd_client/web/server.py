@@ -1,8 +1,7 @@
 """`azs web`'s server: the aiohttp application, its templates and static files, and how it runs.
 
-:class:`Web` holds what the handlers share (one :class:`~azsd_client.AsyncClient`, the stores shown,
-the Jinja2 environment); :func:`make_app` builds the application around it, :func:`serve` runs it on
-127.0.0.1 (or a Unix socket) until it is stopped.
+:func:`make_app` builds the application around a :class:`~.state.Web` (what the handlers share),
+:func:`serve` runs it on 127.0.0.1 (or a Unix socket) until it is stopped.
 """
 
 from __future__ import annotations
@@ -15,103 +14,19 @@ import socket
 from collections.abc import Callable, Iterable
 from importlib import resources
 from pathlib import Path
-from typing import Any, Final
-from urllib.parse import urlencode
+from typing import Final
 
-import jinja2
-import msgspec
 from aiohttp import web
-from markupsafe import Markup
 
 from azsd.config import ResolvedConfig
-from azsd.ipc.protocol import WireEvent
-from azsd_client.aio import AsyncClient
 
-from . import charts, pages
-from .data import Stores
-from .live import Watch, daemon_stream, session_stream
+from . import pages
 from .security import Guard, new_token, secure_headers
-from .views import clean
+from .state import Web
 
-__all__ = ["Web", "make_app", "serve"]
+__all__ = ["make_app", "serve"]
 
 _PACKAGE: Final = resources.files("azsd_client.web")
-
-
-def _finalize(value: Any) -> Any:
-    """Every value a template prints: text with its control characters made visible (HTML escaping
-    is autoescape's)."""
-    return clean(value) if isinstance(value, str) and not isinstance(value, Markup) else value
-
-
-def _environment() -> jinja2.Environment:
-    env = jinja2.Environment(
-        loader=jinja2.PackageLoader("azsd_client.web", "templates"),
-        autoescape=True,
-        finalize=_finalize,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        undefined=jinja2.StrictUndefined,
-    )
-    env.globals["url"] = _url
-    env.filters["json"] = _json
-    env.filters["cost"] = charts.cost  # a UsageView's cost: `?` when unpriced, never $0
-    return env
-
-
-def _url(path: str, **query: Any) -> str:
-    """A link within the view: `path` and its query (values None or "" left out)."""
-    kept = {k: v for k, v in query.items() if v is not None and v != ""}
-    return f"{path}?{urlencode(kept, doseq=True)}" if kept else path
-
-
-def _json(value: Any) -> str:
-    """`value` as JSON for a ``<script type="application/json">`` block: ``<``, ``>`` and ``&`` are
-    escaped, so no text in it can close the block (it is marked safe after that)."""
-    text = msgspec.json.encode(value).decode()
-    text = text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
-    return Markup(text)
-
-
-class Web:
-    """What the handlers share."""
-
-    def __init__(self, config: ResolvedConfig, roots: Iterable[str], *, timeout: float = 10.0) -> None:
-        self.config = config
-        self.client = AsyncClient(config, timeout=timeout)
-        self.stores = Stores(config, roots)
-        self.watch = Watch(AsyncClient(config, timeout=timeout))
-        self.threshold = config.compaction_threshold
-        self.env = _environment()
-
-    def render(self, name: str, request: web.Request, *, status: int = 200, **context: Any) -> web.Response:
-        """The page of template `name`."""
-        text = self.env.get_template(name).render(request=request, path=request.path, **context)
-        return web.Response(text=text, status=status, content_type="text/html", charset="utf-8")
-
-    def fragment(self, macro: str, **arguments: Any) -> str:
-        """The HTML of one macro of ``items.html`` (a live transcript's new items)."""
-        module = self.env.get_template("items.html").module
-        return str(getattr(module, macro)(**arguments))
-
-    async def session_events(self, request: web.Request) -> web.StreamResponse:
-        root = request.query.get("root", "")
-        if not self.stores.knows(root):
-            raise web.HTTPNotFound(text="no such store in this view\n")
-        try:
-            session, after = int(request.query["id"]), int(request.query.get("after", "0"))
-        except (KeyError, ValueError):
-            raise web.HTTPBadRequest(text="id and after must be numbers\n") from None
-        return await session_stream(
-            request, self.watch, self.client, (root, session), after, self.render_items
-        )
-
-    def render_items(self, events: list[WireEvent]) -> list[dict[str, Any]]:
-        """New events of a live transcript, rendered as the page renders them."""
-        return pages.render_items(self, events)
-
-    async def daemon_events(self, request: web.Request) -> web.StreamResponse:
-        return await daemon_stream(request, self.watch)
 
 
 def make_app(web_: Web, guard: Guard) -> web.Application:
