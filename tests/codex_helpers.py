@@ -9,13 +9,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from azsd.context import CONTEXT_CLOSE, CONTEXT_OPEN
-from azsd.events import (
-    AssistantText,
-    Event,
-    ToolCall,
-    ToolResult,
-    UserMessage,
-)
+from azsd.events import AssistantText, Event, ToolCall, ToolResult, UserMessage
 from azsd.ingest.parsers.base import LineParser
 from azsd.ingest.parsers.codex_rollout import CodexRolloutParser
 from azsd.pricing import default_table

@@ -8,10 +8,7 @@ import json
 from typing import Any
 
 from azsd.compact import compact_event, compact_tool_result
-from azsd.events import (
-    ToolCall,
-    ToolResult,
-)
+from azsd.events import ToolCall, ToolResult
 
 # Constants written out from the spec (§4.4, §5.4), not imported from the code under test.
 OPEN = "<azureal-session-context>"

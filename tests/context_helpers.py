@@ -6,12 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from azsd.events import (
-    AssistantText,
-    ToolCall,
-    ToolResult,
-    UserMessage,
-)
+from azsd.events import AssistantText, ToolCall, ToolResult, UserMessage
 
 # -- the spec's literals, spelled out independently of azsd.context ------------------------------
 

@@ -18,15 +18,7 @@ from typing import Any
 
 import pytest
 
-from azsd.events import (
-    AssistantText,
-    Complete,
-    ToolCall,
-    ToolResult,
-    UserMessage,
-    decode_event,
-    encode_event,
-)
+from azsd.events import AssistantText, Complete, ToolCall, ToolResult, UserMessage, decode_event, encode_event
 from azsd.ipc import protocol as p
 from azsd_client import AsyncClient, Client
 from tests.conftest import corpus_files, requires_corpus

@@ -10,26 +10,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from azsd.compact import char_len, compact_event, compact_tool_input
-from azsd.events import (
-    AssistantText,
-    Command,
-    Compacted,
-    Compacting,
-    Complete,
-    Event,
-    Filtered,
-    Hook,
-    Init,
-    MayBeCompacting,
-    ModelSwitch,
-    Plan,
-    ToolCall,
-    ToolResult,
-    UserMessage,
-    decode_event,
-    encode_event,
-)
+from azsd.events import Event, ToolCall, decode_event, encode_event
 from tests.compact_helpers import AUTO_CONTINUE, CLOSE, OPEN, REMINDER, dumps, result
+from tests.event_strategies import any_event
 
 # -- properties -----------------------------------------------------------------------------------
 
@@ -121,40 +104,7 @@ JSON_VALUE: st.SearchStrategy[Any] = st.recursive(
 )
 TOOL_INPUT = st.one_of(st.dictionaries(KEYS, JSON_VALUE, max_size=8), JSON_VALUE)
 
-ANY_EVENT: st.SearchStrategy[Event] = st.one_of(
-    st.builds(Init, cwd=TEXT, model=TEXT),
-    st.builds(Hook, name=TEXT, output=CONTENT),
-    st.builds(UserMessage, content=CONTENT),
-    st.builds(Command, name=TEXT),
-    st.builds(Compacting),
-    st.builds(Compacted),
-    st.builds(MayBeCompacting),
-    st.builds(Plan, name=TEXT, content=CONTENT),
-    st.builds(AssistantText, text=CONTENT),
-    st.builds(
-        ToolCall,
-        tool_use_id=TEXT,
-        tool_name=TOOL_NAMES,
-        file_path=st.one_of(st.none(), TEXT),
-        input=TOOL_INPUT,
-    ),
-    st.builds(
-        ToolResult,
-        tool_use_id=TEXT,
-        tool_name=TOOL_NAMES,
-        file_path=st.one_of(st.none(), TEXT),
-        content=CONTENT,
-        is_error=st.booleans(),
-    ),
-    st.builds(
-        Complete,
-        success=st.booleans(),
-        duration_ms=st.integers(0, 2**64 - 1),
-        cost_usd=st.floats(allow_nan=False, allow_infinity=False),
-    ),
-    st.builds(ModelSwitch, model=TEXT),
-    st.builds(Filtered),
-)
+ANY_EVENT = any_event(TEXT, CONTENT, TOOL_NAMES, TOOL_INPUT, st.floats(allow_nan=False, allow_infinity=False))
 
 
 @given(ANY_EVENT)

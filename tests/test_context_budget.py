@@ -18,11 +18,7 @@ from azsd.context import (
     strip,
     strip_injected_context_from_events,
 )
-from azsd.events import (
-    AssistantText,
-    Event,
-    Init,
-)
+from azsd.events import AssistantText, Event, Init
 from tests.context_helpers import AUTO_CONTINUE, BUDGET, CLOSE, NOTICE, OPEN, A, U, nbytes
 
 # -- Codex budget (§5.3) --------------------------------------------------------------------------

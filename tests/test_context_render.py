@@ -10,11 +10,7 @@ from typing import Any
 
 import pytest
 
-from azsd.context import (
-    ContextPayload,
-    build_context_prompt,
-    render_transcript,
-)
+from azsd.context import ContextPayload, build_context_prompt, render_transcript
 from azsd.events import (
     Command,
     Compacted,

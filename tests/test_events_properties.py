@@ -10,25 +10,8 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from azsd.events import (
-    AssistantText,
-    Command,
-    Compacted,
-    Compacting,
-    Complete,
-    Event,
-    Filtered,
-    Hook,
-    Init,
-    MayBeCompacting,
-    ModelSwitch,
-    Plan,
-    ToolCall,
-    ToolResult,
-    UserMessage,
-    decode_event,
-    encode_event,
-)
+from azsd.events import Event, decode_event, encode_event
+from tests.event_strategies import any_event
 from tests.test_events import U64_MAX, dumps
 
 # -- hypothesis round trips -------------------------------------------------------------------
@@ -54,32 +37,12 @@ JSON_NO_FLOAT: st.SearchStrategy[Any] = st.recursive(
     lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(STR, inner, max_size=4)),
     max_leaves=15,
 )
-OPT_STR = st.one_of(st.none(), STR)
 
 
-def events(json_value: st.SearchStrategy[Any], cost: st.SearchStrategy[float]) -> st.SearchStrategy[Event]:
-    return st.one_of(
-        st.builds(Init, cwd=STR, model=STR),
-        st.builds(Hook, name=STR, output=STR),
-        st.builds(UserMessage, content=STR),
-        st.builds(Command, name=STR),
-        st.builds(Compacting),
-        st.builds(Compacted),
-        st.builds(MayBeCompacting),
-        st.builds(Plan, name=STR, content=STR),
-        st.builds(AssistantText, text=STR),
-        st.builds(ToolCall, tool_use_id=STR, tool_name=STR, file_path=OPT_STR, input=json_value),
-        st.builds(
-            ToolResult, tool_use_id=STR, tool_name=STR, file_path=OPT_STR, content=STR, is_error=st.booleans()
-        ),
-        st.builds(Complete, success=st.booleans(), duration_ms=st.integers(0, U64_MAX), cost_usd=cost),
-        st.builds(ModelSwitch, model=STR),
-        st.builds(Filtered),
-    )
-
-
-ANY_EVENT = events(JSON_VALUE, FLOAT)
-PLAIN_EVENT = events(JSON_NO_FLOAT, st.sampled_from([0.0, 0.25, 0.5, 1.5, 12.0, 0.0123, 3.75]))
+ANY_EVENT = any_event(STR, STR, STR, JSON_VALUE, FLOAT)
+PLAIN_EVENT = any_event(
+    STR, STR, STR, JSON_NO_FLOAT, st.sampled_from([0.0, 0.25, 0.5, 1.5, 12.0, 0.0123, 3.75])
+)
 
 UNIT_NAMES = ("Compacting", "Compacted", "MayBeCompacting", "Filtered")
 FIELDS: dict[str, tuple[str, ...]] = {

@@ -11,14 +11,7 @@ from typing import Any
 import pytest
 
 from azsd.context import CONTEXT_OPEN, sanitize
-from azsd.events import (
-    Complete,
-    Event,
-    Init,
-    ToolCall,
-    ToolResult,
-    UserMessage,
-)
+from azsd.events import Complete, Event, Init, ToolCall, ToolResult, UserMessage
 from azsd.ingest.parsers.base import LineParser, Usage
 from azsd.ingest.parsers.codex_exec import CodexExecParser
 from azsd.ingest.parsers.codex_rollout import CodexRolloutParser

@@ -9,12 +9,7 @@ from typing import Any
 
 import pytest
 
-from azsd.events import (
-    AssistantText,
-    Complete,
-    Init,
-    ToolCall,
-)
+from azsd.events import AssistantText, Complete, Init, ToolCall
 from azsd.ingest.parsers.base import Usage
 from azsd.ingest.parsers.codex_exec import CodexExecParser
 from azsd.model import Cost

@@ -9,14 +9,7 @@ from typing import Any
 import pytest
 
 from azsd.context import AUTO_CONTINUE_PROMPT, CONTEXT_OPEN
-from azsd.events import (
-    AssistantText,
-    Complete,
-    Event,
-    Init,
-    ToolCall,
-    UserMessage,
-)
+from azsd.events import AssistantText, Complete, Event, Init, ToolCall, UserMessage
 from azsd.ingest.parsers.base import Usage
 from azsd.ingest.parsers.codex_exec import CodexExecParser
 from tests.codex_helpers import AGENTS_MD, WRAPPED, bash_call, feed, result

@@ -9,14 +9,7 @@ from typing import Any
 import pytest
 
 from azsd.context import AUTO_CONTINUE_PROMPT, CONTEXT_OPEN
-from azsd.events import (
-    AssistantText,
-    Compacted,
-    Complete,
-    Init,
-    ToolCall,
-    UserMessage,
-)
+from azsd.events import AssistantText, Compacted, Complete, Init, ToolCall, UserMessage
 from azsd.ingest.parsers.base import Usage
 from azsd.ingest.parsers.codex_rollout import CodexRolloutParser
 from tests.codex_helpers import (

@@ -9,9 +9,7 @@ from typing import Any
 
 import pytest
 
-from azsd.events import (
-    ToolCall,
-)
+from azsd.events import ToolCall
 from tests.codex_helpers import event, fn_call, fn_output, item, only_call, result, rollout
 
 # -- rollout tool calls -------------------------------------------------------------------------------

@@ -13,12 +13,7 @@ import zstandard
 
 from azsd.context import CONTEXT_CLOSE, CONTEXT_OPEN, ContextPayload
 from azsd.errors import NotAStoreError, ReadOnlyStoreError, StoreError
-from azsd.events import (
-    AssistantText,
-    Compacted,
-    UserMessage,
-    encode_event,
-)
+from azsd.events import AssistantText, Compacted, UserMessage, encode_event
 from azsd.store import Store, store_path
 from tests.test_store import raw_rows, sample_events
 
