@@ -8,23 +8,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from azsd.events import (
-    AssistantText,
-    Command,
-    Compacted,
-    Compacting,
-    Complete,
-    Event,
-    Filtered,
-    Hook,
-    Init,
-    MayBeCompacting,
-    ModelSwitch,
-    Plan,
-    ToolCall,
-    ToolResult,
-    UserMessage,
-)
+from azsd import events as ev
 
 
 def any_event(
@@ -33,36 +17,36 @@ def any_event(
     tool_name: st.SearchStrategy[str],
     tool_input: st.SearchStrategy[Any],
     cost: st.SearchStrategy[float],
-) -> st.SearchStrategy[Event]:
+) -> st.SearchStrategy[ev.Event]:
     """Every variant, in declaration order: names, ids and paths from `text`, free text from
     `content`, tool names from `tool_name`, a call's input from `tool_input`, a completion's cost
     from `cost`."""
     return st.one_of(
-        st.builds(Init, cwd=text, model=text),
-        st.builds(Hook, name=text, output=content),
-        st.builds(UserMessage, content=content),
-        st.builds(Command, name=text),
-        st.builds(Compacting),
-        st.builds(Compacted),
-        st.builds(MayBeCompacting),
-        st.builds(Plan, name=text, content=content),
-        st.builds(AssistantText, text=content),
+        st.builds(ev.Init, cwd=text, model=text),
+        st.builds(ev.Hook, name=text, output=content),
+        st.builds(ev.UserMessage, content=content),
+        st.builds(ev.Command, name=text),
+        st.builds(ev.Compacting),
+        st.builds(ev.Compacted),
+        st.builds(ev.MayBeCompacting),
+        st.builds(ev.Plan, name=text, content=content),
+        st.builds(ev.AssistantText, text=content),
         st.builds(
-            ToolCall,
+            ev.ToolCall,
             tool_use_id=text,
             tool_name=tool_name,
             file_path=st.one_of(st.none(), text),
             input=tool_input,
         ),
         st.builds(
-            ToolResult,
+            ev.ToolResult,
             tool_use_id=text,
             tool_name=tool_name,
             file_path=st.one_of(st.none(), text),
             content=content,
             is_error=st.booleans(),
         ),
-        st.builds(Complete, success=st.booleans(), duration_ms=st.integers(0, 2**64 - 1), cost_usd=cost),
-        st.builds(ModelSwitch, model=text),
-        st.builds(Filtered),
+        st.builds(ev.Complete, success=st.booleans(), duration_ms=st.integers(0, 2**64 - 1), cost_usd=cost),
+        st.builds(ev.ModelSwitch, model=text),
+        st.builds(ev.Filtered),
     )

@@ -8,25 +8,8 @@ import io
 import typing
 from typing import Any
 
-from azsd.events import (
-    AssistantText,
-    Command,
-    Compacted,
-    Compacting,
-    Complete,
-    Event,
-    Filtered,
-    Hook,
-    Init,
-    MayBeCompacting,
-    ModelSwitch,
-    Plan,
-    ToolCall,
-    ToolResult,
-    UserMessage,
-    encode_event,
-    event_kind,
-)
+from azsd import events as ev
+from azsd.events import encode_event, event_kind
 from azsd.ipc import protocol as p
 from azsd_client.render.events import event_lines, key_param, notification_line
 from azsd_client.render.sessions import badge
@@ -36,25 +19,25 @@ from tests.test_cli import _view
 
 # -- rendering --------------------------------------------------------------------------------------
 
-ALL_EVENTS: list[Event] = [
-    Init(cwd="/src", model="opus"),
-    Hook(name="SessionStart", output="ok"),
-    UserMessage(content="fix the parser\nplease"),
-    Command(name="/compact"),
-    Compacting(),
-    Compacted(),
-    MayBeCompacting(),
-    Plan(name="plan-1", content="step 1\nstep 2"),
-    AssistantText(text="on it"),
-    ToolCall(tool_use_id="t1", tool_name="Bash", input={"command": "cargo test"}),
-    ToolResult(
+ALL_EVENTS: list[ev.Event] = [
+    ev.Init(cwd="/src", model="opus"),
+    ev.Hook(name="SessionStart", output="ok"),
+    ev.UserMessage(content="fix the parser\nplease"),
+    ev.Command(name="/compact"),
+    ev.Compacting(),
+    ev.Compacted(),
+    ev.MayBeCompacting(),
+    ev.Plan(name="plan-1", content="step 1\nstep 2"),
+    ev.AssistantText(text="on it"),
+    ev.ToolCall(tool_use_id="t1", tool_name="Bash", input={"command": "cargo test"}),
+    ev.ToolResult(
         tool_use_id="t1", tool_name="Bash", content="\n".join(f"l{i}" for i in range(9)), is_error=False
     ),
-    ToolResult(tool_use_id="t2", tool_name="Read", content="denied", is_error=True),
-    Complete(success=True, duration_ms=1500, cost_usd=0.25),
-    Complete(success=False, duration_ms=90_000, cost_usd=0.0),
-    ModelSwitch(model="sonnet"),
-    Filtered(),
+    ev.ToolResult(tool_use_id="t2", tool_name="Read", content="denied", is_error=True),
+    ev.Complete(success=True, duration_ms=1500, cost_usd=0.25),
+    ev.Complete(success=False, duration_ms=90_000, cost_usd=0.0),
+    ev.ModelSwitch(model="sonnet"),
+    ev.Filtered(),
 ]
 EXPECTED_FIRST_LINES = [
     "  · session started: model opus, cwd /src",
@@ -84,7 +67,7 @@ def _shown(event: p.WireEvent) -> list[str]:
 
 
 def test_every_event_kind_renders_for_humans() -> None:
-    assert {type(e) for e in ALL_EVENTS} == set(typing.get_args(Event))
+    assert {type(e) for e in ALL_EVENTS} == set(typing.get_args(ev.Event))
     for event, first in zip(ALL_EVENTS, EXPECTED_FIRST_LINES, strict=True):
         wire = p.WireEvent(seq=1, kind=event_kind(event), data=encode_event(event).decode())
         assert _shown(wire)[0] == first, event
@@ -93,7 +76,7 @@ def test_every_event_kind_renders_for_humans() -> None:
     assert plain_lines(event_lines(prompt, Style()))[1] == "    1 » fix the parser"  # the seq, in a margin
     result = p.WireEvent(seq=1, kind="ToolResult", data=encode_event(ALL_EVENTS[10]).decode())
     assert _shown(result)[1:] == ["      l1", "      l2", "      … (+6 more lines)"]
-    one_more = ToolResult(tool_use_id="t", tool_name="Bash", content="a\nb\nc\nd", is_error=False)
+    one_more = ev.ToolResult(tool_use_id="t", tool_name="Bash", content="a\nb\nc\nd", is_error=False)
     wire = p.WireEvent(seq=2, kind="ToolResult", data=encode_event(one_more).decode())
     assert _shown(wire)[-1] == "      … (+1 more line)"
     broken = p.WireEvent(seq=4, kind="Mystery", data='{"Mystery":{}}')
@@ -102,7 +85,7 @@ def test_every_event_kind_renders_for_humans() -> None:
 
 def test_key_params() -> None:
     def call(name: str, data: Any, path: str | None = None) -> str:
-        return key_param(ToolCall(tool_use_id="t", tool_name=name, input=data, file_path=path))
+        return key_param(ev.ToolCall(tool_use_id="t", tool_name=name, input=data, file_path=path))
 
     assert call("grep", {"pattern": "x+", "path": "/a"}) == "x+"
     assert call("WebFetch", {"url": "https://e"}) == "https://e"

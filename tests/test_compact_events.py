@@ -10,25 +10,9 @@ from typing import Any
 
 import pytest
 
+from azsd import events as ev
 from azsd.compact import char_len, compact_event, prepare_for_store
-from azsd.events import (
-    AssistantText,
-    Command,
-    Compacted,
-    Compacting,
-    Complete,
-    Event,
-    Filtered,
-    Hook,
-    Init,
-    MayBeCompacting,
-    ModelSwitch,
-    Plan,
-    ToolCall,
-    ToolResult,
-    UserMessage,
-    encode_event,
-)
+from azsd.events import encode_event
 from tests.compact_helpers import (
     AUTO_CONTINUE,
     CLOSE,
@@ -75,29 +59,29 @@ from tests.compact_helpers import (
     ],
 )
 def test_user_message_sanitized(content: str, expected: str) -> None:
-    out = compact_event(UserMessage(content=content))
-    assert out == UserMessage(content=expected)
+    out = compact_event(ev.UserMessage(content=content))
+    assert out == ev.UserMessage(content=expected)
 
 
 # -- other variants pass through ----------------------------------------------------------------
 
-PASS_THROUGH: list[Event] = [
-    Init(cwd="/w", model="opus"),
-    Hook(name="PreToolUse", output="a\nb\nc\nd\ne\n<system-reminder>x"),
-    Command(name="/compact"),
-    Compacting(),
-    Compacted(),
-    MayBeCompacting(),
-    Plan(name="p", content="1\n2\n3\n4\n5\n6\n7"),
-    AssistantText(text=f"{OPEN}\nnot stripped\n{CLOSE}\n<system-reminder>x\n\n"),
-    Complete(success=True, duration_ms=10, cost_usd=0.5),
-    ModelSwitch(model="m"),
-    Filtered(),
+PASS_THROUGH: list[ev.Event] = [
+    ev.Init(cwd="/w", model="opus"),
+    ev.Hook(name="PreToolUse", output="a\nb\nc\nd\ne\n<system-reminder>x"),
+    ev.Command(name="/compact"),
+    ev.Compacting(),
+    ev.Compacted(),
+    ev.MayBeCompacting(),
+    ev.Plan(name="p", content="1\n2\n3\n4\n5\n6\n7"),
+    ev.AssistantText(text=f"{OPEN}\nnot stripped\n{CLOSE}\n<system-reminder>x\n\n"),
+    ev.Complete(success=True, duration_ms=10, cost_usd=0.5),
+    ev.ModelSwitch(model="m"),
+    ev.Filtered(),
 ]
 
 
 @pytest.mark.parametrize("event", PASS_THROUGH, ids=[type(e).__name__ for e in PASS_THROUGH])
-def test_other_variants_unchanged(event: Event) -> None:
+def test_other_variants_unchanged(event: ev.Event) -> None:
     assert compact_event(event) == event
     assert encode_event(compact_event(event)) == encode_event(event)
 
@@ -110,49 +94,49 @@ READ_MARKER_3 = "a\n  (3 lines)\nc"
 @pytest.mark.parametrize(
     ("event", "expected"),
     [
-        (UserMessage(content="héllo"), 6),
-        (UserMessage(content=""), 0),
-        (UserMessage(content=f"{OPEN}\nlong context here\n{CLOSE}\n\nhé"), 3),  # counted after sanitizing
-        (UserMessage(content=HIDDEN_CODEX), 0),
-        (AssistantText(text="中文"), 6),
-        (AssistantText(text="😀"), 4),
-        (ToolResult(tool_use_id="t", tool_name="Bash", content="é\nb", is_error=False), 4),
-        (ToolResult(tool_use_id="t", tool_name="Read", content="a\nb\nc", is_error=False), 15),
-        (ToolResult(tool_use_id="t", tool_name="Glob", content="x\ny\nz\n" * 4, is_error=False), 8),
+        (ev.UserMessage(content="héllo"), 6),
+        (ev.UserMessage(content=""), 0),
+        (ev.UserMessage(content=f"{OPEN}\nlong context here\n{CLOSE}\n\nhé"), 3),  # counted after sanitizing
+        (ev.UserMessage(content=HIDDEN_CODEX), 0),
+        (ev.AssistantText(text="中文"), 6),
+        (ev.AssistantText(text="😀"), 4),
+        (ev.ToolResult(tool_use_id="t", tool_name="Bash", content="é\nb", is_error=False), 4),
+        (ev.ToolResult(tool_use_id="t", tool_name="Read", content="a\nb\nc", is_error=False), 15),
+        (ev.ToolResult(tool_use_id="t", tool_name="Glob", content="x\ny\nz\n" * 4, is_error=False), 8),
         (
-            ToolResult(
+            ev.ToolResult(
                 tool_use_id="a-long-id", tool_name="LongToolName", file_path="/x/y", content="", is_error=True
             ),
             0,
         ),
-        (Plan(name="a long plan name", content="ü"), 2),
-        (Hook(name="PreToolUse", output="ok"), 2),
-        (Hook(name="H", output="€"), 3),
-        (Command(name="/compact"), 8),
-        (Init(cwd="/some/where", model="opus"), 0),
-        (Complete(success=True, duration_ms=123, cost_usd=4.5), 0),
-        (Compacting(), 0),
-        (Compacted(), 0),
-        (ModelSwitch(model="gpt-5"), 0),
+        (ev.Plan(name="a long plan name", content="ü"), 2),
+        (ev.Hook(name="PreToolUse", output="ok"), 2),
+        (ev.Hook(name="H", output="€"), 3),
+        (ev.Command(name="/compact"), 8),
+        (ev.Init(cwd="/some/where", model="opus"), 0),
+        (ev.Complete(success=True, duration_ms=123, cost_usd=4.5), 0),
+        (ev.Compacting(), 0),
+        (ev.Compacted(), 0),
+        (ev.ModelSwitch(model="gpt-5"), 0),
         # ToolCall: len(tool_name) + compact JSON of the compacted input
-        (ToolCall(tool_use_id="t", tool_name="Bash", input={"command": "ls", "description": "x"}), 4 + 16),
-        (ToolCall(tool_use_id="t", tool_name="Edit", input=None), 4 + 4),
-        (ToolCall(tool_use_id="t", tool_name="Read", input=None), 4 + 2),  # null -> {} -> 2
-        (ToolCall(tool_use_id="t", tool_name="TodoWrite", input={"todos": [1, 2, 3]}), 9 + 2),
-        (ToolCall(tool_use_id="t", tool_name="Bash", input={"command": "é"}), 4 + 16),
+        (ev.ToolCall(tool_use_id="t", tool_name="Bash", input={"command": "ls", "description": "x"}), 4 + 16),
+        (ev.ToolCall(tool_use_id="t", tool_name="Edit", input=None), 4 + 4),
+        (ev.ToolCall(tool_use_id="t", tool_name="Read", input=None), 4 + 2),  # null -> {} -> 2
+        (ev.ToolCall(tool_use_id="t", tool_name="TodoWrite", input={"todos": [1, 2, 3]}), 9 + 2),
+        (ev.ToolCall(tool_use_id="t", tool_name="Bash", input={"command": "é"}), 4 + 16),
         (
-            ToolCall(tool_use_id="t", tool_name="Bash", input={"command": "a\tb\x00"}),
+            ev.ToolCall(tool_use_id="t", tool_name="Bash", input={"command": "a\tb\x00"}),
             4 + len('{"command":"a\\tb\\u0000"}'),
         ),
         (
-            ToolCall(tool_use_id="t", tool_name="tööl", file_path="/ignored/path", input={"query": "q"}),
+            ev.ToolCall(tool_use_id="t", tool_name="tööl", file_path="/ignored/path", input={"query": "q"}),
             6 + 13,
         ),
-        (ToolCall(tool_use_id="t", tool_name="Glob", input={"pattern": "**/*.rs", "path": "/x"}), 4 + 21),
-        (ToolCall(tool_use_id="t", tool_name="Edit", input="raw"), 4 + 5),
+        (ev.ToolCall(tool_use_id="t", tool_name="Glob", input={"pattern": "**/*.rs", "path": "/x"}), 4 + 21),
+        (ev.ToolCall(tool_use_id="t", tool_name="Edit", input="raw"), 4 + 5),
     ],
 )
-def test_char_len_of_compacted_event(event: Event, expected: int) -> None:
+def test_char_len_of_compacted_event(event: ev.Event, expected: int) -> None:
     assert char_len(compact_event(event)) == expected
 
 
@@ -173,7 +157,7 @@ def test_char_len_write_counts_the_summary_json(tool_input: dict[str, Any]) -> N
     content = tool_input["content"]
     summary["_lines"] = len(content.rstrip("\n").split("\n"))
     summary["_purpose"] = content.split("\n")[0]
-    event = ToolCall(tool_use_id="t", tool_name="Write", input=tool_input)
+    event = ev.ToolCall(tool_use_id="t", tool_name="Write", input=tool_input)
     assert char_len(compact_event(event)) == len(b"Write") + len(dumps(summary).encode())
 
 
@@ -182,14 +166,16 @@ def test_char_len_edit_counts_whole_input_with_serde_escaping() -> None:
     expected = len(b"Edit") + len(dumps(tool_input).encode())
     # by hand: the JSON keeps é (2), U+2028 (3), 😀 (4), \x7f (1) and / raw; escapes \n \u0001 \" \t \\
     assert '"old_string":"é\u2028\\n\\u0001/\\""' in dumps(tool_input)
-    assert char_len(compact_event(ToolCall(tool_use_id="t", tool_name="Edit", input=tool_input))) == expected
+    assert (
+        char_len(compact_event(ev.ToolCall(tool_use_id="t", tool_name="Edit", input=tool_input))) == expected
+    )
 
 
 def test_char_len_counts_bytes_not_code_points() -> None:
     text = "😀" * 10
     assert len(text) == 10
-    assert char_len(AssistantText(text=text)) == 40
-    assert char_len(UserMessage(content="ü" * 3)) == 6
+    assert char_len(ev.AssistantText(text=text)) == 40
+    assert char_len(ev.UserMessage(content="ü" * 3)) == 6
 
 
 # -- non-idempotence (§3) -----------------------------------------------------------------------
@@ -231,7 +217,7 @@ def test_write_loses_lines_and_purpose_when_compacted_again() -> None:
 
 def test_compacting_a_stored_row_changes_it() -> None:
     stored = compact_event(
-        ToolResult(tool_use_id="t", tool_name="Read", content="a\nb\nc\nd\ne", is_error=False)
+        ev.ToolResult(tool_use_id="t", tool_name="Read", content="a\nb\nc\nd\ne", is_error=False)
     )
     assert compact_event(stored) != stored
 
@@ -250,23 +236,23 @@ def test_rules_that_are_stable_when_compacted_again() -> None:
 
 
 def test_prepare_drops_unstored_kinds_and_compacts_in_order() -> None:
-    events: list[Event] = [
-        Init(cwd="/w", model="m"),
-        Filtered(),
-        UserMessage(content=f"{OPEN}\nctx\n{CLOSE}\n\nhi"),
-        MayBeCompacting(),
-        ToolCall(tool_use_id="t1", tool_name="Bash", input={"command": "ls", "description": "d"}),
-        ToolResult(tool_use_id="t1", tool_name="Glob", content="a\nb", is_error=False),
-        Compacting(),
-        Complete(success=True, duration_ms=5, cost_usd=0.0),
+    events: list[ev.Event] = [
+        ev.Init(cwd="/w", model="m"),
+        ev.Filtered(),
+        ev.UserMessage(content=f"{OPEN}\nctx\n{CLOSE}\n\nhi"),
+        ev.MayBeCompacting(),
+        ev.ToolCall(tool_use_id="t1", tool_name="Bash", input={"command": "ls", "description": "d"}),
+        ev.ToolResult(tool_use_id="t1", tool_name="Glob", content="a\nb", is_error=False),
+        ev.Compacting(),
+        ev.Complete(success=True, duration_ms=5, cost_usd=0.0),
     ]
     assert prepare_for_store(events) == [
-        Init(cwd="/w", model="m"),
-        UserMessage(content="hi"),
-        ToolCall(tool_use_id="t1", tool_name="Bash", input={"command": "ls"}),
-        ToolResult(tool_use_id="t1", tool_name="Glob", content="2 files", is_error=False),
-        Compacting(),
-        Complete(success=True, duration_ms=5, cost_usd=0.0),
+        ev.Init(cwd="/w", model="m"),
+        ev.UserMessage(content="hi"),
+        ev.ToolCall(tool_use_id="t1", tool_name="Bash", input={"command": "ls"}),
+        ev.ToolResult(tool_use_id="t1", tool_name="Glob", content="2 files", is_error=False),
+        ev.Compacting(),
+        ev.Complete(success=True, duration_ms=5, cost_usd=0.0),
     ]
 
 
@@ -283,12 +269,12 @@ def test_prepare_drops_unstored_kinds_and_compacts_in_order() -> None:
     ],
 )
 def test_prepare_drops_injected_only_prompts(content: str) -> None:
-    assert prepare_for_store([UserMessage(content=content)]) == []
+    assert prepare_for_store([ev.UserMessage(content=content)]) == []
     assert prepare_for_store(
-        [AssistantText(text="a"), UserMessage(content=content), AssistantText(text="b")]
+        [ev.AssistantText(text="a"), ev.UserMessage(content=content), ev.AssistantText(text="b")]
     ) == [
-        AssistantText(text="a"),
-        AssistantText(text="b"),
+        ev.AssistantText(text="a"),
+        ev.AssistantText(text="b"),
     ]
 
 
@@ -304,14 +290,14 @@ def test_prepare_drops_injected_only_prompts(content: str) -> None:
     ],
 )
 def test_prepare_keeps_real_prompts(content: str, stored: str) -> None:
-    assert prepare_for_store([UserMessage(content=content)]) == [UserMessage(content=stored)]
+    assert prepare_for_store([ev.UserMessage(content=content)]) == [ev.UserMessage(content=stored)]
 
 
 def test_prepare_empty_and_only_skipped() -> None:
     assert prepare_for_store([]) == []
-    assert prepare_for_store([Filtered(), MayBeCompacting()]) == []
+    assert prepare_for_store([ev.Filtered(), ev.MayBeCompacting()]) == []
 
 
 def test_prepare_accepts_any_iterable() -> None:
-    events: list[Event] = [Filtered(), Command(name="/x")]
-    assert prepare_for_store(iter(events)) == [Command(name="/x")]
+    events: list[ev.Event] = [ev.Filtered(), ev.Command(name="/x")]
+    assert prepare_for_store(iter(events)) == [ev.Command(name="/x")]
