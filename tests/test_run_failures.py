@@ -1,8 +1,7 @@
 """`azs run` when the agent fails: it dies mid-turn, prints no result, is missing, or is stopped by
 Ctrl-C; the stored turn stays truthful.
 
-The real daemon runs as a subprocess (tests/daemon_fixture.py), `azs` runs as a subprocess too, and
-tests/fake_agent.py stands in for `claude` and `codex` (the harness of tests/test_run.py).
+Against the real daemon, `azs` and tests/fake_agent.py, through the harness of tests/test_run.py.
 """
 
 from __future__ import annotations

@@ -1,7 +1,6 @@
 """`azs follow`, `azs unfollow` and `azs status` end to end.
 
-The real daemon runs as a subprocess (tests/daemon_fixture.py), `azs` runs as a subprocess too, and
-tests/fake_agent.py stands in for `claude` and `codex` (the harness of tests/test_run.py).
+Against the real daemon and `azs`, through the harness of tests/test_run.py.
 """
 
 from __future__ import annotations

@@ -1,7 +1,6 @@
 """A session's state tells the truth: new, running only while followed or run, then succeeded.
 
-The real daemon runs as a subprocess (tests/daemon_fixture.py), `azs` runs as a subprocess too, and
-tests/fake_agent.py stands in for `claude` and `codex` (the harness of tests/test_run.py).
+The real daemon, `azs` and tests/fake_agent.py, through the harness of tests/test_run.py.
 """
 
 from __future__ import annotations
