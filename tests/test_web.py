@@ -1,32 +1,25 @@
 """`azs web` over HTTP: its safety (token, Host, Origin, CSP, read-only), hostile agent text rendered
-inert, and what each page says, against the real daemon and the real server."""
+inert, and what each page says, against the real daemon and the real server.
+
+The live stream: tests/test_web_live.py; the command itself: tests/test_web_command.py.
+"""
 
 from __future__ import annotations
 
 import http.client
 import json
-import os
 import re
 import shutil
-import socket
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from html.parser import HTMLParser
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import pytest
 
-from azsd.events import AssistantText, ToolCall, ToolResult, UserMessage
-from azsd_client.commands.web import git_worktrees
-from azsd_client.histories import source_dir
+from azsd.events import UserMessage
 from azsd_client.web.pages import PAGE_SESSIONS
-from tests.daemon_fixture import DaemonProc, daemon_in_tmpdir, short_tmpdir, start_daemon
-from tests.opencode_fixture import OpenCodeBuilder
-from tests.test_cli import Azs, Lines
-from tests.test_cli_json import check
+from tests.daemon_fixture import DaemonProc, daemon_in_tmpdir, short_tmpdir
 from tests.web_fixture import LONG, Made, WebServer, make_sessions, web_server
 
 AIDER = Path(__file__).parent / "data" / "aider"
@@ -70,6 +63,31 @@ def tags(page: str) -> list[tuple[str, dict[str, str | None]]]:
     parser = _Tags()
     parser.feed(page)
     return parser.tags
+
+
+class _Stream:
+    """A server-sent event stream, read event by event."""
+
+    def __init__(self, web: WebServer, path: str) -> None:
+        self.conn = http.client.HTTPConnection(web.host, timeout=20)
+        self.conn.request("GET", path, headers={"Host": web.host, "Cookie": web.cookie})
+        self.response = self.conn.getresponse()
+        assert self.response.status == 200
+        assert self.response.getheader("Content-Type", "").startswith("text/event-stream")
+
+    def next(self, kind: str, within: float = 15.0) -> str:
+        deadline = time.monotonic() + within
+        event = ""
+        while time.monotonic() < deadline:
+            line = self.response.fp.readline().decode().rstrip("\n")
+            if line.startswith("event: "):
+                event = line[7:]
+            elif line.startswith("data: ") and event == kind:
+                return line[6:]
+        raise AssertionError(f"no {kind} event within {within} s")
+
+    def close(self) -> None:
+        self.conn.close()
 
 
 # -- safe by default --------------------------------------------------------------------------------
@@ -273,243 +291,3 @@ def test_unknown_stores_and_sessions_are_404(web: WebServer, made: Made) -> None
     assert web.get("/session?root=/etc&id=1")[0] == 404
     assert web.get(f"/session?root={made.root}&id=999")[0] == 404
     assert web.get(f"/session?root={made.root}&id=x")[0] == 400
-
-
-# -- live -------------------------------------------------------------------------------------------
-
-
-class _Stream:
-    """A server-sent event stream, read event by event."""
-
-    def __init__(self, web: WebServer, path: str) -> None:
-        self.conn = http.client.HTTPConnection(web.host, timeout=20)
-        self.conn.request("GET", path, headers={"Host": web.host, "Cookie": web.cookie})
-        self.response = self.conn.getresponse()
-        assert self.response.status == 200
-        assert self.response.getheader("Content-Type", "").startswith("text/event-stream")
-
-    def next(self, kind: str, within: float = 15.0) -> str:
-        deadline = time.monotonic() + within
-        event = ""
-        while time.monotonic() < deadline:
-            line = self.response.fp.readline().decode().rstrip("\n")
-            if line.startswith("event: "):
-                event = line[7:]
-            elif line.startswith("data: ") and event == kind:
-                return line[6:]
-        raise AssertionError(f"no {kind} event within {within} s")
-
-    def close(self) -> None:
-        self.conn.close()
-
-
-def test_a_transcript_stream_sends_appended_events_rendered(
-    setup: tuple[DaemonProc, WebServer, Made], web: WebServer, made: Made
-) -> None:
-    daemon = setup[0]
-    stream = _Stream(web, f"/live/session?root={made.root}&id={made.tools}&after=10")
-    try:
-        assert stream.next("daemon") == '{"up":true}'
-        with daemon.client() as client:
-            client.append_events(
-                made.root,
-                made.tools,
-                [
-                    AssistantText(text="live <b>bold</b>"),
-                    ToolCall(tool_use_id="t9", tool_name="Bash", input={"command": "pwd"}),
-                ],
-            )
-            data = stream.next("events")
-            assert '"seq":11' in data and "live &lt;b&gt;bold&lt;/b&gt;" in data and '"seq":12' in data
-            result = ToolResult(tool_use_id="t9", tool_name="Bash", content="/w", is_error=False)
-            client.append_events(made.root, made.tools, [result])
-            data = stream.next("events")
-            assert '"tool":"t9"' in data and '"fold":' in data and '"seq":13' in data
-    finally:
-        stream.close()
-
-
-def test_the_daemon_going_away_and_back_is_shown() -> None:
-    base = short_tmpdir()
-    (base / "run").mkdir(mode=0o700)
-    daemon = start_daemon(base / "run")
-    root = base / "wt"
-    root.mkdir()
-    with daemon.client() as client:
-        sid = client.create_session(root, "s").session.id
-        client.append_events(root, sid, [AssistantText(text="before")])
-    with web_server(daemon, [str(root)]) as web:
-        stream = _Stream(web, f"/live/session?root={root}&id={sid}&after=1")
-        try:
-            assert stream.next("daemon") == '{"up":true}'
-            daemon.close()
-            assert stream.next("daemon") == '{"up":false}'
-            status, _, body = web.get("/")
-            assert status == 503 and "azsd is not answering" in body and 'data-reload="1"' in body
-            late = _Stream(web, f"/live/session?root={root}&id={sid}&after=1")  # opened meanwhile
-            assert late.next("daemon") == '{"up":false}'
-            late.close()
-            daemon = start_daemon(base / "run")
-            assert stream.next("daemon") == '{"up":true}'
-            with daemon.client() as client:
-                client.append_events(root, sid, [AssistantText(text="after the restart")])
-            assert "after the restart" in stream.next("events")
-            assert web.get("/")[0] == 200
-        finally:
-            stream.close()
-            daemon.close()
-            shutil.rmtree(base, ignore_errors=True)
-
-
-# -- the command ------------------------------------------------------------------------------------
-
-
-class _UnixHTTP(http.client.HTTPConnection):
-    """HTTP over a Unix socket."""
-
-    def __init__(self, path: str) -> None:
-        super().__init__("localhost", timeout=20)
-        self.unix_path = path
-
-    def connect(self) -> None:
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.connect(self.unix_path)
-
-
-def test_azs_web_prints_its_url_serves_on_loopback_and_stops_on_ctrl_c(
-    setup: tuple[DaemonProc, WebServer, Made], made: Made, tmp_path: Path
-) -> None:
-    daemon = setup[0]
-    runner = Azs(daemon, Path(made.root), None)  # type: ignore[arg-type]
-    lines = Lines(runner.spawn("web"))
-    stream: _Stream | None = None
-    try:
-        line = lines.wait_for(lambda text: "serving on" in text, timeout=20)
-        url = urlsplit(line.split("serving on ", 1)[1].split()[0])
-        assert url.hostname == "127.0.0.1" and url.query.startswith("token=") and len(url.query) > 40
-        conn = http.client.HTTPConnection(url.netloc, timeout=20)
-        conn.request("GET", f"/?{url.query}", headers={"Host": url.netloc})
-        response = conn.getresponse()
-        assert response.status == 303
-        cookie = (response.getheader("Set-Cookie") or "").split(";", 1)[0]
-        response.read()
-        conn.request("GET", "/", headers={"Host": url.netloc, "Cookie": cookie})
-        page = conn.getresponse().read().decode()
-        conn.close()
-        assert f'data-session="{made.tools}"' in page
-        stream = _Stream(WebServer.at(url.netloc, cookie.split("=", 1)[1]), "/live/daemon")
-        assert cookie.startswith(f"azs_web_{url.port}=")
-        assert stream.next("daemon") == '{"up":true}'  # an open stream does not keep it from stopping
-    finally:
-        code = lines.stop()
-        if stream is not None:
-            stream.close()
-        assert code == 0
-    sock = str(short_tmpdir() / "web.sock")
-    lines = Lines(runner.spawn("--json", "web", "--unix", sock))
-    try:
-        said = json.loads(lines.wait_for(lambda text: text.startswith("{"), timeout=20))
-        check("web", [said])  # the shape docs/cli-json.md shows
-        assert said["unix"] == sock
-        token = said["url"].split("token=", 1)[1]
-        assert oct(os.stat(sock).st_mode & 0o777) == "0o600"
-        conn = _UnixHTTP(sock)
-        conn.request("GET", "/usage", headers={"Host": "localhost", "Cookie": f"azs_web={token}"})
-        assert conn.getresponse().status == 200
-        conn.close()
-    finally:
-        assert lines.stop() == 0
-        shutil.rmtree(os.path.dirname(sock), ignore_errors=True)
-
-
-def test_open_hands_the_browser_a_private_file_not_the_token(
-    setup: tuple[DaemonProc, WebServer, Made], made: Made, tmp_path: Path
-) -> None:
-    """Every user can read a process's command line: the browser gets a file only this user can read,
-    which leads on to the URL with the token."""
-    daemon = setup[0]
-    seen = tmp_path / "browser.json"
-    recorder = tmp_path / "browser.py"
-    recorder.write_text(
-        "import json, os, sys\n"
-        "path = sys.argv[1].removeprefix('file://')\n"
-        "seen = {'argv': sys.argv[1:], 'mode': os.stat(path).st_mode & 0o777, 'text': open(path).read()}\n"
-        f"json.dump(seen, open({str(seen)!r} + '.part', 'w'))\n"
-        f"os.replace({str(seen)!r} + '.part', {str(seen)!r})\n"
-    )
-    runner = Azs(daemon, Path(made.root), None)  # type: ignore[arg-type]
-    command = [sys.executable, "-m", "azsd_client.cli", *runner.argv("--json", "web", "--open")]
-    browser = {**daemon.env, "BROWSER": f"{sys.executable} {recorder} %s"}
-    pipe, nothing = subprocess.PIPE, subprocess.DEVNULL
-    lines = Lines(subprocess.Popen(command, env=browser, stdin=nothing, stdout=pipe, stderr=pipe, text=True))
-    try:
-        url = json.loads(lines.wait_for(lambda text: text.startswith("{"), timeout=20))["url"]
-        deadline = time.monotonic() + 20
-        while not seen.exists() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        opened = json.loads(seen.read_text())
-        token = url.split("token=", 1)[1]
-        assert token not in " ".join(opened["argv"]) and opened["argv"][0].startswith("file://")
-        assert opened["mode"] == 0o600 and f'content="0;url={url}"' in opened["text"]
-        page = Path(opened["argv"][0].removeprefix("file://"))
-        assert page.parent == daemon.runtime_dir
-    finally:
-        assert lines.stop() == 0
-    assert not page.exists()  # removed when azs web stops
-
-
-@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
-def test_the_other_worktrees_of_the_repository_are_found(tmp_path: Path) -> None:
-    main, other = tmp_path / "main", tmp_path / "other"
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@t"}  # fmt: skip
-    for argv in (
-        ["init", "-q", str(main)],
-        ["-C", str(main), "commit", "-q", "--allow-empty", "-m", "first"],
-        ["-C", str(main), "worktree", "add", "-q", "-b", "feature", str(other)],
-    ):
-        subprocess.run(["git", *argv], check=True, env=env, capture_output=True)
-    assert [os.path.realpath(p) for p in git_worktrees(str(main))] == [os.path.realpath(other)]
-    assert [os.path.realpath(p) for p in git_worktrees(str(other))] == [os.path.realpath(main)]
-    assert git_worktrees(str(tmp_path)) == []  # not in git
-
-
-def test_aider_and_opencode_sessions_are_named_and_dated_by_their_histories(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Issue 27's agents in the sessions list: the agent each was imported from (their models name
-    no agent), and the real time of their latest turn rather than when the import made them."""
-    base = short_tmpdir()
-    try:
-        root = base / "wt"
-        root.mkdir()
-        shutil.copyfile(AIDER / "aider__v0.47-request-cost.md", root / ".aider.chat.history.md")
-        data = tmp_path / "xdg"
-        oc = OpenCodeBuilder(data / "opencode")
-        oc.session("ses_a", root, "fix main")
-        oc.turn("ses_a", 1)
-        monkeypatch.setenv("XDG_DATA_HOME", str(data))  # where the view (this process) finds OpenCode
-        with daemon_in_tmpdir() as daemon:
-            with daemon.client() as client:
-                imported: dict[str, int | None] = {}
-                for agent in ("aider", "opencode"):
-                    found = client.import_sources(root, agent, source_dir(agent, os.environ), root).sources
-                    client.import_sessions(root, agent, [s.path for s in found])
-                    again = client.import_sources(root, agent, source_dir(agent, os.environ), root).sources
-                    imported.update({s.path: s.session for s in again})
-                views = client.list_sessions(root, None, with_usage=True).sessions
-                typed = client.create_session(root, "by hand").session.id
-            with web_server(daemon, [str(root)]) as web:
-                page = web.get("/")[2]
-                only = web.get("/?agent=opencode")[2]
-    finally:
-        shutil.rmtree(base, ignore_errors=True)
-    rows = dict(
-        re.findall(r'<tr class="[^"]*" data-session="(\d+)".*?<td class="agent">([^<]*)</td>', page, re.S)
-    )
-    expected = {str(sid): ("opencode" if "opencode" in path else "aider") for path, sid in imported.items()}
-    assert len(expected) == 3 and {k: rows[k] for k in expected} == expected and rows[str(typed)] == ""
-    for v in views:  # dated by the agent's own times, where it wrote any
-        assert v.last_activity is not None, v
-        assert f'title="{v.last_activity} UTC"' in page
-    assert re.findall(r'data-session="(\d+)"', only) == [k for k, a in expected.items() if a == "opencode"]

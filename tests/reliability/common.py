@@ -4,11 +4,17 @@ from __future__ import annotations
 
 import os
 import random
+import shutil
+import subprocess
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
+
 from azsd.ipc import protocol as p
-from tests.daemon_fixture import DaemonProc, start_daemon
+from tests.daemon_fixture import DaemonProc, short_tmpdir, start_daemon
 
 SOAK = os.environ.get("AZSD_SOAK") == "1"
 
@@ -16,6 +22,25 @@ SOAK = os.environ.get("AZSD_SOAK") == "1"
 def scaled(ci: int, soak: int) -> int:
     """`ci` in the bounded suite, `soak` under `make soak`."""
     return soak if SOAK else ci
+
+
+@contextmanager
+def size_limited_tmpfs(size: str) -> Iterator[Path]:
+    """A tmpfs of `size` (mount's `size=` option, e.g. "512k"): a real file system that fills up.
+    Skips the test where it cannot be mounted; unmounted (detached if still busy) and removed after."""
+    mount = short_tmpdir()
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mount)], capture_output=True
+    )
+    if done.returncode != 0:
+        shutil.rmtree(mount, ignore_errors=True)
+        pytest.skip(f"cannot mount a size-limited tmpfs here: {done.stderr.decode().strip()}")
+    try:
+        yield mount
+    finally:
+        if subprocess.run(["umount", str(mount)], check=False).returncode != 0:
+            subprocess.run(["umount", "-l", str(mount)], check=False)  # still busy: detach it anyway
+        shutil.rmtree(mount, ignore_errors=True)
 
 
 def stream_lines(n: int, seed: int = 1) -> list[bytes]:

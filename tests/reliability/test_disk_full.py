@@ -7,9 +7,7 @@ from __future__ import annotations
 import base64
 import json
 import os
-import shutil
 import sqlite3
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,26 +19,16 @@ from azsd.ingest.file import ingest_file
 from azsd.ipc import protocol as p
 from azsd.store import Store, store_path
 from azsd.store.chunks import Pacer, Pacing
-from tests.daemon_fixture import DaemonProc, daemon_in_tmpdir, short_tmpdir
+from tests.daemon_fixture import DaemonProc, daemon_in_tmpdir
+from tests.reliability.common import size_limited_tmpfs
 from tests.reliability.pipeline import Pipe
 
 
 @pytest.fixture
 def small_fs() -> Iterator[Path]:
     """A 1.5 MiB tmpfs: smaller than SQLite's page cache, so it fills in the middle of a batch."""
-    mount = short_tmpdir()
-    done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=1536k", "tmpfs", str(mount)], capture_output=True
-    )
-    if done.returncode != 0:
-        shutil.rmtree(mount, ignore_errors=True)
-        pytest.skip(f"cannot mount a size-limited tmpfs here: {done.stderr.decode().strip()}")
-    try:
+    with size_limited_tmpfs("1536k") as mount:
         yield mount
-    finally:
-        if subprocess.run(["umount", str(mount)], check=False).returncode != 0:
-            subprocess.run(["umount", "-l", str(mount)], check=False)
-        shutil.rmtree(mount, ignore_errors=True)
 
 
 @pytest.fixture

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import shutil
 import sqlite3
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,7 +11,8 @@ import pytest
 from azsd.events import AssistantText, encode_event
 from azsd.ipc import protocol as p
 from azsd.store import Store
-from tests.daemon_fixture import DaemonProc, daemon_in_tmpdir, short_tmpdir
+from tests.daemon_fixture import DaemonProc, daemon_in_tmpdir
+from tests.reliability.common import size_limited_tmpfs
 
 
 @pytest.fixture
@@ -25,19 +24,8 @@ def daemon_and_roots() -> Iterator[tuple[DaemonProc, Path]]:
 @pytest.fixture
 def small_fs() -> Iterator[Path]:
     """A 512 KiB tmpfs: a real file system that fills up."""
-    mount = short_tmpdir()
-    done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=512k", "tmpfs", str(mount)], capture_output=True
-    )
-    if done.returncode != 0:
-        shutil.rmtree(mount, ignore_errors=True)
-        pytest.skip(f"cannot mount a size-limited tmpfs here: {done.stderr.decode().strip()}")
-    try:
+    with size_limited_tmpfs("512k") as mount:
         yield mount
-    finally:
-        if subprocess.run(["umount", str(mount)], check=False).returncode != 0:
-            subprocess.run(["umount", "-l", str(mount)], check=False)  # still busy: detach it anyway
-        shutil.rmtree(mount, ignore_errors=True)
 
 
 def rows(path: Path) -> list[tuple[object, ...]]:
