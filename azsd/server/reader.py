@@ -18,19 +18,28 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from azsd.errors import AzsdError
+from azsd.ipc.transport import Outbox
 from azsd.server.workers import Task, Writer, open_error
 from azsd.store import Store
 from azsd.store.core import READ_BUSY_TIMEOUT_S, NeedsWriterError, StoreBusyError
 
-if TYPE_CHECKING:
-    from azsd.server.registry import StoreRegistry
-
-__all__ = ["Reader", "Slot"]
+__all__ = ["Reader", "ReaderHome", "Slot"]
 
 log = logging.getLogger("azsd.server.workers")
+
+
+class ReaderHome(Protocol):
+    """What a reader needs of the registry that runs it (:class:`~azsd.server.registry.StoreRegistry`)."""
+
+    @property
+    def outbox(self) -> Outbox: ...
+    @property
+    def idle_close_s(self) -> float: ...
+    def forward(self, root: str, task: Task[Any]) -> None: ...
+    def retire_reader(self, reader: Reader) -> bool: ...
 
 
 class Reader(threading.Thread):
@@ -41,7 +50,7 @@ class Reader(threading.Thread):
     most of what a small read took.
     """
 
-    def __init__(self, registry: StoreRegistry, root: str) -> None:
+    def __init__(self, registry: ReaderHome, root: str) -> None:
         super().__init__(name=f"azsd-read:{root}", daemon=True)
         self.root = root
         self.queue: queue.SimpleQueue[Task[Any] | None] = queue.SimpleQueue()

@@ -29,7 +29,7 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, Generic, TypeVar
+from typing import Any, Final, Generic, Protocol, TypeVar
 
 from azsd.errors import (
     AzsdError,
@@ -44,12 +44,10 @@ from azsd.errors import (
 )
 from azsd.events import EventDecodeError
 from azsd.ipc import protocol as p
+from azsd.ipc.transport import Outbox
 from azsd.store import Store
 from azsd.store.codec import CodecError
 from azsd.store.core import StoreBusyError
-
-if TYPE_CHECKING:
-    from azsd.server.registry import StoreRegistry
 
 __all__ = [
     "MAX_BATCH",
@@ -57,6 +55,7 @@ __all__ = [
     "Outcome",
     "Task",
     "Writer",
+    "WriterHome",
     "encoded",
     "error_reply",
     "future_then",
@@ -133,10 +132,22 @@ def error_reply(exc: BaseException) -> p.ErrorReply:
     return p.ErrorReply(code=code, message=str(exc) or type(exc).__name__)
 
 
+class WriterHome(Protocol):
+    """What a writer needs of the registry that runs it (:class:`~azsd.server.registry.StoreRegistry`)."""
+
+    @property
+    def outbox(self) -> Outbox: ...
+    @property
+    def idle_close_s(self) -> float: ...
+    def committed(self, root: str) -> None: ...
+    def retire(self, worker: Writer) -> bool: ...
+    def leave(self, worker: Writer) -> list[Task[Any]]: ...
+
+
 class Writer(threading.Thread):
     """A store's writer: its only writing connection, group commits."""
 
-    def __init__(self, registry: StoreRegistry, root: str, first: Task[Any] | None = None) -> None:
+    def __init__(self, registry: WriterHome, root: str, first: Task[Any] | None = None) -> None:
         super().__init__(name=f"azsd-store:{root}", daemon=True)
         self.root = root
         self.queue: queue.SimpleQueue[Task[Any] | None] = queue.SimpleQueue()
