@@ -118,8 +118,8 @@ def _install_service(force: bool) -> None:
 
 def _sync_init(config: Path | None, url: str | None) -> None:
     """Create the sync schema, or migrate it to this azsd's version (idempotent)."""
+    from azsd.pgurl import redact_url
     from azsd.sync.schema import init_database
-    from azsd.sync.settings import redact_url
 
     chosen = url or _resolve(config).sync_url
     if not chosen:
@@ -139,7 +139,7 @@ def _config_path(config: Path | None) -> Path:
 
 def _check_config(config: Path | None) -> None:
     """Every key in force, its value, and where it came from (the file, the environment, a default)."""
-    from azsd.sync.settings import redact_url  # no psycopg: settings only
+    from azsd.pgurl import redact_url  # no psycopg: settings only
 
     resolved = _resolve(config)
     path = _config_path(config)

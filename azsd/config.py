@@ -205,7 +205,7 @@ def load_config_file(path: Path) -> FileConfig:
     except msgspec.DecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from None
     if file.sync_url is not None:
-        from azsd.sync.settings import check_url_in_file  # no psycopg: only the URL's text
+        from azsd.pgurl import check_url_in_file  # no psycopg: only the URL's text
 
         check_url_in_file(file.sync_url, path)
     return file

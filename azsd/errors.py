@@ -148,7 +148,7 @@ class RemoteError(AzsdError):
 class SyncError(AzsdError):
     """The sync database (PostgreSQL) cannot be reached or used: down, not initialized, refused.
 
-    Its message never holds a password (see azsd.sync.settings.redact_url)."""
+    Its message never holds a password (see azsd.pgurl.redact_url)."""
 
 
 class NewIncarnation(SyncError):

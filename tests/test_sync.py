@@ -21,9 +21,9 @@ import pytest
 from azsd.errors import ConfigError, SyncError
 from azsd.events import Complete
 from azsd.ipc import protocol as p
+from azsd.pgurl import check_url_in_file, redact_url
 from azsd.store import Store, store_path
 from azsd.sync import schema
-from azsd.sync.settings import check_url_in_file, redact_url
 from tests import pg_fixture, sync_fixture
 from tests.sync_fixture import (
     Machine,

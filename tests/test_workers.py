@@ -24,9 +24,10 @@ from azsd.errors import (
 )
 from azsd.events import AssistantText, EventDecodeError
 from azsd.ipc import protocol as p
+from azsd.ipc.replies import error_reply
 from azsd.ipc.transport import Envelope, Outbox
 from azsd.server.registry import StoreRegistry
-from azsd.server.workers import Outcome, error_reply
+from azsd.server.workers import Outcome
 from azsd.store import Store, backup
 from azsd.store.chunks import ChunkedWrite
 from azsd.store.codec import CodecError

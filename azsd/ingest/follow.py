@@ -37,10 +37,11 @@ from azsd.ingest.quiet import quiet_verdict
 from azsd.ingest.tailing import MAX_FAILURES, Tail, check_follow, detect, is_final, started_epoch
 from azsd.ingest.watcher import watch_dirs
 from azsd.ipc import protocol as p
+from azsd.ipc.replies import error_reply
 from azsd.ipc.transport import Envelope
 from azsd.model import FollowRecord
 from azsd.server.registry import StoreRegistry
-from azsd.server.workers import Outcome, error_reply
+from azsd.server.workers import Outcome
 from azsd.store.side_tables import FollowMovedError
 
 __all__ = ["MAX_FAILURES", "POLL_S", "Follower"]

@@ -39,9 +39,10 @@ import zstandard
 
 from azsd.errors import BadRequestError
 from azsd.ipc import protocol as p
+from azsd.ipc.replies import error_reply
 from azsd.ipc.transport import Envelope
 from azsd.server.registry import StoreRegistry
-from azsd.server.workers import Outcome, encoded, error_reply
+from azsd.server.workers import Outcome, encoded
 from azsd.store import Store
 from azsd.store.requests import RETENTION_S
 

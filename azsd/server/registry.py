@@ -30,9 +30,10 @@ import msgspec
 
 from azsd.errors import ShuttingDownError
 from azsd.ipc import protocol as p
+from azsd.ipc.replies import error_reply
 from azsd.ipc.transport import Envelope, Outbox
 from azsd.server.reader import Reader, Slot
-from azsd.server.workers import Outcome, Task, Writer, encoded, error_reply, future_then
+from azsd.server.workers import Outcome, Task, Writer, encoded, future_then
 from azsd.store import Store
 
 __all__ = ["MAX_OPEN_STORES", "OnOpen", "StoreRegistry"]

@@ -27,6 +27,7 @@ from azsd.config import ResolvedConfig, default_identity, load_config_file
 from azsd.errors import AzsdError
 from azsd.files import write_atomic
 from azsd.ipc import protocol as p
+from azsd.server.views import session_view
 
 if TYPE_CHECKING:
     from azsd.server.registry import StoreRegistry
@@ -144,7 +145,7 @@ class SyncControl:
             followed = set()
         with self._lock:
             seed = self._stores | followed | self._known_roots() | set(self._registry.open_stores())
-        self.service = SyncService(self.config, self._registry, seed=seed)
+        self.service = SyncService(self.config, self._registry, session_view, seed=seed)
         self.service.config_error = self.error
         self.service.start()
 

@@ -31,22 +31,10 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Final, Generic, Protocol, TypeVar
 
-from azsd.errors import (
-    AzsdError,
-    BadRequestError,
-    IngestError,
-    NotAStoreError,
-    ReadOnlyStoreError,
-    SessionNotFoundError,
-    ShuttingDownError,
-    StoreError,
-    StoreFullError,
-)
-from azsd.events import EventDecodeError
+from azsd.errors import AzsdError, StoreError
 from azsd.ipc import protocol as p
 from azsd.ipc.transport import Outbox
 from azsd.store import Store
-from azsd.store.codec import CodecError
 from azsd.store.core import StoreBusyError
 
 __all__ = [
@@ -57,7 +45,6 @@ __all__ = [
     "Writer",
     "WriterHome",
     "encoded",
-    "error_reply",
     "future_then",
     "open_error",
 ]
@@ -99,37 +86,6 @@ class Task(Generic[T]):
 def encoded(reply: p.Reply | bytes) -> bytes:
     """The bytes of an outcome's reply."""
     return reply if isinstance(reply, bytes) else p.encode(reply)
-
-
-def error_reply(exc: BaseException) -> p.ErrorReply:
-    """The error reply for an exception a call raised."""
-    code: p.ErrorCode
-    match exc:
-        case SessionNotFoundError():
-            code = "not_found"
-        case NotAStoreError():
-            code = "not_a_store"
-        case ReadOnlyStoreError():
-            code = "read_only"
-        case StoreFullError():
-            code = "store_full"
-        case IngestError():
-            code = "ingest_error"
-        case ShuttingDownError():
-            code = "shutting_down"
-        case StoreError():
-            code = "store_error"
-        case BadRequestError() | OverflowError():  # OverflowError: an integer SQLite cannot hold
-            code = "bad_request"
-        case EventDecodeError() | CodecError():  # a stored row the daemon cannot read: its fault
-            code = "internal"
-        case ValueError():  # a value the standard library refused (a NUL byte in a path, …)
-            code = "bad_request"
-        case AzsdError():
-            code = "store_error"
-        case _:
-            code = "internal"
-    return p.ErrorReply(code=code, message=str(exc) or type(exc).__name__)
 
 
 class WriterHome(Protocol):

@@ -2,7 +2,7 @@
 
 Each module owns one thing:
 
-- :mod:`.settings`: the `sync-url` and its safety checks (pure; no driver needed);
+- :mod:`azsd.pgurl` (below sync, for the config to check): the `sync-url` and its safety checks;
 - :mod:`.identity`: a store's repository identity (the normalized ``origin`` URL);
 - :mod:`.schema`: the versioned SQL files in ``sql/`` and `azsd sync init`;
 - :mod:`.connection`: a connection with bounded waits, and the file a push cursor is bound to;
@@ -11,6 +11,7 @@ Each module owns one thing:
 - :mod:`.remote`: reads of the shared database (list, show, search, pull);
 - :mod:`.verify`: `azs sync verify`, each session compared with the database, and a repair;
 - :mod:`.team_usage`: `azs usage --remote`, the team's usage summed in the database;
+- :mod:`.stores`: what sync needs of the daemon's open stores (the daemon hands them in);
 - :mod:`.service`: what the daemon holds when sync is configured, and the requests it answers.
 
 Nothing here imports psycopg at module level except the modules that talk to the database, and the

@@ -14,8 +14,8 @@ from typing import Any, Final
 import psycopg
 
 from azsd.errors import SyncError
+from azsd.pgurl import redact_url
 from azsd.store import store_path
-from azsd.sync.settings import redact_url
 
 __all__ = ["LOCK_TIMEOUT_MS", "STATEMENT_TIMEOUT_MS", "connect", "file_id", "reason"]
 

@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 import psycopg
 
@@ -34,9 +34,7 @@ from azsd.sync import schema
 from azsd.sync.connection import connect, file_id, reason
 from azsd.sync.identity import repository_identity
 from azsd.sync.push import BATCH, StorePush, prepare_connection
-
-if TYPE_CHECKING:
-    from azsd.server.registry import StoreRegistry
+from azsd.sync.stores import Stores
 
 __all__ = ["POLL_S", "WAITING_S", "Pusher", "StoreStatus"]
 
@@ -104,7 +102,7 @@ class Pusher(threading.Thread):
         self,
         url: str,
         identity: str,
-        registry: StoreRegistry,
+        registry: Stores,
         roots_path: Path,
         on_caught_up: Callable[[str, StoreStatus], None] | None = None,
         *,

@@ -92,8 +92,8 @@ def init_database(url: str) -> tuple[list[str], int]:
     """`azsd sync init`: migrate the database at `url`; the files applied, and its version now."""
     import psycopg
 
+    from azsd.pgurl import redact_url
     from azsd.sync.connection import connect, reason
-    from azsd.sync.settings import redact_url
 
     conn = connect(url)
     try:  # a migration may take long, and wait for pushers' locks: no bound (a person runs it)

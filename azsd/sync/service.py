@@ -21,8 +21,9 @@ import psycopg
 
 from azsd.errors import AzsdError, BadRequestError, RemoteSessionNotFound, SyncError
 from azsd.ipc import protocol as p
+from azsd.ipc.replies import error_reply
 from azsd.ipc.transport import Envelope
-from azsd.server.views import session_view
+from azsd.pgurl import redact_url
 from azsd.store import Store
 from azsd.store.codec import RowCodec
 from azsd.sync import remote
@@ -30,13 +31,12 @@ from azsd.sync.connection import connect, reason
 from azsd.sync.identity import repository_identity
 from azsd.sync.push import StorePush, prepare_connection
 from azsd.sync.pusher import Pusher, StoreStatus
-from azsd.sync.settings import redact_url
+from azsd.sync.stores import SessionViewFn, Stores
 from azsd.sync.team_usage import remote_usage
 from azsd.sync.verify import verify_store
 
 if TYPE_CHECKING:
     from azsd.config import ResolvedConfig
-    from azsd.server.registry import StoreRegistry
 
 __all__ = ["SyncService"]
 
@@ -53,10 +53,17 @@ _PULL_WRITE_S: Final = 120.0
 class SyncService:
     """The pusher and the sync request threads; `start()`, `answer()`, `stop()`."""
 
-    def __init__(self, config: ResolvedConfig, registry: StoreRegistry, seed: set[str] | None = None) -> None:
+    def __init__(
+        self,
+        config: ResolvedConfig,
+        registry: Stores,
+        session_view: SessionViewFn,
+        seed: set[str] | None = None,
+    ) -> None:
         assert config.sync_url is not None
         self.url, self.identity, self.redact = config.sync_url, config.sync_identity, config.sync_redact
         self._registry = registry
+        self._session_view = session_view
         #: Why the config file's latest sync settings were not taken ("": they were); the daemon sets it.
         self.config_error = ""
         self.pusher = Pusher(
@@ -195,7 +202,7 @@ class SyncService:
         root = req.root
 
         def write(store: Store) -> p.SessionView:
-            return session_view(store, store.sync_insert_pulled(pulled))
+            return self._session_view(store, store.sync_insert_pulled(pulled))
 
         def announce(done: Any) -> None:
             if done.exception() is None:
@@ -237,8 +244,6 @@ def _error_reply(exc: BaseException) -> p.ErrorReply:
         case BadRequestError():
             code = "bad_request"
         case AzsdError():
-            from azsd.server.workers import error_reply
-
             return error_reply(exc)
         case TimeoutError():
             return p.ErrorReply(
