@@ -1,7 +1,7 @@
 """Which token-usage record a parse makes: one per agent run, the same for every way a file arrives.
 
 One-shot ingest (:mod:`azsd.ingest.file`, and import through it) records it once the file is read;
-a live follow (:mod:`azsd.ingest.tailing`) records it with each read that changes it, in the same
+a live follow (:mod:`azsd.server.follow.tailing`) records it with each read that changes it, in the same
 transaction as that read's events. Both key it by the file's resolved path, so a file followed and
 later ingested, or ingested twice, is counted once (the later record replaces the earlier,
 `Store.record_usage`), and two runs that share an agent session id (`claude -p --resume` run twice)

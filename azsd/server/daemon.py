@@ -28,13 +28,13 @@ from azsd.backoff import Backoff
 from azsd.config import ResolvedConfig, price_table
 from azsd.errors import AlreadyRunning, ConfigError
 from azsd.files import lock_holder, take_lock, write_atomic
-from azsd.ingest.follow import Follower
 from azsd.ingest.orphans import recover_orphans
 from azsd.ipc import protocol as p
 from azsd.ipc.server import Server
 from azsd.ipc.transport import Envelope, ipc_path, probe
 from azsd.model import FollowRecord
 from azsd.sdnotify import notify, watchdog_interval
+from azsd.server.follow.follower import Follower
 from azsd.server.handlers import handle, runs_alone
 from azsd.server.idempotency import RequestKeys
 from azsd.server.pages import PageCache

@@ -25,7 +25,6 @@ from azsd.export import render_page
 from azsd.ingest.file import ingest_file
 from azsd.ingest.opencode import ingest_session, is_session_key
 from azsd.ingest.parsers.base import ParseReport
-from azsd.ingest.tailing import detect
 from azsd.ipc import protocol as p
 from azsd.model import StoredEvent
 from azsd.redact import redact_event, redact_text
@@ -37,6 +36,7 @@ from azsd.server.compaction import (
     plan_compaction,
     store_compaction,
 )
+from azsd.server.follow.tailing import detect
 from azsd.server.imports import Publish, import_session, import_sessions, import_sources
 from azsd.server.usage import usage_reply
 from azsd.server.views import appended_notes, changed_note, session_view, wire_events

@@ -16,8 +16,8 @@ import sqlite3
 import time
 from pathlib import Path
 
-from azsd.ingest.follow import MAX_FAILURES
 from azsd.ipc import protocol as p
+from azsd.server.follow.tailing import MAX_FAILURES
 from tests.daemon_fixture import DaemonProc, short_tmpdir, start_daemon
 from tests.reliability.common import assistant_line as line
 from tests.reliability.common import start_following, stored_data, wait_until

@@ -10,10 +10,10 @@ import os
 import msgspec
 
 from azsd.events import Event
-from azsd.ingest.tailing import Tail, is_final
 from azsd.ingest.usage import UsageRecord
 from azsd.ipc import protocol as p
 from azsd.model import FollowRecord
+from azsd.server.follow.tailing import Tail, is_final
 from azsd.server.views import appended_notes, changed_note
 from azsd.server.workers import Outcome
 from azsd.store import Store

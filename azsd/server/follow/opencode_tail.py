@@ -1,9 +1,9 @@
 """A live follow of one OpenCode session (`azs follow <opencode.db>#<session id>`).
 
-The follower (:mod:`azsd.ingest.follow`) treats it as it treats a file: :meth:`OpenCodeTail.probe`
+The follower (:mod:`azsd.server.follow.follower`) treats it as it treats a file: :meth:`OpenCodeTail.probe`
 stands for `stat`, the follow's "offset" is the number of the session's finished messages already
 stored (committed with their events, so a crash loses nothing and stores nothing twice), and its
-"size" the number finished now. Polled every :data:`~azsd.ingest.follow.POLL_S`, it asks the
+"size" the number finished now. Polled every :data:`~azsd.server.follow.follower.POLL_S`, it asks the
 database's `data_version` (one cheap PRAGMA on its own read-only connection; it changes only when
 OpenCode commits) and reads the messages again only then; the older JSON tree is stamped instead.
 A reply still being written waits until OpenCode marks it completed.
@@ -22,8 +22,8 @@ from azsd.events import Event
 from azsd.ingest.opencode import Message, OpenCodeSource, feed, finished_messages, open_source, split_key
 from azsd.ingest.parsers.base import LineParser
 from azsd.ingest.parsers.opencode import OpenCodeParser
-from azsd.ingest.tailing import Tail, _fingerprints, _with_wall_time
 from azsd.model import FollowRecord
+from azsd.server.follow.tailing import Tail, _fingerprints, _with_wall_time
 
 __all__ = ["OpenCodeTail", "make_tail"]
 

@@ -1,12 +1,12 @@
 """Live follow: agent files tailed line by line (an OpenCode session message by message,
-:mod:`azsd.ingest.opencode_tail`) into their sessions. One thread (the follower) owns every follow
-and takes its work from an inbox (:mod:`azsd.ingest.inbox`). Watcher hints (:mod:`azsd.ingest.watcher`)
+:mod:`.opencode_tail`) into their sessions. One thread (the follower) owns every follow
+and takes its work from an inbox (:mod:`.inbox`). Watcher hints (:mod:`.watcher`)
 and a stat poll every :data:`POLL_S` make it read each file from its saved offset to EOF
-(:class:`~azsd.ingest.tailing.Tail`). Each read's events, the new offset (compare-and-swap) and the
-run's usage are stored in one transaction (:mod:`azsd.ingest.follow_store`): a crash loses nothing
+(:class:`~.tailing.Tail`). Each read's events, the new offset (compare-and-swap) and the
+run's usage are stored in one transaction (:mod:`.store`): a crash loses nothing
 and stores nothing twice. A follow ends on the turn's final event, on `Unfollow`, or once its writer
 is gone and the file idle for `follow_idle_s`; a follow given no writer goes idle instead, and on as
-its file grows (:mod:`azsd.ingest.quiet`). It never spins nor vanishes silently: failures back off
+its file grows (:mod:`.quiet`). It never spins nor vanishes silently: failures back off
 (:mod:`azsd.backoff`), and after :data:`MAX_FAILURES` in a row it ends (the reason in `status`).
 """
 
@@ -29,17 +29,17 @@ import msgspec
 
 from azsd.events import Event
 from azsd.files import open_regular
-from azsd.ingest.follow_store import start_follow, store_read
-from azsd.ingest.follow_table import FollowTable
-from azsd.ingest.inbox import Committed, End, Fetched, Hint, Message, Resume, Service, Start, Wake
-from azsd.ingest.opencode_tail import make_tail
-from azsd.ingest.quiet import quiet_verdict
-from azsd.ingest.tailing import MAX_FAILURES, Tail, check_follow, detect, is_final, started_epoch
-from azsd.ingest.watcher import watch_dirs
 from azsd.ipc import protocol as p
 from azsd.ipc.replies import error_reply
 from azsd.ipc.transport import Envelope
 from azsd.model import FollowRecord
+from azsd.server.follow.inbox import Committed, End, Fetched, Hint, Message, Resume, Service, Start, Wake
+from azsd.server.follow.opencode_tail import make_tail
+from azsd.server.follow.quiet import quiet_verdict
+from azsd.server.follow.store import start_follow, store_read
+from azsd.server.follow.table import FollowTable
+from azsd.server.follow.tailing import MAX_FAILURES, Tail, check_follow, detect, is_final, started_epoch
+from azsd.server.follow.watcher import watch_dirs
 from azsd.server.registry import StoreRegistry
 from azsd.server.workers import Outcome
 from azsd.store.side_tables import FollowMovedError
@@ -50,7 +50,7 @@ log = logging.getLogger("azsd.ingest.follow")
 
 #: Every followed file is stat-ed this often, watcher or not ...
 POLL_S: Final = 0.25
-#: ... but an idle one (see azsd.ingest.quiet) only this often: the watcher's hints wake it sooner.
+#: ... but an idle one (see azsd.server.follow.quiet) only this often: the watcher's hints wake it sooner.
 IDLE_POLL_S: Final = 2.0
 #: The longest reason an `Unfollow` may give (it is shown in every `status`).
 REASON_MAX: Final = 500
@@ -356,7 +356,7 @@ class Follower(FollowTable):
 
     def _when_quiet(self, follow: Tail) -> None:
         """The file has nothing new: end the follow if asked to, or if it was quiet long enough and
-        its writer is gone; a follow given no writer goes idle instead (:mod:`azsd.ingest.quiet`)."""
+        its writer is gone; a follow given no writer goes idle instead (:mod:`azsd.server.follow.quiet`)."""
         if follow.ending is not None:
             self._commit(follow, [], end_follow=True, reason=follow.ending_reason)
         elif (quiet := quiet_verdict(follow, time.monotonic(), self._idle_end_s)) is None:

@@ -3,7 +3,7 @@
 A :class:`Tail` holds a follow's record (as the store keeps it), its parser, and the fingerprints
 of the events this file produced, which tell a replaced or truncated file's old content from its
 new. Its methods read the file and return prepared events; they never touch the store: the
-follower (:mod:`azsd.ingest.follow`) decides when to read and commits what they return together
+follower (:mod:`azsd.server.follow.follower`) decides when to read and commits what they return together
 with the new offset. A Tail also keeps its failures in a row (:class:`Backoff`: when it may try
 again) and what it waits for, which :meth:`Tail.state` puts in words for `status`.
 """
@@ -80,7 +80,7 @@ class Tail:
     writers_checked: float = 0.0  # monotonic: when /proc was last asked who writes the file
     adopted: int | None = None  # given no writer: a process found with the file open for writing
     polled: float = 0.0  # monotonic: when the follower's poll last read it (an idle one: less often)
-    idle_reason: str = ""  # why it went idle (`record.idle`: see azsd.ingest.quiet)
+    idle_reason: str = ""  # why it went idle (`record.idle`: see azsd.server.follow.quiet)
     idle_told: bool = False  # whether the last `sessionchanged` of its idleness said idle
 
     @property

@@ -1,6 +1,6 @@
 """The follower's inbox: what other threads ask of it, one typed message each.
 
-The follower thread (:mod:`azsd.ingest.follow`) is the only one that touches its follows; the
+The follower thread (:mod:`azsd.server.follow.follower`) is the only one that touches its follows; the
 daemon, the watcher and the store workers put these messages in its queue, and it matches on them.
 """
 
@@ -10,10 +10,10 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
 
-from azsd.ingest.tailing import Tail
 from azsd.ipc import protocol as p
 from azsd.ipc.transport import Envelope
 from azsd.model import FollowRecord
+from azsd.server.follow.tailing import Tail
 
 __all__ = ["Committed", "End", "Fetched", "Hint", "Message", "Resume", "Service", "Start", "Wake"]
 

@@ -1,7 +1,7 @@
 """The follows one follower owns, as `status` shows them: the live ones, the ended ones whose last
 commit is still on its way (shown live until it is stored), and the most recently ended.
 
-Only the follower thread (:mod:`azsd.ingest.follow`) changes them, under one lock, so that `status`
+Only the follower thread (:mod:`azsd.server.follow.follower`) changes them, under one lock, so that `status`
 and the watcher can read them from any thread; the follower reads its own `_follows` without it.
 """
 
@@ -12,9 +12,9 @@ from collections import deque
 from pathlib import Path
 from typing import Final
 
-from azsd.ingest.tailing import Tail
 from azsd.ipc import protocol as p
 from azsd.model import FollowRecord
+from azsd.server.follow.tailing import Tail
 
 __all__ = ["ENDED_KEPT", "FollowTable"]
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from azsd.ingest.tailing import Tail
+from azsd.server.follow.tailing import Tail
 
 __all__ = ["Quiet", "pid_alive", "quiet_verdict", "writers_of"]
 
