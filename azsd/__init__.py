@@ -6,9 +6,10 @@ first use.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-__version__ = "0.1.0"
+from azsd.lazy import lazy_names
+from azsd.version import __version__
 
 __all__ = (
     "AzsdError",
@@ -28,22 +29,16 @@ if TYPE_CHECKING:
     from azsd.model import SessionInfo, StoredEvent
     from azsd.store import Store
 
-_LAZY = {
-    "AzsdError": "azsd.errors",
-    "ContextPayload": "azsd.context",
-    "build_context_prompt": "azsd.context",
-    "sanitize": "azsd.context",
-    "strip": "azsd.context",
-    "SessionInfo": "azsd.model",
-    "StoredEvent": "azsd.model",
-    "Store": "azsd.store",
-}
-
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'azsd' has no attribute {name!r}")
-    from importlib import import_module
-
-    return getattr(import_module(module), name)
+__getattr__ = lazy_names(
+    __name__,
+    {
+        "AzsdError": "azsd.errors",
+        "ContextPayload": "azsd.context",
+        "build_context_prompt": "azsd.context",
+        "sanitize": "azsd.context",
+        "strip": "azsd.context",
+        "SessionInfo": "azsd.model",
+        "StoredEvent": "azsd.model",
+        "Store": "azsd.store",
+    },
+)

@@ -10,7 +10,9 @@ It speaks only the wire protocol (:mod:`azsd.ipc.protocol`) over ZeroMQ and neve
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from azsd.lazy import lazy_names
 
 __all__ = (
     "AsyncClient",
@@ -34,24 +36,18 @@ if TYPE_CHECKING:
 
 # Loaded on first use, so that `azs` (which needs neither asyncio nor the package metadata for most
 # commands) starts quickly.
-_LAZY = {
-    "AsyncClient": ".aio",
-    "AsyncSubscription": ".aio",
-    "AsyncPushSubscription": ".aio",
-    "Client": ".client",
-    "Subscription": ".client",
-    "PushSubscription": ".client",
-    "FollowItem": ".follow",
-    "follow_session": ".follow",
-    "RootLike": "._shared",
-    "__version__": "._version",
-}
-
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'azsd_client' has no attribute {name!r}")
-    from importlib import import_module
-
-    return getattr(import_module(module, __name__), name)
+__getattr__ = lazy_names(
+    __name__,
+    {
+        "AsyncClient": ".aio",
+        "AsyncSubscription": ".aio",
+        "AsyncPushSubscription": ".aio",
+        "Client": ".client",
+        "Subscription": ".client",
+        "PushSubscription": ".client",
+        "FollowItem": ".follow",
+        "follow_session": ".follow",
+        "RootLike": "._shared",
+        "__version__": "._version",
+    },
+)

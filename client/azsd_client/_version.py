@@ -1,8 +1,8 @@
-"""The client's version: that of the `azsd` distribution it ships in (`azsd.__version__`, which
+"""The client's version: that of the `azsd` distribution it ships in (`azsd.version`, which
 pyproject.toml reads too; looking it up in the installed package metadata took longer than a search)."""
 
 from __future__ import annotations
 
-from azsd import __version__
+from azsd.version import __version__
 
 __all__ = ["__version__"]
