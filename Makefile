@@ -25,6 +25,8 @@ lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	$(BIN)/lint-imports --no-cache
+	$(BIN)/python tools/acyclic.py
 
 format: install
 	$(BIN)/ruff check --fix .
