@@ -26,7 +26,7 @@ lint: install
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	$(BIN)/lint-imports --no-cache
-	$(BIN)/python tools/acyclic.py
+	$(BIN)/python -m tests.import_cycles
 
 format: install
 	$(BIN)/ruff check --fix .

@@ -1,10 +1,10 @@
-"""tools/acyclic.py, which `make lint` runs: it finds every circle of imports, and only those."""
+"""tests/import_cycles.py, which `make lint` runs: it finds every circle of imports, and only those."""
 
 from __future__ import annotations
 
 import pytest
 
-from tools.acyclic import circles, main
+from tests.import_cycles import circles, main
 
 
 def test_every_circle_is_found_with_all_its_members() -> None:
@@ -24,4 +24,4 @@ def test_a_circle_longer_than_the_recursion_limit_is_found() -> None:
 
 def test_the_tree_has_no_circle(capsys: pytest.CaptureFixture[str]) -> None:
     assert main() == 0
-    assert "no circle in" in capsys.readouterr().out
+    assert "import cycles: none in" in capsys.readouterr().out

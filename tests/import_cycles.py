@@ -5,7 +5,7 @@ a circle inside one package (a → b → a) passes them, so this finds every cir
 grimp (imports under ``TYPE_CHECKING`` and inside functions count too) and prints each with the
 lines that make it. It exits 1 when there is one, 0 when there is none.
 
-    .venv/bin/python tools/acyclic.py
+    .venv/bin/python -m tests.import_cycles
 """
 
 from __future__ import annotations
@@ -82,7 +82,7 @@ def main() -> int:
     imports = {m: set(graph.find_modules_directly_imported_by(m)) for m in graph.modules}
     stale = sorted(edge for edge in ALLOWED if edge[1] not in imports.get(edge[0], set()))
     for importer, imported in stale:
-        print(f"tools/acyclic.py: {importer} no longer imports {imported}: take it off ALLOWED")
+        print(f"import cycles: {importer} no longer imports {imported}: take it off ALLOWED")
     for importer, imported in ALLOWED:
         imports.get(importer, set()).discard(imported)
     found = circles(imports)
@@ -95,7 +95,7 @@ def main() -> int:
                     where = f"{source(importer)}:{line['line_number']}"
                     print(f"    {where}: {line['line_contents']}  ({importer} → {imported})")
     if not found and not stale:
-        print(f"tools/acyclic.py: no circle in {len(imports)} modules ({len(ALLOWED)} imports let through)")
+        print(f"import cycles: none in {len(imports)} modules ({len(ALLOWED)} imports let through)")
     return 1 if found or stale else 0
 
 

@@ -1,1 +1,0 @@
-"""Tools run by `make` beside the package: acyclic.py, the import graph's circle check."""
