@@ -1,5 +1,6 @@
 """A package's public names loaded on first use (a module ``__getattr__``, PEP 562), so that
-importing the package costs nothing: azsd's root and the client's (:mod:`azsd_client`) both use it.
+importing the package costs nothing (azsd's root; the client's keeps a copy of its own, so that
+`azs statusline`'s fast path loads nothing of azsd).
 """
 
 from __future__ import annotations

@@ -10,9 +10,7 @@ It speaks only the wire protocol (:mod:`azsd.ipc.protocol`) over ZeroMQ and neve
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from azsd.lazy import lazy_names
+from typing import TYPE_CHECKING, Any, Final
 
 __all__ = (
     "AsyncClient",
@@ -35,19 +33,24 @@ if TYPE_CHECKING:
     from .follow import FollowItem, follow_session
 
 # Loaded on first use, so that `azs` (which needs neither asyncio nor the package metadata for most
-# commands) starts quickly.
-__getattr__ = lazy_names(
-    __name__,
-    {
-        "AsyncClient": ".aio",
-        "AsyncSubscription": ".aio",
-        "AsyncPushSubscription": ".aio",
-        "Client": ".client",
-        "Subscription": ".client",
-        "PushSubscription": ".client",
-        "FollowItem": ".follow",
-        "follow_session": ".follow",
-        "RootLike": "._shared",
-        "__version__": "._version",
-    },
-)
+# commands) starts quickly, and its statusline fast path loads nothing of azsd (not azsd.lazy either).
+_LAZY: Final = {
+    "AsyncClient": ".aio",
+    "AsyncSubscription": ".aio",
+    "AsyncPushSubscription": ".aio",
+    "Client": ".client",
+    "Subscription": ".client",
+    "PushSubscription": ".client",
+    "FollowItem": ".follow",
+    "follow_session": ".follow",
+    "RootLike": "._shared",
+    "__version__": "._version",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from importlib import import_module
+
+    return getattr(import_module(_LAZY[name], __name__), name)

@@ -204,7 +204,11 @@ def test_azureal_never_fails_during_a_backup(inputs: Path) -> None:
     try:
         with daemon_in_tmpdir() as d:
             with azureal_writer(store_of(root)) as run:
-                reply = d.request(p.Backup(root=str(root), dest=str(dest)), LONG_MS)
+                for _ in range(3):  # a copy that a loaded machine slowed down says "try again": do
+                    reply = d.request(p.Backup(root=str(root), dest=str(dest)), LONG_MS)
+                    if not (isinstance(reply, p.ErrorReply) and "try the backup again" in reply.message):
+                        break
+                    assert not dest.exists()  # a copy given up leaves nothing behind
             assert isinstance(reply, p.BackupReply), reply
             assert reply.integrity == "ok" and reply.events > LINES // 2
         assert_writer_whole(store_of(root), run)
