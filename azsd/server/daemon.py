@@ -37,7 +37,7 @@ from azsd.sdnotify import notify, watchdog_interval
 from azsd.server.follow.follower import Follower
 from azsd.server.handlers import handle, runs_alone
 from azsd.server.idempotency import RequestKeys
-from azsd.server.pages import PageCache
+from azsd.server.pages import ListingCache, PageCache
 from azsd.server.registry import StoreRegistry
 from azsd.server.roots import worktree_root
 from azsd.server.sync_control import SyncControl
@@ -131,6 +131,7 @@ class Daemon:
         )
         self._keys = RequestKeys(self._registry)
         self._pages = PageCache()
+        self._listings = ListingCache()
         # psycopg is imported only while sync is on; the config file's sync settings are taken again
         # when it changes (or on SIGHUP: `azsd reload`)
         self._sync = SyncControl(self.config, self._registry, self._environ, self._known_roots)
@@ -274,10 +275,12 @@ class Daemon:
         self, request: p.StoreRequest
     ) -> tuple[Callable[[Store], Outcome], Callable[[Store], Outcome | None] | None]:
         """What carries out a store request in the store's thread, and what a reader tries first
-        (a page: the page cache)."""
+        (a page or a listing: the reply encoded before)."""
         assert self._registry is not None
         if isinstance(request, p.GetEvents):
             return partial(self._pages.answer, req=request), partial(self._pages.peek, req=request)
+        if isinstance(request, p.ListSessions):
+            return partial(self._listings.answer, req=request), partial(self._listings.peek, req=request)
         publish = partial(self._registry.publish, request.root)
         return (lambda store: handle(store, request, publish)), None
 

@@ -52,12 +52,12 @@ def session_view(
 ) -> p.SessionView:
     """The wire view of a session; `with_usage` reads its usage (or takes the `usage` given).
 
-    Copied field by field: a listing makes thousands of these, and this is 4x faster than
-    ``msgspec.convert(info, SessionView, from_attributes=True)`` (0.4 µs against 1.7 µs).
+    Copied field by field, and the fields a listing leaves at their defaults not passed at all: a
+    listing makes thousands of these, and the 14 fields it sets take a quarter of the time all 19
+    take (0.2 µs against 0.8 µs; ``msgspec.convert(info, SessionView, from_attributes=True)`` takes
+    1.7 µs). The others are set on a copy, only when there is something to set.
     """
-    if with_usage and usage is None:
-        usage = store.session_usage(info.id)
-    return p.SessionView(
+    view = p.SessionView(
         id=info.id,
         name=info.name,
         display_name=info.display_name,
@@ -69,12 +69,19 @@ def session_view(
         completed=info.completed,
         duration_ms=info.duration_ms,
         cost_usd=info.cost_usd,
-        usage=usage_view(usage) if with_usage else None,
         archived=info.archived,
-        cost_source=(usage.cost_source if usage is not None else "reported") if with_usage else None,
-        last_activity=_utc(usage.last_at) if usage is not None and usage.last_at > 0 else None,
         parent=info.parent,
         fork_seq=info.fork_seq,
+    )
+    if not with_usage and usage is None and not forks and context_chars is None:
+        return view
+    if with_usage and usage is None:
+        usage = store.session_usage(info.id)
+    return msgspec.structs.replace(
+        view,
+        usage=usage_view(usage) if with_usage else None,
+        cost_source=(usage.cost_source if usage is not None else "reported") if with_usage else None,
+        last_activity=_utc(usage.last_at) if usage is not None and usage.last_at > 0 else None,
         forks=tuple(forks),
         context_chars=context_chars,
     )
