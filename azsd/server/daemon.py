@@ -38,6 +38,7 @@ from azsd.server.follow.follower import Follower
 from azsd.server.handlers import handle, runs_alone
 from azsd.server.idempotency import RequestKeys
 from azsd.server.pages import ListingCache, PageCache
+from azsd.server.reader import Inline
 from azsd.server.registry import StoreRegistry
 from azsd.server.roots import worktree_root
 from azsd.server.sync_control import SyncControl
@@ -62,7 +63,8 @@ _READS: Final = (
 )  # fmt: skip
 #: Reads quick enough to answer in the socket thread when the store's reader is idle (a page of at
 #: most `_INLINE_PAGE` events, a session, its context meter): handing them to the reader thread and
-#: their reply back took most of their time.
+#: their reply back took most of their time. Other reads with a reply encoded before (a longer page,
+#: a listing) are answered there from it, when it is current (see `Daemon._runner`).
 _QUICK_READS: Final = (p.GetEvents, p.GetSession, p.ContextMeter)
 _INLINE_PAGE: Final = 1000
 #: Requests the sync service answers (azsd.sync; an error without a `sync-url`).
@@ -267,8 +269,7 @@ class Daemon:
                     peek=peek,
                     alone=runs_alone(request),
                     read=isinstance(request, _READS),
-                    inline=isinstance(request, _QUICK_READS)
-                    and not (isinstance(request, p.GetEvents) and request.limit > _INLINE_PAGE),
+                    inline=_inline(request, peek is not None),
                 )
 
     def _runner(
@@ -384,6 +385,14 @@ class Daemon:
                 path.unlink(missing_ok=True)
         finally:
             ctx.term()
+
+
+def _inline(request: p.StoreRequest, peeks: bool) -> Inline:
+    """How much of `request` may run in the socket thread (see `_QUICK_READS`)."""
+    big_page = isinstance(request, p.GetEvents) and request.limit > _INLINE_PAGE
+    if isinstance(request, _QUICK_READS) and not big_page:
+        return True
+    return "peek" if peeks else False
 
 
 def _recover(store: Store, root: str, home: Path) -> list[p.Notification]:
