@@ -8,13 +8,15 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from azsd.events import AssistantText, Complete, UserMessage
 from azsd.ipc import protocol as p
-from azsd.model import FollowRecord
+from azsd.model import FollowRecord, SessionInfo
 from azsd.server.handlers import list_sessions
 from azsd.server.pages import ListingCache
+from azsd.server.views import EncodedViews, session_view
 from azsd.server.workers import Outcome, encoded
 from azsd.store import Store
 from azsd_client import Client
@@ -126,6 +128,36 @@ def test_a_listing_too_big_is_not_kept(stores: tuple[Store, Store], root: Path) 
     listings = ListingCache(budget=4 * size, largest=size - 1)
     read(listings, reader, req)
     assert len(listings) == 0 and not read(listings, reader, req)[1]
+
+
+def info(sid: int, **changes: object) -> SessionInfo:
+    base = SessionInfo(
+        id=sid, name=f"s{sid}" if sid % 3 else "", worktree="main", created="2025-01-01 10:00:00",
+        event_count=sid % 4, message_count=sid % 3, completed=None if sid % 5 else sid % 2 == 0,
+        duration_ms=sid * 10 if sid % 5 == 0 else None, cost_usd=0.25 if sid % 5 == 0 else None,
+        archived=sid % 7 == 0, parent=sid - 1 if sid % 6 == 0 else None, fork_seq=3 if sid % 6 == 0 else None,
+        following=sid % 4 == 1,
+    )  # fmt: skip
+    return msgspec.structs.replace(base, **changes)
+
+
+def plain(store: Store, infos: list[SessionInfo], total: int) -> bytes:
+    return p.encode(p.SessionsReply(sessions=[session_view(store, i) for i in infos], total=total))
+
+
+def test_views_kept_encoded_make_the_bytes_of_every_view(root: Path) -> None:
+    views = EncodedViews(kept=8)
+    with Store.open(root) as store:
+        infos = [info(sid) for sid in range(1, 31)]
+        assert views.listing(store, infos, 40) == plain(store, infos, 40)
+        assert views.listing(store, infos[:5], 30) == plain(store, infos[:5], 30)  # kept ones
+        assert views.listing(store, [], 0) == plain(store, [], 0)
+        changed = [info(2, name="renamed"), info(4, event_count=9), info(5, following=False), *infos[5:9]]
+        assert views.listing(store, changed, 7) == plain(store, changed, 7)
+        assert b"renamed" in views.listing(store, changed, 7)
+        for start in range(100, 400, 10):  # many others: two generations at most are kept
+            views.listing(store, [info(sid) for sid in range(start, start + 10)], 10)
+        assert len(views) <= 2 * (8 + 10)
 
 
 def names(client: Client, root: Path, **kw: object) -> list[tuple[int, str, int, str]]:

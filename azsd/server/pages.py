@@ -24,6 +24,7 @@ from typing import Final, Generic, TypeVar
 
 from azsd.ipc import protocol as p
 from azsd.server.handlers import get_events, list_sessions
+from azsd.server.views import EncodedViews
 from azsd.server.workers import Outcome, encoded
 from azsd.store import Store
 
@@ -113,11 +114,13 @@ class PageCache(EncodedReplies[p.GetEvents]):
 
 
 class ListingCache(EncodedReplies[p.ListSessions]):
-    """Encoded `SessionsReply` listings (:func:`~azsd.server.handlers.list_sessions`)."""
+    """Encoded `SessionsReply` listings (:func:`~azsd.server.handlers.list_sessions`); one read
+    again after a change re-encodes only the sessions that changed (:class:`EncodedViews`)."""
 
     def __init__(self, budget: int = LISTING_CACHE_BYTES, largest: int | None = None) -> None:
         """No listing over `largest`: half the budget unless given."""
         super().__init__(budget, budget // 2 if largest is None else largest)
+        self.views = EncodedViews()
 
     def read(self, store: Store, req: p.ListSessions) -> Outcome:
-        return list_sessions(store, req)
+        return list_sessions(store, req, self.views)
