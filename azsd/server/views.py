@@ -28,8 +28,8 @@ __all__ = [
 
 #: A big ingest is announced in `EventsAppended` notifications of at most this many events.
 NOTE_CHUNK = 500
-#: About how many encoded session views an :class:`EncodedViews` keeps (two generations of at most
-#: this many: ~2.5 MB each for views of 10 000 sessions).
+#: How many encoded session views an :class:`EncodedViews` keeps, unless one listing shows more
+#: (~2.5 MB for views of 10 000 sessions).
 VIEWS_KEPT: Final = 10_000
 
 _ENCODER: Final = msgspec.msgpack.Encoder()
@@ -109,40 +109,35 @@ class EncodedViews:
     bytes into the reply (10 000 sessions: 2 ms, against 7 ms to build and encode every view).
 
     A :class:`~azsd.model.SessionInfo` is frozen and decides its plain view, whatever store it is in,
-    so an entry never goes stale: a session that changed is another key. What was used lately is
-    kept: each listing's views go to the newer of two generations, which becomes the older once it
-    holds :data:`VIEWS_KEPT` (and the older is dropped). Thread-safe.
+    so an entry never goes stale: a session that changed is another key. Once more than
+    :data:`VIEWS_KEPT` are kept, those the latest listing did not show are dropped. Thread-safe.
     """
 
     def __init__(self, kept: int = VIEWS_KEPT) -> None:
         self._kept = kept
-        self._new: dict[SessionInfo, bytes] = {}
-        self._old: dict[SessionInfo, bytes] = {}
+        self._views: dict[SessionInfo, bytes] = {}
         self._lock = threading.Lock()
 
     def listing(self, store: Store, infos: Sequence[SessionInfo], total: int) -> bytes:
         """The encoded `SessionsReply` of `infos` (those of `list_sessions`, plain views): the same
         bytes as ``p.encode(p.SessionsReply(sessions=[session_view(store, i) for i in infos], …))``."""
         with self._lock:
-            new, old = self._new, self._old
-            rows: list[msgspec.Raw] = []
+            views = self._views
+            rows: list[bytes] = []
             for info in infos:
-                row = new.get(info)
+                row = views.get(info)
                 if row is None:
-                    row = old.get(info)
-                    if row is None:
-                        row = _ENCODER.encode(session_view(store, info))
-                    new[info] = row
-                rows.append(msgspec.Raw(row))
-            if len(new) >= self._kept:
-                self._old, self._new = new, {}
+                    row = views[info] = _ENCODER.encode(session_view(store, info))
+                rows.append(row)
+            if len(views) > self._kept:
+                self._views = dict(zip(infos, rows, strict=True))
         # msgspec writes a Raw as the bytes it holds: the views' own encodings, spliced in
-        sessions = cast(list[p.SessionView], rows)
+        sessions = cast(list[p.SessionView], list(map(msgspec.Raw, rows)))
         return p.encode(p.SessionsReply(sessions=sessions, total=total))
 
     def __len__(self) -> int:
         with self._lock:
-            return len(self._new.keys() | self._old.keys())
+            return len(self._views)
 
 
 def changed_note(store: Store, root: str, session: int, change: str) -> p.SessionChanged:
