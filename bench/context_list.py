@@ -9,6 +9,8 @@ Figures (median of repeated runs, in ms):
 - `context_store_cold`: the same on a freshly opened Store with the process's row cache emptied
   each time (nothing decoded before: the first context after the daemon starts).
 - `list_daemon`: `ListSessions(limit=10000)` of a store holding 10 000 sessions, through the daemon.
+- `list_daemon_changed`: the same right after another client renamed one of them (the listing kept
+  from before cannot answer: the daemon reads it again).
 - `list_store`: `Store.list_sessions(limit=10000)` in-process, on the same open Store.
 - `list_store_cold`: the same on a freshly opened Store each time (its session index built first:
   the first listing after a store opens).
@@ -115,11 +117,20 @@ def main(*, quick: bool = False) -> None:
             listed = client.list_sessions(list_root, None, limit=SESSIONS)
             assert len(listed.sessions) == SESSIONS
             daemon_list_s = median_of(runs, lambda: client.list_sessions(list_root, None, limit=SESSIONS))
+            with Client(daemon_config(base / "run"), timeout=60) as other:
+                changed = []
+                for n in range(runs):
+                    other.rename_session(list_root, 1 + n % 7, f"renamed {n}")
+                    start = time.perf_counter()
+                    client.list_sessions(list_root, None, limit=SESSIONS)
+                    changed.append(time.perf_counter() - start)
+            changed_s = statistics.median(changed)
     print(f"# context_list: {EVENTS} events -> a {len(prompt) / 1e6:.1f} MB prompt; {SESSIONS} sessions")
     report("context_daemon", daemon_ctx_s * 1e3, "ms", bare_ctx_s * 1e3)
     report("context_store", store_s * 1e3, "ms", bare_ctx_s * 1e3)
     report("context_store_cold", cold_s * 1e3, "ms", bare_ctx_s * 1e3)
     report("list_daemon", daemon_list_s * 1e3, "ms", bare_list_s * 1e3)
+    report("list_daemon_changed", changed_s * 1e3, "ms", bare_list_s * 1e3)
     report("list_store", list_store_s * 1e3, "ms", bare_list_s * 1e3)
     report("list_store_cold", list_cold_s * 1e3, "ms", bare_list_s * 1e3)
 

@@ -282,6 +282,33 @@ def test_a_quick_read_runs_in_the_calling_thread_while_the_reader_is_idle(
     assert ran_in[1] != threading.get_ident()
 
 
+def test_only_the_peek_of_a_long_read_runs_in_the_calling_thread(registry: StoreRegistry, root: Path) -> None:
+    """`inline="peek"` (a listing): a reply the peek has already is sent from the calling thread;
+    when it has none, the read runs on the reader, peek and all, not in the caller."""
+    registry.call(str(root), lambda store: store.create_session("one")).result(timeout=5)
+    registry.call(str(root), lambda store: store.list_sessions(), read=True).result(timeout=5)
+    peeked_in: list[int] = []
+    ran_in: list[int] = []
+    kept: list[Outcome] = []
+
+    def peek(store: Store) -> Outcome | None:
+        peeked_in.append(threading.get_ident())
+        return kept[0] if kept else None
+
+    def answer(n: int) -> None:
+        envelope = Envelope(b"c", b"r%d" % n)
+        registry.answer(str(root), envelope, _quick_read(ran_in), read=True, inline="peek", peek=peek)
+
+    answer(1)
+    assert _reply(registry.outbox) == (b"r1", p.OkReply())
+    assert peeked_in[0] == threading.get_ident() and peeked_in[1] != threading.get_ident()
+    assert len(ran_in) == 1 and ran_in[0] != threading.get_ident()
+    kept.append(Outcome(p.encode(p.SessionsReply(sessions=[], total=0))))
+    answer(2)
+    assert peeked_in[2] == threading.get_ident() and len(ran_in) == 1  # answered here, from the peek
+    assert _reply(registry.outbox) == (b"r2", p.SessionsReply(sessions=[], total=0))
+
+
 def test_a_quick_read_of_a_locked_file_waits_on_the_reader_not_the_caller(
     registry: StoreRegistry, root: Path
 ) -> None:

@@ -37,7 +37,8 @@ from azsd.sdnotify import notify, watchdog_interval
 from azsd.server.follow.follower import Follower
 from azsd.server.handlers import handle, runs_alone
 from azsd.server.idempotency import RequestKeys
-from azsd.server.pages import PageCache
+from azsd.server.pages import ListingCache, PageCache
+from azsd.server.reader import Inline
 from azsd.server.registry import StoreRegistry
 from azsd.server.roots import worktree_root
 from azsd.server.sync_control import SyncControl
@@ -62,7 +63,8 @@ _READS: Final = (
 )  # fmt: skip
 #: Reads quick enough to answer in the socket thread when the store's reader is idle (a page of at
 #: most `_INLINE_PAGE` events, a session, its context meter): handing them to the reader thread and
-#: their reply back took most of their time.
+#: their reply back took most of their time. Other reads with a reply encoded before (a longer page,
+#: a listing) are answered there from it, when it is current (see `Daemon._runner`).
 _QUICK_READS: Final = (p.GetEvents, p.GetSession, p.ContextMeter)
 _INLINE_PAGE: Final = 1000
 #: Requests the sync service answers (azsd.sync; an error without a `sync-url`).
@@ -131,6 +133,7 @@ class Daemon:
         )
         self._keys = RequestKeys(self._registry)
         self._pages = PageCache()
+        self._listings = ListingCache()
         # psycopg is imported only while sync is on; the config file's sync settings are taken again
         # when it changes (or on SIGHUP: `azsd reload`)
         self._sync = SyncControl(self.config, self._registry, self._environ, self._known_roots)
@@ -266,18 +269,19 @@ class Daemon:
                     peek=peek,
                     alone=runs_alone(request),
                     read=isinstance(request, _READS),
-                    inline=isinstance(request, _QUICK_READS)
-                    and not (isinstance(request, p.GetEvents) and request.limit > _INLINE_PAGE),
+                    inline=_inline(request, peek is not None),
                 )
 
     def _runner(
         self, request: p.StoreRequest
     ) -> tuple[Callable[[Store], Outcome], Callable[[Store], Outcome | None] | None]:
         """What carries out a store request in the store's thread, and what a reader tries first
-        (a page: the page cache)."""
+        (a page or a listing: the reply encoded before)."""
         assert self._registry is not None
         if isinstance(request, p.GetEvents):
             return partial(self._pages.answer, req=request), partial(self._pages.peek, req=request)
+        if isinstance(request, p.ListSessions):
+            return partial(self._listings.answer, req=request), partial(self._listings.peek, req=request)
         publish = partial(self._registry.publish, request.root)
         return (lambda store: handle(store, request, publish)), None
 
@@ -381,6 +385,14 @@ class Daemon:
                 path.unlink(missing_ok=True)
         finally:
             ctx.term()
+
+
+def _inline(request: p.StoreRequest, peeks: bool) -> Inline:
+    """How much of `request` may run in the socket thread (see `_QUICK_READS`)."""
+    big_page = isinstance(request, p.GetEvents) and request.limit > _INLINE_PAGE
+    if isinstance(request, _QUICK_READS) and not big_page:
+        return True
+    return "peek" if peeks else False
 
 
 def _recover(store: Store, root: str, home: Path) -> list[p.Notification]:

@@ -39,7 +39,7 @@ from azsd.server.compaction import (
 from azsd.server.follow.tailing import detect
 from azsd.server.imports import Publish, import_session, import_sessions, import_sources
 from azsd.server.usage import usage_reply
-from azsd.server.views import appended_notes, changed_note, session_view, wire_events
+from azsd.server.views import EncodedViews, appended_notes, changed_note, session_view, wire_events
 from azsd.server.workers import Outcome
 from azsd.store import Store, store_path
 
@@ -67,10 +67,14 @@ def create_session(store: Store, req: p.CreateSession) -> Outcome:
     return Outcome(p.SessionReply(session=view), [p.SessionCreated(root=req.root, seq=0, session=view)])
 
 
-def list_sessions(store: Store, req: p.ListSessions) -> Outcome:
+def list_sessions(store: Store, req: p.ListSessions, encoder: EncodedViews | None = None) -> Outcome:
+    """A page of sessions; a plain one (no usage, no meter) encoded by `encoder`, when given."""
     if req.limit < 0 or req.offset < 0:
         raise BadRequestError("limit and offset must not be negative")
     infos = store.list_sessions(req.worktree, limit=req.limit, offset=req.offset, archived=req.archived)
+    total = store.count_sessions(req.worktree, archived=req.archived)
+    if encoder is not None and not req.with_usage and not req.with_meter:
+        return Outcome(encoder.listing(store, infos, total))
     ids = [i.id for i in infos]
     usage = store.usage_by_session(ids) if req.with_usage else {}
     meter = store.context_chars(ids) if req.with_meter else {}
@@ -80,7 +84,6 @@ def list_sessions(store: Store, req: p.ListSessions) -> Outcome:
         )
         for i in infos
     ]
-    total = store.count_sessions(req.worktree, archived=req.archived)
     return Outcome(p.SessionsReply(sessions=views, total=total))
 
 

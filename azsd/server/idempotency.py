@@ -41,6 +41,7 @@ from azsd.errors import BadRequestError
 from azsd.ipc import protocol as p
 from azsd.ipc.replies import error_reply
 from azsd.ipc.transport import Envelope
+from azsd.server.reader import Inline
 from azsd.server.registry import StoreRegistry
 from azsd.server.workers import Outcome, encoded
 from azsd.store import Store
@@ -170,7 +171,7 @@ class RequestKeys:
         *,
         alone: bool = False,
         read: bool = False,
-        inline: bool = False,
+        inline: Inline = False,
         peek: Callable[[Store], Outcome | None] | None = None,
     ) -> None:
         """Run `fn` (which carries out `request`) in the store of `root` and answer `envelope`, unless

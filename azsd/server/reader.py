@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from azsd.errors import AzsdError
 from azsd.ipc.transport import Outbox
@@ -26,9 +26,14 @@ from azsd.server.workers import Task, Writer, open_error
 from azsd.store import Store
 from azsd.store.core import READ_BUSY_TIMEOUT_S, NeedsWriterError, StoreBusyError
 
-__all__ = ["Reader", "ReaderHome", "Slot"]
+__all__ = ["Inline", "Reader", "ReaderHome", "Slot"]
 
 log = logging.getLogger("azsd.server.workers")
+
+#: How much of a read may run in the calling thread while the store's reader is idle: none of it,
+#: all of it (a quick read), or only its `peek` (a reply it has already: a listing or a page encoded
+#: before, which is only copied out; a read it must make goes to the reader).
+Inline = Literal[False, True, "peek"]
 
 
 class ReaderHome(Protocol):
@@ -82,10 +87,11 @@ class Reader(threading.Thread):
                     self._store = None
             self._registry.outbox.release()
 
-    def try_inline(self, task: Task[Any]) -> bool:
+    def try_inline(self, task: Task[Any], *, peek_only: bool = False) -> bool:
         """Run a read in the calling thread, now, if this reader is idle with its store open; False
         (nothing done) when it is not, or when the file is locked (the read must be queued here, to
-        wait for the lock without holding up the caller)."""
+        wait for the lock without holding up the caller), or, `peek_only`, when the task's `peek`
+        has nothing (the read is queued here, to run in this thread)."""
         if self._store is None or not self.queue.empty() or not self._using.acquire(blocking=False):
             return False
         try:
@@ -96,11 +102,16 @@ class Reader(threading.Thread):
 
             def read() -> Any:
                 store.check_file()
-                return _read(store, task, 0)  # never hold up the socket thread: queue the read instead
+                if not peek_only:
+                    return _read(store, task, 0)  # never hold up the socket thread: queue the read instead
+                found = task.peek(store) if task.peek is not None else None
+                if found is None:
+                    raise _NotKept
+                return found
 
             try:
                 settle = self._outcome(task, read)
-            except StoreBusyError:
+            except (StoreBusyError, _NotKept):
                 return False
             except NeedsWriterError:
                 settle = partial(self._registry.forward, self.root, task)
@@ -133,7 +144,7 @@ class Reader(threading.Thread):
         writer, or to wait for a lock) raises NeedsWriterError or StoreBusyError to the caller."""
         try:
             value = read()
-        except (NeedsWriterError, StoreBusyError):
+        except (NeedsWriterError, StoreBusyError, _NotKept):
             raise
         except (AzsdError, ValueError, OverflowError) as exc:
             return partial(task.future.set_exception, exc)
@@ -155,6 +166,10 @@ class Slot:
         self.writer.queue.put(None)
         if self.reader is not None:
             self.reader.queue.put(None)
+
+
+class _NotKept(Exception):
+    """An inline peek found nothing: the read goes to the reader."""
 
 
 def _read(store: Store, task: Task[Any], lock_wait_s: float) -> Any:

@@ -32,7 +32,7 @@ from azsd.errors import ShuttingDownError
 from azsd.ipc import protocol as p
 from azsd.ipc.replies import error_reply
 from azsd.ipc.transport import Envelope, Outbox
-from azsd.server.reader import Reader, Slot
+from azsd.server.reader import Inline, Reader, Slot
 from azsd.server.workers import Outcome, Task, Writer, encoded, future_then
 from azsd.store import Store
 
@@ -112,14 +112,16 @@ class StoreRegistry:
         *,
         alone: bool = False,
         read: bool = False,
-        inline: bool = False,
+        inline: Inline = False,
         peek: Callable[[Store], Outcome | None] | None = None,
     ) -> None:
         """Run a client's request: once committed, publish its notifications and send its reply.
 
         A read waits for this client's last write to the store, if it is not done yet. An `inline`
         read (a quick one: a page, a session) runs at once in the calling thread, the daemon's
-        socket thread, when the store's reader is open and idle (:meth:`Reader.try_inline`).
+        socket thread, when the store's reader is open and idle (:meth:`Reader.try_inline`); with
+        `inline="peek"`, only its `peek` does (a reply encoded before), and a read it must make is
+        queued on the reader.
         """
         task = Task(fn, future_then(lambda done: self.deliver(root, envelope, done)), alone, peek)
         key = (root, envelope.identity)
@@ -140,7 +142,7 @@ class StoreRegistry:
             task.future.set_exception(ShuttingDownError("azsd is stopping"))
         elif before is not None:
             before.add_done_callback(lambda _: self._resubmit(root, task, read=True))
-        elif reader is not None and not reader.try_inline(task):
+        elif reader is not None and not reader.try_inline(task, peek_only=inline == "peek"):
             self._resubmit(root, task, read=True)
 
     def deliver(self, root: str, envelope: Envelope | None, done: Future[Outcome]) -> None:

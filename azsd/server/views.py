@@ -3,8 +3,10 @@ that announce changes. Pure functions of model values (and, for a session's usag
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from typing import Final, cast
 
 import msgspec
 
@@ -13,10 +15,24 @@ from azsd.ipc import protocol as p
 from azsd.model import SessionInfo, SessionUsage, StoredEvent
 from azsd.store import Store
 
-__all__ = ["NOTE_CHUNK", "appended_notes", "changed_note", "session_view", "usage_view", "wire_events"]
+__all__ = [
+    "NOTE_CHUNK",
+    "VIEWS_KEPT",
+    "EncodedViews",
+    "appended_notes",
+    "changed_note",
+    "session_view",
+    "usage_view",
+    "wire_events",
+]
 
 #: A big ingest is announced in `EventsAppended` notifications of at most this many events.
 NOTE_CHUNK = 500
+#: How many encoded session views an :class:`EncodedViews` keeps, unless one listing shows more
+#: (~2.5 MB for views of 10 000 sessions).
+VIEWS_KEPT: Final = 10_000
+
+_ENCODER: Final = msgspec.msgpack.Encoder()
 
 
 def wire_events(events: Sequence[StoredEvent]) -> list[p.WireEvent]:
@@ -52,12 +68,12 @@ def session_view(
 ) -> p.SessionView:
     """The wire view of a session; `with_usage` reads its usage (or takes the `usage` given).
 
-    Copied field by field: a listing makes thousands of these, and this is 4x faster than
-    ``msgspec.convert(info, SessionView, from_attributes=True)`` (0.4 µs against 1.7 µs).
+    Copied field by field, and the fields a listing leaves at their defaults not passed at all: a
+    listing makes thousands of these, and the 14 fields it sets take a quarter of the time all 19
+    take (0.2 µs against 0.8 µs; ``msgspec.convert(info, SessionView, from_attributes=True)`` takes
+    1.7 µs). The others are set on a copy, only when there is something to set.
     """
-    if with_usage and usage is None:
-        usage = store.session_usage(info.id)
-    return p.SessionView(
+    view = p.SessionView(
         id=info.id,
         name=info.name,
         display_name=info.display_name,
@@ -69,15 +85,59 @@ def session_view(
         completed=info.completed,
         duration_ms=info.duration_ms,
         cost_usd=info.cost_usd,
-        usage=usage_view(usage) if with_usage else None,
         archived=info.archived,
-        cost_source=(usage.cost_source if usage is not None else "reported") if with_usage else None,
-        last_activity=_utc(usage.last_at) if usage is not None and usage.last_at > 0 else None,
         parent=info.parent,
         fork_seq=info.fork_seq,
+    )
+    if not with_usage and usage is None and not forks and context_chars is None:
+        return view
+    if with_usage and usage is None:
+        usage = store.session_usage(info.id)
+    return msgspec.structs.replace(
+        view,
+        usage=usage_view(usage) if with_usage else None,
+        cost_source=(usage.cost_source if usage is not None else "reported") if with_usage else None,
+        last_activity=_utc(usage.last_at) if usage is not None and usage.last_at > 0 else None,
         forks=tuple(forks),
         context_chars=context_chars,
     )
+
+
+class EncodedViews:
+    """Sessions' plain views (no usage, no meter, no forks: a listing's) encoded, by the session's
+    value: a listing after a change encodes only the sessions that changed, and copies the others'
+    bytes into the reply (10 000 sessions: 2 ms, against 7 ms to build and encode every view).
+
+    A :class:`~azsd.model.SessionInfo` is frozen and decides its plain view, whatever store it is in,
+    so an entry never goes stale: a session that changed is another key. Once more than
+    :data:`VIEWS_KEPT` are kept, those the latest listing did not show are dropped. Thread-safe.
+    """
+
+    def __init__(self, kept: int = VIEWS_KEPT) -> None:
+        self._kept = kept
+        self._views: dict[SessionInfo, bytes] = {}
+        self._lock = threading.Lock()
+
+    def listing(self, store: Store, infos: Sequence[SessionInfo], total: int) -> bytes:
+        """The encoded `SessionsReply` of `infos` (those of `list_sessions`, plain views): the same
+        bytes as ``p.encode(p.SessionsReply(sessions=[session_view(store, i) for i in infos], …))``."""
+        with self._lock:
+            views = self._views
+            rows: list[bytes] = []
+            for info in infos:
+                row = views.get(info)
+                if row is None:
+                    row = views[info] = _ENCODER.encode(session_view(store, info))
+                rows.append(row)
+            if len(views) > self._kept:
+                self._views = dict(zip(infos, rows, strict=True))
+        # msgspec writes a Raw as the bytes it holds: the views' own encodings, spliced in
+        sessions = cast(list[p.SessionView], list(map(msgspec.Raw, rows)))
+        return p.encode(p.SessionsReply(sessions=sessions, total=total))
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._views)
 
 
 def changed_note(store: Store, root: str, session: int, change: str) -> p.SessionChanged:
