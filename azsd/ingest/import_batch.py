@@ -24,7 +24,10 @@ from typing import Final
 from azsd.compact import prepare_for_store
 from azsd.errors import AzsdError, StoreError
 from azsd.events import Event
+from azsd.ingest.import_ahead import Job, ReadAhead
+from azsd.ingest.import_prepared import Claimed, Ready, new_session, record_subagents
 from azsd.ingest.importer import NAME_EVENTS, ImportOutcome, first_prompt_name, import_source, record_lineage
+from azsd.ingest.prepare import PREPARED_AGENTS, PreparedFile
 from azsd.ingest.source_events import SourceReaders, source_events
 from azsd.ingest.sources import Source
 from azsd.ingest.usage import usage_record
@@ -44,6 +47,8 @@ BATCH_GAP_S: Final = 0.005
 #: A Claude or Codex file this small is imported in a transaction shared with others (reading it
 #: takes a few ms; a commit of its own was most of its cost).
 SMALL_FILE_BYTES: Final = 1 << 20
+#: The most bytes of files read ahead whose sessions one statement per table creates.
+RUN_BYTES: Final = 1 << 20
 
 Stored = Callable[[int, list[StoredEvent]], None]
 Outcome = ImportOutcome | AzsdError
@@ -59,6 +64,14 @@ class _New:
     session: FilledSession
     lines: int
     skipped: int
+    #: Read ahead (:mod:`azsd.ingest.prepare`): its sub-agents' usage is recorded once it is created.
+    prepared: PreparedFile | None = None
+
+    @property
+    def appended(self) -> int:
+        """The events its session is created with."""
+        rows = self.session.rows
+        return len(self.session.events) if rows is None else len(rows.events)
 
 
 def import_many(
@@ -77,22 +90,41 @@ def import_many(
     out: list[Outcome] = []
     seen: set[str] = set()  # a source named twice is new once
     ended = [float("-inf")]  # when the last shared transaction committed
-    with SourceReaders() as stores:
+    with SourceReaders() as stores, ReadAhead(_jobs(store, sources)) as ahead:
         i = 0
         while i < len(sources):
             if not _small(sources[i]):
+                ahead.next()
                 out.append(_guarded(store, sources[i], worktree, on_stored, stores))
                 if committed is not None:
                     committed()
                 i += 1
                 continue
             start = time.monotonic()
-            batch: list[Source | _New | AzsdError] = []
+            batch: list[Source | _New | Ready | AzsdError] = []
             while i < len(sources) and _small(sources[i]) and time.monotonic() - start < BATCH_S:
-                batch.append(_read_if_new(store, sources[i], worktree, seen, stores))
+                found = ahead.next()
+                ready = Ready(sources[i], found) if isinstance(found, PreparedFile) else None
+                batch.append(ready or _read_if_new(store, sources[i], worktree, seen, stores))
                 i += 1
             out += _write(store, batch, worktree, on_stored, stores, committed, ended)
     return out
+
+
+def _jobs(store: Store, sources: Sequence[Source]) -> list[Job]:
+    """What to read ahead: the small Claude and Codex files never imported (the first time each is
+    named), each as a job of :class:`~azsd.ingest.import_ahead.ReadAhead`."""
+    jobs: list[Job] = []
+    named: set[str] = set()
+    for source in sources:
+        record = store.get_import(source.key) if source.agent in PREPARED_AGENTS else None
+        new = record is None or not store.has_session(record.session_id)
+        if source.agent in PREPARED_AGENTS and _small(source) and new and source.key not in named:
+            jobs.append((str(source.path), source.agent, source.size))
+        else:
+            jobs.append(None)
+        named.add(source.key)
+    return jobs
 
 
 def _small(source: Source) -> bool:
@@ -138,7 +170,7 @@ def _read_if_new(
 
 def _write(
     store: Store,
-    batch: Sequence[Source | _New | AzsdError],
+    batch: Sequence[Source | _New | Ready | AzsdError],
     worktree: str,
     on_stored: Stored | None,
     stores: SourceReaders,
@@ -159,13 +191,12 @@ def _write(
         with store.atomic(create=True), store.upkeep_deferred():  # summaries and search: once at the end
             while j < len(batch) and time.monotonic() - start < BATCH_S:
                 item = batch[j]
-                if isinstance(item, _New):
-                    run: list[_New] = []
-                    while j < len(batch) and isinstance(batch[j], _New):
-                        run.append(batch[j])  # type: ignore[arg-type]
-                        j += 1
-                    out += _create(store, run)
-                    continue
+                if isinstance(item, _New | Ready):
+                    run, j = _run(store, batch, j, worktree)
+                    if run:
+                        out += _create(store, run)
+                        continue
+                    item = item.source  # not new any more, or counted elsewhere: imported the usual way
                 out.append(
                     item
                     if isinstance(item, AzsdError)
@@ -178,6 +209,31 @@ def _write(
     return out
 
 
+Item = Source | _New | Ready | AzsdError
+
+
+def _run(store: Store, batch: Sequence[Item], j: int, worktree: str) -> tuple[list[_New], int]:
+    """The new sessions from `batch[j]` on to create together (up to :data:`RUN_BYTES` of files
+    read ahead), and where they end: at a source read ahead that cannot be created as it was read."""
+    run: list[_New] = []
+    claimed = Claimed(set(), set())
+    size = 0
+    while j < len(batch) and size < RUN_BYTES:
+        item = batch[j]
+        if isinstance(item, Ready):
+            session = new_session(store, item, worktree, claimed)
+            if session is None:
+                break
+            prepared = item.prepared
+            item = _New(item.source, session, prepared.lines, prepared.skipped, prepared)
+            size += prepared.size
+        elif not isinstance(item, _New):
+            break
+        run.append(item)
+        j += 1
+    return run, j
+
+
 def _create(store: Store, run: Sequence[_New]) -> list[Outcome]:
     """Create the sessions of `run` together (inside the caller's transaction), forks linked to
     their parents."""
@@ -185,9 +241,11 @@ def _create(store: Store, run: Sequence[_New]) -> list[Outcome]:
     for sid, new in zip(ids, run, strict=True):
         if new.source.parent_key:
             record_lineage(store, sid, new.source)
+        if new.prepared is not None:
+            record_subagents(store, sid, new.prepared)
     log.info("imported %d new sources into S%d–S%d", len(run), ids[0], ids[-1])
     return [
-        ImportOutcome(sid, True, len(new.session.events), new.lines, new.skipped, False)
+        ImportOutcome(sid, True, new.appended, new.lines, new.skipped, False)
         for sid, new in zip(ids, run, strict=True)
     ]
 

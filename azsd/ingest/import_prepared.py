@@ -1,0 +1,86 @@
+"""The writer's side of a file read ahead (:mod:`azsd.ingest.prepare`): whether its rows can be
+stored as they are, and storing what goes with them.
+
+A file read ahead was parsed as if it were new and no other run had counted any of its API
+messages. :func:`new_session` checks both in the store (and against the files of the same run of new
+sessions, not inserted yet: `claimed`) and makes the session to create
+(:meth:`~azsd.store.bulk.BulkSessions.create_filled`) when they hold; else the writer imports the file
+as :func:`~azsd.ingest.importer.import_source` does, which asks the store as it parses. After the
+session is created, :func:`record_subagents` records its sub-agents' usage as
+:func:`~azsd.ingest.subagents.import_subagents` would have.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from azsd.ingest.prepare import PreparedFile
+from azsd.ingest.sources import Source
+from azsd.model import ImportRecord
+from azsd.store import Store
+from azsd.store.bulk import FilledSession
+
+__all__ = ["Claimed", "Ready", "new_session", "record_subagents"]
+
+
+@dataclass(frozen=True)
+class Ready:
+    """A source read ahead, waiting for the writer."""
+
+    source: Source
+    prepared: PreparedFile
+
+
+@dataclass
+class Claimed:
+    """What the new sessions of one run (created together) take before they are inserted: their
+    sources and the API message ids they count."""
+
+    sources: set[str]
+    keys: set[str]
+
+
+def new_session(store: Store, ready: Ready, worktree: str, claimed: Claimed) -> FilledSession | None:
+    """The session `ready` becomes, when its source is still new and none of the message ids it
+    counts is counted elsewhere (in the store, or by a session of `claimed`, which it then joins);
+    else None (the writer imports it the usual way)."""
+    source, prepared = ready.source, ready.prepared
+    if source.key in claimed.sources:
+        return None
+    record = store.get_import(source.key)
+    if record is not None and store.has_session(record.session_id):
+        return None
+    keys = prepared.all_keys()
+    if len(set(keys)) < len(keys) or not claimed.keys.isdisjoint(keys) or store.usage_keys_counted(keys):
+        return None  # (a sub-agent counting its session's message is one)
+    claimed.sources.add(source.key)
+    claimed.keys.update(keys)
+    usage = prepared.usage
+    return FilledSession(
+        name=prepared.name or source.title or source.path.stem,
+        worktree=worktree,
+        events=(),
+        rows=prepared.rows,
+        record=ImportRecord(source=source.key, session_id=0, agent=source.agent, size=prepared.size),
+        usage_source=usage.source if usage else "",
+        usage=usage.parts if usage else (),
+        usage_at=prepared.at,
+        usage_turns=usage.turns if usage else None,
+        usage_keys=usage.keys if usage else (),
+    )
+
+
+def record_subagents(store: Store, session_id: int, prepared: PreparedFile) -> None:
+    """Record the usage of the sub-agents of the new session `session_id` (inside the caller's
+    transaction), but those counted in a session of their own."""
+    for sub in prepared.subagents:
+        known = store.get_import(sub.source)
+        if known is not None and known.session_id != session_id and store.has_session(known.session_id):
+            continue  # imported as a session of its own while orphaned (or with another parent)
+        if sub.usage is not None:
+            store.record_usage(
+                session_id, sub.source, sub.usage.parts, at=sub.at, turns=0, keys=sub.usage.keys
+            )
+        store.record_import(
+            ImportRecord(source=sub.source, session_id=session_id, agent="claude", size=sub.size, last_seq=0)
+        )
