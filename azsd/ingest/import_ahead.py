@@ -112,6 +112,11 @@ class ReadAhead:
         self._ahead = 0  # bytes submitted and not taken
         self._futures: deque[Future[PreparedFile] | None] = deque()
 
+    @property
+    def in_workers(self) -> bool:
+        """Whether the files are read by the worker processes (else in the caller's thread)."""
+        return self._executor is not None
+
     def __enter__(self) -> ReadAhead:
         return self
 
