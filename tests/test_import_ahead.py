@@ -17,7 +17,7 @@ import pytest
 from azsd.errors import IngestError
 from azsd.ingest import import_ahead
 from azsd.ingest.import_ahead import Job, ReadAhead
-from azsd.ingest.import_batch import import_many
+from azsd.ingest.import_batch import expect_imports, import_many
 from azsd.ingest.importer import ImportOutcome, import_source
 from azsd.ingest.prepare import PreparedFile, prepare_file
 from azsd.ingest.sources import Source
@@ -147,3 +147,28 @@ def test_a_file_a_worker_fails_on_is_reported_and_the_others_are_imported(
         sources[1] = Source(paths[1], "claude", paths[1].stat().st_size)
         again = import_many(many, sources, "main")
         assert [isinstance(o, ImportOutcome) and o.created for o in again] == [False, True, False, False]
+
+
+def test_files_listed_are_read_before_they_are_asked_for_and_again_when_they_changed_since(
+    tmp_path: Path, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`ImportSources` has the workers read the files it lists (`expect_imports`); the requests that
+    follow take what they read, but a file that changed since is read again as it is now."""
+    monkeypatch.setattr(import_ahead, "POOL_MIN_BYTES", 0)
+    sources = _sources(project)
+    with Store.open(tmp_path / "one") as one, Store.open(tmp_path / "many") as many:
+        expect_imports(many, sources)
+        listed = import_ahead._LISTED[str(many.root)]
+        for future, _ in list(listed.read.values()):
+            future.result()  # read for the listing (as far as the read-ahead goes)
+        assert listed.read
+        changed = next(s for s in sources if str(s.path) in listed.read)
+        with changed.path.open("ab") as out:  # it grows after the listing read it
+            out.write((SESSIONS / "agentcmd__full-session-two.jsonl").read_bytes())
+        sources = [Source(s.path, "claude", s.path.stat().st_size) for s in sources]
+        expected = [_singly(one, source) for source in sources]
+        half = len(sources) // 2  # in two requests, as `azs import` sends them
+        got = import_many(many, sources[:half], "main") + import_many(many, sources[half:], "main")
+        assert [o if isinstance(o, ImportOutcome) else str(o) for o in got] == expected
+        assert _state(many) == _state(one)
+        assert _tables(many) == _tables(one)

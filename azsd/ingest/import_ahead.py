@@ -28,7 +28,7 @@ from typing import Final
 from azsd.ingest.prepare import PreparedFile, prepare_file
 from azsd.ingest.sources import Agent
 
-__all__ = ["AHEAD_BYTES", "IDLE_S", "POOL_MIN_BYTES", "WORKERS", "ReadAhead"]
+__all__ = ["AHEAD_BYTES", "IDLE_S", "POOL_MIN_BYTES", "WORKERS", "Job", "ReadAhead", "expect"]
 
 log = logging.getLogger("azsd.ingest.importer")
 
@@ -90,27 +90,94 @@ class _Pool:
     def _stop(self) -> None:
         with self._lock:
             if self._users == 0 and self._executor is not None:
-                self._executor.shutdown(wait=False)
+                self._executor.shutdown(wait=False, cancel_futures=True)
                 self._executor = None
+                with _LISTED_LOCK:
+                    for listed in _LISTED.values():
+                        listed.drop()
+                    _LISTED.clear()
 
 
 _POOL: Final = _Pool()
 
 
+class _Listed:
+    """The files a listing of sources (`ImportSources`) found to import, read ahead of the requests
+    that will ask for them (by path; the requests come in the listing's order)."""
+
+    def __init__(self, jobs: Sequence[tuple[str, Agent, int]]) -> None:
+        self.waiting: dict[str, tuple[str, Agent, int]] = {job[0]: job for job in jobs}  # not submitted
+        self.read: dict[str, tuple[Future[PreparedFile], int]] = {}  # submitted, not taken: (result, size)
+
+    def claim(self, job: tuple[str, Agent, int]) -> Future[PreparedFile] | None:
+        """What was read ahead of `job` (taken from the listing), else None (and it is not read for
+        the listing any more)."""
+        self.waiting.pop(job[0], None)
+        found = self.read.pop(job[0], None)
+        return found[0] if found is not None else None
+
+    def top_up(self, executor: ProcessPoolExecutor, room: int) -> None:
+        """Submit the next files of the listing while the ones submitted and not taken hold less
+        than `room` bytes."""
+        while self.waiting and sum(size for _, size in self.read.values()) < room:
+            path = next(iter(self.waiting))
+            job = self.waiting.pop(path)
+            self.read[path] = (executor.submit(prepare_file, job[0], job[1]), job[2])
+
+    def drop(self) -> None:
+        for future, _ in self.read.values():
+            future.cancel()
+        self.read.clear()
+        self.waiting.clear()
+
+
+#: The latest listing of each store (by its root), while the workers run.
+_LISTED: Final[dict[str, _Listed]] = {}
+_LISTED_LOCK: Final = threading.Lock()
+
+
+def expect(root: str, jobs: Sequence[tuple[str, Agent, int]]) -> None:
+    """The files an import into the store of `root` is about to ask for, in order (a listing's):
+    the workers start reading them now, when they are enough to be worth it
+    (:data:`POOL_MIN_BYTES`), so that its requests find them read. Replaces an earlier listing."""
+    with _LISTED_LOCK:
+        old = _LISTED.pop(root, None)
+        if old is not None:
+            old.drop()
+    if sum(job[2] for job in jobs) < POOL_MIN_BYTES:
+        return
+    executor = _POOL.take()
+    if executor is None:
+        return
+    try:
+        listed = _Listed(jobs)
+        with _LISTED_LOCK:
+            _LISTED[root] = listed
+            listed.top_up(executor, AHEAD_BYTES)
+    except RuntimeError as exc:  # the pool broke: the requests read them
+        log.warning("not reading ahead: %s", exc)
+    finally:
+        _POOL.give_back()
+
+
 class ReadAhead:
     """:func:`~azsd.ingest.prepare.prepare_file` of each job, in order (:meth:`next`), read ahead in
-    worker processes when they are many (see the module docstring). Use as a context manager."""
+    worker processes when they are many, or were listed for the store of `root` (:func:`expect`;
+    see the module docstring). Use as a context manager."""
 
-    def __init__(self, jobs: Sequence[Job], *, workers: bool | None = None) -> None:
+    def __init__(self, jobs: Sequence[Job], *, workers: bool | None = None, root: str = "") -> None:
         self._jobs = list(jobs)
+        with _LISTED_LOCK:
+            self._listed = _LISTED.get(root) if root else None
         total = sum(job[2] for job in self._jobs if job is not None)
-        use = workers if workers is not None else total >= POOL_MIN_BYTES
+        use = workers if workers is not None else total >= POOL_MIN_BYTES or self._listed is not None
         self._executor = _POOL.take() if use else None
         self._broken = False
         self._given = 0  # jobs submitted (or passed over)
         self._taken = 0  # results handed out
         self._ahead = 0  # bytes submitted and not taken
         self._futures: deque[Future[PreparedFile] | None] = deque()
+        self._from_listing: set[int] = set()  # (id of) the futures read for the listing
 
     @property
     def in_workers(self) -> bool:
@@ -124,7 +191,8 @@ class ReadAhead:
         self.close()
 
     def close(self) -> None:
-        """Give the workers back (the files still being read are dropped)."""
+        """Give the workers back (the files still being read for this are dropped; those read ahead
+        for the listing's next requests are kept)."""
         if self._executor is not None:
             for future in self._futures:
                 if future is not None:
@@ -152,26 +220,50 @@ class ReadAhead:
             self._broken = self._broken or type(exc).__name__ == "BrokenProcessPool"
             return exc
         self._fill()
+        if id(future) in self._from_listing and not _unchanged(found):
+            self._from_listing.discard(id(future))
+            return _prepared_here(job)  # it changed since the listing's read: read it as it is now
         return found
 
     def _fill(self) -> None:
-        """Submit jobs while fewer than :data:`AHEAD_BYTES` wait (at least the next one)."""
+        """Submit jobs while fewer than :data:`AHEAD_BYTES` wait (at least the next one), taking what
+        was read for the listing; then go on with the listing's next files."""
         assert self._executor is not None
-        while self._given < len(self._jobs) and (self._given <= self._taken or self._ahead < AHEAD_BYTES):
-            job = self._jobs[self._given]
-            self._given += 1
-            if job is None:
-                self._futures.append(None)
-                continue
-            try:
-                self._futures.append(self._executor.submit(prepare_file, job[0], job[1]))
-                self._ahead += job[2]
-            except RuntimeError as exc:  # the pool broke or was shut down: the writer reads the rest
-                log.warning("reading files in the writer's thread: %s", exc)
-                self._broken = True
-                self._futures.append(None)
-                self._given = len(self._jobs)
-                return
+        try:
+            while self._given < len(self._jobs) and (self._given <= self._taken or self._ahead < AHEAD_BYTES):
+                job = self._jobs[self._given]
+                self._given += 1
+                future = None
+                if job is not None:
+                    future = self._claimed(job) or self._executor.submit(prepare_file, job[0], job[1])
+                    self._ahead += job[2]
+                self._futures.append(future)
+            if self._listed is not None and self._given == len(self._jobs):
+                with _LISTED_LOCK:
+                    self._listed.top_up(self._executor, AHEAD_BYTES - self._ahead)
+        except RuntimeError as exc:  # the pool broke or was shut down: the writer reads the rest
+            log.warning("reading files in the writer's thread: %s", exc)
+            self._broken = True
+            self._futures.append(None)
+            self._given = len(self._jobs)
+
+    def _claimed(self, job: tuple[str, Agent, int]) -> Future[PreparedFile] | None:
+        if self._listed is None:
+            return None
+        with _LISTED_LOCK:
+            future = self._listed.claim(job)
+        if future is not None:
+            self._from_listing.add(id(future))
+        return future
+
+
+def _unchanged(prepared: PreparedFile) -> bool:
+    """Whether the file is still as it was read (its size and modification time)."""
+    try:
+        info = os.stat(prepared.path)
+    except OSError:
+        return False
+    return info.st_size == prepared.size and info.st_mtime == prepared.at
 
 
 def _prepared_here(job: tuple[str, Agent, int]) -> Prepared:

@@ -24,7 +24,7 @@ from typing import Final
 from azsd.compact import prepare_for_store
 from azsd.errors import AzsdError, StoreError
 from azsd.events import Event
-from azsd.ingest.import_ahead import Job, ReadAhead
+from azsd.ingest.import_ahead import Job, ReadAhead, expect
 from azsd.ingest.import_prepared import Claimed, Ready, new_session, record_subagents
 from azsd.ingest.importer import NAME_EVENTS, ImportOutcome, first_prompt_name, import_source, record_lineage
 from azsd.ingest.prepare import PREPARED_AGENTS, PreparedFile
@@ -35,7 +35,7 @@ from azsd.model import ImportRecord, StoredEvent
 from azsd.store import Store
 from azsd.store.bulk import FilledSession
 
-__all__ = ["BATCH_GAP_S", "BATCH_S", "SMALL_FILE_BYTES", "import_many"]
+__all__ = ["BATCH_GAP_S", "BATCH_S", "SMALL_FILE_BYTES", "expect_imports", "import_many"]
 
 log = logging.getLogger("azsd.ingest.importer")
 
@@ -90,7 +90,7 @@ def import_many(
     out: list[Outcome] = []
     seen: set[str] = set()  # a source named twice is new once
     ended = [float("-inf")]  # when the last shared transaction committed
-    with SourceReaders() as stores, ReadAhead(_jobs(store, sources)) as ahead:
+    with SourceReaders() as stores, ReadAhead(_jobs(store, sources), root=str(store.root)) as ahead:
         i = 0
         while i < len(sources):
             if not _small(sources[i]):
@@ -109,6 +109,12 @@ def import_many(
                 i += 1
             out += _write(store, batch, worktree, on_stored, stores, committed, ended)
     return out
+
+
+def expect_imports(store: Store, sources: Sequence[Source]) -> None:
+    """`sources` are about to be imported into `store`, in this order (`azs import` listed them):
+    the files :func:`import_many` reads ahead are read now (:func:`~azsd.ingest.import_ahead.expect`)."""
+    expect(str(store.root), [job for job in _jobs(store, sources) if job is not None])
 
 
 def _jobs(store: Store, sources: Sequence[Source]) -> list[Job]:

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from azsd.errors import AzsdError, BadRequestError
-from azsd.ingest.import_batch import import_many
+from azsd.ingest.import_batch import expect_imports, import_many
 from azsd.ingest.importer import ImportOutcome, discover, import_source
 from azsd.ingest.sources import source_of, sources_of
 from azsd.ingest.subagents import subagents_current
@@ -34,8 +34,11 @@ Publish = Callable[[Sequence[p.Notification]], None]
 
 
 def import_sources(store: Store, req: p.ImportSources) -> Outcome:
+    """The sources, and whether each is imported already; the files never imported are read ahead
+    from now on, for the `ImportSessions` requests that follow (:func:`expect_imports`)."""
     views = []
-    for source in discover(req.agent, Path(req.source_dir), Path(req.project)):
+    found = discover(req.agent, Path(req.source_dir), Path(req.project))
+    for source in found:
         record = store.get_import(source.key)
         if record is not None and not store.has_session(record.session_id):
             record = None  # its session was deleted by a connection without foreign keys
@@ -47,6 +50,7 @@ def import_sources(store: Store, req: p.ImportSources) -> Outcome:
                 and (source.agent != "claude" or subagents_current(store, record.session_id, source.path)),
             )
         )  # fmt: skip
+    expect_imports(store, [source for source, view in zip(found, views, strict=True) if not view.current])
     return Outcome(p.SourcesReply(sources=views))
 
 

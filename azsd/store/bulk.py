@@ -131,7 +131,11 @@ class BulkSessions(Sessions, SideTables):
         for rows in made:
             texts += ((at + i, text) for i, text in rows.texts)
             at += len(rows.events)
-        self._index_new_texts(conn, first_id, texts, last_id)
+        if self._unindexed is None:
+            self._index_new_texts(conn, first_id, texts, last_id)
+        else:  # in a transaction whose appends are indexed at its end: these with them
+            found = dict(texts)
+            self._unindexed += ((event_id, found.get(event_id)) for event_id in range(first_id, last_id + 1))
         self._context_new_groups(
             conn, [(sid, group) for sid, rows in zip(ids, made, strict=True) for group in rows.groups],
             first_id, last_id,

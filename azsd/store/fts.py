@@ -106,13 +106,6 @@ class SearchIndex(StoreCore):
         if waiting is None:
             self._set_search_hwm(conn, last_id)
 
-    def _index_texts(self, conn: sqlite3.Connection, rows: Iterable[tuple[int, Event]]) -> None:
-        """Put the search text of each `(id, event)` into the index (the mark is the caller's)."""
-        conn.executemany(
-            "INSERT INTO azsd_search (rowid, text) VALUES (?, ?)",
-            [(event_id, text) for event_id, event in rows if (text := search_text(event)) is not None],
-        )
-
     def _indexed_texts(self, rows: Iterable[tuple[int, bytes]]) -> Iterator[tuple[int, str]]:
         """`(event id, text)` of stored rows the index holds text for (unreadable rows have none)."""
         for event_id, data in rows:
