@@ -20,6 +20,7 @@ import logging
 import multiprocessing
 import os
 import threading
+import time
 from collections import deque
 from collections.abc import Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -68,7 +69,9 @@ class _Pool:
             if self._executor is None:
                 try:
                     spawn = multiprocessing.get_context("spawn")
-                    self._executor = ProcessPoolExecutor(WORKERS, mp_context=spawn)
+                    self._executor = ProcessPoolExecutor(
+                        WORKERS, mp_context=spawn, initializer=_watch_parent, initargs=(os.getpid(),)
+                    )
                 except (OSError, ValueError) as exc:  # no processes here: the writer's thread reads
                     log.warning("reading files in the writer's thread: %s", exc)
                     return None
@@ -108,27 +111,33 @@ class _Listed:
     def __init__(self, jobs: Sequence[tuple[str, Agent, int]]) -> None:
         self.waiting: dict[str, tuple[str, Agent, int]] = {job[0]: job for job in jobs}  # not submitted
         self.read: dict[str, tuple[Future[PreparedFile], int]] = {}  # submitted, not taken: (result, size)
+        self.ahead = 0  # the bytes of `read`
 
     def claim(self, job: tuple[str, Agent, int]) -> Future[PreparedFile] | None:
         """What was read ahead of `job` (taken from the listing), else None (and it is not read for
         the listing any more)."""
         self.waiting.pop(job[0], None)
         found = self.read.pop(job[0], None)
-        return found[0] if found is not None else None
+        if found is None:
+            return None
+        self.ahead -= found[1]
+        return found[0]
 
     def top_up(self, executor: ProcessPoolExecutor, room: int) -> None:
         """Submit the next files of the listing while the ones submitted and not taken hold less
         than `room` bytes."""
-        while self.waiting and sum(size for _, size in self.read.values()) < room:
+        while self.waiting and self.ahead < room:
             path = next(iter(self.waiting))
             job = self.waiting.pop(path)
             self.read[path] = (executor.submit(prepare_file, job[0], job[1]), job[2])
+            self.ahead += job[2]
 
     def drop(self) -> None:
         for future, _ in self.read.values():
             future.cancel()
         self.read.clear()
         self.waiting.clear()
+        self.ahead = 0
 
 
 #: The latest listing of each store (by its root), while the workers run.
@@ -264,6 +273,18 @@ def _unchanged(prepared: PreparedFile) -> bool:
     except OSError:
         return False
     return info.st_size == prepared.size and info.st_mtime == prepared.at
+
+
+def _watch_parent(parent: int) -> None:
+    """In a worker: end the process once the daemon that started it is gone (killed, it could not
+    tell its workers to stop)."""
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os._exit(0)
+
+    threading.Thread(target=watch, name="azsd-parent-watch", daemon=True).start()
 
 
 def _prepared_here(job: tuple[str, Agent, int]) -> Prepared:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 import os
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
 from functools import partial
@@ -415,15 +415,19 @@ def file_size(path: Path) -> int:
         raise IngestError(f"{path}: {exc.strerror or exc}") from None
 
 
-def check_format(path: Path, fmt: Format, size: int) -> None:
-    """Raise `IngestError` unless the first lines of `path` say it is of format `fmt`."""
+def check_format(path: Path, fmt: Format, size: int, lines: Iterable[bytes] | None = None) -> None:
+    """Raise `IngestError` unless the first lines of `path` (or `lines`, read from it already) say
+    it is of format `fmt`."""
     if size == 0:
         raise IngestError(f"{path}: the file is empty, there is nothing to import")
-    try:
-        with open_regular(path) as stream:
-            found = detect_format(iter_lines(stream))
-    except OSError as exc:
-        raise IngestError(f"{path}: {exc.strerror or exc}") from None
+    if lines is not None:
+        found = detect_format(lines)
+    else:
+        try:
+            with open_regular(path) as stream:
+                found = detect_format(iter_lines(stream))
+        except OSError as exc:
+            raise IngestError(f"{path}: {exc.strerror or exc}") from None
     if found is None:
         raise IngestError(f"{path}: not a JSONL file of any known agent format, expected {fmt}")
     if found != fmt:

@@ -30,9 +30,10 @@ from typing import Final
 
 from azsd.compact import prepare_for_store
 from azsd.context import strip_injected_context_indexed
+from azsd.errors import IngestError
 from azsd.events import Event
 from azsd.files import open_regular
-from azsd.ingest.file import STEP_EVENTS, parsed_chunks
+from azsd.ingest.file import STEP_EVENTS, chunked_events
 from azsd.ingest.importer import FORMAT_OF, NAME_EVENTS, check_format, file_size, first_prompt_name
 from azsd.ingest.parsers import iter_lines, make_parser
 from azsd.ingest.sources import Agent
@@ -99,10 +100,17 @@ def prepare_file(path: str, agent: Agent) -> PreparedFile:
     file = Path(path)
     fmt = FORMAT_OF[agent]
     size = file_size(file)
-    check_format(file, fmt, size)
+    if size == 0:
+        check_format(file, fmt, size)  # (says it is empty)
+    try:  # read once, for the format and the parse (a file read ahead is a small one)
+        with open_regular(file) as stream:
+            lines = list(iter_lines(stream, stop=os.fstat(stream.fileno()).st_size))
+    except OSError as exc:
+        raise IngestError(f"{file}: {exc.strerror or exc}") from None
+    check_format(file, fmt, size, lines)
     parser = make_parser(fmt)
     parts: list[list[Event]] = []
-    for chunk in parsed_chunks(file, parser):
+    for chunk in chunked_events(lines, parser):
         prepared = prepare_for_store(chunk)
         parts += (prepared[i : i + STEP_EVENTS] for i in range(0, len(prepared), STEP_EVENTS))
     head: list[Event] = []
