@@ -11,6 +11,15 @@ others go through :func:`~azsd.ingest.importer.import_source` (only what grew), 
 so one that fails leaves nothing behind and the others go on. Their writes share transactions of
 about :data:`BATCH_S`, with a short pause between for other writers. The rest run alone, in their own
 short chunks, as :func:`import_source` runs them.
+
+The small Claude and Codex files never imported are read ahead of the writer, in worker processes
+(:mod:`azsd.ingest.import_ahead`: read, parsed, compacted, compressed, with their search text and
+context blocks, by :func:`~azsd.ingest.prepare.prepare_file`), from the moment `azs import` lists
+them (:func:`expect_imports`); the writer takes them in order and creates each run of them (up to
+:data:`RUN_BYTES`) by one statement per table, as it creates the new Aider runs and OpenCode sessions.
+Whether another run counted one of a file's API messages is decided there, against the store and the
+files of the run before it (:mod:`azsd.ingest.import_prepared`); a file whose messages were counted
+elsewhere, or that is no longer new, is imported as :func:`import_source` imports it.
 """
 
 from __future__ import annotations

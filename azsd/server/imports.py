@@ -7,7 +7,9 @@ file): one transaction per source made importing a history of a thousand session
 :func:`~azsd.ingest.import_batch.import_many`: the small ones share short transactions, each in a
 savepoint of its own (a source that fails is rolled back alone and reported), with the lock left
 free between transactions as every long write of azsd leaves it; a big one runs alone, in its own
-chunks. Notifications go out once the transaction holding what they report is committed.
+chunks. Notifications go out once the transaction holding what they report is committed. The files
+`ImportSources` lists as not imported yet are read ahead from then on, in worker processes, for the
+`ImportSessions` requests that follow (:func:`~azsd.ingest.import_batch.expect_imports`).
 """
 
 from __future__ import annotations
