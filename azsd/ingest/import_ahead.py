@@ -34,8 +34,8 @@ __all__ = ["AHEAD_BYTES", "IDLE_S", "POOL_MIN_BYTES", "WORKERS", "Job", "ReadAhe
 log = logging.getLogger("azsd.ingest.importer")
 
 #: An import reading at least this much is read by the worker processes; a smaller one in the
-#: writer's thread.
-POOL_MIN_BYTES: Final = 2 << 20
+#: writer's thread (starting the workers costs about what reading this much there does).
+POOL_MIN_BYTES: Final = 8 << 20
 #: Bytes of files given to the workers and not yet taken by the writer (what the rows waiting for
 #: it take in memory is about as much).
 AHEAD_BYTES: Final = 24 << 20
