@@ -18,8 +18,9 @@ context blocks, by :func:`~azsd.ingest.prepare.prepare_file`), from the moment `
 them (:func:`expect_imports`); the writer takes them in order and creates each run of them (up to
 :data:`RUN_BYTES`) by one statement per table, as it creates the new Aider runs and OpenCode sessions.
 Whether another run counted one of a file's API messages is decided there, against the store and the
-files of the run before it (:mod:`azsd.ingest.import_prepared`); a file whose messages were counted
-elsewhere, or that is no longer new, is imported as :func:`import_source` imports it.
+files of the run before it (:mod:`azsd.ingest.import_prepared`): a file some of whose messages were
+counted elsewhere is read again by the writer, leaving them out; one that is no longer new (or has
+sub-agents and messages counted elsewhere) is imported as :func:`import_source` imports it.
 """
 
 from __future__ import annotations
@@ -236,10 +237,10 @@ def _run(store: Store, batch: Sequence[Item], j: int, worktree: str) -> tuple[li
     while j < len(batch) and size < RUN_BYTES:
         item = batch[j]
         if isinstance(item, Ready):
-            session = new_session(store, item, worktree, claimed)
-            if session is None:
+            made = new_session(store, item, worktree, claimed)
+            if made is None:
                 break
-            prepared = item.prepared
+            session, prepared = made
             item = _New(item.source, session, prepared.lines, prepared.skipped, prepared)
             size += prepared.size
         elif not isinstance(item, _New):

@@ -4,8 +4,10 @@ stored as they are, and storing what goes with them.
 A file read ahead was parsed as if it were new and no other run had counted any of its API
 messages. :func:`new_session` checks both in the store (and against the files of the same run of new
 sessions, not inserted yet: `claimed`) and makes the session to create
-(:meth:`~azsd.store.bulk.BulkSessions.create_filled`) when they hold; else the writer imports the file
-as :func:`~azsd.ingest.importer.import_source` does, which asks the store as it parses. After the
+(:meth:`~azsd.store.bulk.BulkSessions.create_filled`); when another run counted some of its messages,
+from the file read again in the writer's thread, asking the store as
+:func:`~azsd.ingest.importer.import_source` does. A file no longer new (or with sub-agents, whose
+own counting depends on what the store keeps of them) is imported the usual way. After the
 session is created, :func:`record_subagents` records its sub-agents' usage as
 :func:`~azsd.ingest.subagents.import_subagents` would have.
 """
@@ -13,8 +15,10 @@ session is created, :func:`record_subagents` records its sub-agents' usage as
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 
-from azsd.ingest.prepare import PreparedFile
+from azsd.errors import IngestError
+from azsd.ingest.prepare import PreparedFile, prepare_file
 from azsd.ingest.sources import Source
 from azsd.model import ImportRecord
 from azsd.store import Store
@@ -40,10 +44,14 @@ class Claimed:
     keys: set[str]
 
 
-def new_session(store: Store, ready: Ready, worktree: str, claimed: Claimed) -> FilledSession | None:
-    """The session `ready` becomes, when its source is still new and none of the message ids it
-    counts is counted elsewhere (in the store, or by a session of `claimed`, which it then joins);
-    else None (the writer imports it the usual way)."""
+def new_session(
+    store: Store, ready: Ready, worktree: str, claimed: Claimed
+) -> tuple[FilledSession, PreparedFile] | None:
+    """The session `ready` becomes (and the file as read), when its source is still new, and it
+    joins `claimed`. When some of the message ids it counts are counted elsewhere (in the store, or
+    by a session of `claimed`), the file is read again here, leaving them out, as
+    :func:`~azsd.ingest.importer.import_source` would. None when it is not new any more, or has
+    sub-agents and messages counted elsewhere (the writer then imports it the usual way)."""
     source, prepared = ready.source, ready.prepared
     if source.key in claimed.sources:
         return None
@@ -52,7 +60,15 @@ def new_session(store: Store, ready: Ready, worktree: str, claimed: Claimed) -> 
         return None
     keys = prepared.all_keys()
     if len(set(keys)) < len(keys) or not claimed.keys.isdisjoint(keys) or store.usage_keys_counted(keys):
-        return None  # (a sub-agent counting its session's message is one)
+        if prepared.subagents:  # (a sub-agent counting its session's message is one)
+            return None
+        try:
+            prepared = prepare_file(prepared.path, prepared.agent, partial(_counted, store, claimed.keys))
+        except IngestError:  # (it changed since: the usual way says what is wrong with it)
+            return None
+        if prepared.subagents:
+            return None
+        keys = prepared.all_keys()
     claimed.sources.add(source.key)
     claimed.keys.update(keys)
     usage = prepared.usage
@@ -67,7 +83,13 @@ def new_session(store: Store, ready: Ready, worktree: str, claimed: Claimed) -> 
         usage_at=prepared.at,
         usage_turns=usage.turns if usage else None,
         usage_keys=usage.keys if usage else (),
-    )
+    ), prepared
+
+
+def _counted(store: Store, claimed: set[str], key: str) -> bool:
+    """Whether a run other than a new session's counted the API message `key`: a run of the store
+    (or a session removed since), or one of the sessions created with it (`claimed`)."""
+    return key in claimed or bool(store.usage_keys_counted([key]))
 
 
 def record_subagents(store: Store, session_id: int, prepared: PreparedFile) -> None:

@@ -10,8 +10,9 @@ processes (:mod:`azsd.ingest.import_ahead`), and the writer only inserts the row
 What depends on the store is decided there: whether the file is still new, and whether another run
 counted one of its API messages (the usage is then not what the parse says, which assumed nobody
 did). The parse keeps every message id it counted (:attr:`PreparedFile.keys`), so the writer can
-tell; when another run counted one, it imports the file as :func:`~azsd.ingest.importer.import_source`
-does (a rare case: a `--resume` copying the session it resumes).
+tell; when another run counted one (a `--resume` copying the session it resumes), the writer reads
+the file again itself, told which messages were counted elsewhere (`counted`), as
+:func:`~azsd.ingest.importer.import_source` reads it.
 
 The result is what :func:`~azsd.ingest.importer.import_source` stores for the file: the same parse,
 in the same parts (:data:`~azsd.ingest.file.CHUNK_LINES` lines, then
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
@@ -89,8 +91,10 @@ class PreparedFile:
         return self.keys + [key for sub in self.subagents for key in sub.keys]
 
 
-def prepare_file(path: str, agent: Agent) -> PreparedFile:
-    """Read the `agent` file `path` for a new session (no store involved).
+def prepare_file(path: str, agent: Agent, counted: Callable[[str], bool] | None = None) -> PreparedFile:
+    """Read the `agent` file `path` for a new session (no store involved; with `counted`, the API
+    messages it says another run counted are left out of the file's usage, as the store's answer is
+    in :func:`~azsd.ingest.importer.import_source`).
 
     Raises:
         IngestError: as :func:`~azsd.ingest.importer.import_source` would for it.
@@ -109,6 +113,7 @@ def prepare_file(path: str, agent: Agent) -> PreparedFile:
         raise IngestError(f"{file}: {exc.strerror or exc}") from None
     check_format(file, fmt, size, lines)
     parser = make_parser(fmt)
+    parser.report.counted_elsewhere = counted
     parts: list[list[Event]] = []
     for chunk in chunked_events(lines, parser):
         prepared = prepare_for_store(chunk)
