@@ -35,13 +35,13 @@ from azsd.compact import prepare_for_store
 from azsd.errors import AzsdError, StoreError
 from azsd.events import Event
 from azsd.ingest.import_ahead import Job, ReadAhead, expect
-from azsd.ingest.import_prepared import Claimed, Ready, new_session, record_subagents
+from azsd.ingest.import_prepared import Claimed, Ready, filled_session, new_session, record_subagents
 from azsd.ingest.importer import NAME_EVENTS, ImportOutcome, first_prompt_name, import_source, record_lineage
 from azsd.ingest.prepare import PREPARED_AGENTS, PreparedFile
 from azsd.ingest.source_events import SourceReaders, source_events
 from azsd.ingest.sources import Source
 from azsd.ingest.usage import usage_record
-from azsd.model import ImportRecord, StoredEvent
+from azsd.model import StoredEvent
 from azsd.store import Store
 from azsd.store.bulk import FilledSession
 
@@ -170,17 +170,7 @@ def _read_if_new(
         return exc
     usage = usage_record(found.report, found.name)
     name = first_prompt_name(events[:NAME_EVENTS]) or source.title or source.path.stem
-    filled = FilledSession(
-        name=name,
-        worktree=worktree,
-        events=events,
-        record=ImportRecord(source=source.key, session_id=0, agent=source.agent, size=source.size),
-        usage_source=usage.source if usage else "",
-        usage=usage.parts if usage else (),
-        usage_at=found.at,
-        usage_turns=usage.turns if usage else None,
-        usage_keys=usage.keys if usage else (),
-    )
+    filled = filled_session(source, name, worktree, source.size, usage, found.at, events=events)
     return _New(source, filled, found.report.lines, found.report.skipped_total)
 
 

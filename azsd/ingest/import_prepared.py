@@ -14,17 +14,21 @@ session is created, :func:`record_subagents` records its sub-agents' usage as
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
 
 from azsd.errors import IngestError
+from azsd.events import Event
 from azsd.ingest.prepare import PreparedFile, prepare_file
 from azsd.ingest.sources import Source
+from azsd.ingest.usage import UsageRecord
 from azsd.model import ImportRecord
 from azsd.store import Store
 from azsd.store.bulk import FilledSession
+from azsd.store.rows import SessionRows
 
-__all__ = ["Claimed", "Ready", "new_session", "record_subagents"]
+__all__ = ["Claimed", "Ready", "filled_session", "new_session", "record_subagents"]
 
 
 @dataclass(frozen=True)
@@ -71,19 +75,36 @@ def new_session(
         keys = prepared.all_keys()
     claimed.sources.add(source.key)
     claimed.keys.update(keys)
-    usage = prepared.usage
+    name = prepared.name or source.title or source.path.stem
+    at, rows = prepared.at, prepared.rows
+    return filled_session(source, name, worktree, prepared.size, prepared.usage, at, rows=rows), prepared
+
+
+def filled_session(
+    source: Source,
+    name: str,
+    worktree: str,
+    size: int,
+    usage: UsageRecord | None,
+    at: float | None,
+    *,
+    events: Sequence[Event] = (),
+    rows: SessionRows | None = None,
+) -> FilledSession:
+    """The new session `source` becomes, named `name`, with its events (or their `rows`), its run's
+    `usage` (dated `at` where its lines carry no time) and its import record (`size` read)."""
     return FilledSession(
-        name=prepared.name or source.title or source.path.stem,
+        name=name,
         worktree=worktree,
-        events=(),
-        rows=prepared.rows,
-        record=ImportRecord(source=source.key, session_id=0, agent=source.agent, size=prepared.size),
+        events=events,
+        rows=rows,
+        record=ImportRecord(source=source.key, session_id=0, agent=source.agent, size=size),
         usage_source=usage.source if usage else "",
         usage=usage.parts if usage else (),
-        usage_at=prepared.at,
+        usage_at=at,
         usage_turns=usage.turns if usage else None,
         usage_keys=usage.keys if usage else (),
-    ), prepared
+    )
 
 
 def _counted(store: Store, claimed: set[str], key: str) -> bool:
