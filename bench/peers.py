@@ -20,7 +20,8 @@ search index build: the import stores and indexes in the same transactions).
   print the line without loading the client; `statusline_asked`: the run that asks (`--json`).
 
 A peer that is not installed is skipped with a note (see bench/README.md for installing them).
-Run alone: `python -m bench.peers [--quick]`.
+Run alone: `python -m bench.peers [--quick] [--mb N] [--import-only]` (`--mb`: a corpus of N MB;
+`--import-only`: the import and one ccusage run, `import_vs_ccusage`, nothing else).
 """
 
 from __future__ import annotations
@@ -64,8 +65,8 @@ def ccusage_path() -> str | None:
     return shutil.which("ccusage")
 
 
-def main(*, quick: bool = False) -> None:
-    target = QUICK_BYTES if quick else FULL_BYTES
+def main(*, quick: bool = False, mb: int | None = None, import_only: bool = False) -> None:
+    target = mb << 20 if mb else QUICK_BYTES if quick else FULL_BYTES
     rounds = 3
     rg = shutil.which("rg")
     ccusage = ccusage_path()
@@ -83,6 +84,9 @@ def main(*, quick: bool = False) -> None:
         azs = [str(Path(sys.executable).parent / "azs"), "--root", str(project)]
         with running_daemon(run):
             import_s = run_process([*azs, "--timeout", "3600", "import", "claude"], env, project)
+            if import_only:
+                _import_only(ccusage, env, files, size, import_s)
+                return
             search = [*azs, "search", "--json", "--all-worktrees", "--limit", "20"]
             search_cli = [[*search, f'"{q}"'] for q in QUERIES]
             run_process(search_cli[0], env, project)  # warm: the store opened, pages cached
@@ -133,7 +137,22 @@ def main(*, quick: bool = False) -> None:
             report("import_vs_ccusage", import_s * 1e3, "ms", cc_s * 1e3)
 
 
+def _import_only(ccusage: str | None, env: dict[str, str], files: int, size: int, import_s: float) -> None:
+    """The import's figures alone: its MB/s, and its time against one ccusage run's."""
+    print(f"# peers: {files} Claude session files, {size / 1e6:.0f} MB; azs import took {import_s:.1f} s "
+          f"({size / 1e6 / import_s:.1f} MB/s)")  # fmt: skip
+    if ccusage is None:
+        print("# import_vs_ccusage: skipped: ccusage is not installed (see bench/README.md)")
+        return
+    cc_argv = [[ccusage, "daily", "--json", "--offline"]]
+    run_process(cc_argv[0], env)
+    report("import_vs_ccusage", import_s * 1e3, "ms", process_p50(cc_argv, env, 3) * 1e3)
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
-    main(quick=parser.parse_args().quick)
+    parser.add_argument("--mb", type=int, help="the corpus's size in MB (default: 1024, quick: 20)")
+    parser.add_argument("--import-only", action="store_true", help="the import against ccusage alone")
+    args = parser.parse_args()
+    main(quick=args.quick, mb=args.mb, import_only=args.import_only)

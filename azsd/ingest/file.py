@@ -40,6 +40,7 @@ from azsd.store.chunks import ChunkedWrite, Pacer
 __all__ = [
     "IngestError",
     "IngestReport",
+    "chunked_events",
     "ingest_chunks",
     "ingest_file",
     "overlap_prefix_len",
@@ -119,21 +120,27 @@ def parsed_chunks(
     (or of its bytes `span`), then those the parser held to the end."""
     try:
         with open_regular(path) as stream:
-            chunk: list[Event] = []
-            lines = size = 0
             end = os.fstat(stream.fileno()).st_size  # a file that keeps growing is read to here
             if span is not None:
                 stream.seek(span[0])
                 end = min(end, span[1])
-            for line in iter_lines(stream, stop=end):
-                chunk.extend(parser.feed(line))
-                lines += 1
-                size += len(line)
-                if lines >= CHUNK_LINES or size >= CHUNK_BYTES:
-                    yield chunk
-                    chunk, lines, size = [], 0, 0
+            yield from chunked_events(iter_lines(stream, stop=end), parser)
     except OSError as exc:
         raise IngestError(f"{path}: {exc.strerror or exc}") from None
+
+
+def chunked_events(lines: Iterable[bytes], parser: LineParser) -> Iterator[list[Event]]:
+    """The events `parser` makes of each `CHUNK_LINES` of `lines` (or `CHUNK_BYTES`), then those it
+    held to the end (with the last lines')."""
+    chunk: list[Event] = []
+    count = size = 0
+    for line in lines:
+        chunk.extend(parser.feed(line))
+        count += 1
+        size += len(line)
+        if count >= CHUNK_LINES or size >= CHUNK_BYTES:
+            yield chunk
+            chunk, count, size = [], 0, 0
     chunk.extend(parser.finish())
     yield chunk
 

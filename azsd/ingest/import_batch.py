@@ -11,6 +11,16 @@ others go through :func:`~azsd.ingest.importer.import_source` (only what grew), 
 so one that fails leaves nothing behind and the others go on. Their writes share transactions of
 about :data:`BATCH_S`, with a short pause between for other writers. The rest run alone, in their own
 short chunks, as :func:`import_source` runs them.
+
+The small Claude and Codex files never imported are read ahead of the writer, in worker processes
+(:mod:`azsd.ingest.import_ahead`: read, parsed, compacted, compressed, with their search text and
+context blocks, by :func:`~azsd.ingest.prepare.prepare_file`), from the moment `azs import` lists
+them (:func:`expect_imports`); the writer takes them in order and creates each run of them (up to
+:data:`RUN_BYTES`) by one statement per table, as it creates the new Aider runs and OpenCode sessions.
+Whether another run counted one of a file's API messages is decided there, against the store and the
+files of the run before it (:mod:`azsd.ingest.import_prepared`): a file some of whose messages were
+counted elsewhere is read again by the writer, leaving them out; one that is no longer new (or has
+sub-agents and messages counted elsewhere) is imported as :func:`import_source` imports it.
 """
 
 from __future__ import annotations
@@ -24,15 +34,18 @@ from typing import Final
 from azsd.compact import prepare_for_store
 from azsd.errors import AzsdError, StoreError
 from azsd.events import Event
+from azsd.ingest.import_ahead import Job, ReadAhead, expect
+from azsd.ingest.import_prepared import Claimed, Ready, filled_session, new_session, record_subagents
 from azsd.ingest.importer import NAME_EVENTS, ImportOutcome, first_prompt_name, import_source, record_lineage
+from azsd.ingest.prepare import PREPARED_AGENTS, PreparedFile
 from azsd.ingest.source_events import SourceReaders, source_events
 from azsd.ingest.sources import Source
 from azsd.ingest.usage import usage_record
-from azsd.model import ImportRecord, StoredEvent
+from azsd.model import StoredEvent
 from azsd.store import Store
 from azsd.store.bulk import FilledSession
 
-__all__ = ["BATCH_GAP_S", "BATCH_S", "SMALL_FILE_BYTES", "import_many"]
+__all__ = ["BATCH_GAP_S", "BATCH_S", "SMALL_FILE_BYTES", "expect_imports", "import_many"]
 
 log = logging.getLogger("azsd.ingest.importer")
 
@@ -44,6 +57,8 @@ BATCH_GAP_S: Final = 0.005
 #: A Claude or Codex file this small is imported in a transaction shared with others (reading it
 #: takes a few ms; a commit of its own was most of its cost).
 SMALL_FILE_BYTES: Final = 1 << 20
+#: The most bytes of files read ahead whose sessions one statement per table creates.
+RUN_BYTES: Final = 1 << 20
 
 Stored = Callable[[int, list[StoredEvent]], None]
 Outcome = ImportOutcome | AzsdError
@@ -59,6 +74,14 @@ class _New:
     session: FilledSession
     lines: int
     skipped: int
+    #: Read ahead (:mod:`azsd.ingest.prepare`): its sub-agents' usage is recorded once it is created.
+    prepared: PreparedFile | None = None
+
+    @property
+    def appended(self) -> int:
+        """The events its session is created with."""
+        rows = self.session.rows
+        return len(self.session.events) if rows is None else len(rows.events)
 
 
 def import_many(
@@ -77,22 +100,47 @@ def import_many(
     out: list[Outcome] = []
     seen: set[str] = set()  # a source named twice is new once
     ended = [float("-inf")]  # when the last shared transaction committed
-    with SourceReaders() as stores:
+    with SourceReaders() as stores, ReadAhead(_jobs(store, sources), root=str(store.root)) as ahead:
         i = 0
         while i < len(sources):
             if not _small(sources[i]):
+                ahead.next()
                 out.append(_guarded(store, sources[i], worktree, on_stored, stores))
                 if committed is not None:
                     committed()
                 i += 1
                 continue
             start = time.monotonic()
-            batch: list[Source | _New | AzsdError] = []
+            batch: list[Source | _New | Ready | AzsdError] = []
             while i < len(sources) and _small(sources[i]) and time.monotonic() - start < BATCH_S:
-                batch.append(_read_if_new(store, sources[i], worktree, seen, stores))
+                found = ahead.next()
+                ready = Ready(sources[i], found) if isinstance(found, PreparedFile) else None
+                batch.append(ready or _read_if_new(store, sources[i], worktree, seen, stores))
                 i += 1
             out += _write(store, batch, worktree, on_stored, stores, committed, ended)
     return out
+
+
+def expect_imports(store: Store, sources: Sequence[Source]) -> None:
+    """`sources` are about to be imported into `store`, in this order (`azs import` listed them):
+    the files :func:`import_many` reads ahead are read now (:func:`~azsd.ingest.import_ahead.expect`)."""
+    expect(str(store.root), [job for job in _jobs(store, sources) if job is not None])
+
+
+def _jobs(store: Store, sources: Sequence[Source]) -> list[Job]:
+    """What to read ahead: the small Claude and Codex files never imported (the first time each is
+    named), each as a job of :class:`~azsd.ingest.import_ahead.ReadAhead`."""
+    jobs: list[Job] = []
+    named: set[str] = set()
+    for source in sources:
+        record = store.get_import(source.key) if source.agent in PREPARED_AGENTS else None
+        new = record is None or not store.has_session(record.session_id)
+        if source.agent in PREPARED_AGENTS and _small(source) and new and source.key not in named:
+            jobs.append((str(source.path), source.agent, source.size))
+        else:
+            jobs.append(None)
+        named.add(source.key)
+    return jobs
 
 
 def _small(source: Source) -> bool:
@@ -122,23 +170,13 @@ def _read_if_new(
         return exc
     usage = usage_record(found.report, found.name)
     name = first_prompt_name(events[:NAME_EVENTS]) or source.title or source.path.stem
-    filled = FilledSession(
-        name=name,
-        worktree=worktree,
-        events=events,
-        record=ImportRecord(source=source.key, session_id=0, agent=source.agent, size=source.size),
-        usage_source=usage.source if usage else "",
-        usage=usage.parts if usage else (),
-        usage_at=found.at,
-        usage_turns=usage.turns if usage else None,
-        usage_keys=usage.keys if usage else (),
-    )
+    filled = filled_session(source, name, worktree, source.size, usage, found.at, events=events)
     return _New(source, filled, found.report.lines, found.report.skipped_total)
 
 
 def _write(
     store: Store,
-    batch: Sequence[Source | _New | AzsdError],
+    batch: Sequence[Source | _New | Ready | AzsdError],
     worktree: str,
     on_stored: Stored | None,
     stores: SourceReaders,
@@ -159,13 +197,12 @@ def _write(
         with store.atomic(create=True), store.upkeep_deferred():  # summaries and search: once at the end
             while j < len(batch) and time.monotonic() - start < BATCH_S:
                 item = batch[j]
-                if isinstance(item, _New):
-                    run: list[_New] = []
-                    while j < len(batch) and isinstance(batch[j], _New):
-                        run.append(batch[j])  # type: ignore[arg-type]
-                        j += 1
-                    out += _create(store, run)
-                    continue
+                if isinstance(item, _New | Ready):
+                    run, j = _run(store, batch, j, worktree)
+                    if run:
+                        out += _create(store, run)
+                        continue
+                    item = item.source  # not new any more, or counted elsewhere: imported the usual way
                 out.append(
                     item
                     if isinstance(item, AzsdError)
@@ -178,6 +215,31 @@ def _write(
     return out
 
 
+Item = Source | _New | Ready | AzsdError
+
+
+def _run(store: Store, batch: Sequence[Item], j: int, worktree: str) -> tuple[list[_New], int]:
+    """The new sessions from `batch[j]` on to create together (up to :data:`RUN_BYTES` of files
+    read ahead), and where they end: at a source read ahead that cannot be created as it was read."""
+    run: list[_New] = []
+    claimed = Claimed(set(), set())
+    size = 0
+    while j < len(batch) and size < RUN_BYTES:
+        item = batch[j]
+        if isinstance(item, Ready):
+            made = new_session(store, item, worktree, claimed)
+            if made is None:
+                break
+            session, prepared = made
+            item = _New(item.source, session, prepared.lines, prepared.skipped, prepared)
+            size += prepared.size
+        elif not isinstance(item, _New):
+            break
+        run.append(item)
+        j += 1
+    return run, j
+
+
 def _create(store: Store, run: Sequence[_New]) -> list[Outcome]:
     """Create the sessions of `run` together (inside the caller's transaction), forks linked to
     their parents."""
@@ -185,9 +247,11 @@ def _create(store: Store, run: Sequence[_New]) -> list[Outcome]:
     for sid, new in zip(ids, run, strict=True):
         if new.source.parent_key:
             record_lineage(store, sid, new.source)
+        if new.prepared is not None:
+            record_subagents(store, sid, new.prepared)
     log.info("imported %d new sources into S%d–S%d", len(run), ids[0], ids[-1])
     return [
-        ImportOutcome(sid, True, len(new.session.events), new.lines, new.skipped, False)
+        ImportOutcome(sid, True, new.appended, new.lines, new.skipped, False)
         for sid, new in zip(ids, run, strict=True)
     ]
 

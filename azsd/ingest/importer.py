@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 import os
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
 from functools import partial
@@ -325,7 +325,7 @@ def _import_source(
     stores: SourceReaders | None,
 ) -> ImportOutcome:
     path, key = source.path, source.key
-    size = source.size if source.agent in ("aider", "opencode") else _size(path)
+    size = source.size if source.agent in ("aider", "opencode") else file_size(path)
     record = store.get_import(key)
     if record is not None and not store.has_session(record.session_id):
         record = None
@@ -348,7 +348,7 @@ def _import_source(
         return _outcome(sid, report, created=False)
     if record is None:
         if source.agent in ("claude", "codex"):
-            _check_format(path, FORMAT_OF[source.agent], size)
+            check_format(path, FORMAT_OF[source.agent], size)
         with store.atomic(create=True):
             sid = store.create_session(source.title or path.stem, worktree).id
             if not source.small:  # a small one is imported in this one transaction: never unfinished
@@ -408,22 +408,26 @@ def _drop(events: list[StoredEvent]) -> None:
     """What a chunk of stored events nobody waits for becomes."""
 
 
-def _size(path: Path) -> int:
+def file_size(path: Path) -> int:
     try:
         return path.stat().st_size
     except OSError as exc:
         raise IngestError(f"{path}: {exc.strerror or exc}") from None
 
 
-def _check_format(path: Path, fmt: Format, size: int) -> None:
-    """Raise `IngestError` unless the first lines of `path` say it is of format `fmt`."""
+def check_format(path: Path, fmt: Format, size: int, lines: Iterable[bytes] | None = None) -> None:
+    """Raise `IngestError` unless the first lines of `path` (or `lines`, read from it already) say
+    it is of format `fmt`."""
     if size == 0:
         raise IngestError(f"{path}: the file is empty, there is nothing to import")
-    try:
-        with open_regular(path) as stream:
-            found = detect_format(iter_lines(stream))
-    except OSError as exc:
-        raise IngestError(f"{path}: {exc.strerror or exc}") from None
+    if lines is not None:
+        found = detect_format(lines)
+    else:
+        try:
+            with open_regular(path) as stream:
+                found = detect_format(iter_lines(stream))
+        except OSError as exc:
+            raise IngestError(f"{path}: {exc.strerror or exc}") from None
     if found is None:
         raise IngestError(f"{path}: not a JSONL file of any known agent format, expected {fmt}")
     if found != fmt:

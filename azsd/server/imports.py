@@ -7,7 +7,9 @@ file): one transaction per source made importing a history of a thousand session
 :func:`~azsd.ingest.import_batch.import_many`: the small ones share short transactions, each in a
 savepoint of its own (a source that fails is rolled back alone and reported), with the lock left
 free between transactions as every long write of azsd leaves it; a big one runs alone, in its own
-chunks. Notifications go out once the transaction holding what they report is committed.
+chunks. Notifications go out once the transaction holding what they report is committed. The files
+`ImportSources` lists as not imported yet are read ahead from then on, in worker processes, for the
+`ImportSessions` requests that follow (:func:`~azsd.ingest.import_batch.expect_imports`).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from azsd.errors import AzsdError, BadRequestError
-from azsd.ingest.import_batch import import_many
+from azsd.ingest.import_batch import expect_imports, import_many
 from azsd.ingest.importer import ImportOutcome, discover, import_source
 from azsd.ingest.sources import source_of, sources_of
 from azsd.ingest.subagents import subagents_current
@@ -34,8 +36,11 @@ Publish = Callable[[Sequence[p.Notification]], None]
 
 
 def import_sources(store: Store, req: p.ImportSources) -> Outcome:
+    """The sources, and whether each is imported already; the files never imported are read ahead
+    from now on, for the `ImportSessions` requests that follow (:func:`expect_imports`)."""
     views = []
-    for source in discover(req.agent, Path(req.source_dir), Path(req.project)):
+    found = discover(req.agent, Path(req.source_dir), Path(req.project))
+    for source in found:
         record = store.get_import(source.key)
         if record is not None and not store.has_session(record.session_id):
             record = None  # its session was deleted by a connection without foreign keys
@@ -47,6 +52,7 @@ def import_sources(store: Store, req: p.ImportSources) -> Outcome:
                 and (source.agent != "claude" or subagents_current(store, record.session_id, source.path)),
             )
         )  # fmt: skip
+    expect_imports(store, [source for source, view in zip(found, views, strict=True) if not view.current])
     return Outcome(p.SourcesReply(sources=views))
 
 

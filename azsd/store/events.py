@@ -35,6 +35,7 @@ from azsd.events import (
     event_kind,
 )
 from azsd.model import AppendResult, LoadResult, StoredEvent
+from azsd.search import search_text
 from azsd.store.cache import ROWS, CachedRow
 from azsd.store.chunks import ChunkedWrite
 from azsd.store.codec import CodecError
@@ -65,9 +66,10 @@ class EventLog(StaleEntries, ContextTable, SessionListing):
     #: `PRAGMA data_version` when :meth:`catch_up_some` last found nothing to catch up.
     _caught_up_at: int | None = None
     #: Within :meth:`upkeep_deferred`: the rows appended whose summaries are not counted yet, and
-    #: those not indexed for search yet (`(id, event)`; some may have been rolled back since).
+    #: those not indexed for search yet (`(id, search text or None)`; some may have been rolled back
+    #: since).
     _summaries_behind: int | None = None
-    _unindexed: list[tuple[int, Event]] | None = None
+    _unindexed: list[tuple[int, str | None]] | None = None
 
     @contextmanager
     def upkeep_deferred(self) -> Iterator[None]:
@@ -85,7 +87,7 @@ class EventLog(StaleEntries, ContextTable, SessionListing):
             behind, unindexed = self._summaries_behind, self._unindexed
         finally:
             self._summaries_behind = self._unindexed = None
-        if not behind:
+        if not behind and not unindexed:
             return
         with self.atomic() as conn:
             for _ in range(-(-behind // STEP_ROWS)):
@@ -94,7 +96,7 @@ class EventLog(StaleEntries, ContextTable, SessionListing):
             self._index_survivors(conn, unindexed, caught_up)
 
     def _index_survivors(
-        self, conn: sqlite3.Connection, appended: list[tuple[int, Event]], caught_up: bool
+        self, conn: sqlite3.Connection, appended: list[tuple[int, str | None]], caught_up: bool
     ) -> None:
         """Index the rows of `appended` that are still there (a savepoint rolled back took some, and
         a later append may have taken their ids again: its row is the later one of that id). When
@@ -106,12 +108,13 @@ class EventLog(StaleEntries, ContextTable, SessionListing):
         low, high = min(i for i, _ in appended), max(i for i, _ in appended)
         found = conn.execute("SELECT id FROM events WHERE id BETWEEN ? AND ?", (low, high))
         there = {row[0] for row in found}
-        latest = sorted({event_id: event for event_id, event in appended if event_id in there}.items())
+        latest = sorted({event_id: text for event_id, text in appended if event_id in there}.items())
+        texts = [(event_id, text) for event_id, text in latest if text is not None]
         if not caught_up:
             if latest:
-                self._index_rows(conn, latest, latest[-1][0])
+                self._index_new_texts(conn, latest[0][0], texts, latest[-1][0])
             return
-        self._index_texts(conn, latest)
+        conn.executemany("INSERT INTO azsd_search (rowid, text) VALUES (?, ?)", texts)
         self._set_search_hwm(conn, conn.execute("SELECT COALESCE(MAX(id), 0) FROM events").fetchone()[0])
 
     def append_events(self, session_id: int, events: Iterable[Event]) -> AppendResult:
@@ -146,7 +149,8 @@ class EventLog(StaleEntries, ContextTable, SessionListing):
                 if self._unindexed is None:
                     self._index_new(conn, last_id - len(events) + 1, events, last_id)
                 else:
-                    self._unindexed += zip(range(last_id - len(events) + 1, last_id + 1), events, strict=True)
+                    first_id = last_id - len(events) + 1
+                    self._unindexed += ((first_id + i, search_text(event)) for i, event in enumerate(events))
                 self._context_new(conn, session_id, seq, events, last_id - len(events) + 1)
                 if self._summaries_behind is None:
                     catch_up_summaries(conn)

@@ -80,31 +80,31 @@ class SearchIndex(StoreCore):
 
     def _index_rows(self, conn: sqlite3.Connection, rows: Sequence[tuple[int, Event]], last_id: int) -> None:
         """Index rows azsd just inserted (`(id, event)`, ids ascending, the last `last_id`), in its
-        transaction, even while rows of others wait below them for the catch-up (which skips the
-        rows indexed already): a big ingest never waits for AZUREAL's rows to be indexed. The mark
-        moves to `last_id` when no row between it and these waits. Nothing is indexed while the
-        index has no mark and rows are below these (the catch-up then starts it afresh, these rows
-        too)."""
+        transaction (:meth:`_index_new_texts`)."""
+        if rows:
+            texts = [(event_id, text) for event_id, event in rows if (text := search_text(event)) is not None]
+            self._index_new_texts(conn, rows[0][0], texts, last_id)
+
+    def _index_new_texts(
+        self, conn: sqlite3.Connection, first_id: int, texts: Sequence[tuple[int, str]], last_id: int
+    ) -> None:
+        """Index the search `texts` (`(id, text)`, ids ascending) of rows azsd just inserted, ids
+        `first_id` to `last_id`, in its transaction, even while rows of others wait below them for the
+        catch-up (which skips the rows indexed already): a big ingest never waits for AZUREAL's rows
+        to be indexed. The mark moves to `last_id` when no row between it and these waits. Nothing is
+        indexed while the index has no mark and rows are below these (the catch-up then starts it
+        afresh, these rows too)."""
         mark = self._search_hwm(conn)
-        if not rows:
-            return
         if mark is None:  # never indexed: only a store without earlier rows starts its index here
-            if conn.execute("SELECT 1 FROM events WHERE id < ? LIMIT 1", (rows[0][0],)).fetchone():
+            if conn.execute("SELECT 1 FROM events WHERE id < ? LIMIT 1", (first_id,)).fetchone():
                 return
             mark = 0
-        self._index_texts(conn, rows)
+        conn.executemany("INSERT INTO azsd_search (rowid, text) VALUES (?, ?)", texts)
         waiting = conn.execute(
-            "SELECT 1 FROM events WHERE id > ? AND id < ? LIMIT 1", (mark, rows[0][0])
+            "SELECT 1 FROM events WHERE id > ? AND id < ? LIMIT 1", (mark, first_id)
         ).fetchone()
         if waiting is None:
             self._set_search_hwm(conn, last_id)
-
-    def _index_texts(self, conn: sqlite3.Connection, rows: Iterable[tuple[int, Event]]) -> None:
-        """Put the search text of each `(id, event)` into the index (the mark is the caller's)."""
-        conn.executemany(
-            "INSERT INTO azsd_search (rowid, text) VALUES (?, ?)",
-            [(event_id, text) for event_id, event in rows if (text := search_text(event)) is not None],
-        )
 
     def _indexed_texts(self, rows: Iterable[tuple[int, bytes]]) -> Iterator[tuple[int, str]]:
         """`(event id, text)` of stored rows the index holds text for (unreadable rows have none)."""

@@ -41,7 +41,7 @@ from azsd.store.core import StoreCore
 from azsd.store.schema import CONTEXT_HWM_KEY
 from azsd.store.sqlite_errors import translate
 
-__all__ = ["CONTEXT_INLINE_ROWS", "GROUP_BYTES", "ContextTable"]
+__all__ = ["CONTEXT_INLINE_ROWS", "GROUP_BYTES", "ContextTable", "Entry", "GroupRow", "group_of"]
 
 log = logging.getLogger("azsd.store")
 
@@ -57,6 +57,8 @@ _LAYOUT: Final = msgspec.msgpack.Decoder(list[int])
 _ENCODE: Final = msgspec.msgpack.Encoder()
 
 Entry = tuple[int, int, str | None]  # (seq, strip flag, block or None: not shown)
+#: A group's row but for its session: (first_seq, last_seq, injected, layout, zstd text, size).
+GroupRow = tuple[int, int, int, bytes, bytes, int]
 _GROUP_INSERT: Final = (
     "INSERT INTO azsd_context (session_id, first_seq, last_seq, injected, layout, text, size) "
     "VALUES (?, ?, ?, ?, ?, ?, ?)"
@@ -191,7 +193,7 @@ class ContextTable(StoreCore):
     def _context_add(self, conn: sqlite3.Connection, session_id: int, entries: Sequence[Entry]) -> None:
         """Add rendered rows of one session, in seq order, to its last group while that group is
         small and before them, else as a group of their own."""
-        layout, text, injected = _group(entries)
+        layout, text, injected = group_of(entries)
         last = conn.execute(
             "SELECT id, last_seq, injected, layout, text, size FROM azsd_context WHERE session_id = ? "
             "ORDER BY first_seq DESC LIMIT 1",
@@ -215,26 +217,24 @@ class ContextTable(StoreCore):
         self, session_id: int, entries: Sequence[Entry]
     ) -> tuple[int, int, int, int, bytes, bytes, int]:
         """The :data:`_GROUP_INSERT` values of a new group of one session's rendered rows."""
-        layout, text, injected = _group(entries)
+        layout, text, injected = group_of(entries)
         return (
             session_id, entries[0][0], entries[-1][0], injected, _ENCODE.encode(layout),
             self._codec.encode(text), len(text),
         )  # fmt: skip
 
-    def _context_new_sessions(
-        self, conn: sqlite3.Connection, sessions: Sequence[tuple[int, Sequence[Event]]], first_id: int
+    def _context_new_groups(
+        self, conn: sqlite3.Connection, groups: Sequence[tuple[int, GroupRow]], first_id: int, last_id: int
     ) -> None:
-        """Render the events just inserted as rows `first_id`, `first_id + 1`, … into new sessions
-        (`(session, events)` in the order inserted, seqs from 1), a group each, as :meth:`_context_new`."""
-        if not self._context_reach(conn, first_id - 1):
-            return
-        rows = [
-            self._group_row(sid, [(i, strip_flag(e), render_event(e)) for i, e in enumerate(events, 1)])
-            for sid, events in sessions
-            if events
-        ]
-        conn.executemany(_GROUP_INSERT, rows)
-        self._set_context_hwm(conn, first_id + sum(len(events) for _, events in sessions) - 1)
+        """Add the groups (:func:`azsd.store.rows.session_rows`) of new sessions whose rows were just
+        inserted as ids `first_id` to `last_id`, as :meth:`_context_new` adds an append's: after the
+        rows above the mark when they are few (the mark then moves to `last_id`), else alone (no row
+        of a new session is before them)."""
+        if self._context_reach(conn, first_id - 1):
+            conn.executemany(_GROUP_INSERT, [(sid, *group) for sid, group in groups])
+            self._set_context_hwm(conn, last_id)
+        elif self._context_hwm(conn) is not None:
+            conn.executemany(_GROUP_INSERT, [(sid, *group) for sid, group in groups])
 
     def catch_up_context(self) -> None:
         """Render the rows above the mark, in short chunks (:mod:`azsd.store.chunks`), the mark moving
@@ -359,7 +359,7 @@ class ContextTable(StoreCore):
         return entries
 
 
-def _group(entries: Sequence[Entry]) -> tuple[list[int], bytes, int]:
+def group_of(entries: Sequence[Entry]) -> tuple[list[int], bytes, int]:
     """A group's layout, text and number of prompts that may hold injected context."""
     layout: list[int] = []
     parts: list[bytes] = []

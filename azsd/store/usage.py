@@ -109,6 +109,23 @@ class UsageTables(EventLog):
         )
         return bool(rows)
 
+    def usage_keys_counted(self, keys: Sequence[str]) -> set[str]:
+        """Those of the API message ids `keys` that a run of the store counted, or a session removed
+        since: what :meth:`usage_counted_elsewhere` says of them for a session not created yet."""
+        found: set[str] = set()
+        for start in range(0, len(keys), IN_LIST_MAX):
+            part = keys[start : start + IN_LIST_MAX]
+            marks = ", ".join("?" * len(part))
+            found.update(
+                row[0]
+                for row in self._query(
+                    f"SELECT key FROM azsd_usage_keys WHERE key IN ({marks}) "
+                    f"UNION SELECT key FROM azsd_usage_removed_keys WHERE key IN ({marks})",
+                    (*part, *part),
+                )
+            )
+        return found
+
     def usage_rows(
         self, sessions: Sequence[int] | None = None, *, start: float | None = None, end: float | None = None
     ) -> list[UsageRow]:

@@ -1,0 +1,174 @@
+"""Files read ahead of the import's writer, in worker processes (`ReadAhead`, `prepare_file`): the
+results come back in the order of the sources whatever worker finishes first, a file a worker fails
+on comes back as its error and is imported (or reported) the usual way, and an import through them
+leaves the store that importing the files one by one leaves (sessions, events, usage, the messages
+each run counted, context blocks, search)."""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+from contextlib import closing
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from azsd.errors import IngestError
+from azsd.ingest import import_ahead
+from azsd.ingest.import_ahead import Job, ReadAhead
+from azsd.ingest.import_batch import expect_imports, import_many
+from azsd.ingest.importer import ImportOutcome, import_source
+from azsd.ingest.prepare import PreparedFile, prepare_file
+from azsd.ingest.sources import Source
+from azsd.store import Store, store_path
+from tests.conftest import CORPUS, requires_corpus
+from tests.test_import_batch import _state, _summaries
+
+pytestmark = requires_corpus
+
+SESSIONS = CORPUS / "claude-session"
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """A Claude project directory holding every session file of the corpus, twice over (the copy of
+    each counts none of its messages again), and one with its sub-agents under `<id>/subagents/`."""
+    project = tmp_path / "projects" / "-p"
+    (project / "copies").mkdir(parents=True)
+    for path in sorted(SESSIONS.glob("*.jsonl")):
+        shutil.copyfile(path, project / path.name)
+        shutil.copyfile(path, project / "copies" / path.name)
+    parent = project / "claudeless__v2.1.29_compact-command__8aa54c1d.jsonl"
+    subagents = project / parent.stem / "subagents"
+    subagents.mkdir(parents=True)
+    shutil.copyfile(SESSIONS / "claudeless__v2.1.29_hook-stop__d266fdf5.jsonl", subagents / "agent-a1.jsonl")
+    return project
+
+
+def _sources(project: Path) -> list[Source]:
+    paths = sorted(project.glob("*.jsonl")) + sorted((project / "copies").glob("*.jsonl"))
+    return [Source(path, "claude", path.stat().st_size) for path in paths]
+
+
+def _tables(store: Store) -> list[Any]:
+    """What `_state` does not show: the rows beside the events, as stored."""
+    with closing(sqlite3.connect(f"file:{store_path(store.root)}?mode=ro", uri=True)) as conn:
+        return [
+            conn.execute(f"SELECT * FROM {table} ORDER BY 1, 2, 3").fetchall()
+            for table in ("azsd_usage_keys", "azsd_context")
+        ] + [
+            conn.execute(f"SELECT {columns} FROM {table} ORDER BY 1, 2, 3").fetchall()
+            for table, columns in (
+                ("azsd_search_docsize", "rowid, *"),
+                ("azsd_usage", "session_id, source, model, slot, first_at, last_at, turns, cost_source"),
+            )
+        ]
+
+
+def _singly(store: Store, source: Source) -> ImportOutcome | str:
+    try:
+        return import_source(store, source, "main")
+    except IngestError as exc:
+        return str(exc)
+
+
+def test_an_import_read_ahead_by_workers_leaves_what_importing_file_by_file_leaves(
+    tmp_path: Path, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(import_ahead, "POOL_MIN_BYTES", 0)  # the workers read even this little
+    sources = _sources(project)
+    with Store.open(tmp_path / "one") as one, Store.open(tmp_path / "many") as many:
+        expected = [_singly(one, source) for source in sources]
+        got = [o if isinstance(o, ImportOutcome) else str(o) for o in import_many(many, sources, "main")]
+        assert got == expected
+        assert sum(isinstance(o, ImportOutcome) and o.created for o in got) == len(sources)
+        assert _state(many) == _state(one)
+        assert _tables(many) == _tables(one)
+        assert _summaries(many) == _summaries(one)
+        counted = many.usage_by_session()
+        copies = [
+            o.session_id
+            for s, o in zip(sources, got, strict=True)
+            if isinstance(o, ImportOutcome) and s.path.parent.name == "copies"
+        ]
+        assert any(counted.get(sid) for sid in counted if sid not in copies)
+        assert not any(counted[sid].usage.input for sid in copies if sid in counted)  # counted once
+        again = import_many(many, sources, "main")  # nothing new: each is current
+        assert all(isinstance(o, ImportOutcome) and o.current for o in again)
+        with sources[0].path.open("ab") as out:  # it grows: only what is new is imported
+            out.write((SESSIONS / "agentcmd__full-session-two.jsonl").read_bytes())
+        grown = [Source(s.path, "claude", s.path.stat().st_size) for s in sources]
+        expected = [_singly(one, source) for source in grown]
+        assert import_many(many, grown, "main") == expected
+        assert [o.appended > 0 for o in expected if isinstance(o, ImportOutcome)] == [True] + [False] * (
+            len(grown) - 1
+        )
+        assert _state(many) == _state(one)
+
+
+def test_read_ahead_hands_each_file_back_in_order_and_an_error_in_its_place(tmp_path: Path) -> None:
+    good = sorted(SESSIONS.glob("*.jsonl"))[:3]
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"not": "an agent line"}\n')
+    gone = tmp_path / "gone.jsonl"
+    files: list[Path | None] = [good[0], None, bad, good[1], gone, None, good[2]]
+    jobs: list[Job] = [None if f is None else (str(f), "claude", 1 << 20) for f in files]
+    with ReadAhead(jobs, workers=True) as ahead:
+        assert ahead.in_workers
+        found = [ahead.next() for _ in jobs]
+    assert [type(f).__name__ for f in found] == [
+        "PreparedFile", "NoneType", "IngestError", "PreparedFile", "IngestError", "NoneType", "PreparedFile",
+    ]  # fmt: skip
+    assert "not a JSONL file of any known agent format" in str(found[2])
+    for f, prepared in zip(files, found, strict=True):
+        if isinstance(prepared, PreparedFile):
+            assert f is not None and prepared.path == str(f)
+            assert prepared == prepare_file(str(f), "claude")  # the same rows as read here
+
+
+def test_a_file_a_worker_fails_on_is_reported_and_the_others_are_imported(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(import_ahead, "POOL_MIN_BYTES", 0)
+    originals = sorted(SESSIONS.glob("*.jsonl"))[:4]
+    paths = [tmp_path / p.name for p in originals]
+    for path, original in zip(paths, originals, strict=True):
+        shutil.copyfile(original, path)
+    paths[1].write_bytes(b"\xff\xfe not even text\n")
+    sources = [Source(path, "claude", path.stat().st_size) for path in paths]
+    with Store.open(tmp_path / "one") as one, Store.open(tmp_path / "many") as many:
+        expected = [_singly(one, source) for source in sources]
+        got = [o if isinstance(o, ImportOutcome) else str(o) for o in import_many(many, sources, "main")]
+        assert got == expected
+        assert [isinstance(o, str) for o in got] == [False, True, False, False]
+        assert _state(many) == _state(one)
+        shutil.copyfile(originals[1], paths[1])  # put right: imported next time
+        sources[1] = Source(paths[1], "claude", paths[1].stat().st_size)
+        again = import_many(many, sources, "main")
+        assert [isinstance(o, ImportOutcome) and o.created for o in again] == [False, True, False, False]
+
+
+def test_files_listed_are_read_before_they_are_asked_for_and_again_when_they_changed_since(
+    tmp_path: Path, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`ImportSources` has the workers read the files it lists (`expect_imports`); the requests that
+    follow take what they read, but a file that changed since is read again as it is now."""
+    monkeypatch.setattr(import_ahead, "POOL_MIN_BYTES", 0)
+    sources = _sources(project)
+    with Store.open(tmp_path / "one") as one, Store.open(tmp_path / "many") as many:
+        expect_imports(many, sources)
+        listed = import_ahead._LISTED[str(many.root)]
+        for future, _ in list(listed.read.values()):
+            future.result()  # read for the listing (as far as the read-ahead goes)
+        assert listed.read
+        changed = next(s for s in sources if str(s.path) in listed.read)
+        with changed.path.open("ab") as out:  # it grows after the listing read it
+            out.write((SESSIONS / "agentcmd__full-session-two.jsonl").read_bytes())
+        sources = [Source(s.path, "claude", s.path.stat().st_size) for s in sources]
+        expected = [_singly(one, source) for source in sources]
+        half = len(sources) // 2  # in two requests, as `azs import` sends them
+        got = import_many(many, sources[:half], "main") + import_many(many, sources[half:], "main")
+        assert [o if isinstance(o, ImportOutcome) else str(o) for o in got] == expected
+        assert _state(many) == _state(one)
+        assert _tables(many) == _tables(one)
