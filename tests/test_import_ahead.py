@@ -152,23 +152,39 @@ def test_a_file_a_worker_fails_on_is_reported_and_the_others_are_imported(
 def test_files_listed_are_read_before_they_are_asked_for_and_again_when_they_changed_since(
     tmp_path: Path, project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """`ImportSources` has the workers read the files it lists (`expect_imports`); the requests that
-    follow take what they read, but a file that changed since is read again as it is now."""
+    """`ImportSources` notes the files it lists (`expect_imports`) and reads none (a client may only
+    be looking); the first import request starts the workers, which read on through the listing, so
+    the next request takes what they read, but a file that changed since is read again as it is now."""
     monkeypatch.setattr(import_ahead, "POOL_MIN_BYTES", 0)
     sources = _sources(project)
     with Store.open(tmp_path / "one") as one, Store.open(tmp_path / "many") as many:
         expect_imports(many, sources)
         listed = import_ahead._LISTED[str(many.root)]
-        for future, _ in list(listed.read.values()):
-            future.result()  # read for the listing (as far as the read-ahead goes)
-        assert listed.read
-        changed = next(s for s in sources if str(s.path) in listed.read)
-        with changed.path.open("ab") as out:  # it grows after the listing read it
-            out.write((SESSIONS / "agentcmd__full-session-two.jsonl").read_bytes())
-        sources = [Source(s.path, "claude", s.path.stat().st_size) for s in sources]
-        expected = [_singly(one, source) for source in sources]
+        assert not listed.read and len(listed.waiting) == len(sources)  # nothing read for a listing
         half = len(sources) // 2  # in two requests, as `azs import` sends them
-        got = import_many(many, sources[:half], "main") + import_many(many, sources[half:], "main")
+        first = import_many(many, sources[:half], "main")
+        for future, _ in list(listed.read.values()):
+            future.result()  # read for the listing's next request (as far as the read-ahead goes)
+        assert listed.read and not set(listed.read) & {str(s.path) for s in sources[:half]}
+        changed = next(s for s in sources[half:] if str(s.path) in listed.read)
+        with changed.path.open("ab") as out:  # it grows after the read-ahead read it
+            out.write((SESSIONS / "agentcmd__full-session-two.jsonl").read_bytes())
+        rest = [Source(s.path, "claude", s.path.stat().st_size) for s in sources[half:]]
+        expected = [_singly(one, source) for source in [*sources[:half], *rest]]
+        got = first + import_many(many, rest, "main")
         assert [o if isinstance(o, ImportOutcome) else str(o) for o in got] == expected
         assert _state(many) == _state(one)
         assert _tables(many) == _tables(one)
+
+
+def test_a_listing_no_import_follows_is_let_go(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A listing whose import requests do not come within `IDLE_S` is not read for the next import."""
+    monkeypatch.setattr(import_ahead, "POOL_MIN_BYTES", 0)
+    root = str(project)
+    jobs = [(str(s.path), s.agent, s.size) for s in _sources(project)]
+    import_ahead.expect(root, jobs)
+    listed = import_ahead._LISTED[root]
+    monkeypatch.setattr(listed, "used", listed.used - import_ahead.IDLE_S - 1)
+    with import_ahead.ReadAhead(jobs[:1], workers=False, root=root) as ahead:
+        assert ahead.next() is not None
+    assert root not in import_ahead._LISTED and not listed.read

@@ -9,7 +9,9 @@ outcome does not depend on which worker finished first.
 
 The workers are started on the first import big enough to gain from them (:data:`POOL_MIN_BYTES`;
 a smaller one reads in the writer's thread, as a start costs more than it saves) and stop after
-:data:`IDLE_S` without work. A file a worker fails on (it vanished, it is not what it should be, or
+:data:`IDLE_S` without work. A listing of sources (:func:`expect`) only notes its files: a client
+that only looks starts nothing; the first import request after it starts the workers, which then
+read on through the listing, ahead of the requests that follow. A file a worker fails on (it vanished, it is not what it should be, or
 the worker died) is handed back as the error, and the writer imports it the usual way, which says
 what is wrong with it, or imports it after all.
 """
@@ -112,10 +114,17 @@ class _Listed:
         self.waiting: dict[str, tuple[str, Agent, int]] = {job[0]: job for job in jobs}  # not submitted
         self.read: dict[str, tuple[Future[PreparedFile], int]] = {}  # submitted, not taken: (result, size)
         self.ahead = 0  # the bytes of `read`
+        self.used = time.monotonic()  # when it was made, or an import last took from it
+
+    @property
+    def stale(self) -> bool:
+        """Whether no import has taken from it for :data:`IDLE_S` (its requests are not coming)."""
+        return time.monotonic() - self.used > IDLE_S
 
     def claim(self, job: tuple[str, Agent, int]) -> Future[PreparedFile] | None:
         """What was read ahead of `job` (taken from the listing), else None (and it is not read for
         the listing any more)."""
+        self.used = time.monotonic()
         self.waiting.pop(job[0], None)
         found = self.read.pop(job[0], None)
         if found is None:
@@ -146,27 +155,17 @@ _LISTED_LOCK: Final = threading.Lock()
 
 
 def expect(root: str, jobs: Sequence[tuple[str, Agent, int]]) -> None:
-    """The files an import into the store of `root` is about to ask for, in order (a listing's):
-    the workers start reading them now, when they are enough to be worth it
-    (:data:`POOL_MIN_BYTES`), so that its requests find them read. Replaces an earlier listing."""
+    """The files an import into the store of `root` may ask for next, in order (a listing's), when
+    they are enough to be worth reading ahead (:data:`POOL_MIN_BYTES`). Nothing is read yet (a
+    client may only be looking): the first import request that follows starts the workers, and they
+    read on through the listing from then on, so that the next requests find their files read.
+    Replaces an earlier listing."""
     with _LISTED_LOCK:
         old = _LISTED.pop(root, None)
         if old is not None:
             old.drop()
-    if sum(job[2] for job in jobs) < POOL_MIN_BYTES:
-        return
-    executor = _POOL.take()
-    if executor is None:
-        return
-    try:
-        listed = _Listed(jobs)
-        with _LISTED_LOCK:
-            _LISTED[root] = listed
-            listed.top_up(executor, AHEAD_BYTES)
-    except RuntimeError as exc:  # the pool broke: the requests read them
-        log.warning("not reading ahead: %s", exc)
-    finally:
-        _POOL.give_back()
+        if sum(job[2] for job in jobs) >= POOL_MIN_BYTES:
+            _LISTED[root] = _Listed(jobs)
 
 
 class ReadAhead:
@@ -178,6 +177,9 @@ class ReadAhead:
         self._jobs = list(jobs)
         with _LISTED_LOCK:
             self._listed = _LISTED.get(root) if root else None
+            if self._listed is not None and self._listed.stale:
+                del _LISTED[root]
+                self._listed = None
         total = sum(job[2] for job in self._jobs if job is not None)
         use = workers if workers is not None else total >= POOL_MIN_BYTES or self._listed is not None
         self._executor = _POOL.take() if use else None

@@ -122,8 +122,9 @@ def import_many(
 
 
 def expect_imports(store: Store, sources: Sequence[Source]) -> None:
-    """`sources` are about to be imported into `store`, in this order (`azs import` listed them):
-    the files :func:`import_many` reads ahead are read now (:func:`~azsd.ingest.import_ahead.expect`)."""
+    """`sources` may be imported into `store` next, in this order (`azs import` listed them): the
+    files :func:`import_many` reads ahead are read once its first request comes, ahead of the
+    requests that follow (:func:`~azsd.ingest.import_ahead.expect`)."""
     expect(str(store.root), [job for job in _jobs(store, sources) if job is not None])
 
 

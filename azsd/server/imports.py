@@ -8,8 +8,9 @@ file): one transaction per source made importing a history of a thousand session
 savepoint of its own (a source that fails is rolled back alone and reported), with the lock left
 free between transactions as every long write of azsd leaves it; a big one runs alone, in its own
 chunks. Notifications go out once the transaction holding what they report is committed. The files
-`ImportSources` lists as not imported yet are read ahead from then on, in worker processes, for the
-`ImportSessions` requests that follow (:func:`~azsd.ingest.import_batch.expect_imports`).
+`ImportSources` lists as not imported yet are noted: once an `ImportSessions` request follows, worker
+processes read them ahead of the requests that follow it
+(:func:`~azsd.ingest.import_batch.expect_imports`).
 """
 
 from __future__ import annotations
@@ -36,8 +37,8 @@ Publish = Callable[[Sequence[p.Notification]], None]
 
 
 def import_sources(store: Store, req: p.ImportSources) -> Outcome:
-    """The sources, and whether each is imported already; the files never imported are read ahead
-    from now on, for the `ImportSessions` requests that follow (:func:`expect_imports`)."""
+    """The sources, and whether each is imported already; the files never imported are noted, to be
+    read ahead once `ImportSessions` requests follow (:func:`expect_imports`)."""
     views = []
     found = discover(req.agent, Path(req.source_dir), Path(req.project))
     for source in found:
