@@ -11,9 +11,11 @@ The workers are started on the first import big enough to gain from them (:data:
 a smaller one reads in the writer's thread, as a start costs more than it saves) and stop after
 :data:`IDLE_S` without work. A listing of sources (:func:`expect`) only notes its files: a client
 that only looks starts nothing; the first import request after it starts the workers, which then
-read on through the listing, ahead of the requests that follow. A file a worker fails on (it vanished, it is not what it should be, or
-the worker died) is handed back as the error, and the writer imports it the usual way, which says
-what is wrong with it, or imports it after all.
+read on through the listing, ahead of the requests that follow.
+
+A file a worker fails on (it vanished, it is not what it should be, or the worker died) is handed
+back as the error, and the writer imports it the usual way, which says what is wrong with it, or
+imports it after all.
 """
 
 from __future__ import annotations
