@@ -130,6 +130,18 @@ def test_a_listing_too_big_is_not_kept(stores: tuple[Store, Store], root: Path) 
     assert len(listings) == 0 and not read(listings, reader, req)[1]
 
 
+def test_the_budget_counts_the_requests_kept_as_keys(stores: tuple[Store, Store], root: Path) -> None:
+    """Listings filtered by long worktree names: the names count against the budget (they used to
+    be free: 300 listings of 1 MB filters held 300 MB)."""
+    _, reader = stores
+    listings = ListingCache(budget=1 << 20)
+    for i in range(20):
+        read(listings, reader, p.ListSessions(root=str(root), worktree=f"{i}" + "x" * (200 << 10)))
+    assert len(listings) <= 5 and listings.size <= 1 << 20
+    kept = sum(len(req.worktree or "") for req in listings._replies)
+    assert kept <= listings.size
+
+
 def info(sid: int, **changes: object) -> SessionInfo:
     base = SessionInfo(
         id=sid, name=f"s{sid}" if sid % 3 else "", worktree="main", created="2025-01-01 10:00:00",
@@ -161,6 +173,17 @@ def test_views_kept_encoded_make_the_bytes_of_every_view(root: Path) -> None:
             views.listing(store, latest, 10)
             assert len(views) <= 8 + 10
         assert views.listing(store, latest, 10) == plain(store, latest, 10)
+
+
+def test_views_kept_encoded_are_bounded_in_bytes(root: Path) -> None:
+    """One session renamed, with a long name, and listed again and again: the views of its old
+    names are let go once they hold the budget (they used to stay until 10 000 were kept)."""
+    views = EncodedViews(kept_bytes=4 << 20)
+    with Store.open(root) as store:
+        for i in range(30):
+            renamed = [info(1, name=f"{i}" + "n" * (256 << 10))]
+            assert views.listing(store, renamed, 1) == plain(store, renamed, 1)
+            assert len(views) <= 9  # 8 of 512 KB (each counted twice) and the latest
 
 
 def names(client: Client, root: Path, **kw: object) -> list[tuple[int, str, int, str]]:

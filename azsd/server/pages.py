@@ -49,8 +49,8 @@ class EncodedReplies(Generic[R]):
         everything else)."""
         self._budget = budget
         self._largest = largest
-        self._replies: OrderedDict[R, tuple[_Version, bytes]] = OrderedDict()
-        self._bytes = 0
+        self._replies: OrderedDict[R, tuple[_Version, bytes, int]] = OrderedDict()  # (…, its cost)
+        self._bytes = 0  # the replies' bytes and their requests' (a filter may be long)
         self._lock = threading.Lock()
 
     def peek(self, store: Store, req: R) -> Outcome | None:
@@ -83,23 +83,24 @@ class EncodedReplies(Generic[R]):
 
     @property
     def size(self) -> int:
-        """Bytes of replies kept."""
+        """Bytes of replies kept, with their requests'."""
         return self._bytes
 
     def __len__(self) -> int:
         return len(self._replies)
 
     def _put(self, req: R, version: _Version, payload: bytes) -> None:
-        if len(payload) > self._largest:
+        cost = len(payload) + len(p.encode(req))  # the request is kept too, as the key
+        if cost > self._largest:
             return
         with self._lock:
             old = self._replies.pop(req, None)
             if old is not None:
-                self._bytes -= len(old[1])
-            self._replies[req] = (version, payload)
-            self._bytes += len(payload)
+                self._bytes -= old[2]
+            self._replies[req] = (version, payload, cost)
+            self._bytes += cost
             while self._bytes > self._budget:
-                self._bytes -= len(self._replies.popitem(last=False)[1][1])
+                self._bytes -= self._replies.popitem(last=False)[1][2]
 
 
 class PageCache(EncodedReplies[p.GetEvents]):

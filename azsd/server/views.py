@@ -17,6 +17,7 @@ from azsd.store import Store
 
 __all__ = [
     "NOTE_CHUNK",
+    "VIEWS_BYTES",
     "VIEWS_KEPT",
     "EncodedViews",
     "appended_notes",
@@ -31,6 +32,8 @@ NOTE_CHUNK = 500
 #: How many encoded session views an :class:`EncodedViews` keeps, unless one listing shows more
 #: (~2.5 MB for views of 10 000 sessions).
 VIEWS_KEPT: Final = 10_000
+#: … or once they hold this many bytes (names have no length limit).
+VIEWS_BYTES: Final = 16 * 1024 * 1024
 
 _ENCODER: Final = msgspec.msgpack.Encoder()
 
@@ -110,12 +113,15 @@ class EncodedViews:
 
     A :class:`~azsd.model.SessionInfo` is frozen and decides its plain view, whatever store it is in,
     so an entry never goes stale: a session that changed is another key. Once more than
-    :data:`VIEWS_KEPT` are kept, those the latest listing did not show are dropped. Thread-safe.
+    :data:`VIEWS_KEPT` are kept, or they hold more than :data:`VIEWS_BYTES` (a key holds about what
+    its view does), those the latest listing did not show are dropped. Thread-safe.
     """
 
-    def __init__(self, kept: int = VIEWS_KEPT) -> None:
+    def __init__(self, kept: int = VIEWS_KEPT, kept_bytes: int = VIEWS_BYTES) -> None:
         self._kept = kept
+        self._kept_bytes = kept_bytes
         self._views: dict[SessionInfo, bytes] = {}
+        self._bytes = 0  # of the views kept, twice (the key's strings are the view's)
         self._lock = threading.Lock()
 
     def listing(self, store: Store, infos: Sequence[SessionInfo], total: int) -> bytes:
@@ -128,9 +134,11 @@ class EncodedViews:
                 row = views.get(info)
                 if row is None:
                     row = views[info] = _ENCODER.encode(session_view(store, info))
+                    self._bytes += 2 * len(row)
                 rows.append(row)
-            if len(views) > self._kept:
+            if len(views) > self._kept or self._bytes > self._kept_bytes:
                 self._views = dict(zip(infos, rows, strict=True))
+                self._bytes = 2 * sum(map(len, self._views.values()))
         # msgspec writes a Raw as the bytes it holds: the views' own encodings, spliced in
         sessions = cast(list[p.SessionView], list(map(msgspec.Raw, rows)))
         return p.encode(p.SessionsReply(sessions=sessions, total=total))

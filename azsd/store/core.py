@@ -411,9 +411,13 @@ def _not_a_file(path: Path) -> str | None:
 
 
 def _racy(info: os.stat_result) -> bool:
-    """Whether a file changed too recently for its stat to be sure to show a later change."""
-    coarse = info.st_mtime_ns % 1_000_000_000 == 0  # a file system that keeps whole seconds
-    return time.time_ns() - info.st_mtime_ns < (_SETTLED_COARSE_NS if coarse else _SETTLED_NS)
+    """Whether a file changed too recently for its stat to be sure to show a later change (by its
+    ctime too: a program may set the mtime back after writing)."""
+    now = time.time_ns()
+    return any(
+        now - at < (_SETTLED_COARSE_NS if at % 1_000_000_000 == 0 else _SETTLED_NS)  # whole seconds kept
+        for at in (info.st_mtime_ns, info.st_ctime_ns)
+    )
 
 
 def _stat_or_none(path: str) -> os.stat_result | None:
