@@ -2,7 +2,8 @@
 results come back in the order of the sources whatever worker finishes first, a file a worker fails
 on comes back as its error and is imported (or reported) the usual way, and an import through them
 leaves the store that importing the files one by one leaves (sessions, events, usage, the messages
-each run counted, context blocks, search)."""
+each run counted, context blocks, search), the files bigger than `SMALL_FILE_BYTES` (created alone)
+among them, and those bigger than `AHEAD_FILE_BYTES` (imported in chunks, not read ahead)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from typing import Any
 import pytest
 
 from azsd.errors import IngestError
-from azsd.ingest import import_ahead
+from azsd.ingest import import_ahead, import_batch
 from azsd.ingest.import_ahead import Job, ReadAhead
 from azsd.ingest.import_batch import expect_imports, import_many
 from azsd.ingest.importer import ImportOutcome, import_source
@@ -28,6 +29,8 @@ from tests.test_import_batch import _state, _summaries
 pytestmark = requires_corpus
 
 SESSIONS = CORPUS / "claude-session"
+#: The file copied as a sub-agent's transcript (`project`).
+SUBAGENT = SESSIONS / "claudeless__v2.1.29_hook-stop__d266fdf5.jsonl"
 
 
 @pytest.fixture
@@ -42,8 +45,25 @@ def project(tmp_path: Path) -> Path:
     parent = project / "claudeless__v2.1.29_compact-command__8aa54c1d.jsonl"
     subagents = project / parent.stem / "subagents"
     subagents.mkdir(parents=True)
-    shutil.copyfile(SESSIONS / "claudeless__v2.1.29_hook-stop__d266fdf5.jsonl", subagents / "agent-a1.jsonl")
+    shutil.copyfile(SUBAGENT, subagents / "agent-a1.jsonl")
     return project
+
+
+@pytest.fixture(params=["small", "big", "mixed"])
+def sizes(request: pytest.FixtureRequest, project: Path, monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    """The files of `project` small (each run created together), big (each created alone), or
+    mixed: some too big to read ahead (imported in chunks). The files that are to be created from
+    what was read ahead (`import_source` is not called for them: the others are the copies, and the
+    file copied as a sub-agent's, whose messages were counted before, and the files too big)."""
+    if request.param == "small":
+        return []
+    monkeypatch.setattr(import_batch, "SMALL_FILE_BYTES", 0)
+    paths = [path for path in sorted(project.glob("*.jsonl")) if path.name != SUBAGENT.name]
+    if request.param == "mixed":
+        bound = sorted(path.stat().st_size for path in paths)[len(paths) // 2]
+        monkeypatch.setattr(import_batch, "AHEAD_FILE_BYTES", bound)
+        paths = [path for path in paths if path.stat().st_size <= bound]
+    return paths
 
 
 def _sources(project: Path) -> list[Source]:
@@ -74,14 +94,23 @@ def _singly(store: Store, source: Source) -> ImportOutcome | str:
 
 
 def test_an_import_read_ahead_by_workers_leaves_what_importing_file_by_file_leaves(
-    tmp_path: Path, project: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, project: Path, sizes: list[Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(import_ahead, "POOL_MIN_BYTES", 0)  # the workers read even this little
     sources = _sources(project)
     with Store.open(tmp_path / "one") as one, Store.open(tmp_path / "many") as many:
         expected = [_singly(one, source) for source in sources]
+        usual: list[Path] = []  # what the writer imported the usual way
+
+        def spy(store: Store, source: Source, *args: Any, **kwargs: Any) -> ImportOutcome:
+            usual.append(source.path)
+            return import_source(store, source, *args, **kwargs)
+
+        monkeypatch.setattr(import_batch, "import_source", spy)
         got = [o if isinstance(o, ImportOutcome) else str(o) for o in import_many(many, sources, "main")]
         assert got == expected
+        assert not set(usual) & set(sizes)  # (the copies, those too big; small: none)
+        assert bool(usual) == bool(sizes)
         assert sum(isinstance(o, ImportOutcome) and o.created for o in got) == len(sources)
         assert _state(many) == _state(one)
         assert _tables(many) == _tables(one)
@@ -150,7 +179,7 @@ def test_a_file_a_worker_fails_on_is_reported_and_the_others_are_imported(
 
 
 def test_files_listed_are_read_before_they_are_asked_for_and_again_when_they_changed_since(
-    tmp_path: Path, project: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, project: Path, sizes: list[Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """`ImportSources` notes the files it lists (`expect_imports`) and reads none (a client may only
     be looking); the first import request starts the workers, which read on through the listing, so
