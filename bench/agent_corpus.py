@@ -27,6 +27,8 @@ WORDS = (
     "frontend backend database query page list context prompt summary compact follow import export"
 ).split()
 _IDS = ("sessionId", "uuid", "parentUuid", "leafUuid", "requestId", "messageId")
+#: A message's id (`message.id`: ccusage and azsd count a message once): the corpus's, and one redacted.
+_MESSAGE_IDS = ("msg_", "[REDACTED_MESSAGE_ID]")
 _DECODER = msgspec.json.Decoder()
 _ENCODER = msgspec.json.Encoder()
 
@@ -59,7 +61,7 @@ def _vary(value: Any, rng: random.Random, tag: str, key: str = "") -> Any:
     if isinstance(value, list):
         return [_vary(v, rng, tag, key) for v in value]
     if isinstance(value, str):
-        if key in _IDS or (key == "id" and value.startswith("msg_")):
+        if key in _IDS or (key == "id" and value.startswith(_MESSAGE_IDS)):
             return f"{value}-{tag}"
         if key in ("text", "content", "thinking", "stdout"):
             return _words(rng, value)
