@@ -18,7 +18,7 @@ import pytest
 from azsd.errors import IngestError
 from azsd.ingest import import_ahead, import_batch
 from azsd.ingest.import_ahead import Job, ReadAhead
-from azsd.ingest.import_batch import expect_imports, import_many
+from azsd.ingest.import_batch import expect_imports, import_many, import_one
 from azsd.ingest.importer import ImportOutcome, import_source
 from azsd.ingest.prepare import PreparedFile, prepare_file
 from azsd.ingest.sources import Source
@@ -71,6 +71,18 @@ def _sources(project: Path) -> list[Source]:
     return [Source(path, "claude", path.stat().st_size) for path in paths]
 
 
+def _spy(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    """The files the writer imports the usual way from now on (`import_source`), as it does."""
+    usual: list[Path] = []
+
+    def spy(store: Store, source: Source, *args: Any, **kwargs: Any) -> ImportOutcome:
+        usual.append(source.path)
+        return import_source(store, source, *args, **kwargs)
+
+    monkeypatch.setattr(import_batch, "import_source", spy)
+    return usual
+
+
 def _tables(store: Store) -> list[Any]:
     """What `_state` does not show: the rows beside the events, as stored."""
     with closing(sqlite3.connect(f"file:{store_path(store.root)}?mode=ro", uri=True)) as conn:
@@ -100,13 +112,7 @@ def test_an_import_read_ahead_by_workers_leaves_what_importing_file_by_file_leav
     sources = _sources(project)
     with Store.open(tmp_path / "one") as one, Store.open(tmp_path / "many") as many:
         expected = [_singly(one, source) for source in sources]
-        usual: list[Path] = []  # what the writer imported the usual way
-
-        def spy(store: Store, source: Source, *args: Any, **kwargs: Any) -> ImportOutcome:
-            usual.append(source.path)
-            return import_source(store, source, *args, **kwargs)
-
-        monkeypatch.setattr(import_batch, "import_source", spy)
+        usual = _spy(monkeypatch)
         got = [o if isinstance(o, ImportOutcome) else str(o) for o in import_many(many, sources, "main")]
         assert got == expected
         assert not set(usual) & set(sizes)  # (the copies, those too big; small: none)
@@ -205,6 +211,25 @@ def test_files_listed_are_read_before_they_are_asked_for_and_again_when_they_cha
         assert [o if isinstance(o, ImportOutcome) else str(o) for o in got] == expected
         assert _state(many) == _state(one)
         assert _tables(many) == _tables(one)
+
+
+def test_files_listed_and_asked_for_one_by_one_are_taken_as_read_ahead(
+    tmp_path: Path, project: Path, sizes: list[Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`azs import` sends a big file alone (`ImportSession`: `import_one`): one the listing named is
+    taken as the workers read it, and stored as importing it file by file stores it."""
+    monkeypatch.setattr(import_ahead, "POOL_MIN_BYTES", 0)
+    sources = _sources(project)
+    with Store.open(tmp_path / "one") as one, Store.open(tmp_path / "many") as many:
+        expected = [import_source(one, source, "main") for source in sources]
+        expect_imports(many, sources)
+        usual = _spy(monkeypatch)
+        assert [import_one(many, source, "main") for source in sources] == expected
+        assert not set(usual) & set(sizes) and len(usual) < len(sources)
+        assert _state(many) == _state(one)
+        assert _tables(many) == _tables(one)
+        assert _summaries(many) == _summaries(one)
+        assert all(import_one(many, source, "main").current for source in sources)
 
 
 def test_a_listing_no_import_follows_is_let_go(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:

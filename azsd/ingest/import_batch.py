@@ -49,7 +49,15 @@ from azsd.model import StoredEvent
 from azsd.store import Store
 from azsd.store.bulk import FilledSession
 
-__all__ = ["AHEAD_FILE_BYTES", "BATCH_GAP_S", "BATCH_S", "SMALL_FILE_BYTES", "expect_imports", "import_many"]
+__all__ = [
+    "AHEAD_FILE_BYTES",
+    "BATCH_GAP_S",
+    "BATCH_S",
+    "SMALL_FILE_BYTES",
+    "expect_imports",
+    "import_many",
+    "import_one",
+]
 
 log = logging.getLogger("azsd.ingest.importer")
 
@@ -131,6 +139,24 @@ def import_many(
                 i += 1
             out += _write(store, batch, worktree, on_stored, stores, committed, ended)
     return out
+
+
+def import_one(
+    store: Store, source: Source, worktree: str = "", *, on_stored: Stored | None = None
+) -> ImportOutcome:
+    """:func:`import_source` of `source` (`ImportSession`: `azs import` sends a big file alone), but
+    a file a listing named (:func:`expect_imports`) is taken as the workers read it, and created
+    alone when it is new (:func:`_create_alone`).
+
+    Raises:
+        AzsdError: as :func:`import_source` does.
+    """
+    with ReadAhead(_jobs(store, [source]), root=str(store.root)) as ahead:
+        found = ahead.next() if ahead.in_workers else None
+    done = None
+    if isinstance(found, PreparedFile):
+        done = _create_alone(store, Ready(source, found), worktree, [float("-inf")])
+    return done or import_source(store, source, worktree, on_stored=on_stored)
 
 
 def expect_imports(store: Store, sources: Sequence[Source]) -> None:
@@ -239,7 +265,7 @@ def _pause(ended: list[float]) -> None:
         time.sleep(pause)
 
 
-def _create_alone(store: Store, ready: Ready, worktree: str, ended: list[float]) -> Outcome | None:
+def _create_alone(store: Store, ready: Ready, worktree: str, ended: list[float]) -> ImportOutcome | None:
     """The session of a file bigger than :data:`SMALL_FILE_BYTES` read ahead, created in a
     transaction of its own; None (nothing stored) when it is not new any more, or some of its
     messages were counted elsewhere (reading it again would hold the store: it is imported in
@@ -278,7 +304,7 @@ def _run(store: Store, batch: Sequence[Item], j: int, worktree: str) -> tuple[li
     return run, j
 
 
-def _create(store: Store, run: Sequence[_New]) -> list[Outcome]:
+def _create(store: Store, run: Sequence[_New]) -> list[ImportOutcome]:
     """Create the sessions of `run` together (inside the caller's transaction), forks linked to
     their parents."""
     ids = store.create_filled([new.session for new in run])
