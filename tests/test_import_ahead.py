@@ -49,21 +49,30 @@ def project(tmp_path: Path) -> Path:
     return project
 
 
-@pytest.fixture(params=["small", "big", "mixed"])
-def sizes(request: pytest.FixtureRequest, project: Path, monkeypatch: pytest.MonkeyPatch) -> list[Path]:
-    """The files of `project` small (each run created together), big (each created alone), or
-    mixed: some too big to read ahead (imported in chunks). The files that are to be created from
-    what was read ahead (`import_source` is not called for them: the others are the copies, and the
-    file copied as a sub-agent's, whose messages were counted before, and the files too big)."""
+Sizes = tuple[list[Path], list[Path]]
+
+
+@pytest.fixture(params=["small", "big", "mixed", "many events"])
+def sizes(request: pytest.FixtureRequest, project: Path, monkeypatch: pytest.MonkeyPatch) -> Sizes:
+    """The files of `project` small (each run created together), big (each created alone), mixed
+    (some too big to read ahead: imported in chunks), or big and of too many events to be created
+    alone (imported in chunks, after all). The files to be created from what was read ahead
+    (`import_source` is not called for them; it is for the copies, and the file copied as a
+    sub-agent's, whose messages were counted before), and those to be imported in chunks."""
     if request.param == "small":
-        return []
+        return [], []
     monkeypatch.setattr(import_batch, "SMALL_FILE_BYTES", 0)
     paths = [path for path in sorted(project.glob("*.jsonl")) if path.name != SUBAGENT.name]
+    if request.param == "many events":
+        monkeypatch.setattr(import_batch, "ALONE_EVENTS", 0)
+        return [], paths
     if request.param == "mixed":
         bound = sorted(path.stat().st_size for path in paths)[len(paths) // 2]
         monkeypatch.setattr(import_batch, "AHEAD_FILE_BYTES", bound)
-        paths = [path for path in paths if path.stat().st_size <= bound]
-    return paths
+        return [path for path in paths if path.stat().st_size <= bound], [
+            path for path in paths if path.stat().st_size > bound
+        ]
+    return paths, []
 
 
 def _sources(project: Path) -> list[Source]:
@@ -106,7 +115,7 @@ def _singly(store: Store, source: Source) -> ImportOutcome | str:
 
 
 def test_an_import_read_ahead_by_workers_leaves_what_importing_file_by_file_leaves(
-    tmp_path: Path, project: Path, sizes: list[Path], monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, project: Path, sizes: Sizes, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(import_ahead, "POOL_MIN_BYTES", 0)  # the workers read even this little
     sources = _sources(project)
@@ -115,8 +124,7 @@ def test_an_import_read_ahead_by_workers_leaves_what_importing_file_by_file_leav
         usual = _spy(monkeypatch)
         got = [o if isinstance(o, ImportOutcome) else str(o) for o in import_many(many, sources, "main")]
         assert got == expected
-        assert not set(usual) & set(sizes)  # (the copies, those too big; small: none)
-        assert bool(usual) == bool(sizes)
+        assert not set(usual) & set(sizes[0]) and set(sizes[1]) <= set(usual)
         assert sum(isinstance(o, ImportOutcome) and o.created for o in got) == len(sources)
         assert _state(many) == _state(one)
         assert _tables(many) == _tables(one)
@@ -185,7 +193,7 @@ def test_a_file_a_worker_fails_on_is_reported_and_the_others_are_imported(
 
 
 def test_files_listed_are_read_before_they_are_asked_for_and_again_when_they_changed_since(
-    tmp_path: Path, project: Path, sizes: list[Path], monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, project: Path, sizes: Sizes, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """`ImportSources` notes the files it lists (`expect_imports`) and reads none (a client may only
     be looking); the first import request starts the workers, which read on through the listing, so
@@ -214,7 +222,7 @@ def test_files_listed_are_read_before_they_are_asked_for_and_again_when_they_cha
 
 
 def test_files_listed_and_asked_for_one_by_one_are_taken_as_read_ahead(
-    tmp_path: Path, project: Path, sizes: list[Path], monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, project: Path, sizes: Sizes, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """`azs import` sends a big file alone (`ImportSession`: `import_one`): one the listing named is
     taken as the workers read it, and stored as importing it file by file stores it."""
@@ -225,7 +233,7 @@ def test_files_listed_and_asked_for_one_by_one_are_taken_as_read_ahead(
         expect_imports(many, sources)
         usual = _spy(monkeypatch)
         assert [import_one(many, source, "main") for source in sources] == expected
-        assert not set(usual) & set(sizes) and len(usual) < len(sources)
+        assert not set(usual) & set(sizes[0]) and set(sizes[1]) <= set(usual)
         assert _state(many) == _state(one)
         assert _tables(many) == _tables(one)
         assert _summaries(many) == _summaries(one)

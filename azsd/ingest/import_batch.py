@@ -18,8 +18,8 @@ with their search text and context blocks, by :func:`~azsd.ingest.prepare.prepar
 moment `azs import` lists them (:func:`expect_imports`); the writer takes them in order and creates
 each run of the small ones (up to :data:`RUN_BYTES`) by one statement per table, as it creates the
 new Aider runs and OpenCode sessions, and each bigger one alone, in a transaction of its own (one
-of :data:`AHEAD_FILE_BYTES` takes it about 50 ms). A bigger file is imported in chunks, as
-:func:`import_source` imports it.
+of :data:`AHEAD_FILE_BYTES` and :data:`ALONE_EVENTS` takes it under 100 ms). A bigger file, or one
+of more events, is imported in chunks, as :func:`import_source` imports it.
 Whether another run counted one of a file's API messages is decided there, against the store and the
 files of the run before it (:mod:`azsd.ingest.import_prepared`): a file some of whose messages were
 counted elsewhere is read again by the writer, leaving them out (a small one; a bigger one, which
@@ -51,6 +51,7 @@ from azsd.store.bulk import FilledSession
 
 __all__ = [
     "AHEAD_FILE_BYTES",
+    "ALONE_EVENTS",
     "BATCH_GAP_S",
     "BATCH_S",
     "SMALL_FILE_BYTES",
@@ -70,10 +71,15 @@ BATCH_GAP_S: Final = 0.005
 #: takes a few ms; a commit of its own was most of its cost).
 SMALL_FILE_BYTES: Final = 1 << 20
 #: A bigger Claude or Codex file never imported, up to this size, is read ahead too and created
-#: alone in a transaction of its own: inserting its rows takes the writer about 6 ms a MB here
-#: (8 MB: ~50 ms, well within the 150 ms a transaction may hold the store); bigger ones are imported
-#: in chunks (their rows would also take more memory than the read-ahead's bound allows for).
+#: alone in a transaction of its own when it has at most :data:`ALONE_EVENTS` events: inserting its
+#: rows takes the writer about 5 ms a MB and 7–10 µs an event here (8 MB of 3 800 events: 40–65 ms,
+#: 1.3–5 MB of 6 000: 55–90 ms, within the 150 ms a transaction may hold the store; 11 MB of 50 000
+#: small events took 400 ms).
+#: Bigger ones are imported in chunks (their rows would also take more memory than the read-ahead's
+#: bound allows for), and so are those of more events, after all.
 AHEAD_FILE_BYTES: Final = 8 << 20
+#: The most events of a file read ahead that is created alone (:data:`AHEAD_FILE_BYTES`).
+ALONE_EVENTS: Final = 6000
 #: The most bytes of files read ahead whose sessions one statement per table creates.
 RUN_BYTES: Final = 1 << 20
 
@@ -267,9 +273,11 @@ def _pause(ended: list[float]) -> None:
 
 def _create_alone(store: Store, ready: Ready, worktree: str, ended: list[float]) -> ImportOutcome | None:
     """The session of a file bigger than :data:`SMALL_FILE_BYTES` read ahead, created in a
-    transaction of its own; None (nothing stored) when it is not new any more, or some of its
-    messages were counted elsewhere (reading it again would hold the store: it is imported in
-    chunks)."""
+    transaction of its own; None (nothing stored) when it has more than :data:`ALONE_EVENTS`
+    events, is not new any more, or some of its messages were counted elsewhere (reading it again
+    would hold the store): it is then imported in chunks."""
+    if len(ready.prepared.rows.events) > ALONE_EVENTS:
+        return None
     _pause(ended)
     with store.atomic(create=True), store.upkeep_deferred():
         made = new_session(store, ready, worktree, Claimed(set(), set()), again=False)

@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 
 from azsd.ingest.file import ingest_file
-from azsd.ingest.import_batch import AHEAD_FILE_BYTES, SMALL_FILE_BYTES
+from azsd.ingest.import_batch import AHEAD_FILE_BYTES, ALONE_EVENTS, SMALL_FILE_BYTES
 from azsd.ingest.importer import claude_slug
 from azsd.ipc import protocol as p
 from azsd.store import Store
@@ -103,11 +103,12 @@ def stream_file(path: Path) -> int:
     return len(lines)
 
 
-def session_file(path: Path, lines: int = LINES, seed: int = 1) -> None:
-    """Write the big input (or `lines` of another) as a Claude session transcript (what `import`
-    reads)."""
+def session_file(path: Path, lines: int = LINES, seed: int = 1, pad: bytes = b"") -> None:
+    """Write the big input (or `lines` of another, `pad` before each text) as a Claude session
+    transcript (what `import` reads)."""
     with path.open("wb") as out:
         for i, line in enumerate(stream_lines(lines, seed)[1:]):
+            line = line.replace(b'"text":"', b'"text":"' + pad)
             envelope = b'"sessionId":"s","uuid":"u%d","timestamp":"2026-01-01T00:00:00Z"' % i
             out.write(line.replace(b'"session_id":"s"', envelope))
 
@@ -195,7 +196,7 @@ def test_azureal_never_fails_while_files_read_ahead_are_created(inputs: Path) ->
     folder.mkdir(parents=True)
     paths = [folder / f"s{seed}.jsonl" for seed in range(6)]
     for seed, path in enumerate(paths):
-        session_file(path, AHEAD_FILE_BYTES * 3 // 4 // 170, seed)  # (some 170 bytes a line)
+        session_file(path, ALONE_EVENTS * 3 // 4, seed, b"parse store event line seq lock chunk " * 30)
         assert SMALL_FILE_BYTES < path.stat().st_size <= AHEAD_FILE_BYTES
     try:
         with daemon_in_tmpdir() as d:
@@ -211,7 +212,8 @@ def test_azureal_never_fails_while_files_read_ahead_are_created(inputs: Path) ->
                 ]
             for reply in replies:
                 assert isinstance(reply, p.ImportReply), reply
-                assert reply.created and events_of(store_of(root), reply.session.id) == reply.appended > 0
+                assert reply.created and 0 < reply.appended <= ALONE_EVENTS  # (created alone)
+                assert events_of(store_of(root), reply.session.id) == reply.appended
         assert_writer_whole(store_of(root), run)
     finally:
         shutil.rmtree(root, ignore_errors=True)
