@@ -27,6 +27,8 @@ WORDS = (
     "frontend backend database query page list context prompt summary compact follow import export"
 ).split()
 _IDS = ("sessionId", "uuid", "parentUuid", "leafUuid", "requestId", "messageId")
+#: A message's id (`message.id`: ccusage and azsd count a message once): the corpus's, and one redacted.
+_MESSAGE_IDS = ("msg_", "[REDACTED_MESSAGE_ID]")
 _DECODER = msgspec.json.Decoder()
 _ENCODER = msgspec.json.Encoder()
 
@@ -59,17 +61,21 @@ def _vary(value: Any, rng: random.Random, tag: str, key: str = "") -> Any:
     if isinstance(value, list):
         return [_vary(v, rng, tag, key) for v in value]
     if isinstance(value, str):
-        if key in _IDS or (key == "id" and value.startswith("msg_")):
+        if key in _IDS or (key == "id" and value.startswith(_MESSAGE_IDS)):
             return f"{value}-{tag}"
         if key in ("text", "content", "thinking", "stdout"):
             return _words(rng, value)
     return value
 
 
-def write_projects(config_dir: Path, project: Path, target_bytes: int, *, seed: int = 11) -> tuple[int, int]:
+def write_projects(
+    config_dir: Path, project: Path, target_bytes: int, *, seed: int = 11, file_bytes: int = 0
+) -> tuple[int, int]:
     """Fill `config_dir/projects/<slug(project)>` with replicas up to about `target_bytes`;
-    returns (files, bytes). Nothing is written when the corpus is absent."""
-    sources = [(path, path.read_bytes().splitlines()) for path in corpus_files()]
+    returns (files, bytes). With `file_bytes`, each file is replicas written one after the other
+    (one session id) up to about that size, as a long session is; else each replica is a file.
+    Nothing is written when the corpus is absent."""
+    sources = [path.read_bytes().splitlines() for path in corpus_files()]
     if not sources:
         return 0, 0
     out_dir = config_dir / "projects" / claude_slug(project)
@@ -77,25 +83,30 @@ def write_projects(config_dir: Path, project: Path, target_bytes: int, *, seed: 
     rng = random.Random(seed)
     files = written = replica = 0
     while written < target_bytes:
-        for _, lines in sources:
-            tag = f"r{replica}"
-            session = f"{rng.getrandbits(128):032x}"
-            session = f"{session[:8]}-{session[8:12]}-{session[12:16]}-{session[16:20]}-{session[20:]}"
-            body = []
-            for line in lines:
-                try:
-                    obj = _DECODER.decode(line)
-                except msgspec.DecodeError:
-                    continue
-                obj = _vary(obj, rng, tag)
-                if isinstance(obj, dict) and "sessionId" in obj:
-                    obj["sessionId"] = session
-                body.append(_ENCODER.encode(obj))
-            data = b"\n".join(body) + b"\n"
-            (out_dir / f"{session}.jsonl").write_bytes(data)
-            files += 1
-            written += len(data)
-            if written >= target_bytes:
-                break
-        replica += 1
+        session = f"{rng.getrandbits(128):032x}"
+        session = f"{session[:8]}-{session[8:12]}-{session[12:16]}-{session[16:20]}-{session[20:]}"
+        data = b""
+        while not data or len(data) < file_bytes:
+            tag = f"r{replica // len(sources)}"  # (the corpus's files have ids of their own)
+            data += _replica(sources[replica % len(sources)], rng, tag, session)
+            replica += 1
+        (out_dir / f"{session}.jsonl").write_bytes(data)
+        files += 1
+        written += len(data)
     return files, written
+
+
+def _replica(lines: list[bytes], rng: random.Random, tag: str, session: str) -> bytes:
+    """The corpus file of `lines` with its ids made unique by `tag`, its words drawn anew, in the
+    session `session`."""
+    body = []
+    for line in lines:
+        try:
+            obj = _DECODER.decode(line)
+        except msgspec.DecodeError:
+            continue
+        obj = _vary(obj, rng, tag)
+        if isinstance(obj, dict) and "sessionId" in obj:
+            obj["sessionId"] = session
+        body.append(_ENCODER.encode(obj))
+    return b"\n".join(body) + b"\n"

@@ -20,8 +20,9 @@ search index build: the import stores and indexes in the same transactions).
   print the line without loading the client; `statusline_asked`: the run that asks (`--json`).
 
 A peer that is not installed is skipped with a note (see bench/README.md for installing them).
-Run alone: `python -m bench.peers [--quick] [--mb N] [--import-only]` (`--mb`: a corpus of N MB;
-`--import-only`: the import and one ccusage run, `import_vs_ccusage`, nothing else).
+Run alone: `python -m bench.peers [--quick] [--mb N] [--import-only] [--file-mb M]` (`--mb`: a corpus
+of N MB; `--import-only`: the import and one ccusage run, `import_vs_ccusage`, nothing else;
+`--file-mb`: session files of about M MB, replicas one after the other, as long sessions are).
 """
 
 from __future__ import annotations
@@ -65,7 +66,9 @@ def ccusage_path() -> str | None:
     return shutil.which("ccusage")
 
 
-def main(*, quick: bool = False, mb: int | None = None, import_only: bool = False) -> None:
+def main(
+    *, quick: bool = False, mb: int | None = None, import_only: bool = False, file_mb: float = 0
+) -> None:
     target = mb << 20 if mb else QUICK_BYTES if quick else FULL_BYTES
     rounds = 3
     rg = shutil.which("rg")
@@ -74,7 +77,7 @@ def main(*, quick: bool = False, mb: int | None = None, import_only: bool = Fals
         base = Path(tmp)
         config_dir, project, run = base / "claude", base / "project", base / "run"
         project.mkdir()
-        files, size = write_projects(config_dir, project, target)
+        files, size = write_projects(config_dir, project, target, file_bytes=int(file_mb * (1 << 20)))
         if not files:
             print("# peers: skipped: the corpus (../shared/corpus/claude-session) is absent")
             return
@@ -154,5 +157,6 @@ if __name__ == "__main__":
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--mb", type=int, help="the corpus's size in MB (default: 1024, quick: 20)")
     parser.add_argument("--import-only", action="store_true", help="the import against ccusage alone")
+    parser.add_argument("--file-mb", type=float, default=0, help="session files of about N MB")
     args = parser.parse_args()
-    main(quick=args.quick, mb=args.mb, import_only=args.import_only)
+    main(quick=args.quick, mb=args.mb, import_only=args.import_only, file_mb=args.file_mb)

@@ -2,7 +2,8 @@
 results come back in the order of the sources whatever worker finishes first, a file a worker fails
 on comes back as its error and is imported (or reported) the usual way, and an import through them
 leaves the store that importing the files one by one leaves (sessions, events, usage, the messages
-each run counted, context blocks, search)."""
+each run counted, context blocks, search), the files bigger than `SMALL_FILE_BYTES` (created alone)
+among them, and those bigger than `AHEAD_FILE_BYTES` (imported in chunks, not read ahead)."""
 
 from __future__ import annotations
 
@@ -15,9 +16,9 @@ from typing import Any
 import pytest
 
 from azsd.errors import IngestError
-from azsd.ingest import import_ahead
+from azsd.ingest import import_ahead, import_batch
 from azsd.ingest.import_ahead import Job, ReadAhead
-from azsd.ingest.import_batch import expect_imports, import_many
+from azsd.ingest.import_batch import expect_imports, import_many, import_one
 from azsd.ingest.importer import ImportOutcome, import_source
 from azsd.ingest.prepare import PreparedFile, prepare_file
 from azsd.ingest.sources import Source
@@ -28,6 +29,8 @@ from tests.test_import_batch import _state, _summaries
 pytestmark = requires_corpus
 
 SESSIONS = CORPUS / "claude-session"
+#: The file copied as a sub-agent's transcript (`project`).
+SUBAGENT = SESSIONS / "claudeless__v2.1.29_hook-stop__d266fdf5.jsonl"
 
 
 @pytest.fixture
@@ -42,13 +45,51 @@ def project(tmp_path: Path) -> Path:
     parent = project / "claudeless__v2.1.29_compact-command__8aa54c1d.jsonl"
     subagents = project / parent.stem / "subagents"
     subagents.mkdir(parents=True)
-    shutil.copyfile(SESSIONS / "claudeless__v2.1.29_hook-stop__d266fdf5.jsonl", subagents / "agent-a1.jsonl")
+    shutil.copyfile(SUBAGENT, subagents / "agent-a1.jsonl")
     return project
+
+
+Sizes = tuple[list[Path], list[Path]]
+
+
+@pytest.fixture(params=["small", "big", "mixed", "many events"])
+def sizes(request: pytest.FixtureRequest, project: Path, monkeypatch: pytest.MonkeyPatch) -> Sizes:
+    """The files of `project` small (each run created together), big (each created alone), mixed
+    (some too big to read ahead: imported in chunks), or big and of too many events to be created
+    alone (imported in chunks, after all). The files to be created from what was read ahead
+    (`import_source` is not called for them; it is for the copies, and the file copied as a
+    sub-agent's, whose messages were counted before), and those to be imported in chunks."""
+    if request.param == "small":
+        return [], []
+    monkeypatch.setattr(import_batch, "SMALL_FILE_BYTES", 0)
+    paths = [path for path in sorted(project.glob("*.jsonl")) if path.name != SUBAGENT.name]
+    if request.param == "many events":
+        monkeypatch.setattr(import_batch, "ALONE_EVENTS", 0)
+        return [], paths
+    if request.param == "mixed":
+        bound = sorted(path.stat().st_size for path in paths)[len(paths) // 2]
+        monkeypatch.setattr(import_batch, "AHEAD_FILE_BYTES", bound)
+        return [path for path in paths if path.stat().st_size <= bound], [
+            path for path in paths if path.stat().st_size > bound
+        ]
+    return paths, []
 
 
 def _sources(project: Path) -> list[Source]:
     paths = sorted(project.glob("*.jsonl")) + sorted((project / "copies").glob("*.jsonl"))
     return [Source(path, "claude", path.stat().st_size) for path in paths]
+
+
+def _spy(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    """The files the writer imports the usual way from now on (`import_source`), as it does."""
+    usual: list[Path] = []
+
+    def spy(store: Store, source: Source, *args: Any, **kwargs: Any) -> ImportOutcome:
+        usual.append(source.path)
+        return import_source(store, source, *args, **kwargs)
+
+    monkeypatch.setattr(import_batch, "import_source", spy)
+    return usual
 
 
 def _tables(store: Store) -> list[Any]:
@@ -74,14 +115,16 @@ def _singly(store: Store, source: Source) -> ImportOutcome | str:
 
 
 def test_an_import_read_ahead_by_workers_leaves_what_importing_file_by_file_leaves(
-    tmp_path: Path, project: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, project: Path, sizes: Sizes, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(import_ahead, "POOL_MIN_BYTES", 0)  # the workers read even this little
     sources = _sources(project)
     with Store.open(tmp_path / "one") as one, Store.open(tmp_path / "many") as many:
         expected = [_singly(one, source) for source in sources]
+        usual = _spy(monkeypatch)
         got = [o if isinstance(o, ImportOutcome) else str(o) for o in import_many(many, sources, "main")]
         assert got == expected
+        assert not set(usual) & set(sizes[0]) and set(sizes[1]) <= set(usual)
         assert sum(isinstance(o, ImportOutcome) and o.created for o in got) == len(sources)
         assert _state(many) == _state(one)
         assert _tables(many) == _tables(one)
@@ -150,7 +193,7 @@ def test_a_file_a_worker_fails_on_is_reported_and_the_others_are_imported(
 
 
 def test_files_listed_are_read_before_they_are_asked_for_and_again_when_they_changed_since(
-    tmp_path: Path, project: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, project: Path, sizes: Sizes, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """`ImportSources` notes the files it lists (`expect_imports`) and reads none (a client may only
     be looking); the first import request starts the workers, which read on through the listing, so
@@ -160,7 +203,8 @@ def test_files_listed_are_read_before_they_are_asked_for_and_again_when_they_cha
     with Store.open(tmp_path / "one") as one, Store.open(tmp_path / "many") as many:
         expect_imports(many, sources)
         listed = import_ahead._LISTED[str(many.root)]
-        assert not listed.read and len(listed.waiting) == len(sources)  # nothing read for a listing
+        assert not listed.read  # nothing read for a listing (of the files not too big to be read ahead)
+        assert len(listed.waiting) == sum(s.size <= import_batch.AHEAD_FILE_BYTES for s in sources)
         half = len(sources) // 2  # in two requests, as `azs import` sends them
         first = import_many(many, sources[:half], "main")
         for future, _ in list(listed.read.values()):
@@ -175,6 +219,25 @@ def test_files_listed_are_read_before_they_are_asked_for_and_again_when_they_cha
         assert [o if isinstance(o, ImportOutcome) else str(o) for o in got] == expected
         assert _state(many) == _state(one)
         assert _tables(many) == _tables(one)
+
+
+def test_files_listed_and_asked_for_one_by_one_are_taken_as_read_ahead(
+    tmp_path: Path, project: Path, sizes: Sizes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`azs import` sends a big file alone (`ImportSession`: `import_one`): one the listing named is
+    taken as the workers read it, and stored as importing it file by file stores it."""
+    monkeypatch.setattr(import_ahead, "POOL_MIN_BYTES", 0)
+    sources = _sources(project)
+    with Store.open(tmp_path / "one") as one, Store.open(tmp_path / "many") as many:
+        expected = [import_source(one, source, "main") for source in sources]
+        expect_imports(many, sources)
+        usual = _spy(monkeypatch)
+        assert [import_one(many, source, "main") for source in sources] == expected
+        assert not set(usual) & set(sizes[0]) and set(sizes[1]) <= set(usual)
+        assert _state(many) == _state(one)
+        assert _tables(many) == _tables(one)
+        assert _summaries(many) == _summaries(one)
+        assert all(import_one(many, source, "main").current for source in sources)
 
 
 def test_a_listing_no_import_follows_is_let_go(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:

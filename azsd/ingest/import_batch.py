@@ -12,14 +12,18 @@ so one that fails leaves nothing behind and the others go on. Their writes share
 about :data:`BATCH_S`, with a short pause between for other writers. The rest run alone, in their own
 short chunks, as :func:`import_source` runs them.
 
-The small Claude and Codex files never imported are read ahead of the writer, in worker processes
-(:mod:`azsd.ingest.import_ahead`: read, parsed, compacted, compressed, with their search text and
-context blocks, by :func:`~azsd.ingest.prepare.prepare_file`), from the moment `azs import` lists
-them (:func:`expect_imports`); the writer takes them in order and creates each run of them (up to
-:data:`RUN_BYTES`) by one statement per table, as it creates the new Aider runs and OpenCode sessions.
+The Claude and Codex files never imported, up to :data:`AHEAD_FILE_BYTES`, are read ahead of the
+writer, in worker processes (:mod:`azsd.ingest.import_ahead`: read, parsed, compacted, compressed,
+with their search text and context blocks, by :func:`~azsd.ingest.prepare.prepare_file`), from the
+moment `azs import` lists them (:func:`expect_imports`); the writer takes them in order and creates
+each run of the small ones (up to :data:`RUN_BYTES`) by one statement per table, as it creates the
+new Aider runs and OpenCode sessions, and each bigger one alone, in a transaction of its own (one
+of :data:`AHEAD_FILE_BYTES` and :data:`ALONE_EVENTS` takes it under 100 ms). A bigger file, or one
+of more events, is imported in chunks, as :func:`import_source` imports it.
 Whether another run counted one of a file's API messages is decided there, against the store and the
 files of the run before it (:mod:`azsd.ingest.import_prepared`): a file some of whose messages were
-counted elsewhere is read again by the writer, leaving them out; one that is no longer new (or has
+counted elsewhere is read again by the writer, leaving them out (a small one; a bigger one, which
+would hold the store that long, is imported in chunks); one that is no longer new (or has
 sub-agents and messages counted elsewhere) is imported as :func:`import_source` imports it.
 """
 
@@ -45,7 +49,16 @@ from azsd.model import StoredEvent
 from azsd.store import Store
 from azsd.store.bulk import FilledSession
 
-__all__ = ["BATCH_GAP_S", "BATCH_S", "SMALL_FILE_BYTES", "expect_imports", "import_many"]
+__all__ = [
+    "AHEAD_FILE_BYTES",
+    "ALONE_EVENTS",
+    "BATCH_GAP_S",
+    "BATCH_S",
+    "SMALL_FILE_BYTES",
+    "expect_imports",
+    "import_many",
+    "import_one",
+]
 
 log = logging.getLogger("azsd.ingest.importer")
 
@@ -57,6 +70,16 @@ BATCH_GAP_S: Final = 0.005
 #: A Claude or Codex file this small is imported in a transaction shared with others (reading it
 #: takes a few ms; a commit of its own was most of its cost).
 SMALL_FILE_BYTES: Final = 1 << 20
+#: A bigger Claude or Codex file never imported, up to this size, is read ahead too and created
+#: alone in a transaction of its own when it has at most :data:`ALONE_EVENTS` events: inserting its
+#: rows takes the writer about 5 ms a MB and 7–10 µs an event here (8 MB of 3 800 events: 40–65 ms,
+#: 1.3–5 MB of 6 000: 55–90 ms, within the 150 ms a transaction may hold the store; 11 MB of 50 000
+#: small events took 400 ms).
+#: Bigger ones are imported in chunks (their rows would also take more memory than the read-ahead's
+#: bound allows for), and so are those of more events, after all.
+AHEAD_FILE_BYTES: Final = 8 << 20
+#: The most events of a file read ahead that is created alone (:data:`AHEAD_FILE_BYTES`).
+ALONE_EVENTS: Final = 6000
 #: The most bytes of files read ahead whose sessions one statement per table creates.
 RUN_BYTES: Final = 1 << 20
 
@@ -104,8 +127,11 @@ def import_many(
         i = 0
         while i < len(sources):
             if not _small(sources[i]):
-                ahead.next()
-                out.append(_guarded(store, sources[i], worktree, on_stored, stores))
+                found = ahead.next()
+                done = None
+                if isinstance(found, PreparedFile):
+                    done = _create_alone(store, Ready(sources[i], found), worktree, ended)
+                out.append(done or _guarded(store, sources[i], worktree, on_stored, stores))
                 if committed is not None:
                     committed()
                 i += 1
@@ -121,6 +147,24 @@ def import_many(
     return out
 
 
+def import_one(
+    store: Store, source: Source, worktree: str = "", *, on_stored: Stored | None = None
+) -> ImportOutcome:
+    """:func:`import_source` of `source` (`ImportSession`: `azs import` sends a big file alone), but
+    a file a listing named (:func:`expect_imports`) is taken as the workers read it, and created
+    alone when it is new (:func:`_create_alone`).
+
+    Raises:
+        AzsdError: as :func:`import_source` does.
+    """
+    with ReadAhead(_jobs(store, [source]), root=str(store.root)) as ahead:
+        found = ahead.next() if ahead.in_workers else None
+    done = None
+    if isinstance(found, PreparedFile):
+        done = _create_alone(store, Ready(source, found), worktree, [float("-inf")])
+    return done or import_source(store, source, worktree, on_stored=on_stored)
+
+
 def expect_imports(store: Store, sources: Sequence[Source]) -> None:
     """`sources` may be imported into `store` next, in this order (`azs import` listed them): the
     files :func:`import_many` reads ahead are read once its first request comes, ahead of the
@@ -129,14 +173,16 @@ def expect_imports(store: Store, sources: Sequence[Source]) -> None:
 
 
 def _jobs(store: Store, sources: Sequence[Source]) -> list[Job]:
-    """What to read ahead: the small Claude and Codex files never imported (the first time each is
-    named), each as a job of :class:`~azsd.ingest.import_ahead.ReadAhead`."""
+    """What to read ahead: the Claude and Codex files never imported of at most
+    :data:`AHEAD_FILE_BYTES` (the first time each is named), each as a job of
+    :class:`~azsd.ingest.import_ahead.ReadAhead`."""
     jobs: list[Job] = []
     named: set[str] = set()
     for source in sources:
         record = store.get_import(source.key) if source.agent in PREPARED_AGENTS else None
         new = record is None or not store.has_session(record.session_id)
-        if source.agent in PREPARED_AGENTS and _small(source) and new and source.key not in named:
+        ahead = source.agent in PREPARED_AGENTS and source.size <= AHEAD_FILE_BYTES
+        if ahead and new and source.key not in named:
             jobs.append((str(source.path), source.agent, source.size))
         else:
             jobs.append(None)
@@ -191,9 +237,7 @@ def _write(
     out: list[Outcome] = []
     j = 0
     while j < len(batch):
-        pause = BATCH_GAP_S - (time.monotonic() - ended[0])
-        if pause > 0:  # other writers get the store between two transactions
-            time.sleep(pause)
+        _pause(ended)
         start = time.monotonic()
         with store.atomic(create=True), store.upkeep_deferred():  # summaries and search: once at the end
             while j < len(batch) and time.monotonic() - start < BATCH_S:
@@ -219,6 +263,33 @@ def _write(
 Item = Source | _New | Ready | AzsdError
 
 
+def _pause(ended: list[float]) -> None:
+    """Wait until :data:`BATCH_GAP_S` after the last transaction (`ended[0]`): other writers get
+    the store between two."""
+    pause = BATCH_GAP_S - (time.monotonic() - ended[0])
+    if pause > 0:
+        time.sleep(pause)
+
+
+def _create_alone(store: Store, ready: Ready, worktree: str, ended: list[float]) -> ImportOutcome | None:
+    """The session of a file bigger than :data:`SMALL_FILE_BYTES` read ahead, created in a
+    transaction of its own; None (nothing stored) when it has more than :data:`ALONE_EVENTS`
+    events, is not new any more, or some of its messages were counted elsewhere (reading it again
+    would hold the store): it is then imported in chunks."""
+    if len(ready.prepared.rows.events) > ALONE_EVENTS:
+        return None
+    _pause(ended)
+    with store.atomic(create=True), store.upkeep_deferred():
+        made = new_session(store, ready, worktree, Claimed(set(), set()), again=False)
+        done = None
+        if made is not None:
+            session, prepared = made
+            new = _New(ready.source, session, prepared.lines, prepared.skipped, prepared)
+            done = _create(store, [new])[0]
+    ended[0] = time.monotonic()
+    return done
+
+
 def _run(store: Store, batch: Sequence[Item], j: int, worktree: str) -> tuple[list[_New], int]:
     """The new sessions from `batch[j]` on to create together (up to :data:`RUN_BYTES` of files
     read ahead), and where they end: at a source read ahead that cannot be created as it was read."""
@@ -241,7 +312,7 @@ def _run(store: Store, batch: Sequence[Item], j: int, worktree: str) -> tuple[li
     return run, j
 
 
-def _create(store: Store, run: Sequence[_New]) -> list[Outcome]:
+def _create(store: Store, run: Sequence[_New]) -> list[ImportOutcome]:
     """Create the sessions of `run` together (inside the caller's transaction), forks linked to
     their parents."""
     ids = store.create_filled([new.session for new in run])

@@ -49,13 +49,14 @@ class Claimed:
 
 
 def new_session(
-    store: Store, ready: Ready, worktree: str, claimed: Claimed
+    store: Store, ready: Ready, worktree: str, claimed: Claimed, *, again: bool = True
 ) -> tuple[FilledSession, PreparedFile] | None:
     """The session `ready` becomes (and the file as read), when its source is still new, and it
     joins `claimed`. When some of the message ids it counts are counted elsewhere (in the store, or
     by a session of `claimed`), the file is read again here, leaving them out, as
-    :func:`~azsd.ingest.importer.import_source` would. None when it is not new any more, or has
-    sub-agents and messages counted elsewhere (the writer then imports it the usual way)."""
+    :func:`~azsd.ingest.importer.import_source` would (unless not `again`). None when it is not new
+    any more, or has sub-agents and messages counted elsewhere, or some counted elsewhere and not
+    `again` (the writer then imports it the usual way)."""
     source, prepared = ready.source, ready.prepared
     if source.key in claimed.sources:
         return None
@@ -64,7 +65,7 @@ def new_session(
         return None
     keys = prepared.all_keys()
     if len(set(keys)) < len(keys) or not claimed.keys.isdisjoint(keys) or store.usage_keys_counted(keys):
-        if prepared.subagents:  # (a sub-agent counting its session's message is one)
+        if prepared.subagents or not again:  # (a sub-agent counting its session's message is one)
             return None
         try:
             prepared = prepare_file(prepared.path, prepared.agent, partial(_counted, store, claimed.keys))

@@ -10,7 +10,9 @@ free between transactions as every long write of azsd leaves it; a big one runs 
 chunks. Notifications go out once the transaction holding what they report is committed. The files
 `ImportSources` lists as not imported yet are noted: once an `ImportSessions` request follows, worker
 processes read them ahead of the requests that follow it
-(:func:`~azsd.ingest.import_batch.expect_imports`).
+(:func:`~azsd.ingest.import_batch.expect_imports`); a big one of them (`azs import` sends it alone,
+by `ImportSession`), when not too big, is then created in one short transaction from what they read
+(:func:`~azsd.ingest.import_batch.import_one`).
 """
 
 from __future__ import annotations
@@ -19,8 +21,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from azsd.errors import AzsdError, BadRequestError
-from azsd.ingest.import_batch import expect_imports, import_many
-from azsd.ingest.importer import ImportOutcome, discover, import_source
+from azsd.ingest.import_batch import expect_imports, import_many, import_one
+from azsd.ingest.importer import ImportOutcome, discover
 from azsd.ingest.sources import source_of, sources_of
 from azsd.ingest.subagents import subagents_current
 from azsd.ipc import protocol as p
@@ -65,7 +67,7 @@ def import_session(store: Store, req: p.ImportSession, publish: Publish | None =
     def stored(session_id: int, events: list[StoredEvent]) -> None:
         send(appended_notes(req.root, session_id, events))
 
-    outcome = import_source(store, source_of(req.agent, req.path), req.worktree, on_stored=stored)
+    outcome = import_one(store, source_of(req.agent, req.path), req.worktree, on_stored=stored)
     return Outcome(_reply(store, req.root, str(Path(req.path)), outcome, notes), notes)
 
 

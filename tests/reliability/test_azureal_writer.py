@@ -25,6 +25,8 @@ from typing import Any
 import pytest
 
 from azsd.ingest.file import ingest_file
+from azsd.ingest.import_batch import AHEAD_FILE_BYTES, ALONE_EVENTS, SMALL_FILE_BYTES
+from azsd.ingest.importer import claude_slug
 from azsd.ipc import protocol as p
 from azsd.store import Store
 from tests.daemon_fixture import DaemonProc, daemon_in_tmpdir, short_tmpdir
@@ -101,10 +103,12 @@ def stream_file(path: Path) -> int:
     return len(lines)
 
 
-def session_file(path: Path) -> None:
-    """Write the big input as a Claude session transcript (what `import` reads)."""
+def session_file(path: Path, lines: int = LINES, seed: int = 1, pad: bytes = b"") -> None:
+    """Write the big input (or `lines` of another, `pad` before each text) as a Claude session
+    transcript (what `import` reads)."""
     with path.open("wb") as out:
-        for i, line in enumerate(stream_lines(LINES)[1:]):
+        for i, line in enumerate(stream_lines(lines, seed)[1:]):
+            line = line.replace(b'"text":"', b'"text":"' + pad)
             envelope = b'"sessionId":"s","uuid":"u%d","timestamp":"2026-01-01T00:00:00Z"' % i
             out.write(line.replace(b'"session_id":"s"', envelope))
 
@@ -178,6 +182,38 @@ def test_azureal_never_fails_during_a_big_import(inputs: Path) -> None:
             assert isinstance(reply, p.ImportReply), reply
             assert reply.created and reply.appended > LINES // 2
             assert events_of(store_of(root), reply.session.id) == reply.appended
+        assert_writer_whole(store_of(root), run)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def test_azureal_never_fails_while_files_read_ahead_are_created(inputs: Path) -> None:
+    """Files bigger than `SMALL_FILE_BYTES` that a listing named are read ahead, and each is created
+    in one transaction (`ImportSession`, as `azs import` sends them): AZUREAL's writes go on."""
+    root = worktree_with(inputs, template=False)
+    config = root / "claude"
+    folder = config / "projects" / claude_slug(root)
+    folder.mkdir(parents=True)
+    paths = [folder / f"s{seed}.jsonl" for seed in range(6)]
+    for seed, path in enumerate(paths):
+        session_file(path, ALONE_EVENTS * 3 // 4, seed, b"parse store event line seq lock chunk " * 30)
+        assert SMALL_FILE_BYTES < path.stat().st_size <= AHEAD_FILE_BYTES
+    try:
+        with daemon_in_tmpdir() as d:
+            new_session(d, root)
+            listed = d.request(
+                p.ImportSources(root=str(root), agent="claude", source_dir=str(config), project=str(root))
+            )
+            assert isinstance(listed, p.SourcesReply) and len(listed.sources) == len(paths)
+            with azureal_writer(store_of(root)) as run:
+                replies = [
+                    d.request(p.ImportSession(root=str(root), path=str(f), agent="claude", worktree="main"))
+                    for f in paths
+                ]
+            for reply in replies:
+                assert isinstance(reply, p.ImportReply), reply
+                assert reply.created and 0 < reply.appended <= ALONE_EVENTS  # (created alone)
+                assert events_of(store_of(root), reply.session.id) == reply.appended
         assert_writer_whole(store_of(root), run)
     finally:
         shutil.rmtree(root, ignore_errors=True)
