@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from azsd.errors import IngestError
-from azsd.ingest import import_ahead, import_batch
+from azsd.ingest import import_ahead, import_batch, prepare
 from azsd.ingest.import_ahead import Job, ReadAhead
 from azsd.ingest.import_batch import expect_imports, import_many, import_one
 from azsd.ingest.importer import ImportOutcome, import_source
@@ -251,3 +251,26 @@ def test_a_listing_no_import_follows_is_let_go(project: Path, monkeypatch: pytes
     with import_ahead.ReadAhead(jobs[:1], workers=False, root=root) as ahead:
         assert ahead.next() is not None
     assert root not in import_ahead._LISTED and not listed.read
+
+
+def test_a_file_that_grew_past_what_is_read_whole_is_imported_in_chunks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file listed small that grew big before it was read is not read whole into memory (a
+    207 MB file listed at 1 KB took 922 MB): the read-ahead gives it back, and the writer imports
+    it the usual way, in chunks, with the same outcome."""
+    originals = sorted(SESSIONS.glob("*.jsonl"))[:3]
+    paths = [tmp_path / p.name for p in originals]
+    for path, original in zip(paths, originals, strict=True):
+        shutil.copyfile(original, path)
+    sources = [Source(path, "claude", path.stat().st_size) for path in paths]
+    monkeypatch.setattr(prepare, "LARGEST_BYTES", max(s.size for s in sources))
+    with paths[1].open("ab") as out:  # it grows after the listing
+        out.write((SESSIONS / "agentcmd__full-session-two.jsonl").read_bytes())
+    with pytest.raises(IngestError, match="more than a file read whole"):
+        prepare_file(str(paths[1]), "claude")
+    with Store.open(tmp_path / "one") as one, Store.open(tmp_path / "many") as many:
+        expected = [_singly(one, source) for source in sources]
+        got = [o if isinstance(o, ImportOutcome) else str(o) for o in import_many(many, sources, "main")]
+        assert got == expected and all(isinstance(o, ImportOutcome) for o in got)
+        assert _state(many) == _state(one)

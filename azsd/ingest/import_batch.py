@@ -41,7 +41,7 @@ from azsd.events import Event
 from azsd.ingest.import_ahead import Job, ReadAhead, expect
 from azsd.ingest.import_prepared import Claimed, Ready, filled_session, new_session, record_subagents
 from azsd.ingest.importer import NAME_EVENTS, ImportOutcome, first_prompt_name, import_source, record_lineage
-from azsd.ingest.prepare import PREPARED_AGENTS, PreparedFile
+from azsd.ingest.prepare import LARGEST_BYTES, PREPARED_AGENTS, PreparedFile
 from azsd.ingest.source_events import SourceReaders, source_events
 from azsd.ingest.sources import Source
 from azsd.ingest.usage import usage_record
@@ -77,7 +77,7 @@ SMALL_FILE_BYTES: Final = 1 << 20
 #: small events took 400 ms).
 #: Bigger ones are imported in chunks (their rows would also take more memory than the read-ahead's
 #: bound allows for), and so are those of more events, after all.
-AHEAD_FILE_BYTES: Final = 8 << 20
+AHEAD_FILE_BYTES: Final = LARGEST_BYTES
 #: The most events of a file read ahead that is created alone (:data:`AHEAD_FILE_BYTES`).
 ALONE_EVENTS: Final = 6000
 #: The most bytes of files read ahead whose sessions one statement per table creates.

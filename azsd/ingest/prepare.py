@@ -44,7 +44,7 @@ from azsd.ingest.usage import UsageRecord, usage_record
 from azsd.store.codec import RowCodec
 from azsd.store.rows import SessionRows, session_rows
 
-__all__ = ["PREPARED_AGENTS", "PreparedFile", "SubagentUsage", "prepare_file"]
+__all__ = ["LARGEST_BYTES", "PREPARED_AGENTS", "PreparedFile", "SubagentUsage", "prepare_file"]
 
 log = logging.getLogger("azsd.ingest.subagents")
 
@@ -91,6 +91,10 @@ class PreparedFile:
         return self.keys + [key for sub in self.subagents for key in sub.keys]
 
 
+#: The largest file read whole (in memory) for a new session; a bigger one is imported in chunks.
+LARGEST_BYTES: Final = 8 << 20
+
+
 def prepare_file(path: str, agent: Agent, counted: Callable[[str], bool] | None = None) -> PreparedFile:
     """Read the `agent` file `path` for a new session (no store involved; with `counted`, the API
     messages it says another run counted are left out of the file's usage, as the store's answer is
@@ -106,9 +110,11 @@ def prepare_file(path: str, agent: Agent, counted: Callable[[str], bool] | None 
     size = file_size(file)
     if size == 0:
         check_format(file, fmt, size)  # (says it is empty)
-    try:  # read once, for the format and the parse (a file read ahead is a small one)
+    if size > LARGEST_BYTES:  # it grew since it was listed: the writer imports it in chunks
+        raise IngestError(f"{file}: {size:,} bytes, more than a file read whole ({LARGEST_BYTES:,})")
+    try:  # read once, for the format and the parse, to the size recorded (what is added, next time)
         with open_regular(file) as stream:
-            lines = list(iter_lines(stream, stop=os.fstat(stream.fileno()).st_size))
+            lines = list(iter_lines(stream, stop=size))
     except OSError as exc:
         raise IngestError(f"{file}: {exc.strerror or exc}") from None
     check_format(file, fmt, size, lines)
