@@ -2,13 +2,16 @@
 
 The package root stays light (the `azs` client imports it): the store and context API load on
 first use.
+
+>>> import azsd
+>>> azsd.AzsdError.__module__, hasattr(azsd, "nothing")
+('azsd.errors', False)
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Final
 
-from azsd.lazy import lazy_names
 from azsd.version import __version__
 
 __all__ = (
@@ -29,16 +32,22 @@ if TYPE_CHECKING:
     from azsd.model import SessionInfo, StoredEvent
     from azsd.store import Store
 
-__getattr__ = lazy_names(
-    __name__,
-    {
-        "AzsdError": "azsd.errors",
-        "ContextPayload": "azsd.context",
-        "build_context_prompt": "azsd.context",
-        "sanitize": "azsd.context",
-        "strip": "azsd.context",
-        "SessionInfo": "azsd.model",
-        "StoredEvent": "azsd.model",
-        "Store": "azsd.store",
-    },
-)
+# Loaded on first use (a module __getattr__, PEP 562).
+_LAZY: Final = {
+    "AzsdError": "azsd.errors",
+    "ContextPayload": "azsd.context",
+    "build_context_prompt": "azsd.context",
+    "sanitize": "azsd.context",
+    "strip": "azsd.context",
+    "SessionInfo": "azsd.model",
+    "StoredEvent": "azsd.model",
+    "Store": "azsd.store",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from importlib import import_module
+
+    return getattr(import_module(_LAZY[name]), name)

@@ -101,7 +101,6 @@ def test_public_surface_is_pinned() -> None:
 def test_client_imports_only_the_protocol_side_of_azsd() -> None:
     allowed = {
         "azsd.version",  # __version__ (never the package root, whose names include the store)
-        "azsd.lazy",  # its names loaded on first use, as the root's are
         "azsd.ipc.protocol",
         "azsd.ipc.transport",
         "azsd.config",

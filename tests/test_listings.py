@@ -17,25 +17,14 @@ from azsd.model import FollowRecord, SessionInfo
 from azsd.server.handlers import list_sessions
 from azsd.server.pages import ListingCache
 from azsd.server.views import EncodedViews, session_view
-from azsd.server.workers import Outcome, encoded
+from azsd.server.workers import encoded
 from azsd.store import Store
 from azsd_client import Client
 from tests.daemon_fixture import DaemonProc, daemon
 from tests.test_cache import stream_json
-from tests.test_pages import SETTLE_S, azureal_append
+from tests.test_pages import SETTLE_S, azureal_append, read
 
 __all__ = ["daemon"]  # the fixture, re-exported for pytest
-
-
-def read(listings: ListingCache, reader: Store, req: p.ListSessions) -> tuple[Outcome, bool]:
-    """A read as the daemon's reader does it: the peek, else the listing in a transaction; and
-    whether the peek answered."""
-    reader.check_file()
-    found = listings.peek(reader, req)
-    if found is not None:
-        return found, True
-    with reader.snapshot():
-        return listings.answer(reader, req), False
 
 
 def fresh(reader: Store, req: p.ListSessions) -> bytes:

@@ -16,7 +16,7 @@ import zstandard
 from azsd.events import AssistantText, Event, UserMessage, encode_event
 from azsd.ipc import protocol as p
 from azsd.server.handlers import get_events
-from azsd.server.pages import PageCache
+from azsd.server.pages import EncodedReplies, PageCache, R
 from azsd.server.workers import Outcome, encoded
 from azsd.store import Store, store_path
 from azsd.store.cache import ROWS
@@ -46,15 +46,15 @@ def azureal_append(root: Path, sid: int, text: str) -> None:
         conn.close()
 
 
-def read(pages: PageCache, reader: Store, req: p.GetEvents) -> tuple[Outcome, bool]:
-    """A read as the daemon's reader does it: the peek, else the page in a transaction; and
-    whether the peek answered."""
+def read(cache: EncodedReplies[R], reader: Store, req: R) -> tuple[Outcome, bool]:
+    """A read as the daemon's reader does it (a page, a listing): the peek, else the read in a
+    transaction; and whether the peek answered."""
     reader.check_file()
-    found = pages.peek(reader, req)
+    found = cache.peek(reader, req)
     if found is not None:
         return found, True
     with reader.snapshot():
-        return pages.answer(reader, req), False
+        return cache.answer(reader, req), False
 
 
 def page_of(outcome: Outcome) -> p.EventsPage:

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from .follow import FollowItem, follow_session
 
 # Loaded on first use, so that `azs` (which needs neither asyncio nor the package metadata for most
-# commands) starts quickly, and its statusline fast path loads nothing of azsd (not azsd.lazy either).
+# commands) starts quickly, and its statusline fast path loads nothing of azsd.
 _LAZY: Final = {
     "AsyncClient": ".aio",
     "AsyncSubscription": ".aio",
