@@ -23,6 +23,8 @@ import msgspec
 
 __all__ = [
     "MAX_NESTING",
+    "NOTICE_HOOKS",
+    "REASONING_HOOKS",
     "SKIPPED_KINDS",
     "AssistantText",
     "Command",
@@ -49,6 +51,15 @@ __all__ = [
 ]
 
 _U64_MAX: Final = 2**64 - 1
+
+#: Hook names azsd gives a model's reasoning: Claude's thinking blocks, Codex's and OpenCode's
+#: reasoning. Kept as Hooks so that AZUREAL shows them as a note and no context renders them (§5.2):
+#: they are never fed to the next agent as `## Assistant`.
+REASONING_HOOKS: Final = frozenset({"thinking", "reasoning"})
+#: Hook names of what an agent program itself wrote into a session, never a prompt nor an answer: a
+#: retry notice (``Reconnecting... 1/5``), an interruption (``[Request interrupted by user]``), and
+#: any other line the program marks as its own (`isSynthetic`).
+NOTICE_HOOKS: Final = frozenset({"retry", "interrupted", "synthetic"})
 #: How deeply an event's JSON may nest when azsd takes it in (a parsed line, an appended event).
 #: msgspec recurses once per level under the thread's recursion limit (1000, shared with the frames
 #: above it), so an event nested 960 deep decodes in one place and fails in a deeper one (the search
@@ -68,6 +79,10 @@ class Init(_Variant, frozen=True, kw_only=True):
 
 
 class Hook(_Variant, frozen=True, kw_only=True):
+    """A hook's output, and (azsd's use, which AZUREAL reads as a hook and never puts in a context)
+    what an agent wrote that is neither prompt nor answer: see :data:`REASONING_HOOKS` and
+    :data:`NOTICE_HOOKS`."""
+
     name: str
     output: str
 

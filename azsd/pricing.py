@@ -10,7 +10,14 @@ starts with, followed by ``-``, ``@`` or ``:`` and a *tag* that names no other m
 (``-20250929``, ``-2025-08-07``, ``@20250929``), ``latest``, ``preview`` or a ``v1:0``. So
 ``claude-sonnet-4-5-20250929`` is priced as ``claude-sonnet-4-5``, but ``claude-opus-4-7`` (a newer
 version) is never priced as ``claude-opus-4`` and ``gpt-5-codex-mini`` never as ``gpt-5-codex``:
-a model that is not listed has no price, and its tokens are shown as unpriced, never as $0.
+a model that is not listed is never priced as an older listed one by that rule.
+
+Then, so that prices do not go stale the day a vendor ships a model: a model of a known family that
+the list does not name (``claude-opus-*``, ``claude-sonnet-*``, ``claude-haiku-*``, ``gpt-5*`` and
+later) is priced as that family's newest listed model (for GPT, of the same variant: ``-codex``,
+``-mini``…, else the plain one), and :meth:`PriceTable.priced_as` names the model it was priced as:
+every cost computed from prices is an estimate (``~``) anyway, and this one says so in
+`azs usage --prices`. Any other model has no price, and its tokens are shown as unpriced, never $0.
 A provider prefix (``anthropic/``) is dropped first.
 
 A message is priced by :meth:`PriceTable.message_cost`: above 200 000 input tokens (input and cache
@@ -28,6 +35,8 @@ True
 2.25
 >>> table.estimate("no-such-model", Usage(input=1)) is None
 True
+>>> table.lookup("claude-opus-9-1") == table.lookup("claude-opus-4-7"), table.priced_as("claude-opus-9-1")
+(True, 'claude-opus-4-7')
 """
 
 from __future__ import annotations
@@ -56,6 +65,12 @@ __all__ = [
 
 #: What may follow a listed name in a model name of the same family, then a tag (module docstring).
 _FAMILY_TAG: Final = re.compile(r"[-@:](\d{4}(?:[-:.]?\d{2}){0,2}\d*|latest|preview|v\d+(?::\d+)?)([-@:].*)?")
+
+#: The families a model the list does not name is priced by (its newest listed member): Claude's
+#: tiers with their version (`claude-opus-4-7`, `claude-opus-4-20250514`), GPT from 5 on with its
+#: variant (`gpt-5.2-codex-mini`).
+_CLAUDE_FAMILY: Final = re.compile(r"(claude-(?:opus|sonnet|haiku))-(\d+)(?:-(\d{1,2}))?(?:-\d{8})?")
+_GPT_FAMILY: Final = re.compile(r"gpt-(\d+)(?:\.(\d+))?((?:-[a-z]+)*)(?:-\d{4}-\d{2}-\d{2})?")
 
 #: Above this many input tokens in one request (input and cache together), long-context prices apply.
 LONG_CONTEXT_TOKENS: Final = 200_000
@@ -155,6 +170,11 @@ class PriceTable:
         # longest first, so the first family match is the most specific
         self._families = sorted(self.prices, key=len, reverse=True)
         self._found: dict[str, Price | None] = {}
+        self._newest: dict[str, tuple[tuple[int, ...], str]] = {}
+        for listed in self.prices:
+            family = _family(listed)
+            if family is not None and family[1] > self._newest.get(family[0], ((), ""))[0]:
+                self._newest[family[0]] = (family[1], listed)
 
     def with_overrides(self, overrides: Mapping[str, Price]) -> PriceTable:
         """This table with `overrides` replacing or adding models."""
@@ -179,7 +199,24 @@ class PriceTable:
         for listed in self._families:
             if name.startswith(listed) and _FAMILY_TAG.fullmatch(name, len(listed)):
                 return self.prices[listed]
-        return None
+        newest = self.priced_as(name)
+        return None if newest is None else self.prices[newest]
+
+    def priced_as(self, model: str) -> str | None:
+        """The listed model that `model` is priced as because the list does not name it (its
+        family's newest), or None: it is listed (by name or tag), or has no price."""
+        name = model.strip().rsplit("/", 1)[-1]
+        if name in self.prices or any(
+            name.startswith(listed) and _FAMILY_TAG.fullmatch(name, len(listed)) for listed in self._families
+        ):
+            return None
+        family = _family(name)
+        if family is None:
+            return None
+        found = self._newest.get(family[0])
+        if found is None and family[0].startswith("gpt-"):
+            found = self._newest.get("gpt")  # a variant the list lacks: the plain model
+        return None if found is None else found[1]
 
     def estimate(self, model: str | None, usage: Usage) -> float | None:
         """What `usage` of `model` costs, or None when the model is unknown (or not given)."""
@@ -192,6 +229,21 @@ class PriceTable:
         """What one request of `model` costs (:meth:`Price.message_cost`), None: an unknown model."""
         price = self.lookup(model) if model else None
         return None if price is None else price.message_cost(usage, cache_write_1h=cache_write_1h, fast=fast)
+
+
+def _family(name: str) -> tuple[str, tuple[int, ...]] | None:
+    """A model name's family and version: ``('claude-opus', (4, 7))``, ``('gpt-codex', (5, 2))``.
+
+    >>> _family("claude-sonnet-4-5-20250929"), _family("gpt-5.1-codex-mini"), _family("o3")
+    (('claude-sonnet', (4, 5)), ('gpt-codex-mini', (5, 1)), None)
+    """
+    if match := _CLAUDE_FAMILY.fullmatch(name):
+        tier, major, minor = match.groups()
+        return tier, (int(major), int(minor or 0))
+    if (match := _GPT_FAMILY.fullmatch(name)) and int(match.group(1)) >= 5:
+        major, minor, variant = match.groups()
+        return "gpt" + variant, (int(major), int(minor or 0))
+    return None
 
 
 def _table(data: bytes) -> PriceTable:

@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from azsd.context import CONTEXT_CLOSE, CONTEXT_OPEN
-from azsd.events import AssistantText, Event, ToolCall, ToolResult, UserMessage
+from azsd.events import AssistantText, Event, Hook, ToolCall, ToolResult, UserMessage
 from azsd.ingest.parsers.base import LineParser
 from azsd.ingest.parsers.codex_rollout import CodexRolloutParser
 from azsd.pricing import default_table
@@ -33,6 +33,11 @@ def feed(parser: LineParser, *objs: Any) -> list[Event]:
 
 def texts(events: Iterable[Event]) -> list[str]:
     return [e.text for e in events if isinstance(e, AssistantText)]
+
+
+def reasonings(events: Iterable[Event]) -> list[str]:
+    """The reasoning kept: Hooks ``reasoning``, never assistant text."""
+    return [e.output for e in events if isinstance(e, Hook) and e.name == "reasoning"]
 
 
 def prompts(events: Iterable[Event]) -> list[str]:

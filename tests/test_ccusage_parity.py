@@ -205,7 +205,7 @@ def markdown(
 
 A, B = "aaaaaaaa-1111-4000-8000-000000000001", "bbbbbbbb-1111-4000-8000-000000000002"
 GONE = "cccccccc-1111-4000-8000-000000000003"
-UNPRICED = "claude-opus-9"
+UNPRICED = "acme-coder-9"
 NOTHING = {"input_tokens": 0, "output_tokens": 0}
 
 

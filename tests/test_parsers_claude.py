@@ -332,3 +332,156 @@ def test_assistant_text_and_tool_calls_in_order() -> None:
         AssistantText(text="Let me look."),
         ToolCall(tool_use_id="t", tool_name="Read", file_path="/a", input={"file_path": "/a"}),
     ]
+
+
+# -- what Claude Code 2.1.3xx writes (shapes read off the real 2.1.332, tests/test_real_claude.py) ------
+
+
+def stream_user(text: str, **extra: Any) -> bytes:
+    content = [{"type": "text", "text": text}]
+    return line({"type": "user", "message": {"role": "user", "content": content}, "session_id": "s", **extra})
+
+
+def test_thinking_is_kept_as_a_hook_beside_the_hook_reminders_in_it() -> None:
+    reminder = "<system-reminder>\nStop hook success: ok\n</system-reminder>"
+    for parser in (ClaudeSessionParser(), ClaudeStreamParser()):
+        events = parser.feed(assistant([{"type": "thinking", "thinking": f"Let me look.\n{reminder}"}]))
+        assert events == [
+            Hook(name="Stop", output="ok"),
+            Hook(name="thinking", output=f"Let me look.\n{reminder}"),
+        ]
+        assert parser.feed(assistant([{"type": "thinking", "thinking": "  ", "signature": "x"}])) == []
+
+
+def test_lines_the_program_writes_itself_are_never_prompts() -> None:
+    """Issue 33: on the run path, the continuation after a compaction, the retry prompt and the
+    interruption were stored as the user's prompts, and fed to the next agent as `## User`."""
+    p = ClaudeStreamParser()
+    continued = "This session is being continued from a previous conversation that ran out of context."
+    assert p.feed(line({"type": "user", "message": {"role": "user", "content": continued}, "session_id": "s",
+                        "isSynthetic": True})) == [Compacting()]  # fmt: skip
+    assert p.feed(stream_user("Your last reply was cut off; continue.", isSynthetic=True)) == [
+        Hook(name="synthetic", output="Your last reply was cut off; continue.")
+    ]
+    assert p.feed(stream_user("[Request interrupted by user]")) == [
+        Hook(name="interrupted", output="[Request interrupted by user]")
+    ]
+    assert p.feed(stream_user("a real prompt")) == [UserMessage(content="a real prompt")]
+    s = ClaudeSessionParser()
+    stopped = "[Request interrupted by user for tool use]"
+    harness = user([{"type": "text", "text": stopped}], rowSource="harness")
+    assert s.feed(harness) == [Hook(name="interrupted", output=stopped)]
+    assert s.feed(user("a nudge of the harness", rowSource="harness")) == [
+        Hook(name="synthetic", output="a nudge of the harness")
+    ]
+
+
+def test_stream_system_lines_of_today() -> None:
+    p = ClaudeStreamParser()
+    retry = {"type": "system", "subtype": "api_retry", "attempt": 1, "max_retries": 10, "retry_delay_ms": 521,
+             "error_status": 529, "error": "overloaded", "session_id": "s"}  # fmt: skip
+    assert p.feed(line(retry)) == [
+        Hook(name="retry", output="API error 529 (overloaded): retry 1 of 10 in 0.5 s")
+    ]
+    for subtype in ("status", "compact_boundary", "thinking_tokens"):
+        assert p.feed(line({"type": "system", "subtype": subtype, "session_id": "s"})) == []
+    assert not p.report.skipped
+    assert p.report.ignored == {"system/status": 1, "system/compact_boundary": 1, "system/thinking_tokens": 1}
+
+
+def test_an_api_error_reply_fails_the_turn_on_both_paths() -> None:
+    error = {"type": "assistant", "isApiErrorMessage": True, "sessionId": "s", "session_id": "s",
+             "message": {"id": "e1", "model": "<synthetic>", "role": "assistant",
+                         "content": [{"type": "text", "text": "API Error: 529 Overloaded."}],
+                         "usage": {"input_tokens": 0, "output_tokens": 0}}}  # fmt: skip
+    s = ClaudeSessionParser()
+    s.feed(user("hi"))
+    assert s.feed(line(error)) == [AssistantText(text="API Error: 529 Overloaded.")]
+    [end] = s.feed(line({"type": "cost-state", "sessionId": "s", "totalCostUSD": 0, "totalDuration": 650,
+                         "startTime": 1, "modelUsage": {}}))  # fmt: skip
+    assert end == Complete(success=False, duration_ms=650, cost_usd=0.0)
+    # the next prompt's turn starts afresh
+    s.feed(user("again"))
+    [end] = s.feed(line({"type": "cost-state", "sessionId": "s", "totalCostUSD": 0.5, "totalDuration": 900,
+                         "startTime": 1, "modelUsage": {}}))  # fmt: skip
+    assert end == Complete(success=True, duration_ms=250, cost_usd=0.5)
+
+
+def test_cost_state_completes_a_run_with_its_own_share_and_counts_unseen_spend() -> None:
+    """Totals since the process started (a resumed session's process carries them on): each run's
+    `Complete` gets what it added; usage no message accounts for (a compaction's) joins the run's."""
+    s = ClaudeSessionParser()
+    usage = {"input_tokens": 100, "output_tokens": 10}
+
+    def state(cost: float, ms: int, inputs: int, outputs: int) -> bytes:
+        per = {"m": {"inputTokens": inputs, "outputTokens": outputs, "costUSD": cost}}
+        return line({"type": "cost-state", "sessionId": "s", "totalCostUSD": cost, "totalDuration": ms,
+                     "startTime": 7, "modelUsage": per})  # fmt: skip
+
+    s.feed(user("one"))
+    s.feed(assistant([{"type": "text", "text": "a"}], msg_id="m1", model="m", usage=usage))
+    assert s.feed(state(0.1, 400, 100, 10)) == [Complete(success=True, duration_ms=400, cost_usd=0.1)]
+    assert s.report.usage == Usage(input=100, output=10)
+    s.feed(user("/compact"))  # a compaction: two calls, no message
+    assert s.feed(state(0.5, 600, 2100, 60)) == [Complete(success=True, duration_ms=200, cost_usd=0.4)]
+    assert s.report.usage == Usage(input=2100, output=60)
+    assert s.report.cost_usd == Cost(0.5, "reported")
+    assert not s.report.skipped
+
+
+def test_the_stream_result_of_a_resumed_process_counts_this_run_only() -> None:
+    p = ClaudeStreamParser()
+    p.feed(assistant([{"type": "text", "text": "ok"}], msg_id="m9", model="m",
+                     usage={"input_tokens": 100, "output_tokens": 1}))  # fmt: skip
+    run = {"m": {"inputTokens": 100, "outputTokens": 10, "costUSD": 0.0006}}
+    process = {"m": {"inputTokens": 193111, "outputTokens": 630, "costUSD": 0.785044}}
+    result = {"type": "result", "subtype": "success", "session_id": "s", "total_cost_usd": 0.785044,
+              "duration_ms": 109, "modelUsage": process, "model_usage_since_last_result": run}  # fmt: skip
+    [end] = p.feed(line(result))
+    assert end == Complete(success=True, duration_ms=109, cost_usd=0.0006)
+    assert p.report.usage == Usage(input=100, output=10)
+
+
+def test_todays_bookkeeping_lines_are_left_out_knowingly() -> None:
+    s = ClaudeSessionParser()
+    for kind in ("attachment", "api-request", "api-request-blob", "api-request-shape", "atis-latch",
+                 "tools-used", "mode", "queue-operation", "last-prompt"):  # fmt: skip
+        assert s.feed(line({"type": kind, "sessionId": "s"})) == []
+    assert s.feed(line({"type": "a-type-from-the-future", "sessionId": "s"})) == []
+    assert s.report.skipped == {"unknown_type": 1} and sum(s.report.ignored.values()) == 9
+    assert "9 of the agent's bookkeeping left out" in s.report.summary()
+
+
+def test_a_run_without_its_result_takes_each_messages_final_count_from_the_transcript() -> None:
+    """Issue 33: a Ctrl-C'd run stored `output: 3` where Claude's transcript had 11 244 + 11 344."""
+    p = ClaudeStreamParser()
+    streamed = {"input_tokens": 100, "output_tokens": 1}
+    for msg_id in ("m1", "m2", "m3"):
+        p.feed(assistant([{"type": "text", "text": msg_id}], msg_id=msg_id, model="m", usage=streamed))
+    assert p.report.usage == Usage(input=300, output=3)
+    transcript = [
+        assistant(
+            [{"type": "text", "text": "m1"}],
+            msg_id="m1",
+            model="m",
+            usage={**streamed, "output_tokens": 11244},
+        ),
+        assistant(
+            [{"type": "text", "text": "m2"}],
+            msg_id="m2",
+            model="m",
+            usage={**streamed, "output_tokens": 11344},
+        ),
+        assistant(
+            [{"type": "text", "text": "x"}], msg_id="other", model="m", usage={**streamed, "output_tokens": 9}
+        ),
+        b"not json",
+    ]  # m3 never finished; "other" is not this run's
+    assert p.reconcile(transcript)
+    assert p.report.usage == Usage(input=300, output=11244 + 11344 + 1)
+    assert sum(part.usage.output for part in p.report.tally.parts()) == 11244 + 11344 + 1
+    assert not p.reconcile(transcript)  # nothing more to take
+    ended = ClaudeStreamParser()
+    ended.feed(assistant([{"type": "text", "text": "a"}], msg_id="m1", model="m", usage=streamed))
+    ended.feed(line({"type": "result", "subtype": "success", "session_id": "s", "usage": streamed}))
+    assert not ended.reconcile(transcript)  # a run that ended says its own totals

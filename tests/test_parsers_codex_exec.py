@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from azsd.events import AssistantText, Complete, Init, ToolCall
+from azsd.events import AssistantText, Complete, Hook, Init, ToolCall
 from azsd.ingest.parsers.base import Usage
 from azsd.ingest.parsers.codex_exec import CodexExecParser
 from azsd.model import Cost
@@ -98,7 +98,12 @@ def test_agent_message_even_empty_and_reasoning_only_when_non_empty() -> None:
         completed(id="item_2", type="agent_message", text=""),
         completed(id="item_3", type="agent_message", text="Done."),
     )
-    assert events == [AssistantText(text="**Thinking**"), AssistantText(text=""), AssistantText(text="Done.")]
+    # reasoning is kept as what it is (issue 33: AZUREAL's assistant text was fed back as the answer)
+    assert events == [
+        Hook(name="reasoning", output="**Thinking**"),
+        AssistantText(text=""),
+        AssistantText(text="Done."),
+    ]
 
 
 def test_file_change_gives_an_edit_call_and_result_per_change() -> None:
@@ -249,12 +254,24 @@ def test_turn_usage_is_a_running_total_so_it_replaces() -> None:
 
 def test_turn_failed_gives_a_failed_complete_and_the_error_text() -> None:
     p = CodexExecParser()
+    # the error first, the end last: text after a Complete takes the session's failed badge away
     assert feed(p, {"type": "turn.failed", "error": {"message": "boom"}}) == [
-        Complete(success=False, duration_ms=0, cost_usd=0.0),
         AssistantText(text="Error: boom"),
+        Complete(success=False, duration_ms=0, cost_usd=0.0),
     ]
-    assert feed(p, {"type": "turn.failed"})[1] == AssistantText(text="Error: Turn failed")
+    assert feed(p, {"type": "turn.failed"})[0] == AssistantText(text="Error: Turn failed")
+    # the fatal `error` line before it said it already: said once
+    said = feed(
+        p, {"type": "error", "message": "gone"}, {"type": "turn.failed", "error": {"message": "gone"}}
+    )
+    assert said == [AssistantText(text="Error: gone"), Complete(success=False, duration_ms=0, cost_usd=0.0)]
     assert p.report.cost_usd is None
+
+
+def test_retry_notices_are_hooks_not_answers() -> None:
+    notice = "Reconnecting... 1/5 (stream disconnected before completion: stream closed)"
+    events = feed(CodexExecParser(), {"type": "error", "message": notice})
+    assert events == [Hook(name="retry", output=notice)]
 
 
 def test_top_level_error_is_assistant_text() -> None:
@@ -296,7 +313,7 @@ def test_experimental_generation_maps_like_the_current_one() -> None:
         Init(cwd="", model="gpt-5"),
         bash_call("item_0", "bash -lc 'cat note.txt'"),
         result("item_0", "Bash", "PING\n"),
-        AssistantText(text="**Plan**"),
+        Hook(name="reasoning", output="**Plan**"),
         AssistantText(text="Created note.txt."),
         Complete(success=True, duration_ms=0, cost_usd=(10 * 1.25 + 5 * 10) / 1e6),  # gpt-5's prices
     ]

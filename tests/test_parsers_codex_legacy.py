@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from azsd.context import AUTO_CONTINUE_PROMPT, CONTEXT_OPEN
-from azsd.events import AssistantText, Complete, Event, Init, ToolCall, UserMessage
+from azsd.events import AssistantText, Complete, Event, Hook, Init, ToolCall, UserMessage
 from azsd.ingest.parsers.base import Usage
 from azsd.ingest.parsers.codex_exec import CodexExecParser
 from tests.codex_helpers import AGENTS_MD, WRAPPED, bash_call, feed, result
@@ -155,7 +155,10 @@ def test_legacy_text_reasoning_and_deltas() -> None:
         legacy(type="exec_command_output_delta", call_id="c", chunk="aGk="),
         legacy(type="agent_message", message="Hello, I'll help."),
     )
-    assert events == [AssistantText(text="**Inspecting**"), AssistantText(text="Hello, I'll help.")]
+    assert events == [
+        Hook(name="reasoning", output="**Inspecting**"),
+        AssistantText(text="Hello, I'll help."),
+    ]
     assert not p.report.skipped
 
 

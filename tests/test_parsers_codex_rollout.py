@@ -23,6 +23,7 @@ from tests.codex_helpers import (
     fn_output,
     item,
     prompts,
+    reasonings,
     result,
     rollout,
     texts,
@@ -35,9 +36,21 @@ from tests.codex_helpers import (
 def test_session_meta_gives_init_with_the_codex_placeholder_model_once() -> None:
     p = CodexRolloutParser()
     meta = envelope("session_meta", id="abc-123", cwd="/home/user/project", originator="codex_cli")
-    assert feed(p, meta) == [Init(cwd="/home/user/project", model="codex")]
+    assert feed(p, meta) == []  # held until the turn's model is known, or something else is said
     assert feed(p, envelope("session_meta", id="other", cwd="/x")) == []
+    assert p.finish() == [Init(cwd="/home/user/project", model="codex")]
     assert p.report.agent_session_id == "abc-123"
+
+
+def test_the_init_names_the_model_of_the_first_turn_context() -> None:
+    """Issue 33: AZUREAL's Init says `codex` although the turn context names the model."""
+    p = CodexRolloutParser()
+    assert feed(p, envelope("session_meta", id="abc", cwd="/p")) == []
+    assert feed(p, envelope("turn_context", cwd="/p", model="gpt-5.5")) == []
+    assert feed(p, event(type="user_message", message="hi")) == [
+        Init(cwd="/p", model="gpt-5.5"),
+        UserMessage(content="hi"),
+    ]
 
 
 def test_turn_context_sets_the_model_and_emits_nothing() -> None:
@@ -143,7 +156,7 @@ def test_reasoning_gives_a_text_per_summary_part_without_repeating_the_events() 
         envelope("event_msg", type="token_count", info=None, rate_limits={}),
         item(type="reasoning", summary=parts, content=None, encrypted_content="gAAA"),
     )
-    assert texts(events) == ["**A**", "**B**", "**C**"]
+    assert reasonings(events) == ["**A**", "**B**", "**C**"] and texts(events) == []
     assert rollout(item(type="reasoning", summary=[], content="enc"), item(type="reasoning")) == []
 
 

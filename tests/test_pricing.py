@@ -66,11 +66,35 @@ def test_every_current_model_has_a_price_of_its_own(model: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "model",
-    ["claude-opus-4-8", "claude-sonnet-4-7", "gpt-5-codex-max", "gpt-5.3-codex", "claude-opus-4-9-20270101"],
+    ("model", "newest"),
+    [
+        ("claude-opus-4-8", "claude-opus-4-7"),
+        ("claude-opus-5-5", "claude-opus-4-7"),  # Claude Code 2.1.332's default (issue 33)
+        ("claude-sonnet-4-7", "claude-sonnet-4-6"),
+        ("claude-haiku-5", "claude-haiku-4-5"),
+        ("gpt-5-codex-max", "gpt-5.1-codex-max"),
+        ("gpt-5.3-codex", "gpt-5.2-codex"),
+        ("gpt-5.5", "gpt-5.2"),
+        ("gpt-5.5-turbo", "gpt-5.2"),  # a variant the list lacks: the plain model
+        ("claude-opus-4-9-20270101", "claude-opus-4-7"),
+    ],
 )
-def test_a_newer_version_or_variant_is_never_priced_as_an_older_family(model: str) -> None:
-    assert TABLE.lookup(model) is None
+def test_a_model_the_list_lacks_is_priced_as_its_familys_newest_never_an_older_prefix(
+    model: str, newest: str
+) -> None:
+    """Issue 33: today's default model had no price and showed `?`. A newer version or variant is
+    never priced as the older name it starts with (claude-opus-4-8 is not claude-opus-4), but as the
+    family's newest listed model, and said to be (`priced_as`, shown by `azs usage --prices`)."""
+    assert TABLE.lookup(model) == TABLE.prices[newest]
+    assert TABLE.priced_as(model) == newest
+    assert TABLE.priced_as(newest) is None and TABLE.priced_as("claude-opus-4-7-20260416") is None
+
+
+@pytest.mark.parametrize(
+    "model", ["o9-mini", "gpt-4.1-nano", "gemini-3-pro", "claude-2", "claude-3-opus-next"]
+)
+def test_a_model_of_no_known_family_has_no_price(model: str) -> None:
+    assert TABLE.lookup(model) is None and TABLE.priced_as(model) is None
 
 
 def test_a_long_request_bills_at_the_long_context_prices() -> None:
@@ -121,7 +145,7 @@ def test_a_named_price_file_replaces_the_list_in_ours_or_litellms_format() -> No
             load_price_file(bad, "l.json")
 
 
-@pytest.mark.parametrize("model", ["", "codex", "gpt-5.5", "gpt-6", "claude-sonnet-5", "llama-3"])
+@pytest.mark.parametrize("model", ["", "codex", "gpt-4.5-preview-x", "mistral-large-3", "llama-3"])
 def test_an_unknown_model_gets_no_estimate(model: str) -> None:
     assert TABLE.lookup(model) is None
     assert TABLE.estimate(model, MILLION) is None

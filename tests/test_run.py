@@ -122,15 +122,20 @@ class World:
     ) -> None:
         """Both agents replay `replay` (codex reading its stdin first), unless given a whole command;
         `settings` are more config keys (`compaction-threshold`, …)."""
-        fake = [sys.executable, str(FAKE_AGENT), "--record", str(self.record), *options]
-        if replay is not None:
-            fake += ["--replay", str(replay)]
+        default_claude, default_codex = self.agent_commands(replay, options)
         commands: dict[str, object] = {
-            "claude-command": claude or fake,
-            "codex-command": codex or [*fake[:2], "--read-stdin", *fake[2:]],
+            "claude-command": claude or default_claude,
+            "codex-command": codex or default_codex,
             **(settings or {}),
         }
         self.config.write_text("".join(f"{key} = {json.dumps(value)}\n" for key, value in commands.items()))
+
+    def agent_commands(self, replay: Path | None, options: tuple[str, ...]) -> tuple[list[str], list[str]]:
+        """The commands `claude` and `codex` run as when a test names none: the fake agent."""
+        fake = [sys.executable, str(FAKE_AGENT), "--record", str(self.record), *options]
+        if replay is not None:
+            fake += ["--replay", str(replay)]
+        return fake, [*fake[:2], "--read-stdin", *fake[2:]]
 
     @property
     def env(self) -> dict[str, str]:

@@ -119,7 +119,7 @@ def test_an_unpriced_model_is_shown_unknown_never_as_zero(
     lines = [
         user("go"),
         assistant(1, "claude-sonnet-4-5", priced),
-        assistant(2, "claude-opus-9", {"input_tokens": 300, "output_tokens": 700}, at="2026-05-02T10:01:00Z"),
+        assistant(2, "acme-coder-9", {"input_tokens": 300, "output_tokens": 700}, at="2026-05-02T10:01:00Z"),
         # Claude's own made-up reply: no API call, no tokens, no model to price
         assistant(3, "<synthetic>", {"input_tokens": 0, "output_tokens": 0}, at="2026-05-02T10:02:00Z"),
     ]
@@ -127,15 +127,15 @@ def test_an_unpriced_model_is_shown_unknown_never_as_zero(
     client.ingest_file(worktree, sid, write(tmp_path / "mixed.jsonl", lines))
     (reply,) = azs.json("usage", "--by", "day", "--by-model", "--timezone", "UTC")
     rows = {p["model"]: p["usage"] for p in reply["periods"]}
-    assert set(rows) == {"claude-sonnet-4-5", "claude-opus-9"}  # nothing of <synthetic>
-    assert rows["claude-opus-9"]["cost_source"] == "unpriced"
-    assert rows["claude-opus-9"]["unpriced_tokens"] == 1000
+    assert set(rows) == {"claude-sonnet-4-5", "acme-coder-9"}  # nothing of <synthetic>
+    assert rows["acme-coder-9"]["cost_source"] == "unpriced"
+    assert rows["acme-coder-9"]["unpriced_tokens"] == 1000
     assert rows["claude-sonnet-4-5"]["cost_usd"] == pytest.approx((1000 * 3 + 1000 * 15) / 1e6)
     total = reply["total"]
     assert total["unpriced_tokens"] == 1000 and total["cost_usd"] == pytest.approx(0.018)
     assert total["input"] == 1300 and total["output"] == 1700
     text = azs.ok("usage", "--by", "day", "--by-model", "--timezone", "UTC").splitlines()
-    (unknown,) = [line for line in text if "claude-opus-9" in line]
+    (unknown,) = [line for line in text if "acme-coder-9" in line]
     assert unknown.split()[-1] == "?"
     assert text[-1].split()[-1] == "~$0.0180+?"
     assert "cost incomplete" in azs.ok("usage")

@@ -111,6 +111,7 @@ class AsyncAgentMethods(AsyncConnection):
         writer_pid: int | None = None,
         *,
         model: str | None = None,
+        agent_home: str | None = None,
         timeout: float | None = None,
     ) -> FollowReply:
         """Follow an agent JSONL file live into a session, from its saved offset (or its start).
@@ -119,7 +120,9 @@ class AsyncAgentMethods(AsyncConnection):
         event, or once `writer_pid` is gone and the file has been idle a while. `format` is detected
         when None. The first read may take a while: the default timeout is as for `ingest_file`.
         `model` is the model the agent was started with, for a format that does not name it (Codex's
-        `exec --json`), so that the run's usage is recorded and priced as that model's.
+        `exec --json`), so that the run's usage is recorded and priced as that model's; `agent_home`
+        where that agent keeps its histories (Codex's ``$CODEX_HOME``), so that the run's usage is
+        keyed by the model responses its rollout records.
         """
         message = Follow(
             root=canonical_root(root),
@@ -128,6 +131,7 @@ class AsyncAgentMethods(AsyncConnection):
             format=format,
             writer_pid=writer_pid,
             model=model,
+            agent_home=agent_home,
         )
         return await self.call(message, FollowReply, timeout=long_timeout(timeout, self.timeout))
 

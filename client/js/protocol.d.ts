@@ -23,7 +23,9 @@ export interface Shutdown {
  * open makes the follow `idle` (it goes on when the file grows). A follow also ends on the turn's
  * final event.
  * `model` is the model the agent was started with, for a format that names none (`codex exec
- * --json`): its usage is recorded as that model's, and priced at its prices.
+ * --json`): its usage is recorded as that model's, and priced at its prices. `agent_home` is where
+ * that agent keeps its own histories (Codex's ``$CODEX_HOME``; None: the daemon's own, else
+ * ``~/.codex``): a `codex exec --json` run's usage is keyed there by its model responses.
  */
 export interface Follow {
   op: "follow";
@@ -33,6 +35,7 @@ export interface Follow {
   format?: string | null;
   writer_pid?: number | null;
   model?: string | null;
+  agent_home?: string | null;
 }
 
 /**

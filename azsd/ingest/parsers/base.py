@@ -59,6 +59,9 @@ class ParseReport:
     lines: int = 0
     events: Counter[str] = field(default_factory=Counter)
     skipped: Counter[str] = field(default_factory=Counter)
+    #: Lines of a kind the format has and azsd knowingly leaves out (an agent's bookkeeping: Claude's
+    #: `attachment` or `api-request` lines, Codex's `world_state`), by kind; never "skipped".
+    ignored: Counter[str] = field(default_factory=Counter)
     usage: Usage = field(default_factory=Usage)
     #: The run's cost: as the agent reported it, else estimated from its usage (azsd.pricing).
     cost_usd: Cost | None = None
@@ -85,6 +88,8 @@ class ParseReport:
         kinds = ", ".join(f"{k}: {n}" for k, n in sorted(self.events.items()))
         reasons = ", ".join(f"{k}: {n}" for k, n in sorted(self.skipped.items()))
         text = f"{self.lines} lines, {sum(self.events.values())} events ({kinds})"
+        if self.ignored:
+            text += f", {sum(self.ignored.values())} of the agent's bookkeeping left out"
         return text + (f", {self.skipped_total} skipped ({reasons})" if self.skipped else "")
 
 
@@ -141,6 +146,11 @@ class LineParser(ABC):
 
     def _skip(self, reason: str) -> list[Event]:
         self.report.skipped[reason] += 1
+        return []
+
+    def _ignore(self, kind: str) -> list[Event]:
+        """A line of a kind the format has and azsd leaves out on purpose: counted apart."""
+        self.report.ignored[kind] += 1
         return []
 
     @abstractmethod

@@ -13,6 +13,19 @@ agent-formats.md §1, §2):
 One API message may be split over several lines with the same `message.id`: each line's blocks
 are emitted at once (for live display), and usage is regrouped by `message.id` (its output count
 is the maximum seen, the rest counted once).
+
+Beyond AZUREAL (docs/agents.md lists every line type by version):
+
+- a thinking block is kept as a ``Hook`` named ``thinking`` (AZUREAL keeps only the hook reminders in
+  it): shown, searched, never rendered into a context;
+- the lines Claude Code writes itself into the user's place are never prompts: the continuation
+  after a compaction is `Compacting` (as in a transcript), ``[Request interrupted by user…]`` a Hook
+  ``interrupted``, any other `isSynthetic` (or harness-written) line a Hook ``synthetic``, and a
+  stream's `system/api_retry` a Hook ``retry``;
+- an API error Claude shows as a reply (`isApiErrorMessage`, a `<synthetic>` message) fails the turn:
+  a transcript's run ends at its `cost-state` line (2.1.3xx), which gives the turn's `Complete` with
+  the run's own duration and cost (the line's totals less the previous line's of the same process);
+- bookkeeping lines (`attachment`, `api-request`, …) are counted as ignored, not skipped.
 """
 
 from __future__ import annotations
@@ -20,8 +33,11 @@ from __future__ import annotations
 import math
 import re
 from collections import OrderedDict
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, ClassVar, Final
+
+import msgspec
 
 from azsd.context import sanitize
 from azsd.events import (
@@ -45,6 +61,7 @@ from azsd.model import Cost
 __all__ = ["ClaudeSessionParser", "ClaudeStreamParser"]
 
 _CONTINUED: Final = "This session is being continued from a previous conversation"
+_INTERRUPTED: Final = "[Request interrupted by user"
 _COMMAND_NAME: Final = re.compile(r"\s*<command-name>(.*?)</command-name>", re.DOTALL)
 _HOOK_REMINDER: Final = re.compile(
     r"<system-reminder>\s*(\S+) hook (success|failed): ?(.*?)\s*</system-reminder>", re.DOTALL
@@ -105,6 +122,19 @@ def _cost(value: Any) -> float:
     return float(value) if isinstance(value, int | float) and math.isfinite(value) else 0.0
 
 
+def _retry_text(obj: dict[str, Any]) -> str:
+    """A stream's `system/api_retry`: `API error 529 (overloaded): retry 1 of 10 in 0.5 s`."""
+    status = obj.get("error_status")
+    error = obj.get("error")
+    what = "API error" + (f" {status}" if isinstance(status, int) else "")
+    what += f" ({error})" if isinstance(error, str) and error else ""
+    attempt, most, delay = obj.get("attempt"), obj.get("max_retries"), obj.get("retry_delay_ms")
+    if isinstance(attempt, int):
+        what += f": retry {attempt}" + (f" of {most}" if isinstance(most, int) else "")
+        what += f" in {delay / 1000:.1f} s" if isinstance(delay, int | float) and math.isfinite(delay) else ""
+    return what
+
+
 def _is_prompt_hook(event: Event) -> bool:
     return isinstance(event, Hook) and event.name == "UserPromptSubmit"
 
@@ -119,6 +149,8 @@ class _ClaudeParser(LineParser):
         self._tools: OrderedDict[str, _ToolUse] = OrderedDict()
         self._open_subagents: set[str] = set()
         self._usage = ClaudeUsage(self.report)
+        #: Whether the current turn met an API error (Claude showed it as a reply).
+        self._failed = False
 
     # -- assistant ---------------------------------------------------------------------------
 
@@ -127,6 +159,8 @@ class _ClaudeParser(LineParser):
         if not isinstance(message, dict):
             return []
         self._usage.note(message, obj.get("requestId"), obj.get("costUSD"))
+        if obj.get("isApiErrorMessage") is True or obj.get("is_api_error_message") is True:
+            self._failed = True
         events: list[Event] = []
         for block in message.get("content") or []:
             if not isinstance(block, dict):
@@ -138,6 +172,8 @@ class _ClaudeParser(LineParser):
                 events.append(self._tool_call(block))
             elif kind == "thinking" and isinstance(block.get("thinking"), str):
                 events.extend(_hooks_in(block["thinking"]))
+                if block["thinking"].strip():
+                    events.append(Hook(name="thinking", output=block["thinking"]))
         return events
 
     def _tool_call(self, block: dict[str, Any]) -> ToolCall:
@@ -190,11 +226,17 @@ class _ClaudeParser(LineParser):
                 events.append(use.plan)
         return events
 
-    def _prompt(self, text: str, *, subagent_line: bool = False) -> list[Event]:
-        """A user's string content (§4.2 rules 1-4, 6)."""
+    def _prompt(self, text: str, *, subagent_line: bool = False, synthetic: bool = False) -> list[Event]:
+        """A user's string content (§4.2 rules 1-4, 6); `synthetic`: Claude Code wrote it itself."""
         clean = sanitize(text)
         if clean is None or "<local-command-caveat>" in text or "<task-notification>" in text:
             return []
+        if clean.startswith(_CONTINUED):
+            return [Compacting()]
+        if clean.startswith(_INTERRUPTED):
+            return [Hook(name="interrupted", output=clean.strip())]
+        if synthetic and "<local-command-stdout>" not in text and not _COMMAND_NAME.match(text):
+            return [Hook(name="synthetic", output=clean)]
         if "<local-command-stdout>" in text:
             return [Compacted()] if "Compacted" in text else []
         command = _COMMAND_NAME.match(text)
@@ -202,6 +244,7 @@ class _ClaudeParser(LineParser):
             return [Command(name=command.group(1).strip())]
         if self._open_subagents or subagent_line:
             return []  # the prompt Claude gave a sub-agent, not the user's
+        self._failed = False
         return [UserMessage(content=clean)]
 
 
@@ -209,6 +252,36 @@ class ClaudeStreamParser(_ClaudeParser):
     """`claude -p --output-format stream-json --verbose` (§4.3b)."""
 
     format = "claude-stream-json"
+
+    def __init__(self) -> None:
+        super().__init__()
+        #: Whether the run's `result` line came (its totals are then the run's, and final).
+        self.resulted = False
+
+    def reconcile(self, transcript: Iterable[bytes]) -> bool:
+        """A run that ended early (no `result`: Ctrl-C, a crash) has of each message only the output
+        count the stream had reached (`output_tokens: 1` on each streamed line). Claude's own
+        transcript of the session (`lines`) holds the final count of each message it finished: those
+        of this run's messages are raised to it. Whether the run's usage changed."""
+        if self.resulted:
+            return False
+        report, before = self.report, self.report.usage
+        for raw in transcript:
+            if b'"assistant"' not in raw:
+                continue
+            try:
+                obj = msgspec.json.decode(raw)
+            except (msgspec.DecodeError, UnicodeDecodeError, RecursionError):
+                continue
+            if not isinstance(obj, dict) or obj.get("type") != "assistant":
+                continue
+            message = obj.get("message")
+            if isinstance(message, dict) and self._usage.owns(message.get("id")):
+                self._usage.note(message, obj.get("requestId"), obj.get("costUSD"))
+        if report.usage == before:
+            return False
+        report.tally.follow(report.usage, report.model, None, report.priced)
+        return True
 
     def handle(self, obj: dict[str, Any]) -> list[Event] | None:
         match obj.get("type"):
@@ -223,8 +296,8 @@ class ClaudeStreamParser(_ClaudeParser):
                 return self._user(obj)
             case "result":
                 return self._result(obj)
-            case "stream_event" | "control_request" | "control_response" | "rate_limit_event":
-                return []
+            case "stream_event" | "control_request" | "control_response" | "rate_limit_event" as kind:
+                return self._ignore(kind)
             case _:
                 return None
 
@@ -240,33 +313,38 @@ class ClaudeStreamParser(_ClaudeParser):
                 name = str(obj.get("hook_name") or obj.get("hook_event") or "hook")
                 output = obj.get("output") or obj.get("stdout") or ""
                 return [Hook(name=name, output=str(output))] if output else []
-            case _:
-                return []
+            case "api_retry":
+                return [Hook(name="retry", output=_retry_text(obj))]
+            case subtype:
+                return self._ignore(f"system/{subtype}")
 
     def _user(self, obj: dict[str, Any]) -> list[Event]:
         message = obj.get("message")
         content = message.get("content") if isinstance(message, dict) else None
         subagent = obj.get("parent_tool_use_id") is not None
+        synthetic = obj.get("isSynthetic") is True
         if isinstance(content, str):
-            return self._prompt(content, subagent_line=subagent)
+            return self._prompt(content, subagent_line=subagent, synthetic=synthetic)
         if not isinstance(content, list):
             return []
         events = self._tool_results(content, strict_is_error=True)
         for block in content:
             if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str):
-                events.extend(self._prompt(block["text"], subagent_line=subagent))
+                events.extend(self._prompt(block["text"], subagent_line=subagent, synthetic=synthetic))
         return events
 
     def _result(self, obj: dict[str, Any]) -> list[Event]:
         if not isinstance(obj.get("session_id"), str):
             return []
+        self.resulted = True
         self.report.agent_session_id = obj["session_id"]
         reported = "total_cost_usd" in obj or "cost_usd" in obj
         cost = self._usage.result(
             obj, _cost(obj.get("total_cost_usd", obj.get("cost_usd"))) if reported else None
         )
         duration = _clamp(obj.get("duration_ms", 0))
-        failed = obj.get("is_error") is True or obj.get("subtype", "success") != "success"
+        failed = obj.get("is_error") is True or obj.get("subtype", "success") != "success" or self._failed
+        self._failed = False
         return [Complete(success=not failed, duration_ms=duration, cost_usd=cost)]
 
 
@@ -275,9 +353,15 @@ class ClaudeSessionParser(_ClaudeParser):
 
     format = "claude-session"
 
+    #: Line types left out on purpose: the program's own bookkeeping, and what is read elsewhere
+    #: (the request shapes and blobs are what was sent, already stored as the prompt and results).
     _IGNORED: ClassVar = frozenset(
-        {"summary", "file-history-snapshot", "queue-operation", "last-prompt", "custom-title"}
-    )
+        {
+            "summary", "file-history-snapshot", "queue-operation", "last-prompt", "custom-title",
+            "attachment", "api-request", "api-request-blob", "api-request-shape", "atis-latch",
+            "tools-used", "mode", "agent-name", "pr-link", "ai-title",
+        }
+    )  # fmt: skip
 
     def __init__(self) -> None:
         super().__init__()
@@ -298,8 +382,10 @@ class ClaudeSessionParser(_ClaudeParser):
                 return self._progress(obj)
             case "result":
                 return self._result(obj)
-            case _ if kind in self._IGNORED:
-                return []
+            case "cost-state":
+                return self._cost_state(obj)
+            case str() if kind in self._IGNORED:
+                return self._ignore(kind)
             case _:
                 return None
 
@@ -323,8 +409,9 @@ class ClaudeSessionParser(_ClaudeParser):
         if not isinstance(content, str | list):
             return hooks
         # A string prompt; or (an improvement on AZUREAL, which drops them) a prompt written as
-        # text blocks, e.g. beside an image.
-        prompt = self._prompt(text)
+        # text blocks, e.g. beside an image. Lines the program wrote itself are not prompts.
+        synthetic = obj.get("isSynthetic") is True or obj.get("rowSource") == "harness"
+        prompt = self._prompt(text, synthetic=synthetic)
         if prompt and isinstance(prompt[0], UserMessage) and not self._newest_for_parent(obj):
             return list(hooks)
         return [*hooks, *prompt]
@@ -346,6 +433,13 @@ class ClaudeSessionParser(_ClaudeParser):
             if command:
                 return [Command(name=command.group(1).strip())]
         return []
+
+    def _cost_state(self, obj: dict[str, Any]) -> list[Event]:
+        """2.1.3xx's end of a run: its totals since the process started (a resumed session's
+        process carries them on); the turn's `Complete` gets what this run added."""
+        duration, cost = self._usage.cost_state(obj)
+        failed, self._failed = self._failed, False
+        return [Complete(success=not failed, duration_ms=_clamp(duration), cost_usd=cost)]
 
     def _progress(self, obj: dict[str, Any]) -> list[Event]:
         data = obj.get("data")

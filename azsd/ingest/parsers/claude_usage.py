@@ -18,9 +18,15 @@ copies the session it resumes into its new file) is left out when the parse is t
 the store to claim.
 
 A stream-json `result` line is authoritative for the whole run, unless some of it was counted
-elsewhere: its per-model `modelUsage` (which counts sub-agents and helper models too) replaces the
-messages' sums, with each model's reported
-cost; without it, its `usage` does, for the run's model.
+elsewhere: its per-model usage (which counts sub-agents, helper models and compactions too) replaces
+the messages' sums, with each model's reported cost; without it, its `usage` does, for the run's
+model. The per-model usage is `model_usage_since_last_result` where the line has it (2.1.3xx), since
+its `modelUsage` and `total_cost_usd` are then the process's totals, which a resumed session carries on.
+
+A transcript's `cost-state` line (2.1.3xx) holds the same totals since its process started: what a
+run added is the difference from the previous line of the same process (`startTime`). Usage in it
+that no message of the run accounts for (a compaction's calls, which write no message) is added to
+the run's own, and the transcript's cost is then the sum of what Claude reported.
 
 >>> from azsd.ingest.parsers.base import ParseReport
 >>> usage = ClaudeUsage(ParseReport("claude-session"))
@@ -111,6 +117,17 @@ def _message_cost(model: Any, usage: dict[str, Any], counted: Usage) -> float | 
     )
 
 
+def _less(a: Usage, b: Usage) -> Usage:
+    """`a - b` field by field, never below 0."""
+    return Usage(
+        input=max(a.input - b.input, 0),
+        output=max(a.output - b.output, 0),
+        cache_read=max(a.cache_read - b.cache_read, 0),
+        cache_write=max(a.cache_write - b.cache_write, 0),
+        reasoning=max(a.reasoning - b.reasoning, 0),
+    )
+
+
 class ClaudeUsage:
     """Keeps `report.usage` (and an estimated `report.cost_usd`) as a Claude run's lines arrive."""
 
@@ -123,6 +140,10 @@ class ClaudeUsage:
         self.unpriced = 0  # messages whose model has no price
         self._ids: set[str] = set()  # the API message ids met in this run
         self._elsewhere: set[str] = set()  # those another run counted
+        #: The latest `cost-state` totals of each process (by `startTime`): cost, duration, usage.
+        self._states: dict[Any, tuple[float, float, Usage]] = {}
+        #: What the messages added since the latest `cost-state`.
+        self._since = Usage()
 
     def note(self, message: dict[str, Any], request_id: Any, line_cost: Any = None) -> None:
         """An assistant line's API `message` (and the line's `requestId` and `costUSD`)."""
@@ -148,6 +169,7 @@ class ClaudeUsage:
             total = msgspec.structs.replace(total, output=total.output - seen[0].output + current.output)
         else:
             total = total + current
+        self._since = self._since + _less(total, report.usage)
         reported = _line_cost(line_cost)
         cost = reported if reported is not None else _message_cost(message.get("model"), usage, current)
         self._messages[key] = (current, cost, reported is not None)
@@ -155,6 +177,10 @@ class ClaudeUsage:
         if len(self._messages) > MESSAGES_KEPT:
             self._messages.popitem(last=False)
         report.usage = total
+
+    def owns(self, message_id: Any) -> bool:
+        """Whether this run counted the API message `message_id` (met it, and nobody else had)."""
+        return isinstance(message_id, str) and message_id in self._ids and message_id not in self._elsewhere
 
     def _counted_elsewhere(self, message_id: str) -> bool:
         """Whether another run counted the message `message_id` (a copy of it: `--resume`); the first
@@ -189,13 +215,45 @@ class ClaudeUsage:
             return
         report.cost_usd = Cost((report.cost_usd.usd if report.cost_usd else 0.0) + cost - before, "estimated")
 
+    def cost_state(self, obj: dict[str, Any]) -> tuple[float, float]:
+        """A transcript's `cost-state` line: the run's (duration in ms, cost in USD), from the
+        process's totals less those of its previous line; the run's unseen usage is added."""
+        report = self.report
+        start = obj.get("startTime")
+        start = start if isinstance(start, int | float | str) else None
+        total_cost = _line_cost(obj.get("totalCostUSD")) or 0.0
+        total_ms = obj.get("totalDuration")
+        total_ms = float(total_ms) if isinstance(total_ms, int | float) and math.isfinite(total_ms) else 0.0
+        parts = _model_usage(obj.get("modelUsage")) or []
+        totals = Usage()
+        for _, usage, _ in parts:
+            totals += usage
+        before_cost, before_ms, before = self._states.get(start, (0.0, 0.0, Usage()))
+        self._states[start] = (total_cost, total_ms, totals)
+        ran = _less(totals, before)
+        unseen = _less(ran, self._since)
+        self._since = Usage()
+        if not self._elsewhere:
+            if unseen != Usage():
+                report.usage = report.usage + unseen
+            whole = sum(state[0] for state in self._states.values())
+            report.cost_usd = Cost(whole, "reported")
+        return max(total_ms - before_ms, 0.0), max(total_cost - before_cost, 0.0)
+
     def result(self, obj: dict[str, Any], cost: float | None) -> float:
         """A stream-json `result` line, with the cost it reports (None: none); the run's cost."""
         report = self.report
         if self._elsewhere:  # the run's totals hold messages another run counted: its own sums stay
             own = report.cost_usd.usd if report.cost_usd is not None else 0.0
             return cost if cost is not None else own  # the event shows what the line says, as ever
-        parts = _model_usage(obj.get("modelUsage"))
+        since = obj.get("model_usage_since_last_result")
+        if isinstance(since, dict):  # 2.1.3xx: the line's other totals are the process's
+            parts = _model_usage(since)
+            costs = [usd for _, _, usd in parts or []]
+            if None not in costs and cost is not None:
+                cost = sum(usd for usd in costs if usd is not None)
+        else:
+            parts = _model_usage(obj.get("modelUsage"))
         usage = obj.get("usage")
         if parts is not None:
             report.usage = report.tally.replace(parts)

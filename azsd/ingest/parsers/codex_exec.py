@@ -19,11 +19,12 @@ with as ``model``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from azsd.context import sanitize
 from azsd.events import AssistantText, Complete, Event, Init, ToolCall, UserMessage
-from azsd.ingest.parsers.base import LineParser
+from azsd.ingest.parsers.base import LineParser, Usage
 from azsd.ingest.parsers.codex_tools import (
     _COLLAB_INPUT_KEYS,
     _EXEC_CONFIG_KEYS,
@@ -55,6 +56,7 @@ from azsd.ingest.parsers.codex_tools import (
     _with_ignored,
     codex_cost,
     codex_usage,
+    reasoning_hooks,
 )
 
 __all__ = ["CodexExecParser"]
@@ -87,6 +89,9 @@ class CodexExecParser(LineParser):
         self._calls_out: set[str] = set()
         self._patches: dict[str, list[tuple[str, str, str]]] = {}
         self._legacy_usage: Json | None = None
+        self._last: Event | None = None  # the latest event a line gave
+        #: Turns the stream has ended (completed or failed): a rollout's last so many are this run's.
+        self.turns_ended = 0
         self._by_type: dict[str, Handler] = _with_ignored(
             {
                 "thread.started": lambda obj: self._on_session_id(obj.get("thread_id")),
@@ -133,10 +138,14 @@ class CodexExecParser(LineParser):
         kind = obj.get("type")
         if isinstance(kind, str):
             handler = self._by_type.get(kind)
+            if handler is _ignore:
+                return self._ignore(kind)
             return None if handler is None else handler(obj)
         msg = obj.get("msg")
         if isinstance(msg, dict):
             msg_handler = self._by_msg.get(_str(msg.get("type")))
+            if msg_handler is _ignore:
+                return self._ignore(f"msg/{_str(msg.get('type'))}")
             return None if msg_handler is None else msg_handler(msg)
         if "prompt" in obj:
             return self._on_prompt(obj)
@@ -157,7 +166,27 @@ class CodexExecParser(LineParser):
             self.report.agent_session_id = session_id
         return self._init("", model)
 
+    def adopt_responses(self, responses: Sequence[tuple[str, Usage]]) -> float | None:
+        """Count the run's model responses (from its rollout: :mod:`azsd.ingest.codex_responses`)
+        in place of the stream's running total: each once, keyed by its id, and none another run
+        counted. The run's cost (None: its model has no price)."""
+        report = self.report
+        total, keys = Usage(), list[str]()
+        for key, usage in responses:
+            if key in keys:
+                continue
+            if report.counted_elsewhere is not None and report.counted_elsewhere(key):
+                report.counted_before += 1
+                continue
+            keys.append(key)
+            total += usage
+        report.usage, report.message_keys = total, keys
+        report.cost_usd = codex_cost(report.model, total)
+        report.tally.follow(total, report.model, None, report.priced)
+        return report.cost_usd.usd if report.cost_usd is not None else None
+
     def _on_turn_completed(self, obj: Json) -> list[Event]:
+        self.turns_ended += 1
         usage = obj.get("usage")
         if not isinstance(usage, dict):
             return [Complete(success=True, duration_ms=0, cost_usd=0.0)]
@@ -172,11 +201,23 @@ class CodexExecParser(LineParser):
         return [Complete(success=True, duration_ms=0, cost_usd=usd)]
 
     def _on_turn_failed(self, obj: Json) -> list[Event]:
+        """The turn's end, failed: its error said (unless the `error` line before it said it), then
+        the failed `Complete` (AZUREAL stores them the other way round, and the text after the end
+        took the session's ✗ away)."""
+        self.turns_ended += 1
         message = _str(_obj(obj.get("error")).get("message"), "Turn failed")
-        return [Complete(success=False, duration_ms=0, cost_usd=0.0), AssistantText(text=f"Error: {message}")]
+        said = AssistantText(text=f"Error: {message}")
+        end = Complete(success=False, duration_ms=0, cost_usd=0.0)
+        return [end] if self._last == said else [said, end]
+
+    def feed(self, line: bytes) -> list[Event]:
+        events = super().feed(line)
+        if events:
+            self._last = events[-1]
+        return events
 
     def _reasoning(self, text: str) -> list[Event]:
-        return [AssistantText(text=text)] if text else []
+        return list(reasoning_hooks([text]))
 
     # -- items (current and experimental generations) -----------------------------------------------
 

@@ -19,8 +19,8 @@ from itertools import chain, islice
 from typing import Any, ClassVar, Final
 
 from azsd.context import sanitize
-from azsd.events import AssistantText, Compacted, Complete, Event, Init, ToolCall, UserMessage
-from azsd.ingest.parsers.base import LineParser, message_text
+from azsd.events import AssistantText, Compacted, Complete, Event, Hook, Init, ToolCall, UserMessage
+from azsd.ingest.parsers.base import LineParser, Usage, message_text
 from azsd.ingest.parsers.codex_tools import (
     _INVALID,
     ASSISTANT_DEDUP_WINDOW,
@@ -36,6 +36,7 @@ from azsd.ingest.parsers.codex_tools import (
     _custom_output_is_error,
     _decode,
     _function_output_is_error,
+    _ignore,
     _is_injected_codex_context,
     _list,
     _obj,
@@ -47,6 +48,7 @@ from azsd.ingest.parsers.codex_tools import (
     codex_usage,
     describe_write_stdin,
     normalize_tool_output,
+    reasoning_hooks,
 )
 from azsd.ingest.parsers.tally import line_stamp
 from azsd.rusttext import rust_lines, trim
@@ -87,8 +89,14 @@ _ROLLOUT_MESSAGES_IGNORED: Final = frozenset(
         "error",
         "warning",
         "stream_error",
+        "thread_settings_applied",
+        "item_completed",
+        "item_started",
     }
 )
+
+#: Envelope kinds of today's rollouts that hold nothing azsd shows (0.16x: the thread's settings).
+_ROLLOUT_KINDS_IGNORED: Final = frozenset({"world_state"})
 
 
 # -- rollout tool calls -------------------------------------------------------------------------
@@ -208,6 +216,14 @@ class CodexRolloutParser(LineParser):
     - rollouts carry no cost: a turn is priced from its usage and model (azsd.pricing), as an
       estimate; a turn's duration is `task_complete.duration_ms`, else the difference of the line
       `timestamp`s from the turn's start (`task_started`, else its first line) to its completion.
+    - reasoning is kept as Hooks ``reasoning`` (AZUREAL makes it assistant text, which the next
+      context then feeds back as the agent's answer);
+    - a `task_complete` with an `error` (0.16x: the model failed) ends the turn failed, its error said;
+    - 0.16x's `token_usage_record` lines count usage per model response, keyed by its
+      `response_id` (a response another run counted is left out); older files' cumulative
+      `token_count` is used only where there are none;
+    - the Init names the model of the first `turn_context` (AZUREAL: ``codex``); it is written at the
+      first line after `session_meta` that is not the session's injected context.
     """
 
     format: ClassVar[str] = "codex-rollout"
@@ -217,6 +233,8 @@ class CodexRolloutParser(LineParser):
         self._recent: deque[Event] = deque(maxlen=ASSISTANT_DEDUP_WINDOW)
         self._calls: dict[str, tuple[str, str | None]] = {}
         self._init_done = False
+        self._pending_init: Init | None = None
+        self._by_record = False  # whether usage comes from `token_usage_record` lines
         self._line_time: datetime | None = None
         self._turn_start: datetime | None = None
         self._by_kind: dict[str, Handler] = {
@@ -225,6 +243,8 @@ class CodexRolloutParser(LineParser):
             "response_item": lambda payload: self._dispatch(self._by_item, payload),
             "event_msg": lambda payload: self._dispatch(self._by_msg, payload),
             "compacted": lambda _: [Compacted()],
+            "token_usage_record": self._on_usage_record,
+            **dict.fromkeys(_ROLLOUT_KINDS_IGNORED, _ignore),
         }
         self._by_item: dict[str, Handler] = _with_ignored(
             {
@@ -243,7 +263,7 @@ class CodexRolloutParser(LineParser):
             {
                 "user_message": lambda p: self._user(_str(p.get("message"))),
                 "agent_message": lambda p: self._assistant([_str(p.get("message"))]),
-                "agent_reasoning": lambda p: self._assistant([_str(p.get("text"))]),
+                "agent_reasoning": lambda p: self._reasoning([_str(p.get("text"))]),
                 "task_started": self._on_task_started,
                 "task_complete": self._on_task_complete,
                 "turn_aborted": lambda _: [
@@ -257,9 +277,16 @@ class CodexRolloutParser(LineParser):
 
     def handle(self, obj: Json) -> list[Event] | None:
         events = self._route(obj)
+        if events and self._pending_init is not None:
+            events = [self._pending_init, *events]
+            self._pending_init = None
         if events:
             self._recent.extend(events)
         return events
+
+    def finish(self) -> list[Event]:
+        init, self._pending_init = self._pending_init, None
+        return [init] if init is not None else []
 
     def _route(self, obj: Json) -> list[Event] | None:
         self._line_time = line_stamp(obj.get("timestamp"))
@@ -268,6 +295,8 @@ class CodexRolloutParser(LineParser):
         kind, payload = obj.get("type"), obj.get("payload")
         if isinstance(kind, str) and isinstance(payload, dict):
             handler = self._by_kind.get(kind)
+            if handler is _ignore:
+                return self._ignore(kind)
             return None if handler is None else handler(payload)
         if isinstance(kind, str):  # a bare response item, from before the envelope
             return self._dispatch(self._by_item, obj)
@@ -277,9 +306,11 @@ class CodexRolloutParser(LineParser):
             return self._on_session_meta(obj)
         return None
 
-    @staticmethod
-    def _dispatch(handlers: dict[str, Handler], payload: Json) -> list[Event] | None:
-        handler = handlers.get(_str(payload.get("type")))
+    def _dispatch(self, handlers: dict[str, Handler], payload: Json) -> list[Event] | None:
+        kind = _str(payload.get("type"))
+        handler = handlers.get(kind)
+        if handler is _ignore:
+            return self._ignore(kind)
         return None if handler is None else handler(payload)
 
     # -- session --------------------------------------------------------------------------------
@@ -291,12 +322,15 @@ class CodexRolloutParser(LineParser):
         session_id = payload.get("id")
         if isinstance(session_id, str) and session_id:
             self.report.agent_session_id = session_id
-        return [Init(cwd=_str(payload.get("cwd")), model=ROLLOUT_INIT_MODEL)]
+        self._pending_init = Init(cwd=_str(payload.get("cwd")), model=ROLLOUT_INIT_MODEL)
+        return []
 
     def _on_turn_context(self, payload: Json) -> list[Event]:
         model = payload.get("model")
         if isinstance(model, str) and model:
             self.report.model = model
+            if self._pending_init is not None:
+                self._pending_init = Init(cwd=self._pending_init.cwd, model=model)
         return []
 
     def _on_task_started(self, _: Json) -> list[Event]:
@@ -306,6 +340,12 @@ class CodexRolloutParser(LineParser):
     def _on_task_complete(self, payload: Json) -> list[Event]:
         duration = _count(payload.get("duration_ms")) or self._turn_ms()
         usd = self.report.cost_usd.usd if self.report.cost_usd else 0.0
+        error = payload.get("error")
+        if error is not None:
+            message = _str(_obj(error).get("message")) or (error if isinstance(error, str) else "Turn failed")
+            said = AssistantText(text=f"Error: {message}")
+            end = Complete(success=False, duration_ms=duration, cost_usd=usd)
+            return [end] if self._repeats_assistant(said.text, []) else [said, end]
         return [Complete(success=True, duration_ms=duration, cost_usd=usd)]
 
     def _turn_ms(self) -> int:
@@ -317,9 +357,31 @@ class CodexRolloutParser(LineParser):
             return 0
         return max(round((end - start).total_seconds() * 1000), 0)
 
+    def _on_usage_record(self, payload: Json) -> list[Event]:
+        """One model response's usage (0.16x), counted once by its `response_id`."""
+        usage = payload.get("usage")
+        if not isinstance(usage, dict):
+            return []
+        report = self.report
+        if not self._by_record:  # from here on the records count, not the cumulative `token_count`
+            self._by_record = True
+            report.usage = Usage()
+        key = _str(payload.get("response_id"))
+        if key:
+            if key in report.message_keys:
+                return []
+            asked = report.counted_elsewhere
+            if asked is not None and asked(key):
+                report.counted_before += 1
+                return []
+            report.message_keys.append(key)
+        report.usage = report.usage + codex_usage(usage)
+        report.cost_usd = codex_cost(report.model, report.usage)
+        return []
+
     def _on_token_count(self, payload: Json) -> list[Event]:
         total = _obj(payload.get("info")).get("total_token_usage")
-        if isinstance(total, dict):
+        if isinstance(total, dict) and not self._by_record:
             # Cumulative for the session: replaced, never added (agent-formats §4.3).
             self.report.usage = codex_usage(total)
             self.report.cost_usd = codex_cost(self.report.model, self.report.usage)
@@ -349,10 +411,11 @@ class CodexRolloutParser(LineParser):
                 out.append(AssistantText(text=text))
         return out
 
-    def _repeats_assistant(self, text: str, pending: list[Event]) -> bool:
-        """Whether an assistant text of the current exchange (≤20 events back) equals `text`."""
+    def _repeats_assistant(self, text: str | Hook, pending: list[Event]) -> bool:
+        """Whether an assistant text (or a reasoning Hook) of the current exchange (≤20 events back)
+        equals `text`."""
         for event in islice(chain(reversed(pending), reversed(self._recent)), ASSISTANT_DEDUP_WINDOW):
-            if isinstance(event, AssistantText) and event.text == text:
+            if event == text or (isinstance(event, AssistantText) and event.text == text):
                 return True
             if isinstance(event, UserMessage | Complete | Init):
                 return False
@@ -368,7 +431,15 @@ class CodexRolloutParser(LineParser):
         return []  # developer / system: instructions, never shown
 
     def _on_reasoning(self, payload: Json) -> list[Event]:
-        return self._assistant(_str(_obj(part).get("text")) for part in _list(payload.get("summary")))
+        return self._reasoning(_str(_obj(part).get("text")) for part in _list(payload.get("summary")))
+
+    def _reasoning(self, texts: Iterable[str]) -> list[Event]:
+        """Reasoning (written twice, as for assistant text: once as an event, once as an item)."""
+        out: list[Event] = []
+        for hook in reasoning_hooks(texts):
+            if not self._repeats_assistant(hook, out):
+                out.append(hook)
+        return out
 
     # -- tools ----------------------------------------------------------------------------------
 

@@ -13,7 +13,7 @@ from typing import Any, Final
 import msgspec
 
 from azsd import pricing
-from azsd.events import AssistantText, Event, ToolCall, ToolResult
+from azsd.events import AssistantText, Event, Hook, ToolCall, ToolResult
 from azsd.ingest.parsers.base import MAX_INT, Usage, message_text
 from azsd.model import Cost
 from azsd.rusttext import is_blank, rust_lines, trim
@@ -133,9 +133,22 @@ def _result(
     )
 
 
+#: How Codex begins a notice that it retries a request (``Reconnecting... 1/5 (…)``).
+RETRY_PREFIX: Final = "Reconnecting..."
+
+
 def _error_text(obj: Json) -> list[Event]:
-    """A fatal stream `error` (live, or a legacy `msg`): shown as assistant text, as AZUREAL does."""
-    return [AssistantText(text=f"Error: {_str(obj.get('message'), 'Unknown error')}")]
+    """A stream `error` (live, or a legacy `msg`): a retry notice is a Hook ``retry`` (it is neither
+    an answer nor the end); a fatal error is shown as assistant text, as AZUREAL does."""
+    message = _str(obj.get("message"), "Unknown error")
+    if message.startswith(RETRY_PREFIX):
+        return [Hook(name="retry", output=message)]
+    return [AssistantText(text=f"Error: {message}")]
+
+
+def reasoning_hooks(texts: Iterable[str]) -> list[Hook]:
+    """A model's reasoning, kept as Hooks ``reasoning`` (never an answer, never in a context)."""
+    return [Hook(name="reasoning", output=text) for text in texts if text.strip()]
 
 
 def _with_ignored(handlers: dict[str, Handler], ignored: Iterable[str]) -> dict[str, Handler]:

@@ -53,7 +53,9 @@ class Follow(_StoreReq, frozen=True):
     open makes the follow `idle` (it goes on when the file grows). A follow also ends on the turn's
     final event.
     `model` is the model the agent was started with, for a format that names none (`codex exec
-    --json`): its usage is recorded as that model's, and priced at its prices.
+    --json`): its usage is recorded as that model's, and priced at its prices. `agent_home` is where
+    that agent keeps its own histories (Codex's ``$CODEX_HOME``; None: the daemon's own, else
+    ``~/.codex``): a `codex exec --json` run's usage is keyed there by its model responses.
     """
 
     session: int
@@ -61,6 +63,7 @@ class Follow(_StoreReq, frozen=True):
     format: str | None = None
     writer_pid: int | None = None
     model: str | None = None
+    agent_home: str | None = None
 
 
 class Unfollow(_StoreReq, frozen=True):

@@ -177,6 +177,7 @@ class Follower(FollowTable):
             model=request.model or "",
         )
         follow = make_tail(root, record)
+        follow.agent_home = request.agent_home or ""
         follow.resync = True  # not read before `start` has saved where it begins: _rebuild loads that
         self._live(path, follow)
         self._rewatch.set()

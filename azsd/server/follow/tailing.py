@@ -24,9 +24,12 @@ from azsd.backoff import Backoff
 from azsd.compact import prepare_for_store
 from azsd.events import Complete, Event, encode_event
 from azsd.files import open_regular
+from azsd.ingest.codex_responses import thread_turns
 from azsd.ingest.opencode import is_session_key
 from azsd.ingest.parsers import FORMATS, MAX_LINE_BYTES, LineParser, detect_format, iter_lines, make_parser
 from azsd.ingest.parsers.base import read_lines
+from azsd.ingest.parsers.claude import ClaudeStreamParser
+from azsd.ingest.parsers.codex_exec import CodexExecParser
 from azsd.ingest.usage import UsageRecord, usage_record
 from azsd.ipc import protocol as p
 from azsd.ipc.transport import Envelope
@@ -50,6 +53,10 @@ READ_BUDGET: Final = 2 * 1024 * 1024
 MAX_FAILURES: Final = 8
 #: A store call out for longer than this makes the follow say that it waits for its store.
 _BUSY_SHOWN_S: Final = 0.5
+#: How often, and how far apart, a Codex rollout that trails its stream is read again for a turn's
+#: responses (the follower waits for it at most their product).
+_ROLLOUT_TRIES: Final = 10
+_ROLLOUT_WAIT_S: Final = 0.03
 
 
 @dataclass
@@ -82,6 +89,7 @@ class Tail:
     polled: float = 0.0  # monotonic: when the follower's poll last read it (an idle one: less often)
     idle_reason: str = ""  # why it went idle (`record.idle`: see azsd.server.follow.quiet)
     idle_told: bool = False  # whether the last `sessionchanged` of its idleness said idle
+    agent_home: str = ""  # where the agent keeps its histories (`codex exec`'s responses are keyed there)
 
     @property
     def path(self) -> Path:
@@ -207,6 +215,10 @@ class Tail:
             events.extend(self.parser.feed(torn))
             end += len(torn)
         events.extend(self.parser.finish() if self.ending is not None else [])
+        if isinstance(self.parser, CodexExecParser) and any(isinstance(e, Complete) for e in events):
+            events = self._key_responses(self.parser, events)
+        if isinstance(self.parser, ClaudeStreamParser) and self.ending is not None:
+            self._reconcile_claude(self.parser)
         record.lines += len(result.lines) + (1 if torn else 0)
         record.skipped += self.parser.report.skipped_total - before
         record.idle = record.idle and end == record.offset  # it grew: its session runs again
@@ -216,6 +228,47 @@ class Tail:
         prepared = prepare_for_store([_with_wall_time(e, self.started) for e in events])
         self.produced.extend(_fingerprints(prepared))
         return prepared
+
+    def _key_responses(self, parser: CodexExecParser, events: list[Event]) -> list[Event]:
+        """A `codex exec --json` turn ended: its usage becomes that of the model responses its
+        rollout records (keyed by their ids, as an import of the rollout keys them), and its
+        `Complete` their cost. The rollout may trail the stream by a moment; without it (or with
+        fewer turns than the run has ended), the stream's totals stay."""
+        thread = parser.report.agent_session_id
+        if not thread:
+            return events
+        home = Path(self.agent_home or os.environ.get("CODEX_HOME") or Path.home() / ".codex")
+        turns = thread_turns(home, thread)
+        for _ in range(_ROLLOUT_TRIES):
+            if turns is not None and len(turns) >= parser.turns_ended:
+                break
+            time.sleep(_ROLLOUT_WAIT_S)
+            turns = thread_turns(home, thread)
+        else:
+            return events
+        mine = turns[len(turns) - parser.turns_ended :] if parser.turns_ended else []
+        usd = parser.adopt_responses([response for turn in mine for response in turn])
+        ends = [i for i, e in enumerate(events) if isinstance(e, Complete)]
+        last = ends[-1] if ends else -1
+        end = events[last]
+        if isinstance(end, Complete) and end.success and usd is not None:
+            events = [*events[:last], msgspec.structs.replace(end, cost_usd=usd), *events[last + 1 :]]
+        return events
+
+    def _reconcile_claude(self, parser: ClaudeStreamParser) -> None:
+        """A Claude run ends without its `result` (Ctrl-C, a crash): the output counts of its messages
+        are taken from Claude's own transcript of the session, which has each finished one's final."""
+        session = parser.report.agent_session_id
+        if parser.resulted or not session or "/" in session or session.startswith("."):
+            return
+        home = Path(self.agent_home or os.environ.get("CLAUDE_CONFIG_DIR") or Path.home() / ".claude")
+        for path in sorted((home / "projects").glob(f"*/{session}.jsonl")):
+            try:
+                with open_regular(path, nofollow=True) as stream:
+                    parser.reconcile(iter_lines(stream))
+            except OSError:
+                continue
+            return
 
     def reread(self, inode: int) -> list[Event]:
         """The file was replaced or truncated: parse it whole; the events the session lacks."""

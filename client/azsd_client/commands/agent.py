@@ -31,7 +31,9 @@ __all__ = [
     "Agent",
     "agent_command",
     "agent_environment",
+    "agent_home",
     "check_agent",
+    "codex_home",
     "started_model",
     "turn_path",
 ]
@@ -45,6 +47,28 @@ _ESCALATION: Final = ((signal.SIGINT, 2.0), (signal.SIGTERM, 3.0), (signal.SIGKI
 #: Variables of a systemd service that must not leak into the agent (it would notify as the service).
 _SERVICE_VARIABLES: Final = ("NOTIFY_SOCKET",)
 _SERVICE_PREFIXES: Final = ("WATCHDOG_",)
+
+
+def agent_home(backend: Backend, environ: Mapping[str, str]) -> str:
+    """Where the agent keeps its own histories: Claude's ``$CLAUDE_CONFIG_DIR`` (else ``~/.claude``),
+    Codex's :func:`codex_home`.
+
+    >>> agent_home("claude", {"HOME": "/h"}), agent_home("codex", {"CODEX_HOME": "/c"})
+    ('/h/.claude', '/c')
+    """
+    if backend == "codex":
+        return codex_home(environ)
+    home = environ.get("HOME") or os.path.expanduser("~")
+    return environ.get("CLAUDE_CONFIG_DIR") or os.path.join(home, ".claude")
+
+
+def codex_home(environ: Mapping[str, str]) -> str:
+    """Where Codex keeps its config and histories: ``$CODEX_HOME``, else ``~/.codex``.
+
+    >>> codex_home({"CODEX_HOME": "/c"}), codex_home({"HOME": "/h"})
+    ('/c', '/h/.codex')
+    """
+    return environ.get("CODEX_HOME") or os.path.join(environ.get("HOME") or os.path.expanduser("~"), ".codex")
 
 
 def started_model(argv: Sequence[str], environ: Mapping[str, str]) -> str | None:
@@ -70,7 +94,7 @@ def started_model(argv: Sequence[str], environ: Mapping[str, str]) -> str | None
             found = following.split("=", 1)[1].strip().strip("\"'") or found
     if found:
         return found
-    home = environ.get("CODEX_HOME") or os.path.join(environ.get("HOME") or os.path.expanduser("~"), ".codex")
+    home = codex_home(environ)
     try:
         with open(os.path.join(home, "config.toml"), "rb") as stream:
             config = tomllib.load(stream)

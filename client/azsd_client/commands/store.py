@@ -210,7 +210,14 @@ def usage(run: Invocation) -> int:
         return usage_all(run)
     if a.prices:
         table = price_table(run.config)
-        run.out.result(table, price_lines, shape=price_shape)
+        seen = run.client.usage(run.root, by="month", by_model=True, with_sessions=False)
+        models = sorted({period.model for period in seen.periods if period.model})
+        guessed = {m: as_ for m in models if (as_ := table.priced_as(m)) is not None}
+        run.out.result(
+            table,
+            lambda t, style: price_lines(t, style, guessed),
+            shape=lambda t: price_shape(t, guessed),
+        )
         return 0
     scoped = a.session is None or a.worktree is not None
     by = "block" if a.active else a.by

@@ -123,6 +123,9 @@ def log(run: Invocation) -> int:
     sid: int = a.session
     view = run.client.get_session(run.root, sid).session
     found: list[Turn] = list(turns(_events(run, sid, 1, view.event_count)))
+    if view.usage is not None and view.usage.cost_source == "estimated":  # (Codex reports no cost)
+        for turn in found:
+            turn.cost_source = "estimated"
     if found and found[-1].outcome == "none" and view.state == "running":
         found[-1].outcome = "running"
     if a.last is not None:

@@ -41,7 +41,7 @@ from azsd_client.render.text import Line, Style
 from azsd_client.render.turns import ERROR_PREFIX
 
 from . import shapes
-from .agent import FORMATS, Agent, agent_command, check_agent, started_model, turn_path
+from .agent import FORMATS, Agent, agent_command, agent_home, check_agent, started_model, turn_path
 from .compaction import NothingToCompact, compact_session, describe, say
 from .interrupts import Interrupted, raise_interrupted, stopping_signals
 from .invocation import Invocation, UsageError
@@ -164,6 +164,7 @@ class _Turn:
             format=fmt,
             writer_pid=self.agent.pid,
             model=self._model,
+            agent_home=agent_home(self.backend, self.run.environ),
         )
 
     def watch(self) -> None:
@@ -205,9 +206,13 @@ class _Turn:
                 self.agent.stderr_tail(),
             )
             return 1
+        if code != 0:  # (a failed turn that exited 0 says all there is in its own end)
+            self.store_outcome(f"the agent exited ({_status(code)})", self.agent.stderr_tail(), failed=False)
+        # The badge last: the outcome stored after the agent's own end is new content, which clears it.
         wanted = "succeeded" if done.success else "failed"
         if (
             done.duration_ms == 0
+            or code != 0
             or self.client.get_session(self.run.root, self.session).session.state != wanted
         ):
             duration = done.duration_ms or self.elapsed_ms()
@@ -217,8 +222,6 @@ class _Turn:
         if done.success and code == 0:
             self.agent.remove_files()
             return 0
-        if code != 0:  # (a failed turn that exited 0 says all there is in its own end)
-            self.store_outcome(f"the agent exited ({_status(code)})", self.agent.stderr_tail(), failed=False)
         self.note(
             f"the agent exited ({_status(code)}); its output: {self.agent.path}", self.agent.stderr_tail()
         )

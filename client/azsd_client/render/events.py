@@ -18,6 +18,8 @@ import msgspec
 
 from azsd.errors import ProtocolError
 from azsd.events import (
+    NOTICE_HOOKS,
+    REASONING_HOOKS,
     AssistantText,
     Command,
     Compacted,
@@ -99,6 +101,15 @@ def _assistant(e: AssistantText, s: Style) -> list[_Piece]:
     return list(_indented(e.text, "  ", "  "))
 
 
+def _hook(e: Hook, s: Style) -> list[_Piece]:
+    """A hook's name; a model's reasoning (∴) and an agent program's own notice (·) with their text."""
+    if e.name in REASONING_HOOKS:
+        return [s.dim(line) for line in _indented(e.output, "  ∴ ", "    ")]
+    if e.name in NOTICE_HOOKS:
+        return [s.dim(line) for line in _indented(e.output, f"  · {e.name}: ", "    ")]
+    return [s.dim(f"  · hook {e.name}")]
+
+
 def _tool_call(e: ToolCall, s: Style) -> list[_Piece]:
     param = one_line(key_param(e), 120)
     return [join("  ⚙ ", s.cyan(e.tool_name), *((" ", s.dim(param)) if param else ()))]
@@ -141,7 +152,7 @@ _RENDERERS: Final[dict[type[Any], Callable[[Any, Style], list[_Piece]]]] = {
     Plan: _plan,
     Command: lambda e, s: [join("  ▸ ", s.cyan(e.name))],
     Init: lambda e, s: [s.dim(f"  · {_init_text(e)}")],
-    Hook: _note("hook {e.name}"),
+    Hook: _hook,
     ModelSwitch: _note("model → {e.model}"),
     Compacting: _note("compacting…"),
     Compacted: _note("compacted"),

@@ -6,7 +6,7 @@ Pure functions from protocol values to lines of text.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Final
 
 import msgspec
@@ -344,9 +344,10 @@ def _minutes(minutes: float) -> str:
     return f"{hours}h {rest}m" if hours else f"{rest}m"
 
 
-def price_lines(prices: PriceTable, style: Style) -> list[Line]:
+def price_lines(prices: PriceTable, style: Style, guessed: Mapping[str, str] | None = None) -> list[Line]:
     """`azs usage --prices`: where the prices come from and when, then one row per model (USD per
-    million tokens; the 1-hour cache write is 2x input unless listed)."""
+    million tokens; the 1-hour cache write is 2x input unless listed), then the models this store
+    used that the list does not name, each with the listed model it is priced as (an estimate)."""
     names = ("model", "in", "out", "cache read", "cache write", "1h write", ">200k in/out", "fast")
     rows = [_headers(names, style)]
     for model, p in sorted(prices.prices.items()):
@@ -360,19 +361,26 @@ def price_lines(prices: PriceTable, style: Style) -> list[Line]:
                 Cell(f"{p.fast:g}x" if p.fast != 1 else "-"),
             ]
         )
+    estimated = [
+        f"~ {model}: not in the list, priced as {listed} (its family's newest): an estimate"
+        for model, listed in sorted((guessed or {}).items())
+    ]
     return [
         style.dim(f"prices as of {prices.date or 'an unknown date'}, per million tokens: {prices.source}"),
         *table(rows, right=frozenset(range(1, 8)), optional=(5, 6, 7, 3)),
+        *(["", *estimated] if estimated else []),
     ]
 
 
-def price_shape(table: PriceTable) -> dict[str, object]:
-    """`azs usage --prices --json`: the source, the date and every model's prices."""
+def price_shape(table: PriceTable, guessed: Mapping[str, str] | None = None) -> dict[str, object]:
+    """`azs usage --prices --json`: the source, the date, every model's prices, and the models used
+    here that are priced as another (`estimated`: model → the listed model)."""
     return {
         "source": table.source,
         "date": table.date,
         "unit": "USD per million tokens",
         "models": {name: msgspec.to_builtins(price) for name, price in sorted(table.prices.items())},
+        "estimated": dict(sorted((guessed or {}).items())),
     }
 
 

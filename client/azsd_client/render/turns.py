@@ -35,6 +35,8 @@ class Turn(msgspec.Struct, kw_only=True):
     error: str = ""
     duration_ms: int | None = None
     cost_usd: float | None = None
+    #: Where the cost comes from: "reported" by the agent, or "estimated" by azsd from its usage.
+    cost_source: str = "reported"
 
 
 def turns(events: Iterable[WireEvent]) -> Iterator[Turn]:
@@ -90,7 +92,7 @@ def turn_table(found: Sequence[Turn], style: Style) -> list[Line]:
                 Cell(one_line(t.prompt, 200) or "(no prompt)"),
                 Cell(one_line(word, 120), style.red if t.error else style.dim),
                 Cell(format_duration(t.duration_ms)),
-                Cell(format_cost(t.cost_usd)),
+                Cell(format_cost(t.cost_usd, t.cost_source)),
             ]
         )
     header = [Cell(name, style.dim) for name in ("", "seqs", "prompt", "", "took", "cost")]
