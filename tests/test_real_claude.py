@@ -278,3 +278,31 @@ def test_every_line_of_todays_transcripts_is_read_or_knowingly_left_out(
         assert ingested.returncode == 0, real_world.explain(ingested)
         reply = json.loads(ingested.stdout.splitlines()[-1])
         assert reply["skipped"] == {}, (path.name, reply)
+
+
+def test_azs_compact_counts_its_spend_in_the_session_and_never_makes_a_session_of_it(
+    real_world: RealWorld, model: FakeModel
+) -> None:
+    """Issue 33: the compaction's call was missing from usage, and a later `azs import claude` added
+    Claude's own transcript of it as a junk session "You are compacting the history…"."""
+    for n in range(4):
+        model.script(Reply([text(f"answer {n}")], input_tokens=1000 + n, output_tokens=10))
+        done = real_world.azs("run", "-s", "1", f"question {n}") if n else real_world.azs("run", "question 0")
+        assert done.returncode == 0, real_world.explain(done)
+    model.script(
+        Reply([text("Summary: four questions were answered.")], input_tokens=101_011, output_tokens=500)
+    )
+
+    compacted = real_world.azs("compact", "S1")
+
+    assert compacted.returncode == 0, real_world.explain(compacted)
+    assert len(model.sent) == 5
+    assert usage_of(real_world.view()) == sent_usage(model), "the compaction's call is the session's spend"
+    imported = real_world.azs("import", "claude")
+    assert imported.returncode == 0, real_world.explain(imported)
+    names = [v.name for v in real_world.client.list_sessions(real_world.root).sessions]
+    assert not any("compacting" in name.lower() for name in names), names
+    total = json.loads(real_world.azs("--json", "usage").stdout.splitlines()[-1])["total"]
+    assert total["input"] == sent_usage(model).input
+    turns = [line for line in real_world.azs("usage").stdout.splitlines() if line.startswith("S1 ")]
+    assert turns and "  4  " in turns[0], turns  # the compaction is no turn

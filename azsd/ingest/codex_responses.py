@@ -10,6 +10,7 @@ it reached a store. :func:`turns_of_thread` reads the rollout's turns (pure: lin
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Final
@@ -17,6 +18,7 @@ from typing import Final
 import msgspec
 
 from azsd.files import open_regular
+from azsd.ingest.agent_histories import codex_rollouts
 from azsd.ingest.parsers.base import iter_lines
 from azsd.ingest.parsers.codex_tools import codex_usage
 from azsd.model import Usage
@@ -58,17 +60,14 @@ def turns_of_thread(lines: Iterable[bytes]) -> list[list[Response]]:
 
 
 def thread_turns(codex_home: Path, thread_id: str) -> list[list[Response]] | None:
-    """The turns of thread `thread_id`'s rollout under `codex_home` (``sessions/`` or
-    ``archived_sessions/``), or None when there is none (or it cannot be read)."""
-    if not thread_id or "/" in thread_id or thread_id.startswith("."):
-        return None
-    for folder in ("sessions", "archived_sessions"):
-        for path in sorted((codex_home / folder).rglob(f"rollout-*{thread_id}.jsonl")):
-            try:
-                with open_regular(path, nofollow=True) as stream:
-                    if path.stat().st_size > ROLLOUT_MAX_BYTES:
-                        return None
-                    return turns_of_thread(iter_lines(stream))
-            except OSError:
-                continue
+    """The turns of thread `thread_id`'s rollout under `codex_home`, or None when there is none (or
+    it cannot be read)."""
+    for path in codex_rollouts(codex_home, thread_id):
+        try:
+            with open_regular(path, nofollow=True) as stream:
+                if os.fstat(stream.fileno()).st_size > ROLLOUT_MAX_BYTES:
+                    return None
+                return turns_of_thread(iter_lines(stream))
+        except OSError:
+            continue
     return None

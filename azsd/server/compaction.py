@@ -12,13 +12,18 @@ from __future__ import annotations
 
 import os
 import stat
+from pathlib import Path
 from typing import Final
 
 import msgspec
 
 from azsd.context import COMPACTION_THRESHOLD, ContextPayload, build_compaction_prompt
 from azsd.errors import BadRequestError, SessionNotFoundError, SessionReplacedError
+from azsd.ingest.agent_histories import agent_histories
+from azsd.ingest.parsers import make_parser
+from azsd.ingest.usage import counted_elsewhere, usage_record
 from azsd.ipc import protocol as p
+from azsd.model import ImportRecord
 from azsd.server.views import changed_note
 from azsd.server.workers import Outcome
 from azsd.store import Store
@@ -66,14 +71,41 @@ def store_compaction(store: Store, req: p.StoreCompaction) -> Outcome:
 
 
 def compact_with_output(store: Store, req: p.CompactWithOutput) -> Outcome:
-    """Store the summary a compaction agent wrote in `req.path` (nothing when it wrote none)."""
+    """Store the summary a compaction agent wrote in `req.path` (nothing when it wrote none), and
+    what the compaction cost (whether or not it wrote one: the calls were made)."""
     _check_target(store, req.session, req.after_seq, req.identity)
-    summary = compaction_summary(_read_output(req.path), req.format)
+    output = _read_output(req.path)
+    summary = compaction_summary(output, req.format)
+    with store.atomic():
+        _record_spend(store, req, output)
+        if summary:
+            store.store_compaction(req.session, req.after_seq, summary)
     if not summary:
         return Outcome(p.CompactionReply(stored=False))
-    store.store_compaction(req.session, req.after_seq, summary)
     note = changed_note(store, req.root, req.session, "compacted")
     return Outcome(p.CompactionReply(stored=True, summary_chars=len(summary)), [note])
+
+
+def _record_spend(store: Store, req: p.CompactWithOutput, output: bytes) -> None:
+    """The compaction run's usage, counted in the session it compacted (as no turn: it answered no
+    prompt), keyed by its model responses; and the agent's own history of the run, when it can be
+    found under `req.agent_home`, recorded as imported into the session (its one owner)."""
+    parser = make_parser(req.format)
+    parser.report.counted_elsewhere = counted_elsewhere(store, req.session, req.path)
+    parser.feed_all(output.splitlines())
+    record = usage_record(parser.report, req.path)
+    if record is not None:
+        store.record_usage(req.session, record.source, record.parts, turns=0, keys=record.keys)
+    agent_session = parser.report.agent_session_id
+    if not isinstance(req.agent_home, str) or not agent_session:
+        return
+    for history in agent_histories(Path(req.agent_home), req.format, agent_session):
+        try:
+            size = history.stat().st_size
+        except OSError:
+            continue
+        agent = "claude" if req.format.startswith("claude") else "codex"
+        store.record_import(ImportRecord(source=str(history), session_id=req.session, agent=agent, size=size))
 
 
 def _read_output(path: str) -> bytes:

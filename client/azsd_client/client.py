@@ -283,10 +283,13 @@ class Client(AgentMethods, RemoteMethods, Connection):
         format: str,
         *,
         identity: str | None = None,
+        agent_home: str | None = None,
     ) -> CompactionReply:
         """Store a compaction whose summary is the assistant text of the agent output at `path`
         (`stored` False: it held none); with the plan's `identity`, refused if the session is no
-        longer the one planned for (its number reused)."""
+        longer the one planned for (its number reused). The compaction's spend is counted in the
+        session; with `agent_home` (where the agent keeps its histories), the agent's own history of
+        the compaction is the session's too, and never imported as a session of its own."""
         message = CompactWithOutput(
             root=canonical_root(root),
             session=session,
@@ -294,6 +297,7 @@ class Client(AgentMethods, RemoteMethods, Connection):
             path=absolute_path(path),
             format=format,
             identity=msgspec.UNSET if identity is None else identity,
+            agent_home=msgspec.UNSET if agent_home is None else agent_home,
         )
         return self.call(message, CompactionReply)
 

@@ -163,6 +163,10 @@ export interface StoreCompaction {
 /**
  * Store a compaction whose summary is the assistant text of `path`, the JSONL a compaction
  * agent wrote in `format` (spec §6: concatenated, trimmed). Nothing is stored when it holds none.
+ * The compaction's token usage is recorded in the session (it is what the session cost). With
+ * `agent_home` (where that agent keeps its own histories: Claude's config dir, Codex's home), the
+ * agent's own history of the compaction run is recorded as the session's, so that an import of
+ * the agent's histories never makes a session of it.
  */
 export interface CompactWithOutput {
   op: "compactwithoutput";
@@ -172,6 +176,7 @@ export interface CompactWithOutput {
   path: string;
   format: string;
   identity?: string;
+  agent_home?: string;
   request_key?: string | null;
 }
 

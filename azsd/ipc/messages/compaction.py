@@ -34,13 +34,18 @@ class StoreCompaction(_KeyedReq, frozen=True):
 
 class CompactWithOutput(_KeyedReq, frozen=True):
     """Store a compaction whose summary is the assistant text of `path`, the JSONL a compaction
-    agent wrote in `format` (spec §6: concatenated, trimmed). Nothing is stored when it holds none."""
+    agent wrote in `format` (spec §6: concatenated, trimmed). Nothing is stored when it holds none.
+    The compaction's token usage is recorded in the session (it is what the session cost). With
+    `agent_home` (where that agent keeps its own histories: Claude's config dir, Codex's home), the
+    agent's own history of the compaction run is recorded as the session's, so that an import of
+    the agent's histories never makes a session of it."""
 
     session: int
     after_seq: int
     path: str
     format: str
     identity: str | msgspec.UnsetType = msgspec.UNSET
+    agent_home: str | msgspec.UnsetType = msgspec.UNSET
 
 
 class CompactionBoundary(_StoreReq, frozen=True):

@@ -24,6 +24,7 @@ from azsd.backoff import Backoff
 from azsd.compact import prepare_for_store
 from azsd.events import Complete, Event, encode_event
 from azsd.files import open_regular
+from azsd.ingest.agent_histories import claude_transcripts
 from azsd.ingest.codex_responses import thread_turns
 from azsd.ingest.opencode import is_session_key
 from azsd.ingest.parsers import FORMATS, MAX_LINE_BYTES, LineParser, detect_format, iter_lines, make_parser
@@ -259,10 +260,10 @@ class Tail:
         """A Claude run ends without its `result` (Ctrl-C, a crash): the output counts of its messages
         are taken from Claude's own transcript of the session, which has each finished one's final."""
         session = parser.report.agent_session_id
-        if parser.resulted or not session or "/" in session or session.startswith("."):
+        if parser.resulted or not session:
             return
         home = Path(self.agent_home or os.environ.get("CLAUDE_CONFIG_DIR") or Path.home() / ".claude")
-        for path in sorted((home / "projects").glob(f"*/{session}.jsonl")):
+        for path in claude_transcripts(home, session):
             try:
                 with open_regular(path, nofollow=True) as stream:
                     parser.reconcile(iter_lines(stream))

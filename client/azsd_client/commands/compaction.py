@@ -24,7 +24,7 @@ from azsd.errors import AzsdError
 from azsd.ipc.protocol import CompactionPlanReply
 from azsd_client._shared import Backend
 
-from .agent import FORMATS, Agent, agent_command, check_agent, turn_path
+from .agent import FORMATS, Agent, agent_command, agent_home, check_agent, turn_path
 from .interrupts import raise_interrupted, signal_number, stopping_signals
 from .invocation import Invocation
 
@@ -100,8 +100,9 @@ def _summarise(
         progress.what, progress.started = f"summarising with {used}", time.monotonic()
         code = _wait(agent, progress)
         reply = run.client.compact_with_output(
-            run.root, session, plan.after_seq, agent.path, FORMATS[used], identity=plan.identity
-        )
+            run.root, session, plan.after_seq, agent.path, FORMATS[used], identity=plan.identity,
+            agent_home=agent_home(used, run.environ),
+        )  # fmt: skip
         if reply.stored:
             agent.remove_files()
             return reply.summary_chars, used
