@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from azsd.events import AssistantText, Complete, Hook, Init, ToolCall, ToolResult, UserMessage
+from azsd.events import AssistantText, Compacting, Complete, Hook, Init, ToolCall, ToolResult, UserMessage
 from tests.fake_model import FakeModel, Reply, text, thinking, tool
 from tests.real_world import RealWorld, model, real_world, sent_usage, usage_of
 from tests.test_run import daemon, wait_for
@@ -306,3 +306,42 @@ def test_azs_compact_counts_its_spend_in_the_session_and_never_makes_a_session_o
     assert total["input"] == sent_usage(model).input
     turns = [line for line in real_world.azs("usage").stdout.splitlines() if line.startswith("S1 ")]
     assert turns and "  4  " in turns[0], turns  # the compaction is no turn
+
+
+def test_ls_shows_the_whole_sessions_cost_beside_its_tokens(real_world: RealWorld, model: FakeModel) -> None:
+    """Issue 33: `ls` showed the last turn's cost beside the whole session's tokens."""
+    model.script(Reply([text("one")], input_tokens=10_000, output_tokens=100))
+    assert real_world.azs("run", "first").returncode == 0
+    model.script(Reply([text("two")], input_tokens=20, output_tokens=2))
+    assert real_world.azs("run", "-s", "1", "second").returncode == 0
+    costs = [e.cost_usd for e in real_world.raw_events() if isinstance(e, Complete)]
+    assert len(costs) == 2 and costs[0] > 10 * costs[1]
+    row = json.loads(real_world.azs("--json", "ls").stdout.splitlines()[0])
+    assert row["usage"]["cost_usd"] == pytest.approx(sum(costs))
+    assert f"${sum(costs):.4f}" in real_world.azs("ls").stdout
+
+
+def test_an_automatic_compaction_in_a_run_is_one_turn_and_its_spend_is_counted(
+    real_world: RealWorld, model: FakeModel
+) -> None:
+    """Issue 33: the continuation Claude writes after compacting mid-turn became a prompt (one real
+    turn showed as several in `azs log`, and was fed back as `## User`), and the compaction's calls
+    were missing from usage."""
+    model.script(
+        Reply([tool("Bash", command="echo hi", description="x")], input_tokens=985_000, output_tokens=50),
+        Reply([text("Summary: a command ran.")], input_tokens=101_011, output_tokens=500),  # the compaction
+        Reply([text("(its second call)")], input_tokens=3_000, output_tokens=20),
+        Reply([text("done after the compaction")], input_tokens=3_000, output_tokens=20),
+    )
+
+    done = real_world.azs("run", "fill the context")
+
+    assert done.returncode == 0, real_world.explain(done)
+    assert len(model.sent) == 4
+    events = real_world.raw_events()
+    assert [e.content for e in events if isinstance(e, UserMessage)] == ["fill the context"]
+    assert Compacting() in events
+    assert len(real_world.azs("log", "S1").stdout.splitlines()) == 1
+    assert usage_of(real_world.view()) == sent_usage(model)
+    context = real_world.azs("context", "S1", "next").stdout
+    assert "This session is being continued" not in context and context.count("## User") == 1

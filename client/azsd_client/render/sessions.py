@@ -91,14 +91,16 @@ def session_rows(views: Sequence[SessionView], style: Style, *, worktree: bool =
     """`azs ls`: one row per session, badge first, fitted to the terminal (a header on a terminal)."""
     rows = []
     for v in views:
-        cost = v.cost_usd if v.cost_usd else v.usage.cost_usd if v.usage else None
+        # the whole session's cost beside the whole session's tokens (the badge's cost is its last turn's)
+        u = v.usage
+        cost, source = (u.cost_usd, u.cost_source) if u and u.cost_usd else (v.cost_usd, v.cost_source)
         row = [
             badge(v.state, style),
             Cell(f"S{v.id}", style.bold),
             Cell(one_line(v.name, 200)),
             Cell(plural(v.event_count, "event"), style.dim),
             Cell(format_duration(v.duration_ms or None)),  # 0: not measured (codex exec --json)
-            Cell(format_cost(cost, v.cost_source)),
+            Cell(format_cost(cost, source)),
             Cell(usage_summary(v.usage), style.dim),
             Cell(format_time(v.last_activity or v.created, relative=style.relative), style.dim),
             Cell(lineage(v), style.cyan),
