@@ -133,6 +133,32 @@ def test_import_json_progress_and_a_bad_source(
     shown = terminal.getvalue()
     assert "importing" in shown and f"0/{n + 1}" in shown  # rich's bar, on a terminal's stderr
     assert f"azs: {stray}: " in shown and shown.endswith(f"azs: 1 of {n + 1} sources failed to import\n")
+    assert f"{stray}: {stray}" not in shown  # the file is named once (issue 34)
+
+
+def test_an_empty_session_file_is_nothing_yet_not_a_failure(
+    azs: Azs, client: Client, worktree: Path, home: Path
+) -> None:
+    """Issue 34: a 0-byte session file (Claude makes them) made every import exit 1, its path said twice."""
+    folder = home / ".claude" / "projects" / claude_slug(worktree)
+    empty = folder / "0b6f2f7e-empty.jsonl"
+    empty.touch()
+    code, out, err = azs("import", "claude")
+    assert code == 0, err
+    assert str(empty) not in out + err
+    assert len(client.list_sessions(worktree).sessions) == len(_claude_sources())
+    # once it holds something, it is imported like any other
+    lines = [
+        {"type": "user", "sessionId": "0b6f2f7e", "message": {"role": "user", "content": "a prompt now"}},
+        {"type": "assistant", "sessionId": "0b6f2f7e",
+         "message": {"id": "msg_0b6f", "role": "assistant", "model": "claude-sonnet-4-5",
+                     "content": [{"type": "text", "text": "and an answer"}],
+                     "usage": {"input_tokens": 5, "output_tokens": 2}}},
+    ]  # fmt: skip
+    empty.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    code, out, err = azs("import", "claude")
+    assert code == 0, err
+    assert len(client.list_sessions(worktree).sessions) == len(_claude_sources()) + 1
 
 
 def test_import_from_claude_config_dir_and_nothing_found(

@@ -163,7 +163,8 @@ def discover(agent: Agent, source_dir: Path, project: Path) -> list[Source]:
             st = path.stat()
         except OSError:  # gone since it was listed
             continue
-        found.append((st.st_mtime_ns, str(path), Source(path, agent, st.st_size)))
+        if st.st_size:  # an empty file holds nothing yet (Claude makes some): found once it does
+            found.append((st.st_mtime_ns, str(path), Source(path, agent, st.st_size)))
     found.sort(key=lambda item: (item[0], item[1]))
     return [source for _, _, source in found]
 

@@ -229,7 +229,8 @@ def import_into(
                 replies, failed = [], [(source.path, exc.message) for source in batch]
             for path, error in failed:
                 progress.clear()
-                sys.stderr.write(f"azs: {path}: {error}\n")
+                said = error.removeprefix(f"{path}: ")  # (the daemon's errors name the file already)
+                sys.stderr.write(f"azs: {path}: {said}\n")
                 tally.failed.append((path, error))
             for reply_ in replies:
                 tally.add(reply_)
