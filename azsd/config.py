@@ -86,6 +86,11 @@ class FileConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, rename
     sync_url: str | None = None
     sync_identity: str | None = None
     sync_redact: bool = True
+    watch_agents: list[str] = msgspec.field(default_factory=lambda: ["claude", "codex"])
+
+
+#: The agents whose homes the daemon can watch (`watch-agents`).
+WATCHABLE: Final = ("claude", "codex")
 
 
 @dataclass(frozen=True)
@@ -115,6 +120,9 @@ class ResolvedConfig:
     sync_redact: bool = True
     #: The config file read (None: none); the daemon reads it again when it changes (sync settings).
     config_path: Path | None = None
+    #: The agents whose homes the daemon watches, keeping every store current by itself
+    #: (`watch-agents`, or ``AZSD_WATCH_AGENTS`` as a comma-separated list; empty or ``0``: none).
+    watch_agents: tuple[str, ...] = WATCHABLE
 
     @property
     def rpc_endpoint(self) -> str:
@@ -253,6 +261,17 @@ def resolve_config(
             raise ConfigError(f'pricing."{model}": a price cannot be negative')
     if not file.claude_command or not file.codex_command:
         raise ConfigError("claude-command and codex-command must name a program")
+    watch = file.watch_agents
+    if "AZSD_WATCH_AGENTS" in environ:
+        given = environ["AZSD_WATCH_AGENTS"].strip()
+        watch = (
+            [] if given in ("", "0", "off", "none") else [a.strip() for a in given.split(",") if a.strip()]
+        )
+    unknown = [agent for agent in watch if agent not in WATCHABLE]
+    if unknown:
+        raise ConfigError(
+            f"watch-agents: {', '.join(unknown)}: only {' and '.join(WATCHABLE)} can be watched"
+        )
     return ResolvedConfig(
         runtime_dir=rdir,
         idle_close_s=file.idle_close_s,
@@ -270,6 +289,7 @@ def resolve_config(
         sync_identity=file.sync_identity or default_identity(environ),
         sync_redact=file.sync_redact,
         config_path=path,
+        watch_agents=tuple(dict.fromkeys(watch)),
     )
 
 

@@ -42,6 +42,7 @@ __all__ = [
     "AUTO_CONTINUE_PROMPT",
     "CODEX_PROMPT_BUDGET",
     "CODEX_TRIM_NOTICE",
+    "COMPACTION_PROMPT_START",
     "COMPACTION_THRESHOLD",
     "CONTEXT_CLOSE",
     "CONTEXT_OPEN",
@@ -381,11 +382,15 @@ def auto_continue_prompt(payload: ContextPayload | None, *, codex: bool = False)
     return build_context_prompt(payload, AUTO_CONTINUE_PROMPT, codex=codex)
 
 
+#: How azsd's compaction prompt begins: an agent's history that holds it is a compaction's run.
+COMPACTION_PROMPT_START: Final = "You are compacting the history of a coding-agent session"
+
+
 def build_compaction_prompt(payload: ContextPayload) -> str:
     """The prompt that asks an agent to summarise `payload` for a compaction (§6)."""
     transcript = render_transcript(payload.compaction_summary, payload.events, payload.rendered)
     return (
-        "You are compacting the history of a coding-agent session so that later turns can continue "
+        f"{COMPACTION_PROMPT_START} so that later turns can continue "
         "from a summary instead of the full transcript. Read the transcript below carefully; it may "
         "begin with the summary of an earlier compaction, which your summary must carry forward.\n\n"
         f"<transcript>\n{transcript}\n</transcript>\n\n"

@@ -140,6 +140,8 @@ def start_daemon(
         full_env.pop(inherited, None)
     full_env["XDG_STATE_HOME"] = str(runtime_dir.parent / "state")
     full_env["XDG_CONFIG_HOME"] = str(runtime_dir.parent / "config")
+    # the machine's own agent histories are not the tests' (tests/test_watch_homes.py watches its own)
+    full_env["AZSD_WATCH_AGENTS"] = "0"
     full_env.update(env or {})
     argv = [sys.executable, "-m", "azsd", "run", "--runtime-dir", str(runtime_dir)]
     if log_level is not None:

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
+from azsd.histories import source_dir
 from azsd.ingest.importer import claude_slug
 from azsd_client import Client
-from azsd_client.histories import source_dir
 from azsd_client.render.sessions import usage_summary
 from azsd_client.render.text import format_tokens
 from tests.conftest import CORPUS, corpus_files, requires_corpus

@@ -7,8 +7,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from azsd.histories import source_dir
 from azsd_client import Client
-from azsd_client.histories import source_dir
 from tests.opencode_fixture import OpenCodeBuilder
 from tests.test_cli import Azs, azs
 from tests.test_client import client, daemon, worktree

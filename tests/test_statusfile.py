@@ -135,10 +135,10 @@ def test_a_store_changed_a_moment_ago_keeps_the_file_only_a_few_seconds(tmp_path
     record |= {"config": None, "store": statusfile._store_state(str(tmp_path))}
     assert statusfile._holds(record, name, environ, now + 30)
     store.write_bytes(b"after, longer")
-    assert statusfile._holds(record, name, environ, now + statusfile.GRACE_S - 1)
+    assert statusfile._holds(record, name, environ, now + statusfile.GRACE_S / 2)
     assert not statusfile._holds(record, name, environ, now + statusfile.GRACE_S + 1)
     assert not statusfile._holds(record, "another place", environ, now)
     store.write_bytes(b"before")  # same size, written just before the daemon was asked: may be racy
     record["store"] = statusfile._store_state(str(tmp_path))
-    assert statusfile._holds(record, name, environ, now + statusfile.GRACE_S - 1)
+    assert statusfile._holds(record, name, environ, now + statusfile.GRACE_S / 2)
     assert not statusfile._holds(record, name, environ, now + statusfile.GRACE_S + 1)

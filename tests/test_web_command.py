@@ -18,8 +18,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from azsd.histories import source_dir
 from azsd_client.commands.web import git_worktrees
-from azsd_client.histories import source_dir
 from tests.daemon_fixture import DaemonProc, daemon_in_tmpdir, short_tmpdir
 from tests.opencode_fixture import OpenCodeBuilder
 from tests.test_cli import Azs, Lines

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from functools import partial
 from pathlib import Path
-from typing import IO, Final
+from typing import IO, Final, Literal
 
 import msgspec
 import zmq
@@ -28,6 +28,7 @@ from azsd.backoff import Backoff
 from azsd.config import ResolvedConfig, price_table
 from azsd.errors import AlreadyRunning, ConfigError
 from azsd.files import lock_holder, take_lock, write_atomic
+from azsd.histories import source_dir
 from azsd.ingest.orphans import recover_orphans
 from azsd.ipc import protocol as p
 from azsd.ipc.server import Server
@@ -36,6 +37,7 @@ from azsd.model import FollowRecord
 from azsd.sdnotify import notify, watchdog_interval
 from azsd.server.follow.follower import Follower
 from azsd.server.handlers import handle, runs_alone
+from azsd.server.homes import AgentHomes, branch_of, history_dirs
 from azsd.server.idempotency import RequestKeys
 from azsd.server.pages import ListingCache, PageCache
 from azsd.server.reader import Inline
@@ -96,6 +98,7 @@ class Daemon:
         self._registry: StoreRegistry | None = None
         self._keys: RequestKeys | None = None
         self._follower: Follower | None = None
+        self._homes: AgentHomes | None = None
         self._sync: SyncControl | None = None
         self._roots: set[str] = set()  # worktree roots with live follows (kept in `roots_path`)
         self._followed_now: set[str] = set()  # roots followed during this run
@@ -145,6 +148,7 @@ class Daemon:
             self.config.follow_idle_s,
         )
         self._follower.start()
+        self._start_homes()
         discovery = Discovery(
             pid=os.getpid(),
             version=__version__,
@@ -159,6 +163,33 @@ class Daemon:
         # after READY: the stores of the follows open on threads of their own, which would only
         # hold up the start (a request meanwhile waits for its store as it would anyway)
         self._resume_follows()
+
+    def _start_homes(self) -> None:
+        """Watch the agents' homes (`watch-agents`): their histories imported as they change."""
+        if not self.config.watch_agents:
+            return
+        assert self._follower is not None
+        homes = {agent: source_dir(agent, self._environ) for agent in self.config.watch_agents}
+        dirs = history_dirs(self.config.watch_agents, homes)
+        self._homes = AgentHomes(dirs, self._import_history, self._follower.claimed)
+        self._homes.start()
+        log.info("watching the agents' homes: %s", ", ".join(str(d) for d in dirs.values()))
+
+    def _import_history(self, agent: str, path: Path, root: str) -> Future[Outcome]:
+        """Import one agent history into `root`'s store, as `azs import` does (the watch's importer)."""
+        assert self._registry is not None
+        which: Literal["claude", "codex"] = "claude" if agent == "claude" else "codex"
+        request = p.ImportSession(root=root, agent=which, path=str(path), worktree=branch_of(Path(root)))
+        publish = partial(self._registry.publish, root)
+
+        def done(future: Future[Outcome]) -> None:
+            if future.exception() is None:
+                publish(future.result().notes)
+
+        def run(store: Store) -> Outcome:
+            return handle(store, request, publish)
+
+        return self._registry.call(root, run, alone=True, then=done)
 
     def run(self) -> None:
         assert self._server is not None
@@ -183,6 +214,8 @@ class Daemon:
         if self._lock_file is None:
             return
         notify("STOPPING=1", self._environ)
+        if self._homes is not None:
+            self._homes.stop()
         if self._follower is not None:
             self._follower.stop()
         if self._sync is not None:

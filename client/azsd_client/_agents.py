@@ -113,6 +113,7 @@ class AgentMethods(Connection):
         *,
         model: str | None = None,
         agent_home: str | None = None,
+        agent_session: str | None = None,
         timeout: float | None = None,
     ) -> FollowReply:
         """Follow an agent JSONL file live into a session, from its saved offset (or its start).
@@ -123,7 +124,8 @@ class AgentMethods(Connection):
         `model` is the model the agent was started with, for a format that does not name it (Codex's
         `exec --json`), so that the run's usage is recorded and priced as that model's; `agent_home`
         where that agent keeps its histories (Codex's ``$CODEX_HOME``), so that the run's usage is
-        keyed by the model responses its rollout records.
+        keyed by the model responses its rollout records; `agent_session` the agent's own id of the
+        session it writes, when known at the start (Claude's `--session-id`).
         """
         message = Follow(
             root=canonical_root(root),
@@ -133,6 +135,7 @@ class AgentMethods(Connection):
             writer_pid=writer_pid,
             model=model,
             agent_home=agent_home,
+            agent_session=msgspec.UNSET if agent_session is None else agent_session,
         )
         return self.call(message, FollowReply, timeout=long_timeout(timeout, self.timeout))
 

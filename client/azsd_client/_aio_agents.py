@@ -112,6 +112,7 @@ class AsyncAgentMethods(AsyncConnection):
         *,
         model: str | None = None,
         agent_home: str | None = None,
+        agent_session: str | None = None,
         timeout: float | None = None,
     ) -> FollowReply:
         """Follow an agent JSONL file live into a session, from its saved offset (or its start).
@@ -122,7 +123,8 @@ class AsyncAgentMethods(AsyncConnection):
         `model` is the model the agent was started with, for a format that does not name it (Codex's
         `exec --json`), so that the run's usage is recorded and priced as that model's; `agent_home`
         where that agent keeps its histories (Codex's ``$CODEX_HOME``), so that the run's usage is
-        keyed by the model responses its rollout records.
+        keyed by the model responses its rollout records; `agent_session` the agent's own id of the
+        session it writes, when known at the start (Claude's `--session-id`).
         """
         message = Follow(
             root=canonical_root(root),
@@ -132,6 +134,7 @@ class AsyncAgentMethods(AsyncConnection):
             writer_pid=writer_pid,
             model=model,
             agent_home=agent_home,
+            agent_session=msgspec.UNSET if agent_session is None else agent_session,
         )
         return await self.call(message, FollowReply, timeout=long_timeout(timeout, self.timeout))
 

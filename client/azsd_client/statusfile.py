@@ -12,7 +12,7 @@ importtime``: no zmq, no msgspec, no argparse, no pathlib), as long as the file 
   ago;
 - the store (``.azureal/sessions.azs`` and its WAL) is as it was then, and was so for a while before
   (:data:`RACY_S`), or the file is less than :data:`GRACE_S` old (a store written all the time is
-  asked about again every few seconds, not at every run).
+  asked about again about every second, not at every run).
 
 Otherwise :func:`main` runs the full command, which asks the daemon and writes a new file. The
 block's time left and whether it is still going are worked out at each run from its end and its
@@ -37,8 +37,9 @@ __all__ = ["context_tokens", "hook_input", "hook_meter", "key", "main", "render"
 VERSION: Final = 1
 #: The longest a file is used, whatever else holds (a block's burn rate, a day's cost elsewhere).
 MAX_AGE_S: Final = 60.0
-#: How long a file is used after its store changed.
-GRACE_S: Final = 5.0
+#: How long a file is used after its store changed: the daemon keeps the stores current from the
+#: agents' own files (its watch of their homes), so a line is figured in within about a second.
+GRACE_S: Final = 0.8
 #: A store file changed this soon before the daemon was asked may change again unseen (same mtime).
 RACY_S: Final = 2.0
 #: How much of a transcript's end is read for its latest message's usage.

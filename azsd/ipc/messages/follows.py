@@ -64,6 +64,9 @@ class Follow(_StoreReq, frozen=True):
     writer_pid: int | None = None
     model: str | None = None
     agent_home: str | None = None
+    #: The agent's own id of the session it writes (Claude's `--session-id`), when known at the start:
+    #: its own history of the run is this session's from the first line (never imported apart).
+    agent_session: str | msgspec.UnsetType = msgspec.UNSET
 
 
 class Unfollow(_StoreReq, frozen=True):

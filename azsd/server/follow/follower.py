@@ -178,6 +178,7 @@ class Follower(FollowTable):
         )
         follow = make_tail(root, record)
         follow.agent_home = request.agent_home or ""
+        follow.given_session = request.agent_session if isinstance(request.agent_session, str) else ""
         follow.resync = True  # not read before `start` has saved where it begins: _rebuild loads that
         self._live(path, follow)
         self._rewatch.set()
@@ -408,8 +409,11 @@ class Follower(FollowTable):
         if not end_follow and record.idle != follow.idle_told:
             follow.idle_told, change = record.idle, "idle" if record.idle else "running"
         usage = follow.take_usage()  # the run's usage so far, stored with the read when it changed
+        owned = follow.agent_histories() if end_follow else []  # the agent's own record of the run
         write = partial(store_read, root=root, record=record, events=events, expected=expected, change=change)
-        self._registry.call(root, partial(write, failed_ms=failed_ms, usage=usage), then=committed)
+        self._registry.call(
+            root, partial(write, failed_ms=failed_ms, usage=usage, owned=owned), then=committed
+        )
 
     def _committed(self, follow: Tail, generation: int, error: BaseException | None,
                    record: FollowRecord) -> None:  # fmt: skip

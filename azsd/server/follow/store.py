@@ -6,13 +6,15 @@ Both run in the store's worker (:meth:`StoreRegistry.call`), in a transaction of
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
+from pathlib import Path
 
 import msgspec
 
 from azsd.events import Event
 from azsd.ingest.usage import UsageRecord
 from azsd.ipc import protocol as p
-from azsd.model import FollowRecord
+from azsd.model import FollowRecord, ImportRecord
 from azsd.server.follow.tailing import Tail, is_final
 from azsd.server.views import appended_notes, changed_note
 from azsd.server.workers import Outcome
@@ -43,13 +45,25 @@ def store_read(
     failed_ms: int | None = None,
     usage: UsageRecord | None = None,
     change: str = "",
+    owned: Sequence[tuple[Path, str]] = (),
 ) -> list[p.Notification]:
     """Store one read of a followed file: its new position first (compare-and-swap with `expected`,
     so a position another writer moved stores nothing), then its events and the run's `usage` so
     far (the record one-shot ingest makes, replaced as the totals grow); with `failed_ms`, a turn
     still open is marked failed after that long; with `change` (`idle`, `running`: the follow went
-    idle, or its file grew again), a `sessionchanged` says so. The notifications to publish."""
+    idle, or its file grew again), a `sessionchanged` says so; `owned` are the agent's own histories
+    of the run (path, agent), recorded as imported into its session as they stand now, so that an
+    import (or the watch of the agents' homes) continues them there and never makes a session of
+    them. The notifications to publish."""
     store.save_follow(record, expect_offset=expected)
+    for path, agent in owned:
+        try:
+            size = path.stat().st_size
+        except OSError:
+            continue
+        store.record_import(
+            ImportRecord(source=str(path), session_id=record.session_id, agent=agent, size=size)
+        )
     result = store.append_prepared(record.session_id, events)
     if usage is not None:
         # no `replaces`: a followed file is a new run's (`azs run`), and an older record under its

@@ -36,6 +36,12 @@ class FollowTable:
         with self._lock:
             return [f.view() for f in (*self._follows.values(), *self._closing.values())] + list(self._ended)
 
+    def claimed(self) -> set[str]:
+        """The agents' own ids of the sessions live follows' runs write (their histories are theirs)."""
+        with self._lock:
+            follows = [*self._follows.values(), *self._closing.values()]
+        return {f.agent_session for f in follows if f.agent_session}
+
     def _live(self, path: str, follow: Tail) -> None:
         with self._lock:
             self._follows[path] = follow

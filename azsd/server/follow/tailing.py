@@ -24,7 +24,8 @@ from azsd.backoff import Backoff
 from azsd.compact import prepare_for_store
 from azsd.events import Complete, Event, encode_event
 from azsd.files import open_regular
-from azsd.ingest.agent_histories import claude_transcripts
+from azsd.histories import source_dir
+from azsd.ingest.agent_histories import agent_histories, claude_transcripts
 from azsd.ingest.codex_responses import thread_turns
 from azsd.ingest.opencode import is_session_key
 from azsd.ingest.parsers import FORMATS, MAX_LINE_BYTES, LineParser, detect_format, iter_lines, make_parser
@@ -91,6 +92,7 @@ class Tail:
     idle_reason: str = ""  # why it went idle (`record.idle`: see azsd.server.follow.quiet)
     idle_told: bool = False  # whether the last `sessionchanged` of its idleness said idle
     agent_home: str = ""  # where the agent keeps its histories (`codex exec`'s responses are keyed there)
+    given_session: str = ""  # the agent's own session id, as the Follow gave it (Claude's --session-id)
 
     @property
     def path(self) -> Path:
@@ -229,6 +231,24 @@ class Tail:
         prepared = prepare_for_store([_with_wall_time(e, self.started) for e in events])
         self.produced.extend(_fingerprints(prepared))
         return prepared
+
+    @property
+    def agent_session(self) -> str:
+        """The agent's own id of the session this follow's run writes ("" while not known)."""
+        if self.given_session:
+            return self.given_session
+        known = self.parser.report.agent_session_id if self.parser is not None else None
+        return known or ""
+
+    def agent_histories(self) -> list[tuple[Path, str]]:
+        """The agent's own histories of this follow's run (Claude's transcript, Codex's rollout),
+        with their agent: a run's, owned by its session (none for a file that is the history)."""
+        fmt = self.record.format
+        if fmt not in ("claude-stream-json", "codex-exec-json") or not self.agent_session:
+            return []
+        agent = "claude" if fmt.startswith("claude") else "codex"
+        home = Path(self.agent_home) if self.agent_home else source_dir(agent, os.environ)
+        return [(path, agent) for path in agent_histories(home, fmt, self.agent_session)]
 
     def _key_responses(self, parser: CodexExecParser, events: list[Event]) -> list[Event]:
         """A `codex exec --json` turn ended: its usage becomes that of the model responses its

@@ -105,23 +105,33 @@ def started_model(argv: Sequence[str], environ: Mapping[str, str]) -> str | None
 
 
 def agent_command(
-    config: ResolvedConfig, backend: Backend, prompt: str, model: str | None = None
+    config: ResolvedConfig,
+    backend: Backend,
+    prompt: str,
+    model: str | None = None,
+    *,
+    session_id: str | None = None,
 ) -> tuple[list[str], bytes]:
     """The agent's argv, and the prompt to write to its stdin.
 
     Both agents read the prompt from stdin: `claude -p` given no prompt argument, `codex exec -`.
     So a prompt of any size goes through (AZUREAL passes Claude's in argv, where Linux refuses
-    one argument of 128 KiB or more), and nothing of the session context shows in `ps`.
+    one argument of 128 KiB or more), and nothing of the session context shows in `ps`. Claude is
+    given `session_id` as its own session's id (`--session-id`), so that its transcript of the run
+    is known to be the run's from its first line.
 
     >>> from azsd.config import resolve_config
     >>> config = resolve_config(environ={"AZSD_RUNTIME_DIR": "/tmp/x"}, config_file=None)
     >>> agent_command(config, "claude", "hi", "opus")
     (['claude', '--model', 'opus', '-p', '--verbose', '--output-format', 'stream-json'], b'hi')
+    >>> agent_command(config, "claude", "hi", session_id="0b6f")[0][:3]
+    ['claude', '--session-id', '0b6f']
     >>> agent_command(config, "codex", "hi")
     (['codex', 'exec', '--json', '-'], b'hi')
     """
     model_args = ["--model", model] if model else []
     if backend == "claude":
+        model_args += ["--session-id", session_id] if session_id else []
         argv = [*config.claude_command, *model_args, "-p", "--verbose", "--output-format", "stream-json"]
         return argv, prompt.encode()
     return [*config.codex_command, "exec", "--json", *model_args, "-"], prompt.encode()

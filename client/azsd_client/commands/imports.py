@@ -25,9 +25,9 @@ from pathlib import Path
 from typing import Any, Final, TextIO
 
 from azsd.errors import RemoteError
+from azsd.histories import projects, source_dir
 from azsd.ipc.protocol import ImportReply, SourceView
 from azsd_client._shared import Backend, HistoryAgent
-from azsd_client.histories import projects, source_dir
 from azsd_client.render.reports import import_summary
 from azsd_client.render.text import one_line, plural
 

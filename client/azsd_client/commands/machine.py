@@ -20,8 +20,8 @@ from typing import Final
 import msgspec
 
 from azsd.errors import AzsdError, RemoteError
+from azsd.histories import projects
 from azsd.ipc.protocol import UsagePeriodView, UsageReply, UsageView, WorktreeUsageView
-from azsd_client.histories import projects
 from azsd_client.render.reports import period_lines, usage_lines
 
 from .invocation import Invocation

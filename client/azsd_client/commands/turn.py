@@ -20,6 +20,7 @@ import os
 import signal
 import sys
 import time
+import uuid
 from collections.abc import Iterable, Sequence
 from typing import Final
 
@@ -82,6 +83,7 @@ class _Turn:
         self.agent: Agent | None = None
         #: The model the agent runs: asked for, else (Codex) its command line's or config's.
         self._model: str | None = None
+        self._agent_session: str | None = None
         self.complete: Complete | None = None
         self.shown = 0
         self.started = time.monotonic()
@@ -144,8 +146,10 @@ class _Turn:
 
     # -- the turn ---------------------------------------------------------------------------------
 
-    def start(self, argv: list[str], stdin: bytes | None) -> None:
-        """Start the agent, then have the daemon follow its output."""
+    def start(self, argv: list[str], stdin: bytes | None, agent_session: str | None = None) -> None:
+        """Start the agent, then have the daemon follow its output (`agent_session`: the agent's own
+        id of the session, when azsd gave it one)."""
+        self._agent_session = agent_session
         path = turn_path(self.run.config.turns_dir, self.run.root, self.session)
         self.agent = Agent.start(argv, stdin, cwd=self.run.root, path=path, environ=self.run.environ)
         self._model = self.run.args.model
@@ -165,6 +169,7 @@ class _Turn:
             writer_pid=self.agent.pid,
             model=self._model,
             agent_home=agent_home(self.backend, self.run.environ),
+            agent_session=self._agent_session,
         )
 
     def watch(self) -> None:
@@ -373,7 +378,8 @@ def run_turn(run: Invocation) -> int:
         if not args.no_compact:
             _compact_if_full(run, view.id, backend)
     injected = run.client.build_context(run.root, view.id, prompt, backend=backend).prompt
-    argv, stdin = agent_command(run.config, backend, injected, args.model)
+    agent_session = str(uuid.uuid4()) if backend == "claude" else None  # (Codex names its thread itself)
+    argv, stdin = agent_command(run.config, backend, injected, args.model, session_id=agent_session)
     _header(run, view.id, view.name, session is None, backend)
     stored = run.client.append_events(run.root, view.id, [UserMessage(content=prompt)]).events
     first = stored[-1].seq + 1 if stored else view.event_count + 1
@@ -382,7 +388,7 @@ def run_turn(run: Invocation) -> int:
         turn.show(stored)
         with stopping_signals(raise_interrupted):
             try:
-                turn.start(argv, stdin)
+                turn.start(argv, stdin, agent_session)
                 turn.watch()
                 return turn.finish()
             except KeyboardInterrupt as exc:

@@ -14,10 +14,10 @@ from typing import Final
 
 from azsd.config import ResolvedConfig
 from azsd.errors import RemoteError
+from azsd.histories import source_dir
 from azsd.ipc.protocol import SessionView
 from azsd_client._shared import Archived, HistoryAgent
 from azsd_client.aio import AsyncClient
-from azsd_client.histories import source_dir
 
 from .views import agent_of
 

@@ -13,7 +13,7 @@ from typing import Final
 
 import msgspec
 
-__all__ = ["HEAD_LINES", "projects", "source_dir"]
+__all__ = ["HEAD_LINES", "head_cwd", "projects", "source_dir"]
 
 #: Lines of a history file read for the directory it ran in.
 HEAD_LINES: Final = 20
@@ -49,19 +49,21 @@ def projects(agent: str, environ: Mapping[str, str]) -> dict[str, list[Path]]:
     if agent == "claude":
         for directory in sorted((where / "projects").glob("*")) if (where / "projects").is_dir() else []:
             files = sorted(directory.glob("*.jsonl")) + sorted(directory.glob("*/subagents/*.jsonl"))
-            cwd = next((c for c in map(partial(_head_cwd, agent=agent), files) if c), None)
+            cwd = next((c for c in map(partial(head_cwd, agent=agent), files) if c), None)
             if cwd:
                 found.setdefault(cwd, []).extend(files)
     else:
         sessions = where / "sessions"
         for path in sorted(sessions.rglob("rollout-*.jsonl")) if sessions.is_dir() else []:
-            cwd = _head_cwd(path, agent=agent)
+            cwd = head_cwd(path, agent=agent)
             if cwd:
                 found.setdefault(cwd, []).append(path)
     return found
 
 
-def _head_cwd(path: Path, *, agent: str) -> str | None:
+def head_cwd(path: Path, *, agent: str) -> str | None:
+    """The directory a history file's agent ran in: the first absolute `cwd` of its first
+    :data:`HEAD_LINES` lines (Codex's: of its `session_meta`), or None."""
     try:
         with path.open("rb") as stream:
             for _, line in zip(range(HEAD_LINES), stream, strict=False):
