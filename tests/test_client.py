@@ -108,6 +108,7 @@ def test_client_imports_only_the_protocol_side_of_azsd() -> None:
         "azsd.events",
         "azsd.export",  # pure core: the web view shows events as the export does
         "azsd.files",
+        "azsd.histories",  # where the agents keep their histories (import --all; the daemon's watch too)
         "azsd.model",  # pure data types (StoredEvent)
         "azsd.tools",
     }

@@ -36,6 +36,7 @@ export interface Follow {
   writer_pid?: number | null;
   model?: string | null;
   agent_home?: string | null;
+  agent_session?: string;
 }
 
 /**
