@@ -95,3 +95,39 @@ def test_statusline_where_there_is_no_store_yet(azs: Azs, tmp_path: Path) -> Non
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert done.stdout.decode().strip() == "$0 today"
+
+
+def test_no_active_block_is_said_in_one_clear_line(
+    azs: Azs, client: Client, worktree: Path, tmp_path: Path
+) -> None:
+    """Issue 34: `azs usage --active` printed nothing at all when no block was going."""
+    old = time.time() - 86_400
+    path = write(
+        tmp_path / "old.jsonl", [prompt(SESSION, "old", stamp(old)), reply(SESSION, 40, stamp(old + 5))]
+    )
+    client.ingest_file(worktree, client.create_session(worktree, "old").session.id, path)
+    code, out, err = azs("usage", "--active")
+    assert code == 0 and "no active block: no turn in the last 5 hours" in out + err
+    assert azs.json("usage", "--active") == [{**azs.json("usage", "--active")[0], "periods": []}]
+
+
+def test_active_with_all_is_the_accounts_block(
+    azs: Azs, client: Client, worktree: Path, tmp_path: Path, live: tuple[float, float, Path]
+) -> None:
+    """Issue 34: `azs usage --active --all` ignored `--active`; the 5-hour block is the account's, so
+    another project's turns in it count with this one's."""
+    other = tmp_path / "project-b"
+    other.mkdir()
+    now = time.time()
+    path = write(tmp_path / "b.jsonl", [prompt(SESSION[:-1] + "7", "b", stamp(now - 300)),
+                                        reply(SESSION[:-1] + "7", 50, stamp(now - 290), 500)])  # fmt: skip
+    client.ingest_file(other, client.create_session(other, "b").session.id, path)
+    # every store the daemon knows (this module's daemon serves the other tests' worktrees too)
+    roots = {str(worktree), str(other), *client.status().stores}
+    going = [b for root in roots for b in client.usage(root, by="block", active=True).periods]
+    assert len(going) >= 2
+    [merged] = azs.json("--root", str(other), "usage", "--active", "--all")
+    assert merged["total_tokens"] == sum(b.total_tokens for b in going)
+    assert merged["start"] == min(b.start for b in going) and merged["active"]
+    text = azs.ok("usage", "--active", "--all")
+    assert f"{sum(b.total_tokens for b in going):,} tokens" in text

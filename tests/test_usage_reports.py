@@ -40,7 +40,7 @@ CODEX_EXEC = CORPUS / "codex-exec-json" / "rust-claude-codes__multi_command.json
 UTC_ZONE = ZoneInfo("UTC")
 
 
-def row(at: str, model: str = "m", session: int = 1, tokens: int = 1) -> UsageRow:
+def row(at: str, model: str = "claude-m", session: int = 1, tokens: int = 1) -> UsageRow:
     t = datetime.fromisoformat(at).replace(tzinfo=UTC).timestamp()
     return UsageRow(
         session_id=session, source=f"run-{session}", model=model, slot=int(t // 900) * 900, first=t, last=t,
@@ -62,7 +62,7 @@ def test_blocks_follow_ccusages_rule() -> None:
         row("2025-10-02T10:07:00"),  # a block starts at 10:00
         row("2025-10-02T14:59:00"),  # 4 h 59 after its start: same block
         row("2025-10-02T15:30:00"),  # past 15:00: a new block, from 15:00
-        row("2025-10-02T21:00:00", model="n"),  # 5 h 30 idle: a new block
+        row("2025-10-02T21:00:00", model="claude-n"),  # 5 h 30 idle: a new block
         row("2025-10-02T21:10:00", session=2),  # another session's turn, in the same block
     ]
     assert labels(rows, "block") == [
@@ -73,8 +73,39 @@ def test_blocks_follow_ccusages_rule() -> None:
     (late,) = [
         v for v in periods(rows, "block", UTC_ZONE, by_model=False, names={}) if v.period.endswith("21:00")
     ]
-    assert late.models == ["m", "n"] and late.end == "2025-10-03T02:00:00+00:00" and late.turns == 2
+    assert (
+        late.models == ["claude-m", "claude-n"]
+        and late.end == "2025-10-03T02:00:00+00:00"
+        and late.turns == 2
+    )
     assert labels(rows, "block", by_model=True)[-2:] == [("2025-10-02 21:00", 1), ("2025-10-02 21:00", 1)]
+
+
+def test_blocks_are_claudes_and_other_agents_keep_theirs_beside_them() -> None:
+    """Issue 34: a Codex turn at 08:00:30 moved a Claude block's start from 09:00 to 08:00 and added
+    its tokens to it (and to `--token-limit max`)."""
+    rows = [
+        row("2025-10-02T08:00:30", model="gpt-5.5", tokens=500),
+        row("2025-10-02T09:10:00", tokens=7),
+        row("2025-10-02T12:00:00", tokens=3),
+        UsageRow(
+            session_id=3,
+            source="/p/opencode.db#ses_1",
+            model="anthropic/claude-sonnet-4-5",
+            slot=0,
+            first=0.0,
+            last=0.0,
+            usage=Usage(input=9),
+            cost_usd=None,
+            cost_source=None,
+        ),  # an OpenCode turn on a Claude model: not Claude Code's billing
+    ]
+    found = periods(rows, "block", UTC_ZONE, by_model=False, names={})
+    assert [(v.period, v.agent, v.usage.input) for v in found] == [
+        ("1970-01-01 00:00 opencode", "opencode", 9),
+        ("2025-10-02 08:00 codex", "codex", 500),
+        ("2025-10-02 09:00", "claude", 10),
+    ]
 
 
 def test_days_weeks_and_months_are_local() -> None:

@@ -293,11 +293,11 @@ def test_the_usage_page_shows_the_active_blocks_burn_and_unpriced_costs_as_unkno
     mixed = [
         user("go", at=at(40)),
         assistant(901, "claude-sonnet-4-5", priced, at=at(30)),
-        assistant(902, "acme-coder-9", {"input_tokens": 300, "output_tokens": 700}, at=at(10)),
+        assistant(902, "claude-2", {"input_tokens": 300, "output_tokens": 700}, at=at(10)),
     ]
     unknown = [
         user("again", at=at(9)),
-        assistant(903, "acme-coder-9", {"input_tokens": 5, "output_tokens": 5}, at=at(8)),
+        assistant(903, "claude-2", {"input_tokens": 5, "output_tokens": 5}, at=at(8)),
     ]
     with daemon.client() as client:
         sid = client.create_session(made.root, "a block", worktree="main").session.id

@@ -8,14 +8,18 @@ month holds whole slots. Claude's 5-hour billing blocks follow ccusage's rule (i
 UTC hour and holds every later turn up to 5 hours after its start, unless more than 5 hours passed
 since the previous turn; the next turn starts the next block. Parts are placed by their first and
 last turn, which are exact; only a turn in the very second a block ends could fall otherwise.
+Blocks are Claude's billing: they are made of Claude Code's usage alone (a Claude model's, from
+another source than Aider's or OpenCode's); every other agent's usage makes blocks of its own beside
+them, named with the agent (``2026-11-28 08:00 codex``), which never move a Claude block.
 
 >>> from zoneinfo import ZoneInfo
 >>> tz = ZoneInfo("UTC")
->>> rows = [_row(1, "m", 3600 * 10 + 60), _row(1, "m", 3600 * 14 + 600), _row(2, "n", 3600 * 15 + 60)]
->>> [(b.period, b.end, b.usage.input) for b in periods(rows, "block", tz, by_model=False, names={})]
-[('1970-01-01 10:00', '1970-01-01T15:00:00+00:00', 2), ('1970-01-01 15:00', '1970-01-01T20:00:00+00:00', 1)]
+>>> rows = [_row(1, "claude-m", 3600 * 10 + 60), _row(1, "claude-m", 3600 * 14 + 600)]
+>>> rows += [_row(2, "claude-n", 3600 * 15 + 60), _row(3, "gpt-5", 3600 * 9 + 60)]
+>>> [(b.period, b.end[11:16], b.usage.input) for b in periods(rows, "block", tz, by_model=False, names={})]
+[('1970-01-01 09:00 codex', '14:00', 1), ('1970-01-01 10:00', '15:00', 2), ('1970-01-01 15:00', '20:00', 1)]
 >>> [(d.period, d.models) for d in periods(rows, "day", tz, by_model=False, names={})]
-[('1970-01-01', ['m', 'n'])]
+[('1970-01-01', ['claude-m', 'claude-n', 'gpt-5'])]
 """
 
 from __future__ import annotations
@@ -36,7 +40,7 @@ from azsd.model import CostSource, SessionUsage, Usage, UsageRow
 from azsd.server.views import usage_view
 from azsd.store import Store
 
-__all__ = ["BLOCK_SECONDS", "PERIODS", "live_block", "periods", "usage_reply"]
+__all__ = ["BLOCK_SECONDS", "CLAUDE", "PERIODS", "agent_of", "live_block", "periods", "usage_reply"]
 
 #: What a `Usage` request's `by` may name.
 PERIODS: Final = ("day", "week", "month", "session", "block", "model")
@@ -94,7 +98,7 @@ def usage_reply(store: Store, req: p.Usage) -> p.UsageReply:
     most = 0
     if req.by == "block":
         found = [live_block(view, rows, datetime.now().timestamp()) for view in found]
-        most = max((v.total_tokens for v in found if not v.active), default=0)
+        most = max((v.total_tokens for v in found if not v.active and v.agent == CLAUDE), default=0)
         if req.active:
             found = [v for v in found if v.active]
     if not req.with_sessions:
@@ -110,7 +114,7 @@ def live_block(view: p.UsagePeriodView, rows: Sequence[UsageRow], now: float) ->
     ccusage's `blocks`), and whether it is still going: then the minutes left and its projection.
 
     >>> from zoneinfo import ZoneInfo
-    >>> rows = [_row(1, "m", 3600 * 10 + 60), _row(1, "m", 3600 * 10 + 660)]
+    >>> rows = [_row(1, "claude-m", 3600 * 10 + 60), _row(1, "claude-m", 3600 * 10 + 660)]
     >>> [block] = periods(rows, "block", ZoneInfo("UTC"), by_model=False, names={})
     >>> live = live_block(block, rows, 3600 * 11)
     >>> live.active, live.tokens_per_minute, live.remaining_minutes, live.projected_tokens
@@ -118,7 +122,11 @@ def live_block(view: p.UsagePeriodView, rows: Sequence[UsageRow], now: float) ->
     """
     start = datetime.fromisoformat(view.start).timestamp()
     end = start + BLOCK_SECONDS
-    own = [r for r in rows if start <= r.first < end and (view.model is None or r.model == view.model)]
+    own = [
+        r for r in rows
+        if start <= r.first < end and (view.model is None or r.model == view.model)
+        and (not view.agent or agent_of(r) == view.agent)
+    ]  # fmt: skip
     if not own:
         return view
     first, last = min(r.first for r in own), max(r.last for r in own)
@@ -174,8 +182,15 @@ def periods(
     bounds: dict[str, tuple[float, float]] = {}
     key: Callable[[UsageRow], str]
     if by == "block":
-        blocks = _blocks(rows)
-        key = lambda row: _label(blocks[id(row)], tz, "%Y-%m-%d %H:%M")  # noqa: E731
+        blocks: dict[int, float] = {}
+        for agent_rows in _by_agent(rows).values():
+            blocks.update(_blocks(agent_rows))
+
+        def key(row: UsageRow) -> str:
+            agent = agent_of(row)
+            label = _label(blocks[id(row)], tz, "%Y-%m-%d %H:%M")
+            return label if agent == CLAUDE else f"{label} {agent}"
+
         for row in rows:
             bounds[key(row)] = (blocks[id(row)], blocks[id(row)] + BLOCK_SECONDS)
     elif by in ("session", "model"):
@@ -199,6 +214,7 @@ def periods(
                 models=sorted({r.model for r in own}), model=model,
                 session=own[0].session_id if by == "session" else None,
                 name=names.get(own[0].session_id, "") if by == "session" else "", turns=total.turns,
+                agent=agent_of(own[0]) if by == "block" else "",
             )
         )  # fmt: skip
     return sorted(out, key=lambda v: (bounds[v.period][0], v.period, v.model or ""))
@@ -228,6 +244,37 @@ def _calendar_key(by: str, tz: tzinfo, bounds: dict[str, tuple[float, float]]) -
         return label
 
     return key
+
+
+#: The agent whose usage makes Claude's billing blocks.
+CLAUDE: Final = "claude"
+
+
+def agent_of(row: UsageRow) -> str:
+    """The agent whose usage a row is: ``claude`` (Claude Code: a Claude model, from neither Aider's
+    history nor OpenCode's), ``codex`` (an OpenAI model), ``aider``, ``opencode``, else ``other``.
+
+    >>> agent_of(_row(1, "claude-opus-4-7", 0)), agent_of(_row(1, "gpt-5.5", 0)), agent_of(_row(1, "", 0))
+    ('claude', 'codex', 'other')
+    """
+    source = row.source
+    if "#ses_" in source or "/opencode" in source:
+        return "opencode"
+    if ".aider.chat.history.md" in source:
+        return "aider"
+    model = row.model.rsplit("/", 1)[-1]
+    if model.startswith("claude"):
+        return CLAUDE
+    if model.startswith(("gpt-", "o1", "o3", "o4", "codex")):
+        return "codex"
+    return "other"
+
+
+def _by_agent(rows: Iterable[UsageRow]) -> dict[str, list[UsageRow]]:
+    found: dict[str, list[UsageRow]] = {}
+    for row in rows:
+        found.setdefault(agent_of(row), []).append(row)
+    return found
 
 
 def _blocks(rows: Iterable[UsageRow]) -> dict[int, float]:

@@ -857,6 +857,7 @@ export interface UsagePeriodView {
   name: string;
   turns: number;
   active: boolean;
+  agent: string;
   tokens_per_minute: number;
   usd_per_hour: number;
   projected_tokens: number;

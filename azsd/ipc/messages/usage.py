@@ -60,6 +60,8 @@ class UsagePeriodView(_Data, frozen=True):
     turns: int = 0
     #: A block (`by="block"`) still going: its last turn less than 5 hours ago, its end not yet come.
     active: bool = False
+    #: A block's agent: ``claude`` (Claude's billing blocks), or another agent's beside them.
+    agent: str = ""
     #: A block's rate from its first turn to its last: all tokens per minute, and USD per hour.
     tokens_per_minute: float = 0.0
     usd_per_hour: float = 0.0

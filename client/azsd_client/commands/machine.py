@@ -22,9 +22,10 @@ import msgspec
 from azsd.errors import AzsdError, RemoteError
 from azsd.histories import projects
 from azsd.ipc.protocol import UsagePeriodView, UsageReply, UsageView, WorktreeUsageView
-from azsd_client.render.reports import period_lines, usage_lines
+from azsd_client.render.reports import block_lines, period_lines, usage_lines
 
 from .invocation import Invocation
+from .store import NO_ACTIVE_BLOCK
 
 __all__ = ["merge", "usage_all"]
 
@@ -57,6 +58,8 @@ def usage_all(run: Invocation) -> int:
     roots, loose = _roots(run)
     roots = [root for root in roots if not wanted or wanted in root]
     loose = [path for path in loose if not wanted or wanted in path]
+    if a.active:
+        return _active_all(run, roots)
     # the files read in place go with this worktree's store (where `import --all` puts the projects
     # whose directory is gone), else the first store's: that store's imports and messages count once
     reader = run.root if run.root in roots else roots[0] if roots else None
@@ -81,6 +84,60 @@ def usage_all(run: Invocation) -> int:
     if loose:
         run.out.hint(f"{len(loose)} file(s) of projects without a store read in place (azs import --all)")
     return 0
+
+
+def _active_all(run: Invocation, roots: list[str]) -> int:
+    """`azs usage --active --all`: the block going now, the account's (every store's turns in it
+    together), one per agent; or one line saying there is none."""
+    going: list[UsagePeriodView] = []
+    for root in roots:
+        try:
+            going += run.client.usage(root, by="block", active=True, with_sessions=False).periods
+        except RemoteError as exc:
+            sys.stderr.write(f"azs: {root}: {exc.message}\n")
+    merged = merge_blocks(going)
+    limit = run.args.token_limit if isinstance(run.args.token_limit, int) else None
+    run.out.results(merged, lambda views, style: block_lines(views, limit, style))
+    if not merged:
+        run.out.note(NO_ACTIVE_BLOCK)
+    return 0
+
+
+def merge_blocks(blocks: list[UsagePeriodView]) -> list[UsagePeriodView]:
+    """Active blocks of several stores as the account's, one per agent: they began within the same 5
+    hours (each is going), so the account's began with the earliest; tokens, costs and rates add up.
+
+    >>> u = UsageView(input=10, cost_usd=0.5, cost_source="reported")
+    >>> a = UsagePeriodView(period="d 09:00", start="2026-05-02T09:00:00+00:00", end="2026-05-02T14:00",
+    ...     usage=u, total_tokens=10, agent="claude", active=True, remaining_minutes=60, usd_per_hour=1.0)
+    >>> b = msgspec.structs.replace(a, period="d 10:00", start="2026-05-02T10:00:00+00:00",
+    ...     end="2026-05-02T15:00", remaining_minutes=120)
+    >>> [(m.period, m.total_tokens, m.usage.cost_usd, m.remaining_minutes) for m in merge_blocks([a, b])]
+    [('d 09:00', 20, 1.0, 60)]
+    """
+    by_agent: dict[str, list[UsagePeriodView]] = {}
+    for block in blocks:
+        if block.active:
+            by_agent.setdefault(block.agent, []).append(block)
+    merged = []
+    for views in by_agent.values():
+        first = min(views, key=lambda v: v.start)
+        usage = views[0].usage
+        for view in views[1:]:
+            usage = _sum(usage, view.usage)
+        rate = sum(v.usd_per_hour for v in views)
+        merged.append(
+            msgspec.structs.replace(
+                first, usage=usage, total_tokens=sum(v.total_tokens for v in views),
+                models=sorted({m for v in views for m in v.models}), turns=sum(v.turns for v in views),
+                tokens_per_minute=sum(v.tokens_per_minute for v in views),
+                usd_per_hour=rate,
+                projected_tokens=sum(v.total_tokens for v in views)
+                + round(sum(v.tokens_per_minute for v in views) * first.remaining_minutes),
+                projected_usd=usage.cost_usd + rate * first.remaining_minutes / 60,
+            )
+        )  # fmt: skip
+    return sorted(merged, key=lambda v: (v.agent != "claude", v.start))
 
 
 def merge(replies: list[tuple[str, UsageReply]], *, instances: bool) -> UsageReply:

@@ -34,7 +34,11 @@ def statusline(run: Invocation) -> int:
     today = date.today().isoformat()
     try:
         spent = client.usage(root, since=today, until=today, with_sessions=False).total
-        blocks = client.usage(root, by="block", active=True, with_sessions=False).periods
+        # Claude's billing block (other agents' usage makes blocks of its own, beside it)
+        blocks = [
+            b for b in client.usage(root, by="block", active=True, with_sessions=False).periods
+            if b.agent in ("claude", "")
+        ]  # fmt: skip
     except RemoteError as exc:
         if exc.code not in ("no_such_root", "not_a_store"):
             raise

@@ -200,6 +200,10 @@ def backup(run: Invocation) -> int:
     return 0
 
 
+#: What `azs usage --active` says when no block is going (one clear line, never nothing).
+NO_ACTIVE_BLOCK: Final = "no active block: no turn in the last 5 hours"
+
+
 def usage(run: Invocation) -> int:
     """Tokens and cost per session and per worktree (or by period, with `--by`); a session named alone
     is looked up in any worktree."""
@@ -230,7 +234,7 @@ def usage(run: Invocation) -> int:
     if by == "block" and (a.active or a.token_limit is not None):
         run.out.result(reply, lambda r, style: block_lines(r.periods, limit, style))
         if a.active and not reply.periods:
-            run.out.hint("no block is going: no turn in the last 5 hours")
+            run.out.note(NO_ACTIVE_BLOCK)  # (on a pipe too; nothing with --json)
         return 0
     if by is not None:
         run.out.result(reply, lambda r, style: period_lines(r.by, r.periods, r.total, style))
