@@ -49,6 +49,7 @@ from azsd.pricing import Price, PriceTable, default_table, load_price_file
 __all__ = [
     "IPC_PATH_MAX",
     "FileConfig",
+    "Price",
     "PriceTable",
     "ResolvedConfig",
     "default_config_path",
@@ -259,6 +260,8 @@ def resolve_config(
     for model, price in file.pricing.items():
         if price.negative():
             raise ConfigError(f'pricing."{model}": a price cannot be negative')
+        if price.bad_day() is not None:
+            raise ConfigError(f'pricing."{model}": since {price.bad_day()!r} is not a date (YYYY-MM-DD)')
     if not file.claude_command or not file.codex_command:
         raise ConfigError("claude-command and codex-command must name a program")
     watch = file.watch_agents

@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from functools import cache
 from typing import TYPE_CHECKING, Final
 
@@ -101,6 +102,25 @@ class Price(msgspec.Struct, frozen=True, forbid_unknown_fields=True, rename="keb
     cache_write_1h: float | None = None
     above_200k: Tier | None = None
     fast: float = 1.0
+    #: The day (``YYYY-MM-DD``, UTC) from which these prices apply; `before` those that applied until
+    #: then (None: these, at any date). Opus 4.6's long-context premium ended at its 1M-context
+    #: general availability, for one.
+    since: str | None = None
+    before: Price | None = None
+
+    def at(self, when: float | None) -> Price:
+        """The prices in force at `when` (Unix seconds; None: now).
+
+        >>> later = Price(5.0, 25.0, since="2026-03-13", before=Price(10.0, 37.5))
+        >>> later.at(1_773_273_600.0).input, later.at(1_773_360_000.0).input, later.at(None).input
+        (10.0, 5.0, 5.0)
+        """
+        price: Price = self
+        while when is not None and price.since is not None and price.before is not None:
+            if when >= _day_start(price.since):
+                break
+            price = price.before
+        return price
 
     def cost(self, usage: Usage) -> float:
         """The cost of `usage` at these base prices (reasoning is inside `output`)."""
@@ -129,12 +149,24 @@ class Price(msgspec.Struct, frozen=True, forbid_unknown_fields=True, rename="keb
         ) / _MILLION
         return usd * (self.fast if fast else 1.0)
 
+    def bad_day(self) -> str | None:
+        """A `since` (here or before) that is not a date, or None."""
+        price: Price | None = self
+        while price is not None:
+            if price.since is not None:
+                try:
+                    _day_start(price.since)
+                except ValueError:
+                    return price.since
+            price = price.before
+        return None
+
     def negative(self) -> bool:
         """Whether any of its prices is below 0."""
         tier = self.above_200k
         rates = [self.input, self.output, self.cache_read, self.cache_write, self.cache_write_1h or 0.0]
         rates += [tier.input, tier.output, tier.cache_read, tier.cache_write] if tier else []
-        return min(rates) < 0 or self.fast < 0
+        return min(rates) < 0 or self.fast < 0 or (self.before is not None and self.before.negative())
 
 
 class _DataTier(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -152,6 +184,15 @@ class _DataPrice(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     cache_write_1h: float | None = None
     above_200k: _DataTier | None = None
     fast: float = 1.0
+    since: str | None = None
+    before: _DataPrice | None = None
+
+    def price(self) -> Price:
+        tier = None if self.above_200k is None else Tier(**msgspec.structs.asdict(self.above_200k))
+        return Price(
+            self.input, self.output, self.cache_read, self.cache_write, self.cache_write_1h, tier, self.fast,
+            _checked_day(self.since), None if self.before is None else self.before.price(),
+        )  # fmt: skip
 
 
 class _PriceFile(msgspec.Struct, frozen=True):
@@ -224,11 +265,20 @@ class PriceTable:
         return None if price is None else price.cost(usage)
 
     def message_cost(
-        self, model: str | None, usage: Usage, *, cache_write_1h: int = 0, fast: bool = False
+        self,
+        model: str | None,
+        usage: Usage,
+        *,
+        cache_write_1h: int = 0,
+        fast: bool = False,
+        at: float | None = None,
     ) -> float | None:
-        """What one request of `model` costs (:meth:`Price.message_cost`), None: an unknown model."""
+        """What one request of `model` made at `at` (Unix seconds; None: now) costs
+        (:meth:`Price.message_cost` at the prices then in force), None: an unknown model."""
         price = self.lookup(model) if model else None
-        return None if price is None else price.message_cost(usage, cache_write_1h=cache_write_1h, fast=fast)
+        if price is None:
+            return None
+        return price.at(at).message_cost(usage, cache_write_1h=cache_write_1h, fast=fast)  # fmt: skip
 
 
 def _family(name: str) -> tuple[str, tuple[int, ...]] | None:
@@ -248,14 +298,22 @@ def _family(name: str) -> tuple[str, tuple[int, ...]] | None:
 
 def _table(data: bytes) -> PriceTable:
     parsed = msgspec.json.decode(data, type=_PriceFile)
-    prices = {
-        name: Price(
-            p.input, p.output, p.cache_read, p.cache_write, p.cache_write_1h,
-            None if p.above_200k is None else Tier(**msgspec.structs.asdict(p.above_200k)), p.fast,
-        )
-        for name, p in parsed.models.items()
-    }  # fmt: skip
+    prices = {name: entry.price() for name, entry in parsed.models.items()}
     return PriceTable(prices, source=parsed.source, date=parsed.date)
+
+
+def _day_start(day: str) -> float:
+    """The first second (UTC) of `day` (``YYYY-MM-DD``)."""
+    return datetime.strptime(day, "%Y-%m-%d").replace(tzinfo=UTC).timestamp()
+
+
+def _checked_day(day: str | None) -> str | None:
+    if day is not None:
+        try:
+            _day_start(day)
+        except ValueError:
+            raise ValueError(f"since: {day!r} is not a date (YYYY-MM-DD)") from None
+    return day
 
 
 @cache

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,7 @@ import pytest
 from azsd.config import resolve_config
 from azsd.errors import ConfigError
 from azsd.events import Complete, Init
+from azsd.ingest.parsers.claude import ClaudeSessionParser
 from azsd.ingest.parsers.codex_rollout import CodexRolloutParser
 from azsd.ipc.protocol import WireEvent
 from azsd.model import Usage
@@ -118,7 +120,8 @@ def test_hour_long_cache_writes_bill_at_twice_the_input_and_fast_at_its_factor()
     )
     fast = TABLE.message_cost("claude-opus-4-7", MILLION, fast=True)
     assert fast == pytest.approx(6 * (5 + 25 + 0.5 + 6.25))
-    long_and_fast = TABLE.message_cost("claude-opus-4-6", MILLION, fast=True)
+    before_ga = datetime(2026, 3, 1, tzinfo=UTC).timestamp()  # (Opus 4.6's premium ended on 2026-03-13)
+    long_and_fast = TABLE.message_cost("claude-opus-4-6", MILLION, fast=True, at=before_ga)
     assert long_and_fast == pytest.approx(6 * (10 + 37.5 + 1 + 12.5))
     assert TABLE.message_cost("claude-sonnet-4-5", MILLION, fast=True) == TABLE.message_cost(
         "claude-sonnet-4-5", MILLION
@@ -234,3 +237,53 @@ def test_a_claude_run_keeps_its_reported_cost(azs: Azs, client: Client, worktree
     assert row["usage"]["cost_usd"] == pytest.approx(reported[-1])
     line = next(x for x in azs.ok("ls").splitlines() if f"S{sid} " in x)
     assert "~$" not in line
+
+
+def test_a_price_carries_the_day_from_which_it_applies() -> None:
+    """Issue 34: Opus 4.6 and Sonnet 4.6 requests over 200k after their 1M-context general availability
+    (2026-03-13) still got the long-context premium (a 237k request $0.36875, not $0.19375)."""
+    request = Usage(input=37_000, cache_read=200_000, output=500)
+    before, after = (
+        datetime(2026, 3, 12, 12, tzinfo=UTC).timestamp(),
+        datetime(2026, 3, 13, tzinfo=UTC).timestamp(),
+    )
+    for model, base, premium in (("claude-opus-4-6", (5.0, 0.5, 25.0), (10.0, 1.0, 37.5)),
+                                 ("claude-sonnet-4-6", (3.0, 0.3, 15.0), (6.0, 0.6, 22.5))):  # fmt: skip
+
+        def priced(rates: tuple[float, float, float]) -> float:
+            return (37_000 * rates[0] + 200_000 * rates[1] + 500 * rates[2]) / 1e6
+
+        assert TABLE.message_cost(model, request, at=before) == pytest.approx(priced(premium))
+        assert TABLE.message_cost(model, request, at=after) == pytest.approx(priced(base))
+        assert TABLE.message_cost(model, request) == pytest.approx(priced(base))  # now
+    # a date that is not one is refused where the prices are read
+    with pytest.raises(ValueError, match="since: '13 March' is not a date"):
+        load_price_file(
+            b'{"source": "s", "date": "d", "models": {"m": {"input": 1, "output": 1, "since": "13 March"}}}',
+            "p.json",
+        )
+
+
+def test_the_config_file_dates_a_price_too(tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text('[pricing."m"]\ninput = 1.0\noutput = 2.0\nsince = "2026-01-01"\n[pricing."m".before]\n'
+                      'input = 3.0\noutput = 4.0\n')  # fmt: skip
+    [price] = resolve_config(environ={"AZSD_RUNTIME_DIR": "/tmp/x"}, config_file=config).pricing.values()
+    assert price.at(datetime(2025, 6, 1, tzinfo=UTC).timestamp()).input == 3.0 and price.at(None).input == 1.0
+    config.write_text('[pricing."m"]\ninput = 1.0\noutput = 2.0\nsince = "soon"\n')
+    with pytest.raises(ConfigError, match="since 'soon' is not a date"):
+        resolve_config(environ={"AZSD_RUNTIME_DIR": "/tmp/x"}, config_file=config)
+
+
+def test_a_claude_messages_price_is_the_one_of_its_day() -> None:
+    at = "2026-03-01T10:00:00.000Z"
+    usage = {"input_tokens": 37_000, "cache_read_input_tokens": 200_000, "output_tokens": 500}
+    message = {"id": "m1", "model": "claude-opus-4-6", "role": "assistant", "content": [], "usage": usage}
+    line = {"type": "assistant", "timestamp": at, "sessionId": "s", "message": message}
+    parser = ClaudeSessionParser()
+    parser.feed(json.dumps(line).encode())
+    later = ClaudeSessionParser()
+    later.feed(json.dumps({**line, "timestamp": "2026-04-01T10:00:00.000Z"}).encode())
+    assert parser.report.cost_usd is not None and later.report.cost_usd is not None
+    assert parser.report.cost_usd.usd == pytest.approx((37_000 * 10 + 200_000 * 1 + 500 * 37.5) / 1e6)
+    assert later.report.cost_usd.usd == pytest.approx((37_000 * 5 + 200_000 * 0.5 + 500 * 25) / 1e6)

@@ -158,7 +158,7 @@ class _ClaudeParser(LineParser):
         message = obj.get("message")
         if not isinstance(message, dict):
             return []
-        self._usage.note(message, obj.get("requestId"), obj.get("costUSD"))
+        self._usage.note(message, obj.get("requestId"), obj.get("costUSD"), obj.get("timestamp"))
         if obj.get("isApiErrorMessage") is True or obj.get("is_api_error_message") is True:
             self._failed = True
         events: list[Event] = []
@@ -277,7 +277,7 @@ class ClaudeStreamParser(_ClaudeParser):
                 continue
             message = obj.get("message")
             if isinstance(message, dict) and self._usage.owns(message.get("id")):
-                self._usage.note(message, obj.get("requestId"), obj.get("costUSD"))
+                self._usage.note(message, obj.get("requestId"), obj.get("costUSD"), obj.get("timestamp"))
         if report.usage == before:
             return False
         report.tally.follow(report.usage, report.model, None, report.priced)

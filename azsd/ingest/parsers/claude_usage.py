@@ -49,7 +49,7 @@ import msgspec
 
 from azsd import pricing
 from azsd.ingest.parsers.base import ParseReport
-from azsd.ingest.parsers.tally import Priced
+from azsd.ingest.parsers.tally import Priced, line_time
 from azsd.model import Cost, Usage
 
 __all__ = ["MESSAGES_KEPT", "SYNTHETIC_MODEL", "ClaudeUsage", "claude_usage"]
@@ -106,15 +106,16 @@ def _line_cost(value: Any) -> float | None:
     return float(value) if isinstance(value, int | float) and math.isfinite(value) and value >= 0 else None
 
 
-def _message_cost(model: Any, usage: dict[str, Any], counted: Usage) -> float | None:
-    """What one message costs at the prices in force (None: its model has none)."""
+def _message_cost(model: Any, usage: dict[str, Any], counted: Usage, at: float | None) -> float | None:
+    """What one message costs at the prices in force when it was made (`at`, its line's time; None:
+    now), None when its model has none."""
     if not isinstance(model, str):
         return None
     creation = usage.get("cache_creation")
     hour = creation.get("ephemeral_1h_input_tokens") if isinstance(creation, dict) else None
-    return pricing.active_table().message_cost(
-        model, counted, cache_write_1h=hour if isinstance(hour, int) else 0, fast=usage.get("speed") == "fast"
-    )
+    hours = hour if isinstance(hour, int) else 0
+    fast = usage.get("speed") == "fast"
+    return pricing.active_table().message_cost(model, counted, cache_write_1h=hours, fast=fast, at=at)
 
 
 def _less(a: Usage, b: Usage) -> Usage:
@@ -145,8 +146,8 @@ class ClaudeUsage:
         #: What the messages added since the latest `cost-state`.
         self._since = Usage()
 
-    def note(self, message: dict[str, Any], request_id: Any, line_cost: Any = None) -> None:
-        """An assistant line's API `message` (and the line's `requestId` and `costUSD`)."""
+    def note(self, message: dict[str, Any], request_id: Any, line_cost: Any = None, at: Any = None) -> None:
+        """An assistant line's API `message` (and the line's `requestId`, `costUSD` and `timestamp`)."""
         report = self.report
         usage, model = message.get("usage"), message.get("model")
         if isinstance(model, str) and model != SYNTHETIC_MODEL:
@@ -171,7 +172,8 @@ class ClaudeUsage:
             total = total + current
         self._since = self._since + _less(total, report.usage)
         reported = _line_cost(line_cost)
-        cost = reported if reported is not None else _message_cost(message.get("model"), usage, current)
+        when = line_time(at)
+        cost = reported if reported is not None else _message_cost(message.get("model"), usage, current, when)
         self._messages[key] = (current, cost, reported is not None)
         self._price(seen, (current, cost, reported is not None))
         if len(self._messages) > MESSAGES_KEPT:

@@ -214,8 +214,11 @@ def usage(run: Invocation) -> int:
         return usage_all(run)
     if a.prices:
         table = price_table(run.config)
-        seen = run.client.usage(run.root, by="month", by_model=True, with_sessions=False)
-        models = sorted({period.model for period in seen.periods if period.model})
+        try:  # the models this store used that the list does not name (none known without a daemon)
+            seen = run.client.usage(run.root, by="month", by_model=True, with_sessions=False).periods
+        except AzsdError:
+            seen = []
+        models = sorted({period.model for period in seen if period.model})
         guessed = {m: as_ for m in models if (as_ := table.priced_as(m)) is not None}
         run.out.result(
             table,

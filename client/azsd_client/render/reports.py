@@ -40,7 +40,7 @@ from .text import (
 if TYPE_CHECKING:
     from rich.text import Text
 
-    from azsd.config import PriceTable
+    from azsd.config import Price, PriceTable
 
 __all__ = [
     "KIND_NAMES",
@@ -365,11 +365,22 @@ def price_lines(prices: PriceTable, style: Style, guessed: Mapping[str, str] | N
         f"~ {model}: not in the list, priced as {listed} (its family's newest): an estimate"
         for model, listed in sorted((guessed or {}).items())
     ]
+    dated = [_dated(model, p) for model, p in sorted(prices.prices.items()) if p.since and p.before]
     return [
         style.dim(f"prices as of {prices.date or 'an unknown date'}, per million tokens: {prices.source}"),
         *table(rows, right=frozenset(range(1, 8)), optional=(5, 6, 7, 3)),
+        *(["", *dated] if dated else []),
         *(["", *estimated] if estimated else []),
     ]
+
+
+def _dated(model: str, price: Price) -> str:
+    """A model whose prices changed: since when, and what applied before."""
+    before = price.before
+    assert before is not None
+    tier = before.above_200k
+    then = f"{before.input:g}/{before.output:g}" + (f", >200k {tier.input:g}/{tier.output:g}" if tier else "")
+    return f"{model}: these prices since {price.since}; before, in/out {then}"
 
 
 def price_shape(table: PriceTable, guessed: Mapping[str, str] | None = None) -> dict[str, object]:
