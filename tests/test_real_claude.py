@@ -345,3 +345,38 @@ def test_an_automatic_compaction_in_a_run_is_one_turn_and_its_spend_is_counted(
     assert usage_of(real_world.view()) == sent_usage(model)
     context = real_world.azs("context", "S1", "next").stdout
     assert "This session is being continued" not in context and context.count("## User") == 1
+
+
+def test_follow_after_import_and_import_after_follow_store_nothing_twice(
+    real_world: RealWorld, model: FakeModel
+) -> None:
+    """Issue 34: a follow of a history that was imported stored everything again (and the other way
+    round); a history has one owner, and the next way in goes on from where the first stopped."""
+    model.script(Reply([text("first answer")], input_tokens=300, output_tokens=3))
+    assert real_world.claude(prompt="first").returncode == 0
+    [transcript] = real_world.claude_transcripts()
+    assert real_world.azs("import", "claude").returncode == 0
+    [view] = real_world.client.list_sessions(real_world.root).sessions
+    before = real_world.raw_events(view.id)
+
+    refused = real_world.azs("follow", "-s", str(view.id + 100), str(transcript))
+    assert refused.returncode != 0
+    other = real_world.client.create_session(real_world.root, "elsewhere").session.id
+    refused = real_world.azs("follow", "-s", str(other), str(transcript))
+    assert refused.returncode != 0 and f"is S{view.id}'s (imported there)" in refused.stderr
+    followed = real_world.azs("follow", "-s", str(view.id), str(transcript))
+    assert followed.returncode == 0, real_world.explain(followed)
+    model.script(Reply([text("second answer")], input_tokens=400, output_tokens=4))
+    first_id = transcript.stem
+    again = real_world.claude("--resume", first_id, prompt="second")
+    assert again.returncode == 0, again.stderr
+    wait_for(lambda: UserMessage(content="second") in real_world.raw_events(view.id), "the followed turn")
+    events = real_world.raw_events(view.id)
+    assert events[: len(before)] == before and events.count(UserMessage(content="first")) == 1
+    wait_for(lambda: usage_of(real_world.view(view.id)) == sent_usage(model), "each message once")
+    assert real_world.azs("unfollow", str(transcript)).returncode == 0
+    # and an import now finds the file current: nothing new, nothing twice
+    imported = real_world.azs("import", "claude")
+    assert imported.returncode == 0, real_world.explain(imported)
+    assert len(real_world.client.list_sessions(real_world.root).sessions) == 2  # S1 and "elsewhere"
+    assert real_world.raw_events(view.id) == events
