@@ -22,10 +22,9 @@ import msgspec
 from azsd.errors import AzsdError, RemoteError
 from azsd.histories import projects
 from azsd.ipc.protocol import UsagePeriodView, UsageReply, UsageView, WorktreeUsageView
-from azsd_client.render.reports import block_lines, period_lines, usage_lines
+from azsd_client.render.reports import NO_ACTIVE_BLOCK, block_lines, period_lines, usage_lines
 
 from .invocation import Invocation
-from .store import NO_ACTIVE_BLOCK
 
 __all__ = ["merge", "usage_all"]
 

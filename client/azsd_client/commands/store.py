@@ -18,6 +18,7 @@ from azsd.errors import AzsdError, RemoteError
 from azsd.files import atomic_write
 from azsd.ipc.protocol import ExportReply, SearchHit
 from azsd_client.render.reports import (
+    NO_ACTIVE_BLOCK,
     backup_line,
     block_lines,
     context_lines,
@@ -198,10 +199,6 @@ def backup(run: Invocation) -> int:
     if reply.integrity != "ok":
         raise AzsdError(f"the backup at {reply.path} failed its integrity check: {reply.integrity}")
     return 0
-
-
-#: What `azs usage --active` says when no block is going (one clear line, never nothing).
-NO_ACTIVE_BLOCK: Final = "no active block: no turn in the last 5 hours"
 
 
 def usage(run: Invocation) -> int:

@@ -44,6 +44,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "KIND_NAMES",
+    "NO_ACTIVE_BLOCK",
     "also_in",
     "backup_line",
     "block_lines",
@@ -301,6 +302,10 @@ def _named(view: UsagePeriodView) -> str:
 
 def _cost(u: UsageView) -> str:
     return format_cost(u.cost_usd, u.cost_source, u.unpriced_tokens)
+
+
+#: What `azs usage --active` says when no block is going (one clear line, never nothing).
+NO_ACTIVE_BLOCK: Final = "no active block: no turn in the last 5 hours"
 
 
 def block_lines(blocks: Sequence[UsagePeriodView], limit: int | None, style: Style) -> list[Line]:
