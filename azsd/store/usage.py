@@ -97,6 +97,22 @@ class UsageTables(EventLog):
                 )
             conn.executemany(USAGE_KEYS_INSERT, [(key, session_id, source) for key in keys])
 
+    def keep_usage_apart(self, session_id: int, source: str, kept: str) -> None:
+        """Keep the usage recorded for `source` (and the message ids it counted) under `kept`: the
+        next record of `source` then adds to it instead of replacing it (a followed file replaced by
+        another). Nothing happens when `kept` holds a record already."""
+        with self.atomic() as conn:
+            taken = conn.execute(
+                "SELECT 1 FROM azsd_usage WHERE session_id = ? AND source = ? LIMIT 1", (session_id, kept)
+            ).fetchone()
+            if taken:
+                return
+            for table in ("azsd_usage", "azsd_usage_keys"):
+                conn.execute(
+                    f"UPDATE {table} SET source = ? WHERE session_id = ? AND source = ?",
+                    (kept, session_id, source),
+                )
+
     def usage_counted_elsewhere(self, key: str, session_id: int, source: str) -> bool:
         """Whether the API message `key` is counted by a run other than `source` of `session_id`, or
         by a session removed since (whose usage the ledger keeps)."""

@@ -410,9 +410,12 @@ class Follower(FollowTable):
             follow.idle_told, change = record.idle, "idle" if record.idle else "running"
         usage = follow.take_usage()  # the run's usage so far, stored with the read when it changed
         owned = follow.agent_histories() if end_follow else []  # the agent's own record of the run
+        apart, follow.keep_apart = follow.keep_apart, ""  # a rotated file's earlier usage, kept
         write = partial(store_read, root=root, record=record, events=events, expected=expected, change=change)
         self._registry.call(
-            root, partial(write, failed_ms=failed_ms, usage=usage, owned=owned), then=committed
+            root,
+            partial(write, failed_ms=failed_ms, usage=usage, owned=owned, keep_apart=apart),
+            then=committed,
         )
 
     def _committed(self, follow: Tail, generation: int, error: BaseException | None,

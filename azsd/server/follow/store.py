@@ -70,6 +70,7 @@ def store_read(
     usage: UsageRecord | None = None,
     change: str = "",
     owned: Sequence[tuple[Path, str]] = (),
+    keep_apart: str = "",
 ) -> list[p.Notification]:
     """Store one read of a followed file: its new position first (compare-and-swap with `expected`,
     so a position another writer moved stores nothing), then its events and the run's `usage` so
@@ -78,8 +79,12 @@ def store_read(
     idle, or its file grew again), a `sessionchanged` says so; `owned` are the agent's own histories
     of the run (path, agent), recorded as imported into its session as they stand now, so that an
     import (or the watch of the agents' homes) continues them there and never makes a session of
-    them. The notifications to publish."""
+    them; with `keep_apart`, the usage recorded for the file so far is kept under that source (the
+    file was replaced by another: a rotated or deleted history never takes away what was counted).
+    The notifications to publish."""
     store.save_follow(record, expect_offset=expected)
+    if keep_apart:
+        store.keep_usage_apart(record.session_id, record.path, keep_apart)
     if record.format in _HISTORIES:  # the agent's own history: an import goes on from here, never beside
         agent = _HISTORIES[record.format]
         store.record_import(ImportRecord(source=record.path, session_id=record.session_id, agent=agent,

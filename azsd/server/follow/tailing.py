@@ -93,6 +93,9 @@ class Tail:
     idle_told: bool = False  # whether the last `sessionchanged` of its idleness said idle
     agent_home: str = ""  # where the agent keeps its histories (`codex exec`'s responses are keyed there)
     given_session: str = ""  # the agent's own session id, as the Follow gave it (Claude's --session-id)
+    #: The usage of the file's earlier content, to keep apart (its source renamed to this) with the
+    #: next commit: the file was replaced by another (rotated), not rewritten with the same start.
+    keep_apart: str = ""
 
     @property
     def path(self) -> Path:
@@ -302,6 +305,8 @@ class Tail:
         same = 0  # the new content's events that this file already produced (and that are stored)
         while same < min(len(fingerprints), len(self.produced)) and fingerprints[same] == self.produced[same]:
             same += 1
+        if self.produced and not same:  # another file now: what the earlier one used stays counted
+            self.keep_apart = f"{self.record.path}#inode-{self.record.inode}"
         self.parser, self.produced, self.gone = parser, fingerprints, False
         self.usage_sent = None
         self.record.offset, self.record.inode, self.skipping = result.end, inode, result.skipping
