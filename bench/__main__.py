@@ -23,6 +23,7 @@ from bench import (
     store_append,
     sync,
     transcript,
+    watch_latency,
     web,
     write_lock,
 )
@@ -30,6 +31,7 @@ from bench import (
 BENCHES = {
     "store_append": store_append.main,
     "follow_latency": follow_latency.main,
+    "watch_latency": watch_latency.main,
     "ingest": ingest.main,
     "rpc": rpc.main,
     "context_list": context_list.main,

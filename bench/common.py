@@ -80,6 +80,7 @@ def running_daemon(runtime_dir: Path, env: dict[str, str] | None = None) -> Iter
     full_env = installed_env(env or {})
     full_env.pop("NOTIFY_SOCKET", None)
     full_env.setdefault("XDG_STATE_HOME", str(runtime_dir.parent / "state"))
+    full_env.setdefault("AZSD_WATCH_AGENTS", "0")  # the machine's own histories are not the bench's
     proc = subprocess.Popen(
         [sys.executable, "-m", "azsd", "run", "--runtime-dir", str(runtime_dir), "--log-level", "WARNING"],
         env=full_env,
