@@ -9,6 +9,7 @@ The daemon runs with HOME and CODEX_HOME on the test's private agent home and th
 from __future__ import annotations
 
 import json
+import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -62,6 +63,11 @@ def test_a_claude_turn_shows_in_usage_within_a_second_with_no_command(
     assert seen < 5.0, f"the store was current {seen:.2f} s after the line was written"  # live: no command
     total = json.loads(watched.azs("--json", "usage").stdout.splitlines()[-1])["total"]
     assert total["input"] == 1234
+    # the store the watch made is kept out of git's view (the worktree is a git repository)
+    status = subprocess.run(
+        ["git", "status", "--porcelain"], cwd=watched.root, capture_output=True, text=True
+    )
+    assert ".azureal" not in status.stdout and status.returncode == 0
     cost = watched.view(view.id).usage.cost_usd  # type: ignore[union-attr]
     assert cost and watched.azs("statusline").stdout.startswith(f"${cost:.4f} today")
     # the next turn of the same Claude session, resumed outside azs: into the same session

@@ -37,7 +37,7 @@ from azsd.model import FollowRecord
 from azsd.sdnotify import notify, watchdog_interval
 from azsd.server.follow.follower import Follower
 from azsd.server.handlers import handle, runs_alone
-from azsd.server.homes import AgentHomes, branch_of, history_dirs
+from azsd.server.homes import AgentHomes, branch_of, exclude_from_git, history_dirs
 from azsd.server.idempotency import RequestKeys
 from azsd.server.pages import ListingCache, PageCache
 from azsd.server.reader import Inline
@@ -185,6 +185,7 @@ class Daemon:
         def done(future: Future[Outcome]) -> None:
             if future.exception() is None:
                 publish(future.result().notes)
+                exclude_from_git(Path(root))  # a store the watch made stays out of git's view
 
         def run(store: Store) -> Outcome:
             return handle(store, request, publish)

@@ -35,7 +35,7 @@ import watchfiles
 from azsd.context import COMPACTION_PROMPT_START
 from azsd.histories import head_cwd
 
-__all__ = ["HISTORY_AGENTS", "AgentHomes", "branch_of", "history_dirs"]
+__all__ = ["HISTORY_AGENTS", "AgentHomes", "branch_of", "exclude_from_git", "history_dirs"]
 
 log = logging.getLogger("azsd.homes")
 
@@ -62,21 +62,48 @@ def history_dirs(agents: Iterable[str], homes: dict[str, Path]) -> dict[str, Pat
 def branch_of(directory: Path) -> str:
     """The branch checked out where `directory` is (AZUREAL's worktree label), read from git's HEAD
     (a worktree's ``.git`` file names its git directory); "" outside git or on a detached HEAD."""
+    gitdir = _git_dir(directory)
+    try:
+        head = (gitdir / "HEAD").read_text().strip() if gitdir is not None else ""
+    except (OSError, UnicodeDecodeError):
+        return ""
+    return head.removeprefix("ref: refs/heads/") if head.startswith("ref: refs/heads/") else ""
+
+
+def _git_dir(directory: Path) -> Path | None:
+    """The git directory of the worktree `directory` is in (a linked worktree's own), or None."""
     for folder in (directory, *directory.parents):
         dotgit = folder / ".git"
         try:
             if dotgit.is_file():
                 pointer = dotgit.read_text().split("gitdir:", 1)[1].strip()
-                gitdir = Path(pointer) if os.path.isabs(pointer) else folder / pointer
-            elif dotgit.is_dir():
-                gitdir = dotgit
-            else:
-                continue
-            head = (gitdir / "HEAD").read_text().strip()
+                return Path(pointer) if os.path.isabs(pointer) else folder / pointer
+            if dotgit.is_dir():
+                return dotgit
         except (OSError, IndexError, UnicodeDecodeError):
-            return ""
-        return head.removeprefix("ref: refs/heads/") if head.startswith("ref: refs/heads/") else ""
-    return ""
+            return None
+    return None
+
+
+def exclude_from_git(root: Path) -> bool:
+    """Keep ``.azureal/`` (the store azsd made in `root`) out of git's view: added to the repository's
+    ``info/exclude`` (local, never committed) unless it is there. Whether it was added."""
+    gitdir = _git_dir(root)
+    if gitdir is None or not (root / ".azureal").is_dir():
+        return False
+    try:
+        shared = gitdir / "commondir"  # a linked worktree's: the repository's own directory
+        common = gitdir / shared.read_text().strip() if shared.exists() else gitdir
+        exclude = common / "info" / "exclude"
+        text = exclude.read_text() if exclude.exists() else ""
+        if any(line.strip().strip("/") == ".azureal" for line in text.splitlines()):
+            return False
+        exclude.parent.mkdir(parents=True, exist_ok=True)
+        with exclude.open("a") as out:
+            out.write(("\n" if text and not text.endswith("\n") else "") + ".azureal/\n")
+    except OSError:
+        return False
+    return True
 
 
 def agent_session_of(agent: str, path: Path) -> str:
