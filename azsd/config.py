@@ -153,6 +153,12 @@ class ResolvedConfig:
         return self.state_dir / "follow-roots"
 
     @property
+    def stores_path(self) -> Path:
+        """Every store root the daemon has opened, one a line: the account's stores (`azs statusline`
+        sums today's cost and the 5-hour block over them)."""
+        return self.state_dir / "stores"
+
+    @property
     def turns_dir(self) -> Path:
         """Where `azs run` writes each agent's JSONL output."""
         return self.runtime_dir / "turns"

@@ -18,6 +18,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
+from azsd.config import resolve_config
 from azsd_client import Client
 from tests.test_cli import Azs, azs
 from tests.test_client import client, daemon, worktree
@@ -86,15 +87,30 @@ def test_statusline_shows_today_the_block_and_the_context(azs: Azs, live: tuple[
     assert context == f"ctx {2000 + 4000:,} (3%)"  # the latest message's input and cache read, of 200k
 
 
-def test_statusline_where_there_is_no_store_yet(azs: Azs, tmp_path: Path) -> None:
+def test_statusline_where_there_is_no_store_yet(
+    azs: Azs, client: Client, worktree: Path, tmp_path: Path, live: tuple[float, float, Path]
+) -> None:
+    """Today's cost and the block are the account's (issue 34: in project B, `$0 today` and no block
+    while project A's turns ran): a directory with no store shows every other store's."""
     empty = tmp_path / "empty"
     empty.mkdir()
-    done = subprocess.run(
-        [sys.executable, "-m", "azsd_client.cli", *azs.argv("--root", str(empty), "statusline")],
-        capture_output=True, env=azs.daemon.env, timeout=30, check=False, stdin=subprocess.DEVNULL,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.decode().strip() == "$0 today"
+
+    def statusline(root: Path) -> str:
+        done = subprocess.run(
+            [sys.executable, "-m", "azsd_client.cli", *azs.argv("--root", str(root), "statusline")],
+            capture_output=True, env=azs.daemon.env, timeout=30, check=False, stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        return done.stdout.decode().strip()
+
+    there = statusline(empty)
+    here = statusline(worktree).split(" · S")[0]  # (without this worktree's context meter)
+    assert there == here and "block" in there
+    today = time.strftime("%Y-%m-%d")
+    stores = resolve_config(environ=azs.daemon.env, config_file=None).stores_path.read_text().split()
+    assert str(worktree) in stores  # the daemon notes each store it opens
+    spent = sum(client.usage(root, since=today, until=today).total.cost_usd for root in stores)
+    assert there.startswith(f"~${spent:.4f} today")
 
 
 def test_no_active_block_is_said_in_one_clear_line(

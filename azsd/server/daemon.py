@@ -103,6 +103,7 @@ class Daemon:
         self._roots: set[str] = set()  # worktree roots with live follows (kept in `roots_path`)
         self._followed_now: set[str] = set()  # roots followed during this run
         self._roots_lock = threading.Lock()
+        self._store_roots: set[str] = set()  # every store root opened, kept in `stores_path`
         self._resume_backoff: dict[str, Backoff] = {}  # roots whose follows could not be read yet
         self._started = time.monotonic()
         self._watchdog_s = watchdog_interval(environ, os.getpid())
@@ -126,12 +127,17 @@ class Daemon:
             self._lock_file = None
             raise
         self._remove_stale_sockets()
+        try:  # the account's stores, those still there (a worktree removed drops out)
+            listed = self.config.stores_path.read_text().splitlines()
+            self._store_roots = {r for r in listed if r and os.path.isdir(os.path.join(r, ".azureal"))}
+        except OSError:
+            self._store_roots = set()
         self._server = Server(self.config)
         home = Path(self._environ.get("HOME", str(Path.home())))
         self._registry = StoreRegistry(
             self._server.outbox,
             self.config.idle_close_s,
-            lambda store, root: _recover(store, root, home),
+            lambda store, root: self._opened(store, root, home),
             max_open=self.config.max_open_stores,
         )
         self._keys = RequestKeys(self._registry)
@@ -191,6 +197,18 @@ class Daemon:
             return handle(store, request, publish)
 
         return self._registry.call(root, run, alone=True, then=done)
+
+    def _opened(self, store: Store, root: str, home: Path) -> list[p.Notification]:
+        """A store opens: its orphans recovered, and its root noted among the account's stores."""
+        with self._roots_lock:
+            if root not in self._store_roots:
+                self._store_roots.add(root)
+                try:
+                    body = "".join(f"{r}\n" for r in sorted(self._store_roots)).encode()
+                    write_atomic(self.config.stores_path, body, mode=0o600)
+                except OSError as exc:
+                    log.warning("cannot note the store %s in %s: %s", root, self.config.stores_path, exc)
+        return _recover(store, root, home)
 
     def run(self) -> None:
         assert self._server is not None

@@ -28,7 +28,10 @@ import os
 import sys
 import time
 import zlib
-from typing import Any, Final, TypeGuard
+from typing import TYPE_CHECKING, Any, Final, TypeGuard
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 from .costs import format_cost
 
@@ -148,12 +151,15 @@ def _store_state(root: str) -> list[list[int] | None]:
     return [_stat(store), _stat(store + "-wal")]
 
 
-def save(name: str, root: str, environ: Any, figures: dict[str, Any], made: float) -> None:
+def save(
+    name: str, root: str, environ: Any, figures: dict[str, Any], made: float, others: Sequence[str] = ()
+) -> None:
     """Keep a full run's figures for the next runs (best effort: a run never fails for its file).
 
     `figures`: ``today`` [cost, kind, unpriced tokens], ``block`` [cost, kind, USD per hour, end]
     or None, ``meter`` [session id, characters, threshold] or None. `made`: when the daemon
-    was asked (before, so that a change made while it answered is seen as one).
+    was asked (before, so that a change made while it answered is seen as one). `others`: the
+    account's other stores the figures hold (a change to any of them makes the file stale).
     """
     path = _path(name, environ)
     if path is None:
@@ -161,6 +167,7 @@ def save(name: str, root: str, environ: Any, figures: dict[str, Any], made: floa
     record = {
         "v": VERSION, "key": name, "made": made, "day": time.strftime("%Y-%m-%d", time.localtime(made)),
         "store": _store_state(root), "root": root, "config": _stat(_config_path(environ)), **figures,
+        "others": [[other, _store_state(other)] for other in others],
     }  # fmt: skip
     part = f"{path}.{os.getpid()}"
     try:
@@ -214,8 +221,12 @@ def _holds(record: dict[str, Any], name: str, environ: Any, now: float) -> bool:
         return False
     if now - made < GRACE_S:
         return True
-    store = record.get("store")
-    return store == _store_state(record["root"]) and _settled(store, made)
+    states = [[record["root"], record.get("store")], *record.get("others", [])]
+    return all(
+        isinstance(pair, list) and len(pair) == 2 and isinstance(pair[0], str)
+        and pair[1] == _store_state(pair[0]) and _settled(pair[1], made)
+        for pair in states
+    )  # fmt: skip
 
 
 def _settled(store: object, made: float) -> bool:

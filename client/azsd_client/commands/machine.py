@@ -123,7 +123,7 @@ def merge_blocks(blocks: list[UsagePeriodView]) -> list[UsagePeriodView]:
         first = min(views, key=lambda v: v.start)
         usage = views[0].usage
         for view in views[1:]:
-            usage = _sum(usage, view.usage)
+            usage = add_usage(usage, view.usage)
         rate = sum(v.usd_per_hour for v in views)
         merged.append(
             msgspec.structs.replace(
@@ -166,20 +166,20 @@ def merge(replies: list[tuple[str, UsageReply]], *, instances: bool) -> UsageRep
             periods[key] = view if key not in periods else _added(periods[key], view)
     total = UsageView()
     for _, reply in replies:
-        total = _sum(total, reply.total)
+        total = add_usage(total, reply.total)
     ordered = sorted(periods.values(), key=lambda v: (v.start, v.period, v.model or ""))
     return UsageReply(sessions=[], worktrees=rows, total=total, by=by, periods=ordered)
 
 
 def _added(a: UsagePeriodView, b: UsagePeriodView) -> UsagePeriodView:
     return msgspec.structs.replace(
-        a, start=min(a.start, b.start), end=max(a.end, b.end), usage=_sum(a.usage, b.usage),
+        a, start=min(a.start, b.start), end=max(a.end, b.end), usage=add_usage(a.usage, b.usage),
         total_tokens=a.total_tokens + b.total_tokens, models=sorted({*a.models, *b.models}),
         turns=a.turns + b.turns,
     )  # fmt: skip
 
 
-def _sum(a: UsageView, b: UsageView) -> UsageView:
+def add_usage(a: UsageView, b: UsageView) -> UsageView:
     sources = {v.cost_source for v in (a, b) if v != UsageView()}
     source = "unpriced" if sources == {"unpriced"} else "estimated" if "estimated" in sources else "reported"
     return UsageView(

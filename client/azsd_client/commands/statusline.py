@@ -1,17 +1,19 @@
 """`azs statusline`: one short line for a shell prompt, tmux or Claude Code's `statusLine` hook.
 
-It shows today's cost in this store, the 5-hour block still going (its cost, the time left, its burn
+It shows today's cost across the account's stores (every store the daemon has opened), the 5-hour
+block still going (Claude's: every store's turns in it together) (its cost, the time left, its burn
 rate) and the current session's context meter. Claude Code runs the command with a JSON object on
 stdin (`session_id`, `transcript_path`, `model`, …): the meter is then that session's context, the
 input, cache read and cache write tokens of the transcript's latest message against the model's
 window; without it (a prompt, tmux), the azs meter of this worktree's latest session, characters
 against the compaction threshold. Two requests to the running daemon, no more (three without a
-hook), and the figures are left in a small file from which the next runs print the line without
+hook) for each store, and the figures are left in a small file from which the next runs print the line without
 asking (:mod:`azsd_client.statusfile`, the fast path `azs` takes first).
 """
 
 from __future__ import annotations
 
+import os
 import time
 from datetime import date, datetime
 from typing import Any
@@ -23,6 +25,7 @@ from azsd_client.costs import format_cost
 from azsd_client.statusfile import context_tokens
 
 from .invocation import Invocation
+from .machine import add_usage, merge_blocks
 
 __all__ = ["context_tokens", "statusline"]
 
@@ -32,17 +35,18 @@ def statusline(run: Invocation) -> int:
     client, root = run.client, run.root
     asked = time.time()
     today = date.today().isoformat()
-    try:
-        spent = client.usage(root, since=today, until=today, with_sessions=False).total
-        # Claude's billing block (other agents' usage makes blocks of its own, beside it)
-        blocks = [
-            b for b in client.usage(root, by="block", active=True, with_sessions=False).periods
-            if b.agent in ("claude", "")
-        ]  # fmt: skip
-    except RemoteError as exc:
-        if exc.code not in ("no_such_root", "not_a_store"):
-            raise
-        spent, blocks = UsageView(), []  # no store here (yet): nothing spent in it
+    roots = account_roots(run)
+    spent, going = UsageView(), []
+    for where in roots:  # the account's: every store's today, and its 5-hour block
+        try:
+            spent = add_usage(spent, client.usage(where, since=today, until=today, with_sessions=False).total)
+            going += client.usage(where, by="block", active=True, with_sessions=False).periods
+        except RemoteError as exc:
+            if exc.code not in ("no_such_root", "not_a_store"):
+                raise
+            # no store there (yet): nothing spent in it
+    # Claude's billing block (other agents' usage makes blocks of its own, beside it)
+    blocks = [b for b in merge_blocks(going) if b.agent in ("claude", "")]
     parts = [f"{format_cost(spent.cost_usd, spent.cost_source, spent.unpriced_tokens) or '$0'} today"]
     for block in blocks[-1:]:
         cost = format_cost(block.usage.cost_usd, block.usage.cost_source) or "$0"
@@ -59,10 +63,25 @@ def statusline(run: Invocation) -> int:
         "meter": latest,
     }
     name = statusfile.key(run.args.root, run.args.runtime_dir, run.environ)
-    statusfile.save(name, root, run.environ, figures, asked)
+    statusfile.save(name, root, run.environ, figures, asked, others=[r for r in roots if r != root])
     shown = {"line": line, "today": spent, "block": blocks[-1] if blocks else None, "context": meter}
     run.out.result(shown, lambda value, _style: [str(value["line"])])
     return 0
+
+
+def account_roots(run: Invocation) -> list[str]:
+    """This worktree's root, then every other store the daemon has opened (its `stores` file) that
+    is still there: the account's stores."""
+    try:
+        listed = run.config.stores_path.read_text().splitlines()
+    except OSError:
+        listed = []
+    others = [
+        r
+        for r in listed
+        if r and r != run.root and os.path.exists(os.path.join(r, ".azureal", "sessions.azs"))
+    ]
+    return [run.root, *dict.fromkeys(others)]
 
 
 def _block(block: Any) -> list[Any]:
