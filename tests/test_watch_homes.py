@@ -18,11 +18,14 @@ import pytest
 
 from azsd.errors import AzsdError
 from azsd.events import AssistantText, UserMessage
+from azsd.ingest.importer import claude_slug
 from azsd.ipc import protocol as p
 from tests.daemon_fixture import DaemonProc, daemon_in_tmpdir
 from tests.fake_model import FakeModel, Reply, text
 from tests.real_world import RealWorld, model, sent_usage, usage_of
 from tests.test_run import wait_for
+from tests.test_usage_counted import prompt, reply
+from tests.test_usage_prices import write
 
 __all__ = ["model"]
 
@@ -129,3 +132,34 @@ def test_a_restarted_daemon_reads_nothing_twice(tmp_path: Path, model: FakeModel
         assert len(views) == 1
         assert usage_of(world.view(1)) == sent_usage(model)
         world.client.close()
+
+
+def test_a_catch_up_at_start_imports_every_history_once(tmp_path: Path) -> None:
+    """Histories written while no daemon ran are imported when one starts, each once, however many
+    (the watch has at most a few imports under way, so its memory stays bounded)."""
+    home, root = tmp_path / "home", (tmp_path / "project").resolve()
+    root.mkdir()
+    folder = home / ".claude" / "projects" / claude_slug(str(root))
+    folder.mkdir(parents=True)
+    count = 24
+    for n in range(count):
+        session = f"cccccccc-0000-4000-8000-{n:012d}"
+        lines = [
+            {**prompt(session, f"question {n}", "2026-11-28T09:00:00Z"), "cwd": str(root)},
+            {**reply(session, 100 + n, "2026-11-28T09:00:05Z", 100), "cwd": str(root)},
+        ]
+        write(folder / f"{session}.jsonl", lines)
+    env = {"HOME": str(home), "AZSD_WATCH_AGENTS": "claude"}
+    with daemon_in_tmpdir(env) as daemon, daemon.client() as client:
+
+        def listed() -> list[p.SessionView]:
+            try:
+                return list(client.list_sessions(root, limit=1000, with_usage=True).sessions)
+            except AzsdError:
+                return []
+
+        wait_for(lambda: len(listed()) == count, f"{count} sessions", timeout=60)
+        time.sleep(0.5)
+        views = listed()
+        assert len(views) == count
+        assert sum(v.usage.input for v in views if v.usage) == 100 * count

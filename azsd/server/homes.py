@@ -15,14 +15,16 @@ and the record of azsd's own compaction run (its first prompt is azsd's compacti
 compaction owns it). Neither becomes a session of its own.
 
 A history whose directory is gone, or that names none yet, is left until it changes again; a
-failed import is logged and tried again on the next change. Memory is bounded: the watch keeps a
-set of the paths waiting for their import, nothing of their content.
+failed import is logged and tried again on the next change. Memory is bounded: at most
+:data:`IN_FLIGHT_MAX` imports are under way (a catch-up waits for its turn), and the watch keeps the
+paths of those, nothing of their content.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import queue
 import re
 import threading
 from collections.abc import Callable, Iterable
@@ -45,6 +47,9 @@ HISTORY_AGENTS: Final = ("claude", "codex")
 DEBOUNCE_MS: Final = 150
 #: How often the watch looks again for an agent's home that does not exist yet.
 RECHECK_MS: Final = 250
+#: Imports the watch has under way at most (a catch-up over thousands of histories waits its turn,
+#: so the daemon's memory and open stores stay bounded).
+IN_FLIGHT_MAX: Final = 4
 #: Lines of a history read for azsd's compaction prompt.
 _HEAD_LINES: Final = 30
 _THREAD_ID: Final = re.compile(r"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$")
@@ -135,6 +140,10 @@ class AgentHomes:
         self._lock = threading.Lock()
         self._running: set[Path] = set()  # imports under way
         self._again: set[Path] = set()  # changed while their import ran: imported once more after
+        self._slots = threading.BoundedSemaphore(IN_FLIGHT_MAX)
+        #: Histories that changed while their import ran, for the watch's thread to import again
+        #: (never the store's thread, which must not wait for a slot).
+        self._retry: queue.SimpleQueue[tuple[str, Path]] = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._run, name="azsd-homes", daemon=True)
 
     def start(self) -> None:
@@ -172,6 +181,8 @@ class AgentHomes:
         ):  # fmt: skip
             for agent, path in self._histories(watched, {Path(p) for _, p in changes}):
                 self._consider(agent, path)
+            while not self._retry.empty():
+                self._consider(*self._retry.get_nowait())
             if any(d.is_dir() and agent not in watched for agent, d in self._dirs.items()):
                 return
 
@@ -218,6 +229,11 @@ class AgentHomes:
                 self._again.add(path)
                 return
             self._running.add(path)
+        while not self._slots.acquire(timeout=0.5):  # a slot: at most IN_FLIGHT_MAX under way
+            if self._stop.is_set():
+                with self._lock:
+                    self._running.discard(path)
+                return
         try:
             future = self._import(agent, path, root)
         except Exception:
@@ -227,6 +243,7 @@ class AgentHomes:
         future.add_done_callback(lambda done: self._done(agent, path, done))
 
     def _done(self, agent: str, path: Path, done: Future[Any] | None) -> None:
+        self._slots.release()
         if done is not None and done.exception() is not None:
             log.warning("importing %s failed: %s", path, done.exception())
         with self._lock:
@@ -234,7 +251,7 @@ class AgentHomes:
             again = path in self._again
             self._again.discard(path)
         if again and not self._stop.is_set():
-            self._consider(agent, path)
+            self._retry.put((agent, path))
 
 
 def _mtime(path: Path) -> float:
