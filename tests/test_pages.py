@@ -124,7 +124,9 @@ def test_a_file_changed_moments_ago_has_no_version_yet(stores: tuple[Store, Stor
 def test_whole_second_mtimes_must_be_older_still(stores: tuple[Store, Store, int], root: Path) -> None:
     _, reader, _ = stores
     path = store_path(root)
-    now = int(time.time())
+    # the next whole second: `now - 1` is then under a second ago, whatever the clock's fraction was
+    # (from the second itself, a run that began late in it could be older than the rule's 2 s)
+    now = int(time.time()) + 1
     os.utime(path, ns=(now * 10**9, (now - 1) * 10**9))  # a file system that keeps seconds
     time.sleep(0.1)  # (utime set the ctime to now)
     reader.check_file()

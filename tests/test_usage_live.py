@@ -105,7 +105,8 @@ def test_statusline_where_there_is_no_store_yet(
 
     there = statusline(empty)
     here = statusline(worktree).split(" · S")[0]  # (without this worktree's context meter)
-    assert there == here and "block" in there
+    # the same figures (the minutes left may tick over between the two runs)
+    assert there.split(" left")[0][:-8] == here.split(" left")[0][:-8] and "block" in there
     today = time.strftime("%Y-%m-%d")
     stores = resolve_config(environ=azs.daemon.env, config_file=None).stores_path.read_text().split()
     assert str(worktree) in stores  # the daemon notes each store it opens
