@@ -376,6 +376,8 @@ def test_roots_without_live_follows_are_forgotten_at_start() -> None:
         while set(roots_file.read_text().split()) != {str(live_root)} and time.monotonic() < deadline:
             time.sleep(0.05)
         assert set(roots_file.read_text().split()) == {str(live_root)}
+        while not _live(d) and time.monotonic() < deadline:  # its store opens on a thread of its own
+            time.sleep(0.05)
         assert [v.path for v in _live(d)] == [str(live_root / "a.jsonl")]  # the live one was resumed
         d.close()
     finally:

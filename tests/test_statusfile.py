@@ -106,7 +106,7 @@ def test_a_file_of_another_shape_is_not_shown(
     file = the_file(xdg)
     file.write_text(json.dumps({**json.loads(file.read_text()), **change}))
     again, loaded = statusline(azs, xdg)
-    assert again == first and "zmq" in loaded and "\x1b" not in again
+    assert _minutes_left(again) == _minutes_left(first) and "zmq" in loaded and "\x1b" not in again
 
 
 def test_a_directory_others_can_enter_is_not_used(
@@ -115,7 +115,7 @@ def test_a_directory_others_can_enter_is_not_used(
     first, _ = statusline(azs, xdg)
     os.chmod(xdg / "azs-statusline", 0o755)
     again, loaded = statusline(azs, xdg)
-    assert again == first and "zmq" in loaded
+    assert _minutes_left(again) == _minutes_left(first) and "zmq" in loaded
 
 
 def test_other_options_go_to_the_full_command(azs: Azs, live: tuple[float, float, Path], xdg: Path) -> None:
