@@ -27,6 +27,7 @@ import os
 import queue
 import re
 import threading
+import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future
 from pathlib import Path
@@ -50,6 +51,10 @@ RECHECK_MS: Final = 250
 #: Imports the watch has under way at most (a catch-up over thousands of histories waits its turn,
 #: so the daemon's memory and open stores stay bounded).
 IN_FLIGHT_MAX: Final = 4
+#: A Codex rollout first seen this recently waits so long before its first import: Codex names its
+#: thread in the stream `azs run` follows at the moment it makes the rollout, and the run claims it
+#: as soon as it has read that line (Claude is told its session id before it starts: no wait).
+CLAIM_GRACE_S: Final = 0.6
 #: Lines of a history read for azsd's compaction prompt.
 _HEAD_LINES: Final = 30
 _THREAD_ID: Final = re.compile(r"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$")
@@ -144,6 +149,8 @@ class AgentHomes:
         #: Histories that changed while their import ran, for the watch's thread to import again
         #: (never the store's thread, which must not wait for a slot).
         self._retry: queue.SimpleQueue[tuple[str, Path]] = queue.SimpleQueue()
+        self._first_seen: dict[Path, float] = {}  # young Codex rollouts, while they wait their grace
+        self._aged_paths: set[Path] = set()  # rollouts past their grace (a path each: bounded by the home)
         self._thread = threading.Thread(target=self._run, name="azsd-homes", daemon=True)
 
     def start(self) -> None:
@@ -216,6 +223,8 @@ class AgentHomes:
                 return
         except OSError:
             return
+        if agent == "codex" and not self._aged(path):
+            return  # a moment for a run that makes it to claim it (it comes back through the retries)
         if agent_session_of(agent, path) in self._claimed() or is_compaction_run(path):
             return  # a run's (it owns the file when it ends) or azsd's own compaction's
         cwd = head_cwd(path, agent=agent)
@@ -241,6 +250,26 @@ class AgentHomes:
             self._done(agent, path, None)
             return
         future.add_done_callback(lambda done: self._done(agent, path, done))
+
+    def _aged(self, path: Path) -> bool:
+        """Whether a Codex rollout has been there :data:`CLAIM_GRACE_S` (one made before the
+        daemon looked is); if not, it is looked at again once it has."""
+        if path in self._aged_paths:
+            return True
+        try:
+            age = time.time() - path.stat().st_mtime if path not in self._first_seen else None
+        except OSError:
+            return False
+        now = time.monotonic()
+        seen = self._first_seen.setdefault(path, now)
+        if (age is not None and age >= CLAIM_GRACE_S) or now - seen >= CLAIM_GRACE_S:
+            del self._first_seen[path]  # written a while ago, or waited: no run is making it now
+            self._aged_paths.add(path)
+            return True
+        timer = threading.Timer(CLAIM_GRACE_S - (now - seen), self._retry.put, (("codex", path),))
+        timer.daemon = True
+        timer.start()
+        return False
 
     def _done(self, agent: str, path: Path, done: Future[Any] | None) -> None:
         self._slots.release()
