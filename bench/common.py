@@ -7,6 +7,7 @@ import random
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
+import watchfiles
 
 from azsd.config import ResolvedConfig, resolve_config
 from azsd.events import AssistantText, Event, ToolCall, ToolResult, UserMessage
@@ -289,3 +291,35 @@ def write_stream_json(path: Path, target_bytes: int, *, seed: int = 7) -> int:
         for block in stream_json_blocks(target_bytes, seed=seed):
             out.write(block)
     return path.stat().st_size
+
+
+def bare_watch_latencies(
+    watched: Path, target: Path, line: Callable[[int], bytes], n: int, gap: float, **tuning: Any
+) -> list[float]:
+    """The baseline of the latency benches: ms from each of `n` appends of `line(i)` to `target`
+    (`gap` s apart) to a bare `watchfiles.watch` of `watched` (with `tuning`) seeing it."""
+    stop, seen = threading.Event(), threading.Event()
+
+    def watch() -> None:
+        for _ in watchfiles.watch(
+            watched, stop_event=stop, raise_interrupt=False, rust_timeout=1000, **tuning
+        ):
+            seen.set()
+
+    thread = threading.Thread(target=watch, daemon=True)
+    thread.start()
+    time.sleep(0.5)
+    out: list[float] = []
+    with open(target, "ab") as writer:
+        for i in range(n):
+            seen.clear()
+            start = time.perf_counter()
+            writer.write(line(i))
+            writer.flush()
+            if not seen.wait(5):
+                raise RuntimeError("watchfiles saw nothing")
+            out.append((time.perf_counter() - start) * 1000)
+            time.sleep(gap)
+    stop.set()
+    thread.join(5)
+    return out

@@ -9,17 +9,15 @@ from __future__ import annotations
 
 import argparse
 import tempfile
-import threading
 import time
 from pathlib import Path
 
-import watchfiles
 import zmq
 
 from azsd.ipc import protocol as p
 from azsd.ipc.transport import connect_sub, recv_notification
 from azsd_client import Client
-from bench.common import daemon_config, percentile, report, running_daemon
+from bench.common import bare_watch_latencies, daemon_config, percentile, report, running_daemon
 
 LINE = (
     b'{"type":"assistant","session_id":"s","message":{"id":"m%d","content":[{"type":"text","text":"t%d"}]}}\n'
@@ -65,31 +63,9 @@ def watchfiles_latencies(n: int, gap: float) -> list[float]:
     with tempfile.TemporaryDirectory(prefix="azsd-b-", dir="/tmp") as tmp:
         target = Path(tmp) / "agent.jsonl"
         target.write_bytes(b"")
-        stop = threading.Event()
-        seen = threading.Event()
-
-        def watch() -> None:
-            for _ in watchfiles.watch(tmp, debounce=20, step=5, stop_event=stop, recursive=False,
-                                      raise_interrupt=False, rust_timeout=1000):  # fmt: skip
-                seen.set()
-
-        thread = threading.Thread(target=watch, daemon=True)
-        thread.start()
-        time.sleep(0.5)
-        out: list[float] = []
-        with open(target, "ab") as writer:
-            for i in range(n):
-                seen.clear()
-                start = time.perf_counter()
-                writer.write(LINE % (i, i))
-                writer.flush()
-                if not seen.wait(5):
-                    raise RuntimeError("watchfiles saw nothing")
-                out.append((time.perf_counter() - start) * 1000)
-                time.sleep(gap)
-        stop.set()
-        thread.join(5)
-    return out
+        return bare_watch_latencies(
+            Path(tmp), target, lambda i: LINE % (i, i), n, gap, debounce=20, step=5, recursive=False
+        )
 
 
 def main(*, quick: bool = False) -> None:

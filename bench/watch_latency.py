@@ -12,17 +12,16 @@ from __future__ import annotations
 import argparse
 import json
 import tempfile
-import threading
 import time
+from functools import partial
 from pathlib import Path
 
-import watchfiles
 import zmq
 
 from azsd.ingest.importer import claude_slug
 from azsd.ipc import protocol as p
 from azsd.ipc.transport import connect_sub, recv_notification
-from bench.common import percentile, report, running_daemon
+from bench.common import bare_watch_latencies, percentile, report, running_daemon
 
 SESSION = "bbbbbbbb-0000-4000-8000-00000000000b"
 
@@ -73,30 +72,9 @@ def watchfiles_latencies(n: int, gap: float) -> list[float]:
     with tempfile.TemporaryDirectory(prefix="azsd-b-", dir="/tmp") as tmp:
         folder = Path(tmp) / "projects" / "p"
         folder.mkdir(parents=True)
-        stop, seen = threading.Event(), threading.Event()
-
-        def watch() -> None:
-            for _ in watchfiles.watch(Path(tmp) / "projects", debounce=150, step=20, stop_event=stop,
-                                      raise_interrupt=False, rust_timeout=1000):  # fmt: skip
-                seen.set()
-
-        thread = threading.Thread(target=watch, daemon=True)
-        thread.start()
-        time.sleep(0.5)
-        out: list[float] = []
-        with open(folder / f"{SESSION}.jsonl", "ab") as writer:
-            for i in range(n):
-                seen.clear()
-                start = time.perf_counter()
-                writer.write(_line(i, tmp))
-                writer.flush()
-                if not seen.wait(5):
-                    raise RuntimeError("watchfiles saw nothing")
-                out.append((time.perf_counter() - start) * 1000)
-                time.sleep(gap)
-        stop.set()
-        thread.join(5)
-    return out
+        line = partial(_line, cwd=tmp)
+        return bare_watch_latencies(Path(tmp) / "projects", folder / f"{SESSION}.jsonl", line, n, gap,
+                                    debounce=150, step=20)  # fmt: skip
 
 
 def main(*, quick: bool = False) -> None:

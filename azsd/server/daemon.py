@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 import os
-import stat
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -27,7 +26,7 @@ from azsd import __version__, pricing
 from azsd.backoff import Backoff
 from azsd.config import ResolvedConfig, price_table
 from azsd.errors import AlreadyRunning, ConfigError
-from azsd.files import lock_holder, take_lock, write_atomic
+from azsd.files import write_atomic
 from azsd.histories import source_dir
 from azsd.ingest.orphans import recover_orphans
 from azsd.ipc import protocol as p
@@ -43,6 +42,7 @@ from azsd.server.pages import ListingCache, PageCache
 from azsd.server.reader import Inline
 from azsd.server.registry import StoreRegistry
 from azsd.server.roots import worktree_root
+from azsd.server.runtime import StoreRoots, prepare_runtime_dir, take_daemon_lock
 from azsd.server.sync_control import SyncControl
 from azsd.server.views import appended_notes
 from azsd.server.workers import Outcome
@@ -103,7 +103,7 @@ class Daemon:
         self._roots: set[str] = set()  # worktree roots with live follows (kept in `roots_path`)
         self._followed_now: set[str] = set()  # roots followed during this run
         self._roots_lock = threading.Lock()
-        self._store_roots: set[str] = set()  # every store root opened, kept in `stores_path`
+        self._store_roots: StoreRoots | None = None  # every store root opened, kept in `stores_path`
         self._resume_backoff: dict[str, Backoff] = {}  # roots whose follows could not be read yet
         self._started = time.monotonic()
         self._watchdog_s = watchdog_interval(environ, os.getpid())
@@ -112,12 +112,12 @@ class Daemon:
     # -- lifecycle --------------------------------------------------------------------------------
 
     def start(self) -> None:
-        _prepare_runtime_dir(self.config.runtime_dir)
-        self._lock_file = _take_lock(self.config.lock_path)
+        prepare_runtime_dir(self.config.runtime_dir)
+        self._lock_file = take_daemon_lock(self.config.lock_path)
         try:
             try:
                 self.config.state_dir.mkdir(parents=True, exist_ok=True)
-                self._state_lock = _take_lock(self.config.state_lock_path)
+                self._state_lock = take_daemon_lock(self.config.state_lock_path)
             except OSError as exc:
                 raise ConfigError(
                     f"cannot lock {self.config.state_lock_path}: {exc.strerror or exc}"
@@ -127,11 +127,7 @@ class Daemon:
             self._lock_file = None
             raise
         self._remove_stale_sockets()
-        try:  # the account's stores, those still there (a worktree removed drops out)
-            listed = self.config.stores_path.read_text().splitlines()
-            self._store_roots = {r for r in listed if r and os.path.isdir(os.path.join(r, ".azureal"))}
-        except OSError:
-            self._store_roots = set()
+        self._store_roots = StoreRoots(self.config.stores_path)
         self._server = Server(self.config)
         home = Path(self._environ.get("HOME", str(Path.home())))
         self._registry = StoreRegistry(
@@ -200,14 +196,8 @@ class Daemon:
 
     def _opened(self, store: Store, root: str, home: Path) -> list[p.Notification]:
         """A store opens: its orphans recovered, and its root noted among the account's stores."""
-        with self._roots_lock:
-            if root not in self._store_roots:
-                self._store_roots.add(root)
-                try:
-                    body = "".join(f"{r}\n" for r in sorted(self._store_roots)).encode()
-                    write_atomic(self.config.stores_path, body, mode=0o600)
-                except OSError as exc:
-                    log.warning("cannot note the store %s in %s: %s", root, self.config.stores_path, exc)
+        assert self._store_roots is not None
+        self._store_roots.note(root)
         return _recover(store, root, home)
 
     def run(self) -> None:
@@ -453,24 +443,3 @@ def _recover(store: Store, root: str, home: Path) -> list[p.Notification]:
     for sid, events in recover_orphans(store, home).items():
         notes += appended_notes(root, sid, events)
     return notes
-
-
-def _prepare_runtime_dir(path: Path) -> None:
-    """Create the runtime dir private to this user (0700), or refuse one others can enter."""
-    path.mkdir(mode=0o700, parents=True, exist_ok=True)
-    info = os.lstat(path)  # never follow a link someone else may have put there
-    if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
-        raise ConfigError(f"runtime dir {path} is not a directory of its own (a link or a file): refusing it")
-    if info.st_uid != os.getuid():
-        raise ConfigError(f"runtime dir {path} belongs to uid {info.st_uid}, not to you")
-    if stat.S_IMODE(info.st_mode) & 0o077:
-        os.chmod(path, 0o700, follow_symlinks=False)
-        log.warning("tightened the permissions of %s to 0700", path)
-
-
-def _take_lock(path: Path) -> IO[str]:
-    """Hold an exclusive lock on `path` for the life of the process, with our pid in it."""
-    handle = take_lock(path)
-    if handle is None:
-        raise AlreadyRunning(f"azsd is already running (pid {lock_holder(path)}, lock {path})")
-    return handle

@@ -30,7 +30,6 @@ Beyond AZUREAL (docs/agents.md lists every line type by version):
 
 from __future__ import annotations
 
-import math
 import re
 from collections import OrderedDict
 from collections.abc import Iterable
@@ -54,7 +53,16 @@ from azsd.events import (
     ToolResult,
     UserMessage,
 )
-from azsd.ingest.parsers.base import MAX_INT, LineParser, message_text
+from azsd.ingest.parsers.base import LineParser, message_text
+from azsd.ingest.parsers.claude_lines import (
+    clamp,
+    file_path,
+    hooks_in,
+    is_prompt_hook,
+    looks_like_error,
+    retry_text,
+    usd_of,
+)
 from azsd.ingest.parsers.claude_usage import ClaudeUsage
 from azsd.model import Cost
 
@@ -63,9 +71,6 @@ __all__ = ["ClaudeSessionParser", "ClaudeStreamParser"]
 _CONTINUED: Final = "This session is being continued from a previous conversation"
 _INTERRUPTED: Final = "[Request interrupted by user"
 _COMMAND_NAME: Final = re.compile(r"\s*<command-name>(.*?)</command-name>", re.DOTALL)
-_HOOK_REMINDER: Final = re.compile(
-    r"<system-reminder>\s*(\S+) hook (success|failed): ?(.*?)\s*</system-reminder>", re.DOTALL
-)
 _SUBAGENT_TOOLS: Final = frozenset({"Agent", "agent", "Task", "task"})
 _PLAN_PATH: Final = re.compile(r"/\.claude/plans/([^/]+)\.md$")
 #: Tool calls remembered for naming their results; past this many the oldest is forgotten
@@ -78,65 +83,6 @@ class _ToolUse:
     name: str
     file_path: str | None
     plan: Plan | None = None
-
-
-def _file_path(tool_input: Any) -> str | None:
-    if isinstance(tool_input, dict):
-        for key in ("file_path", "path"):
-            value = tool_input.get(key)
-            if isinstance(value, str):
-                return value
-    return None
-
-
-def _looks_like_error(content: str) -> bool:
-    """AZUREAL's heuristic when a tool result carries no `is_error` (§4.2)."""
-    first = content.split("\n", 1)[0].lower()
-    return (
-        "<tool_use_error>" in first
-        or (first.startswith("error") and not first.startswith("error:"))
-        or "enoent" in first
-    )
-
-
-def _hooks_in(text: str) -> list[Event]:
-    """Hooks reported inside `<system-reminder>` blocks: `<Name> hook success: <out>`."""
-    hooks: list[Event] = []
-    for name, outcome, output in _HOOK_REMINDER.findall(text):
-        if outcome == "failed":
-            hooks.append(Hook(name=name, output=f"FAILED: {output}"))
-        elif output:
-            hooks.append(Hook(name=name, output=f"[{name}]" if output == "..." else output))
-    return hooks
-
-
-def _clamp(value: Any) -> int:
-    """A duration as a storable integer: non-negative, at most :data:`MAX_INT`, 0 when unusable."""
-    if not isinstance(value, int | float) or value != value or value <= 0:
-        return 0
-    return MAX_INT if value >= MAX_INT else int(value)
-
-
-def _cost(value: Any) -> float:
-    """A cost in USD as a finite float (0 when missing or unusable)."""
-    return float(value) if isinstance(value, int | float) and math.isfinite(value) else 0.0
-
-
-def _retry_text(obj: dict[str, Any]) -> str:
-    """A stream's `system/api_retry`: `API error 529 (overloaded): retry 1 of 10 in 0.5 s`."""
-    status = obj.get("error_status")
-    error = obj.get("error")
-    what = "API error" + (f" {status}" if isinstance(status, int) else "")
-    what += f" ({error})" if isinstance(error, str) and error else ""
-    attempt, most, delay = obj.get("attempt"), obj.get("max_retries"), obj.get("retry_delay_ms")
-    if isinstance(attempt, int):
-        what += f": retry {attempt}" + (f" of {most}" if isinstance(most, int) else "")
-        what += f" in {delay / 1000:.1f} s" if isinstance(delay, int | float) and math.isfinite(delay) else ""
-    return what
-
-
-def _is_prompt_hook(event: Event) -> bool:
-    return isinstance(event, Hook) and event.name == "UserPromptSubmit"
 
 
 class _ClaudeParser(LineParser):
@@ -171,7 +117,7 @@ class _ClaudeParser(LineParser):
             elif kind == "tool_use":
                 events.append(self._tool_call(block))
             elif kind == "thinking" and isinstance(block.get("thinking"), str):
-                events.extend(_hooks_in(block["thinking"]))
+                events.extend(hooks_in(block["thinking"]))
                 if block["thinking"].strip():
                     events.append(Hook(name="thinking", output=block["thinking"]))
         return events
@@ -179,7 +125,7 @@ class _ClaudeParser(LineParser):
     def _tool_call(self, block: dict[str, Any]) -> ToolCall:
         tool_id, name = str(block.get("id", "")), str(block.get("name", ""))
         tool_input = block.get("input")
-        path = _file_path(tool_input)
+        path = file_path(tool_input)
         use = _ToolUse(name, path)
         if name in ("Write", "write") and path and isinstance(tool_input, dict):
             match = _PLAN_PATH.search(path)
@@ -212,7 +158,7 @@ class _ClaudeParser(LineParser):
             self._open_subagents.discard(tool_id)
             text = message_text(block.get("content"))
             flag = block.get("is_error")
-            is_error = flag if isinstance(flag, bool) else (not strict_is_error and _looks_like_error(text))
+            is_error = flag if isinstance(flag, bool) else (not strict_is_error and looks_like_error(text))
             events.append(
                 ToolResult(
                     tool_use_id=tool_id,
@@ -314,7 +260,7 @@ class ClaudeStreamParser(_ClaudeParser):
                 output = obj.get("output") or obj.get("stdout") or ""
                 return [Hook(name=name, output=str(output))] if output else []
             case "api_retry":
-                return [Hook(name="retry", output=_retry_text(obj))]
+                return [Hook(name="retry", output=retry_text(obj))]
             case subtype:
                 return self._ignore(f"system/{subtype}")
 
@@ -340,9 +286,9 @@ class ClaudeStreamParser(_ClaudeParser):
         self.report.agent_session_id = obj["session_id"]
         reported = "total_cost_usd" in obj or "cost_usd" in obj
         cost = self._usage.result(
-            obj, _cost(obj.get("total_cost_usd", obj.get("cost_usd"))) if reported else None
+            obj, usd_of(obj.get("total_cost_usd", obj.get("cost_usd"))) if reported else None
         )
-        duration = _clamp(obj.get("duration_ms", 0))
+        duration = clamp(obj.get("duration_ms", 0))
         failed = obj.get("is_error") is True or obj.get("subtype", "success") != "success" or self._failed
         self._failed = False
         return [Complete(success=not failed, duration_ms=duration, cost_usd=cost)]
@@ -396,15 +342,15 @@ class ClaudeSessionParser(_ClaudeParser):
         clean = sanitize(text)
         if clean is not None and clean.startswith(_CONTINUED):
             return [Compacting()]
-        hooks = _hooks_in(text)
+        hooks = hooks_in(text)
         if obj.get("isMeta") is True:
             return list(hooks)
         if isinstance(content, list) and any(
             isinstance(b, dict) and b.get("type") == "tool_result" for b in content
         ):
             events = self._tool_results(content, strict_is_error=False)
-            first = [h for h in hooks if not _is_prompt_hook(h)]
-            last = [h for h in hooks if _is_prompt_hook(h)]
+            first = [h for h in hooks if not is_prompt_hook(h)]
+            last = [h for h in hooks if is_prompt_hook(h)]
             return first + events + last
         if not isinstance(content, str | list):
             return hooks
@@ -439,7 +385,7 @@ class ClaudeSessionParser(_ClaudeParser):
         process carries them on); the turn's `Complete` gets what this run added."""
         duration, cost = self._usage.cost_state(obj)
         failed, self._failed = self._failed, False
-        return [Complete(success=not failed, duration_ms=_clamp(duration), cost_usd=cost)]
+        return [Complete(success=not failed, duration_ms=clamp(duration), cost_usd=cost)]
 
     def _progress(self, obj: dict[str, Any]) -> list[Event]:
         data = obj.get("data")
@@ -457,9 +403,9 @@ class ClaudeSessionParser(_ClaudeParser):
         duration = obj.get("durationMs")
         if not isinstance(duration, int | float):
             return []
-        cost = _cost(obj.get("costUsd", obj.get("costUSD", 0.0)))
+        cost = usd_of(obj.get("costUsd", obj.get("costUSD", 0.0)))
         if "costUsd" in obj or "costUSD" in obj:
             self.report.cost_usd = Cost(cost, "reported")
         elif self.report.cost_usd is not None:
             cost = self.report.cost_usd.usd
-        return [Complete(success=True, duration_ms=_clamp(duration), cost_usd=cost)]
+        return [Complete(success=True, duration_ms=clamp(duration), cost_usd=cost)]

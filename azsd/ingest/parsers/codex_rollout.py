@@ -13,7 +13,7 @@ Pure: decoded lines in, events out, run totals in :attr:`LineParser.report`.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from datetime import datetime
 from itertools import chain, islice
 from typing import Any, ClassVar, Final
@@ -21,20 +21,17 @@ from typing import Any, ClassVar, Final
 from azsd.context import sanitize
 from azsd.events import AssistantText, Compacted, Complete, Event, Hook, Init, ToolCall, UserMessage
 from azsd.ingest.parsers.base import LineParser, Usage, message_text
+from azsd.ingest.parsers.codex_rollout_tools import map_tool_call, tool_output_text
 from azsd.ingest.parsers.codex_tools import (
-    _INVALID,
     ASSISTANT_DEDUP_WINDOW,
     BASH,
-    EDIT,
     ROLLOUT_INIT_MODEL,
     USER_DEDUP_WINDOW,
     Handler,
     Json,
-    _argv_command,
     _command_text,
     _count,
     _custom_output_is_error,
-    _decode,
     _function_output_is_error,
     _ignore,
     _is_injected_codex_context,
@@ -46,17 +43,13 @@ from azsd.ingest.parsers.codex_tools import (
     _with_ignored,
     codex_cost,
     codex_usage,
-    describe_write_stdin,
     normalize_tool_output,
     reasoning_hooks,
 )
 from azsd.ingest.parsers.tally import line_stamp
-from azsd.rusttext import rust_lines, trim
 
 __all__ = ["CodexRolloutParser"]
 
-
-_PATCH_FILE_PREFIXES: Final = ("*** Update File: ", "*** Add File: ")
 
 _ROLLOUT_ITEMS_IGNORED: Final = frozenset(
     {
@@ -97,106 +90,6 @@ _ROLLOUT_MESSAGES_IGNORED: Final = frozenset(
 
 #: Envelope kinds of today's rollouts that hold nothing azsd shows (0.16x: the thread's settings).
 _ROLLOUT_KINDS_IGNORED: Final = frozenset({"world_state"})
-
-
-# -- rollout tool calls -------------------------------------------------------------------------
-
-
-def _tool_args(payload: Json) -> Any:
-    """The parsed `arguments` (a JSON string; an object is taken as is), else `input`, else `{}`."""
-    arguments = payload.get("arguments")
-    if isinstance(arguments, dict):
-        return arguments
-    text = arguments if isinstance(arguments, str) else _str(payload.get("input"), "{}")
-    parsed = _decode(text)
-    return {} if parsed is _INVALID else parsed
-
-
-def _with_command(args: Any, command: str) -> Json:
-    """`args` with `command` set (replaced in place when present), or `{"command"}` for a non-object."""
-    return {**args, "command": command} if isinstance(args, dict) else {"command": command}
-
-
-def _workdir(args: Any) -> str | None:
-    return _opt_str(_obj(args).get("workdir"))
-
-
-def _patch_text(payload: Json) -> str:
-    """The raw patch of an `apply_patch` call.
-
-    The freeform tool sends it as `input`; the function-style tool sends `arguments` as a JSON
-    object `{"input": patch}`, which is unwrapped here (AZUREAL keeps the JSON text, so it finds no
-    file path in it).
-    """
-    arguments = payload.get("arguments")
-    raw = arguments if isinstance(arguments, str) else _str(payload.get("input"))
-    if raw.lstrip().startswith("{"):
-        inner = _obj(_decode(raw)).get("input")
-        if isinstance(inner, str):
-            return inner
-    return raw
-
-
-def _patch_file_path(patch: str) -> str | None:
-    for line in rust_lines(patch):
-        for prefix in _PATCH_FILE_PREFIXES:
-            if line.startswith(prefix):
-                return trim(line[len(prefix) :])
-    return None
-
-
-ToolMapping = tuple[str, str | None, Any]
-
-
-def _map_shell_command(payload: Json) -> ToolMapping:
-    args = _tool_args(payload)
-    return BASH, _workdir(args), args
-
-
-def _map_shell(payload: Json) -> ToolMapping:
-    """0.40's `shell` tool: `{"command": [argv], "workdir"}`; the argv is joined into one command."""
-    args = _tool_args(payload)
-    command = _argv_command(_obj(args).get("command"))
-    if command is not None:
-        args = _with_command(args, command)
-    return BASH, _workdir(args), args
-
-
-def _map_exec_command(payload: Json) -> ToolMapping:
-    args = _tool_args(payload)
-    fields = _obj(args)
-    command = fields["command"] if "command" in fields else fields.get("cmd")
-    return BASH, None, _with_command(args, _str(command))
-
-
-def _map_write_stdin(payload: Json) -> ToolMapping:
-    args = _tool_args(payload)
-    return BASH, None, _with_command(args, describe_write_stdin(args))
-
-
-def _map_apply_patch(payload: Json) -> ToolMapping:
-    patch = _patch_text(payload)
-    return EDIT, _patch_file_path(patch), {"patch": patch}
-
-
-_TOOL_MAPPERS: Final[dict[str, Callable[[Json], ToolMapping]]] = {
-    "shell_command": _map_shell_command,
-    "shell": _map_shell,
-    "exec_command": _map_exec_command,
-    "write_stdin": _map_write_stdin,
-    "apply_patch": _map_apply_patch,
-}
-
-
-def map_tool_call(name: str, payload: Json) -> ToolMapping:
-    """A rollout call's (tool name, file path, input); unknown names keep their parsed arguments."""
-    mapper = _TOOL_MAPPERS.get(name)
-    return mapper(payload) if mapper is not None else (name, None, _tool_args(payload))
-
-
-def _tool_output_text(output: Any) -> str:
-    """A tool output: a string, or (newer builds) a list of content items whose texts are joined."""
-    return output if isinstance(output, str) else message_text(_list(output))
 
 
 class CodexRolloutParser(LineParser):
@@ -460,7 +353,7 @@ class CodexRolloutParser(LineParser):
     def _on_tool_output(self, payload: Json, fallback: str, *, custom: bool) -> list[Event]:
         call_id = _str(payload.get("call_id"))
         tool_name, file_path = self._calls.get(call_id, (fallback, None))
-        output = normalize_tool_output(tool_name, _tool_output_text(payload.get("output")))
+        output = normalize_tool_output(tool_name, tool_output_text(payload.get("output")))
         is_error = _custom_output_is_error(output) if custom else _function_output_is_error(output)
         return [_result(call_id, tool_name, output, is_error, file_path)]
 
