@@ -1,4 +1,4 @@
-"""README.md's Layout section names every module of azsd and its client, and no file that is gone.
+"""docs/layout.md names every module of azsd and its client, and no file that is gone.
 
 The rule, kept simple: the section runs from README.md's ``## Layout`` heading to the next ``## ``
 heading (or the end). Its words ending in ``.py`` are file names, bare (``pusher.py``) or with their
@@ -73,15 +73,15 @@ def gone(section: str, files: Iterable[str]) -> list[str]:
 
 
 def test_layout_names_every_module() -> None:
-    section = layout_section((ROOT / "README.md").read_text())
+    section = layout_section((ROOT / "docs" / "layout.md").read_text())
     missing = unnamed(section, modules())
-    assert not missing, "README.md's Layout section does not name:\n  " + "\n  ".join(missing)
+    assert not missing, "docs/layout.md does not name:\n  " + "\n  ".join(missing)
 
 
 def test_layout_names_no_file_that_is_gone() -> None:
-    section = layout_section((ROOT / "README.md").read_text())
+    section = layout_section((ROOT / "docs" / "layout.md").read_text())
     stale = gone(section, project_files())
-    assert not stale, "README.md's Layout section names files that do not exist: " + ", ".join(stale)
+    assert not stale, "docs/layout.md names files that do not exist: " + ", ".join(stale)
 
 
 def test_the_rule_finds_what_is_missing_and_what_is_gone() -> None:
