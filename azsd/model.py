@@ -151,6 +151,22 @@ class Usage(msgspec.Struct, frozen=True, kw_only=True):
             reasoning=self.reasoning + other.reasoning,
         )
 
+    def __sub__(self, other: Usage) -> Usage:
+        return Usage(
+            input=self.input - other.input,
+            output=self.output - other.output,
+            cache_read=self.cache_read - other.cache_read,
+            cache_write=self.cache_write - other.cache_write,
+            reasoning=self.reasoning - other.reasoning,
+        )
+
+    def floored(self) -> Usage:
+        """Each count at least 0 (a difference of totals that did not all grow)."""
+        return Usage(
+            input=max(self.input, 0), output=max(self.output, 0), cache_read=max(self.cache_read, 0),
+            cache_write=max(self.cache_write, 0), reasoning=max(self.reasoning, 0),
+        )  # fmt: skip
+
     @property
     def is_zero(self) -> bool:
         return not (self.input or self.output or self.cache_read or self.cache_write or self.reasoning)

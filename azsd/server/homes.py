@@ -151,6 +151,7 @@ class AgentHomes:
         self._retry: queue.SimpleQueue[tuple[str, Path]] = queue.SimpleQueue()
         self._first_seen: dict[Path, float] = {}  # young Codex rollouts, while they wait their grace
         self._aged_paths: set[Path] = set()  # rollouts past their grace (a path each: bounded by the home)
+        self._heads: dict[Path, tuple[str, bool]] = {}  # each history's directory, and whether a compaction's
         self._thread = threading.Thread(target=self._run, name="azsd-homes", daemon=True)
 
     def start(self) -> None:
@@ -225,11 +226,17 @@ class AgentHomes:
             return
         if agent == "codex" and not self._aged(path):
             return  # a moment for a run that makes it to claim it (it comes back through the retries)
-        if agent_session_of(agent, path) in self._claimed() or is_compaction_run(path):
-            return  # a run's (it owns the file when it ends) or azsd's own compaction's
-        cwd = head_cwd(path, agent=agent)
-        if cwd is None:
-            return  # no project named yet: the next change tells
+        if agent_session_of(agent, path) in self._claimed():
+            return  # a run's: it owns the file when it ends
+        head = self._heads.get(path)
+        if head is None:  # what a history's first lines say never changes: read once
+            cwd = head_cwd(path, agent=agent)
+            if cwd is None:
+                return  # no project named yet: the next change tells
+            head = self._heads[path] = (cwd, is_compaction_run(path))
+        cwd, compaction = head
+        if compaction:
+            return  # azsd's own compaction's: it owns the file
         root = os.path.realpath(cwd)
         if not os.path.isdir(root):
             return  # its project is gone: `azs import --all` puts those somewhere on purpose

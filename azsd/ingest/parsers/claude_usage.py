@@ -118,17 +118,6 @@ def _message_cost(model: Any, usage: dict[str, Any], counted: Usage, at: float |
     return pricing.active_table().message_cost(model, counted, cache_write_1h=hours, fast=fast, at=at)
 
 
-def _less(a: Usage, b: Usage) -> Usage:
-    """`a - b` field by field, never below 0."""
-    return Usage(
-        input=max(a.input - b.input, 0),
-        output=max(a.output - b.output, 0),
-        cache_read=max(a.cache_read - b.cache_read, 0),
-        cache_write=max(a.cache_write - b.cache_write, 0),
-        reasoning=max(a.reasoning - b.reasoning, 0),
-    )
-
-
 class ClaudeUsage:
     """Keeps `report.usage` (and an estimated `report.cost_usd`) as a Claude run's lines arrive."""
 
@@ -170,7 +159,7 @@ class ClaudeUsage:
             total = msgspec.structs.replace(total, output=total.output - seen[0].output + current.output)
         else:
             total = total + current
-        self._since = self._since + _less(total, report.usage)
+        self._since = self._since + (total - report.usage).floored()
         reported = _line_cost(line_cost)
         when = line_time(at)
         cost = reported if reported is not None else _message_cost(message.get("model"), usage, current, when)
@@ -232,8 +221,8 @@ class ClaudeUsage:
             totals += usage
         before_cost, before_ms, before = self._states.get(start, (0.0, 0.0, Usage()))
         self._states[start] = (total_cost, total_ms, totals)
-        ran = _less(totals, before)
-        unseen = _less(ran, self._since)
+        ran = (totals - before).floored()
+        unseen = (ran - self._since).floored()
         self._since = Usage()
         if not self._elsewhere:
             if unseen != Usage():

@@ -127,14 +127,7 @@ class UsageTally:
             at = self.latest
         else:
             self.latest = at if self.latest is None else max(self.latest, at)
-        seen = self.seen
-        delta = Usage(
-            input=total.input - seen.input,
-            output=total.output - seen.output,
-            cache_read=total.cache_read - seen.cache_read,
-            cache_write=total.cache_write - seen.cache_write,
-            reasoning=total.reasoning - seen.reasoning,
-        )
+        delta = total - self.seen
         if min(delta.input, delta.output, delta.cache_read, delta.cache_write, delta.reasoning) < 0:
             self._parts.clear()
             delta = total
