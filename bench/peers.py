@@ -14,6 +14,9 @@ search index build: the import stores and indexes in the same transactions).
   --json --offline` (ccusage 18) on the same CLAUDE_CONFIG_DIR (target ≤ 0.05× at 200 MB).
 - `import_vs_ccusage`: the one-time `azs import claude` against one `ccusage daily` run (target ≤ 1×:
   importing a history costs less than one ccusage run over it); its MB/s printed beside it.
+- `first_usage_all_vs_ccusage20`: the first `azs usage --all` of a daemon just started, nothing
+  imported (every file read in place), against ccusage 20 `daily --json --offline`; and
+  `usage_vs_ccusage20`, `import_vs_ccusage20` as above, against ccusage 20.
 - `statusline`: p50 of the real `azs statusline` process against starting the same interpreter with
   nothing to do (`python -c pass`); target ≤ 50 ms. Its first run asks the daemon (two `Usage`
   requests and a meter) and leaves the figures for the next runs (azsd_client.statusfile), which
@@ -55,15 +58,18 @@ QUERIES = ("busy timeout", "sqlite", "parser error", "schema migration", "cache 
 _ROOT = Path(__file__).resolve().parents[1]
 
 
-def ccusage_path() -> str | None:
-    """ccusage: $CCUSAGE, `.peers/node_modules/.bin/ccusage` (bench/README.md), or on PATH."""
-    installed = _ROOT / ".peers" / "node_modules" / ".bin" / "ccusage"
-    cache = Path(os.environ.get("AZSD_CCUSAGE_DIR") or Path.home() / ".cache" / "azsd" / "ccusage")
-    cached = cache / "node_modules" / ".bin" / "ccusage"  # where .ci/run installs it
-    for candidate in (os.environ.get("CCUSAGE"), str(installed), str(cached)):
+def ccusage_path(version: int = 18) -> str | None:
+    """ccusage 18: $CCUSAGE, `.peers/node_modules/.bin/ccusage` (bench/README.md), where .ci/run
+    installs it, or on PATH; ccusage 20: $CCUSAGE20, `.peers20/…`, or `~/.cache/azsd/ccusage20/…`."""
+    suffix = "" if version == 18 else str(version)
+    installed = _ROOT / f".peers{suffix}" / "node_modules" / ".bin" / "ccusage"
+    default = Path.home() / ".cache" / "azsd" / f"ccusage{suffix}"
+    cache = Path(os.environ.get(f"AZSD_CCUSAGE{suffix}_DIR") or default)
+    cached = cache / "node_modules" / ".bin" / "ccusage"  # where .ci/run installs ccusage 18
+    for candidate in (os.environ.get(f"CCUSAGE{suffix}"), str(installed), str(cached)):
         if candidate and Path(candidate).is_file() and shutil.which("node"):
             return candidate
-    return shutil.which("ccusage")
+    return shutil.which("ccusage") if version == 18 else None
 
 
 def main(
@@ -72,7 +78,6 @@ def main(
     target = mb << 20 if mb else QUICK_BYTES if quick else FULL_BYTES
     rounds = 3
     rg = shutil.which("rg")
-    ccusage = ccusage_path()
     with tempfile.TemporaryDirectory(prefix="azsd-b-", dir="/tmp") as tmp:
         base = Path(tmp)
         config_dir, project, run = base / "claude", base / "project", base / "run"
@@ -86,9 +91,11 @@ def main(
         env["XDG_RUNTIME_DIR"] = str(base / "xdg")
         azs = [str(Path(sys.executable).parent / "azs"), "--root", str(project)]
         with running_daemon(run):
+            # a daemon just started, nothing imported: `usage --all` reads every file in place
+            first_s = run_process([*azs, "--timeout", "3600", "--json", "usage", "--all"], env, project)
             import_s = run_process([*azs, "--timeout", "3600", "import", "claude"], env, project)
             if import_only:
-                _import_only(ccusage, env, files, size, import_s)
+                _import_only(ccusage_path(), env, files, size, import_s)
                 return
             search = [*azs, "search", "--json", "--all-worktrees", "--limit", "20"]
             search_cli = [[*search, f'"{q}"'] for q in QUERIES]
@@ -130,14 +137,21 @@ def main(
             report("search_vs_rg", azs_search_s * 1e3, "ms", rg_s * 1e3)
             report("search_request_vs_rg", request_s * 1e3, "ms", rg_s * 1e3)
             report("search_index_build", import_s * 1e3, "ms", rg_s * 1e3)
-        if ccusage is None:
-            print("# usage_vs_ccusage: skipped: ccusage is not installed (see bench/README.md)")
-        else:
-            cc_argv = [[ccusage, "daily", "--json", "--offline"]]
+        figures = {
+            18: {"usage_vs_ccusage": azs_usage_s, "import_vs_ccusage": import_s},
+            20: {"first_usage_all_vs_ccusage20": first_s, "usage_vs_ccusage20": azs_usage_s,
+                 "import_vs_ccusage20": import_s},
+        }  # fmt: skip
+        for version, named in figures.items():
+            peer = ccusage_path(version)
+            if peer is None:
+                print(f"# {', '.join(named)}: skipped: ccusage {version} is not installed (bench/README.md)")
+                continue
+            cc_argv = [[peer, "daily", "--json", "--offline"]]
             run_process(cc_argv[0], env)
             cc_s = process_p50(cc_argv, env, rounds)
-            report("usage_vs_ccusage", azs_usage_s * 1e3, "ms", cc_s * 1e3)
-            report("import_vs_ccusage", import_s * 1e3, "ms", cc_s * 1e3)
+            for name, seconds in named.items():
+                report(name, seconds * 1e3, "ms", cc_s * 1e3)
 
 
 def _import_only(ccusage: str | None, env: dict[str, str], files: int, size: int, import_s: float) -> None:

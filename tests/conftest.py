@@ -18,6 +18,21 @@ for _name in ("COLUMNS", "LINES"):
 CORPUS = Path(__file__).resolve().parent.parent.parent / "shared" / "corpus"
 
 
+@pytest.fixture(autouse=True)
+def _stores_removed_after(request: pytest.FixtureRequest) -> Iterator[None]:
+    """The stores a test made are removed when it ends. A daemon counts each model response once
+    across every store it knows (azsd.store.account), and many tests of a module share one daemon
+    and write the same lines (the corpus, message `msg_1`) into worktrees of their own: the next
+    test's copy then counts in its own store, as on a machine whose first store was removed."""
+    tmp: Path | None = request.getfixturevalue("tmp_path") if "tmp_path" in request.fixturenames else None
+    yield
+    if tmp is None:
+        return
+    for path in tmp.rglob("sessions.azs"):
+        if path.parent.name == ".azureal":
+            path.unlink(missing_ok=True)
+
+
 @pytest.fixture
 def root(tmp_path: Path) -> Path:
     """An empty worktree directory."""

@@ -5,6 +5,7 @@ every store together, by period, and one row per project with `--instances`, as 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -67,3 +68,43 @@ def test_import_all_then_usage_all(
     again = azs.json("import", "claude", "--all")  # one summary per store; nothing new in any
     assert sorted(s["root"] for s in again) == sorted([str(one), str(two), str(worktree)])
     assert all((s["created"], s["current"]) == (0, 1) for s in again)
+
+
+@pytest.mark.parametrize("copy_first", [False, True])
+def test_a_session_resumed_in_another_project_counts_each_message_once(
+    azs: Azs, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, copy_first: bool
+) -> None:
+    """`claude --resume` from another directory: the new file, in that project's folder, copies the
+    earlier messages. Each project has its store; every message is counted once on the machine,
+    whichever store took it first, and whatever `usage --all` reads in place beside them."""
+    config = tmp_path / "claude"
+    one, two = tmp_path / "one", tmp_path / "two"
+    one.mkdir()
+    two.mkdir()
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(config))
+    monkeypatch.setenv("CODEX_HOME", str(tmp_path / "no-codex"))
+    n = 50 if copy_first else 40  # message ids of this test's own (the daemon counts each once)
+    original = session_of(config, one, n + 1, at="2026-05-01T10:00:00Z")
+    slug = config / "projects" / claude_slug(two)
+    slug.mkdir(parents=True)
+    copied = [{**json.loads(line), "cwd": str(two)} for line in original.read_text().splitlines()]
+    sid = json.loads(original.read_text().splitlines()[0])["sessionId"]
+    resumed = write(slug / "ffffffff-0000-4000-8000-00000000000f.jsonl", [
+        *copied, {**prompt(sid, "more", "2026-05-02T10:00:00Z"), "cwd": str(two)},
+        {**reply(sid, n + 2, "2026-05-02T10:00:05Z", 700), "cwd": str(two)},
+    ])  # fmt: skip
+    want = tokens_of(original, resumed)
+    first = 100 * (n + 1)
+    assert want.input == first + 700
+    kinds = ("input", "output", "cache_read", "cache_write")
+    for project in (two, one) if copy_first else (one, two):
+        azs.ok("--root", str(project), "import", "claude", "--project", str(project))
+    (whole,) = azs.json("usage", "--all", "--project", str(tmp_path))
+    assert Usage(**{k: whole["total"][k] for k in kinds}) == want, whole["worktrees"]
+    (days,) = azs.json("usage", "--all", "--project", str(tmp_path), "--by", "day", "--timezone", "UTC")
+    assert [(p["period"], p["usage"]["input"]) for p in days["periods"]] == [
+        ("2026-05-01", first), ("2026-05-02", 700),
+    ]  # fmt: skip
+    azs.ok("import", "claude", "--all")  # again, the other way round: nothing counted twice
+    (again,) = azs.json("usage", "--all", "--project", str(tmp_path))
+    assert Usage(**{k: again["total"][k] for k in kinds}) == want

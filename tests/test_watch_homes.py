@@ -111,6 +111,35 @@ def test_azs_runs_are_never_imported_again_beside_themselves(
     assert len(sessions(watched)) == 1
 
 
+@pytest.mark.parametrize("backend", ["claude", "codex"])
+def test_an_azs_run_resumed_outside_azs_gains_only_the_new_turn(
+    watched: RealWorld, model: FakeModel, backend: str
+) -> None:
+    """The agent's own history of an `azs run` is its session's: the same conversation resumed with
+    the agent's own command later goes on in that session, its first turn not stored again."""
+    model.script(Reply([text("one")], input_tokens=500, output_tokens=5))
+    done = watched.azs("run", "--backend", backend, "first")
+    assert done.returncode == 0, watched.explain(done)
+    model.script(Reply([text("two")], input_tokens=600, output_tokens=6))
+    if backend == "claude":
+        [transcript] = watched.claude_transcripts()
+        again = watched.claude("--resume", transcript.stem, prompt="second")
+    else:
+        [rollout] = watched.codex_rollouts()
+        thread = json.loads(rollout.read_text().splitlines()[0])["payload"]["id"]
+        again = watched.codex_resume(thread, prompt="second")
+    assert again.returncode == 0, again.stderr
+    wait_for(lambda: UserMessage(content="second") in watched.raw_events(1), "the resumed turn, in S1")
+    wait_for(lambda: usage_of(watched.view(1)) == sent_usage(model), "both turns' usage, once")
+    events = watched.raw_events(1)
+    said = [e for e in events if isinstance(e, (UserMessage, AssistantText))]
+    assert said == [
+        UserMessage(content="first"), AssistantText(text="one"),
+        UserMessage(content="second"), AssistantText(text="two"),
+    ], events  # fmt: skip
+    assert len(sessions(watched)) == 1
+
+
 def test_a_restarted_daemon_reads_nothing_twice(tmp_path: Path, model: FakeModel) -> None:
     home = tmp_path / "home"
     env = {"HOME": str(home), "CODEX_HOME": str(home / "codex-home"), "AZSD_WATCH_AGENTS": "claude,codex"}

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -129,6 +130,18 @@ def parsed_chunks(
         raise IngestError(f"{path}: {exc.strerror or exc}") from None
 
 
+def _read_past(path: Path, parser: LineParser, end: int) -> None:
+    """Feed `parser` the lines of `path` before byte `end`, their events dropped, and count only the
+    events of the lines after (the turns a usage record says it held)."""
+    try:
+        with open_regular(path) as stream:
+            for line in iter_lines(stream, stop=end):
+                parser.feed(line)
+    except OSError as exc:
+        raise IngestError(f"{path}: {exc.strerror or exc}") from None
+    parser.report.events.clear()
+
+
 def chunked_events(lines: Iterable[bytes], parser: LineParser) -> Iterator[list[Event]]:
     """The events `parser` makes of each `CHUNK_LINES` of `lines` (or `CHUNK_BYTES`), then those it
     held to the end (with the last lines')."""
@@ -185,9 +198,16 @@ def ingest_file(
     span: tuple[int, int] | None = None,
     grows: bool = False,
     pacer: Pacer | None = None,
+    warm: int = 0,
 ) -> IngestReport:
     """Parse `path` (its bytes `span` only, when given; with `parser`, when given), drop what the
     session already holds, append the rest, record usage.
+
+    With `warm`, the bytes before it are in the session already, in another form (a run stored its
+    stream, a follow stored them): the parser reads them first and their events are dropped, so
+    what it keeps of them (a turn's start, the cost so far) is right for the lines after, which are
+    parsed from there on; the usage recorded is the whole file's (its messages counted by that run
+    are counted there, and left out here).
 
     The appends are committed in chunks of at most ~200 ms (:mod:`azsd.store.chunks`), so another
     program's writes get the store between them; inside a transaction of the caller's, all of it is
@@ -207,6 +227,9 @@ def ingest_file(
     path = Path(path)
     parser = parser or _parser_for(path, fmt)
     parser.report.counted_elsewhere = counted_elsewhere(store, session_id, str(path.resolve()))
+    if warm:
+        _read_past(path, parser, warm)
+        span = (warm, span[1] if span else sys.maxsize)
     chunks = parsed_chunks(path, parser, span)
     report = ingest_chunks(
         store, session_id, chunks, parser.report, str(path.resolve()), at=_mtime(path), on_stored=on_stored,

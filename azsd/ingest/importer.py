@@ -333,6 +333,15 @@ def _import_source(
     if record is not None and record.size == size:
         _subagents(store, record.session_id, source)
         return ImportOutcome(record.session_id, False, 0, 0, 0, current=True)
+    if record is not None and record.size != UNFINISHED and not record.last_seq and source.agent in FORMAT_OF:
+        # its events came another way (an `azs run` of it, a follow): what it holds up to its size is
+        # in the session already, in that way's form, and only the lines after it are new
+        sid = record.session_id
+        stored = _drop if on_stored is None else partial(on_stored, sid)
+        report = ingest_file(store, sid, path, FORMAT_OF[source.agent], on_stored=stored, warm=record.size)
+        store.record_import(_record(source, sid, size, 0))
+        _subagents(store, sid, source)
+        return _outcome(sid, report, created=False)
     if record is not None and record.size != UNFINISHED:
         if record.last_seq and store.max_seq(record.session_id) != record.last_seq:
             raise IngestError(

@@ -42,11 +42,12 @@ from azsd.server.pages import ListingCache, PageCache
 from azsd.server.reader import Inline
 from azsd.server.registry import StoreRegistry
 from azsd.server.roots import worktree_root
-from azsd.server.runtime import StoreRoots, prepare_runtime_dir, take_daemon_lock
+from azsd.server.runtime import StoreRoots, adopt_keys, load_account, prepare_runtime_dir, take_daemon_lock
 from azsd.server.sync_control import SyncControl
 from azsd.server.views import appended_notes
 from azsd.server.workers import Outcome
 from azsd.store import Store
+from azsd.store.account import AccountKeys
 
 __all__ = ["AlreadyRunning", "Daemon", "Discovery"]
 
@@ -104,6 +105,7 @@ class Daemon:
         self._followed_now: set[str] = set()  # roots followed during this run
         self._roots_lock = threading.Lock()
         self._store_roots: StoreRoots | None = None  # every store root opened, kept in `stores_path`
+        self._account: AccountKeys | None = None  # which store counted each model response
         self._resume_backoff: dict[str, Backoff] = {}  # roots whose follows could not be read yet
         self._started = time.monotonic()
         self._watchdog_s = watchdog_interval(environ, os.getpid())
@@ -128,6 +130,7 @@ class Daemon:
             raise
         self._remove_stale_sockets()
         self._store_roots = StoreRoots(self.config.stores_path)
+        self._account = load_account(self._store_roots.known())
         self._server = Server(self.config)
         home = Path(self._environ.get("HOME", str(Path.home())))
         self._registry = StoreRegistry(
@@ -195,9 +198,11 @@ class Daemon:
         return self._registry.call(root, run, alone=True, then=done)
 
     def _opened(self, store: Store, root: str, home: Path) -> list[p.Notification]:
-        """A store opens: its orphans recovered, and its root noted among the account's stores."""
-        assert self._store_roots is not None
+        """A store opens: its root noted among the account's stores, its usage keys among theirs,
+        and its orphans recovered."""
+        assert self._store_roots is not None and self._account is not None
         self._store_roots.note(root)
+        adopt_keys(self._account, store, root)
         return _recover(store, root, home)
 
     def run(self) -> None:

@@ -1,6 +1,6 @@
 """What the daemon keeps beside its stores: its private runtime directory, the locks that make it the
-only one, and the account's stores (every store root it has opened, in its state directory's
-``stores`` file, which `azs statusline` sums over).
+only one, the account's stores (every store root it has opened, in its state directory's ``stores``
+file, which `azs statusline` sums over), and their usage keys (:mod:`azsd.store.account`).
 """
 
 from __future__ import annotations
@@ -9,13 +9,16 @@ import logging
 import os
 import stat
 import threading
+import time
 from pathlib import Path
 from typing import IO
 
-from azsd.errors import AlreadyRunning, ConfigError
+from azsd.errors import AlreadyRunning, AzsdError, ConfigError
 from azsd.files import lock_holder, take_lock, write_atomic
+from azsd.store import Store
+from azsd.store.account import AccountKeys
 
-__all__ = ["StoreRoots", "prepare_runtime_dir", "take_daemon_lock"]
+__all__ = ["StoreRoots", "adopt_keys", "load_account", "prepare_runtime_dir", "take_daemon_lock"]
 
 log = logging.getLogger("azsd.server.daemon")
 
@@ -53,6 +56,11 @@ class StoreRoots:
         except OSError:
             self._roots = set()
 
+    def known(self) -> list[str]:
+        """The roots noted (those still there when the daemon started, and those opened since)."""
+        with self._lock:
+            return sorted(self._roots)
+
     def note(self, root: str) -> None:
         """A store of `root` opened: kept in the file (best effort: a store opens all the same)."""
         with self._lock:
@@ -63,3 +71,39 @@ class StoreRoots:
                 write_atomic(self.path, "".join(f"{r}\n" for r in sorted(self._roots)).encode(), mode=0o600)
             except OSError as exc:
                 log.warning("cannot note the store %s in %s: %s", root, self.path, exc)
+
+
+def load_account(roots: list[str]) -> AccountKeys:
+    """The account's usage keys, taken in from the stores of `roots` on a thread of its own (claims
+    wait until it is done; a store that cannot be read now is taken in when it opens)."""
+    account = AccountKeys(loading=True)
+
+    def load() -> None:
+        started = time.monotonic()
+        try:
+            for root in roots:
+                try:
+                    with Store.open(Path(root), reader=True) as store:
+                        adopt_keys(account, store, root)
+                except (AzsdError, OSError) as exc:
+                    log.warning("the usage keys of %s are taken in when it opens: %s", root, exc)
+        finally:
+            account.loaded()
+        log.info("%d usage keys of %d stores in %.2f s", len(account), len(roots), time.monotonic() - started)
+
+    threading.Thread(target=load, name="azsd-account-keys", daemon=True).start()
+    return account
+
+
+def adopt_keys(account: AccountKeys, store: Store, root: str) -> None:
+    """Give the store `account`'s keys, and take its own in (once)."""
+    store.account = account
+    if account.adopted(root):
+        return
+    twice = account.adopt(root, store.counted_usage_keys())
+    if twice:
+        log.warning(
+            "%s: %d model responses were counted in another store too (before azsd kept the account's keys)",
+            root,
+            twice,
+        )

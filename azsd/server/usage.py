@@ -158,7 +158,7 @@ def _beyond_sessions(
             raise BadRequestError("read_in_place needs absolute paths (the daemon's directory is its own)")
         # a file this store imported is counted already
         loose = [path for path in req.read_in_place if store.get_import(path) is None]
-        found, _ = read_in_place(loose, lambda key: store.usage_counted_elsewhere(key, 0, ""))
+        found, _ = read_in_place(loose, store.usage_counted_anywhere)
         rows += [r for r in found if (start is None or r.slot >= start) and (end is None or r.slot < end)]
         owners[0] = _Owner(0, "(read in place)", IN_PLACE)
     return rows, list(owners.values())

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from typing import Any, Final
 
 from azsd.model import CostSource, SessionUsage, Usage, UsagePart, UsageRow
+from azsd.store.account import AccountKeys
 from azsd.store.events import EventLog
 from azsd.store.listing import _require_session
 from azsd.store.side_rows import USAGE_INSERT, USAGE_KEYS_INSERT, usage_values
@@ -52,6 +53,10 @@ def _row(values: Sequence[Any]) -> UsageRow:
 
 class UsageTables(EventLog):
     """Token usage: record a run's, read it back by session or by part, and keep the ledger."""
+
+    #: The account's keys, when the daemon shares them between its stores: a message another store
+    #: counted is counted elsewhere here too (:mod:`azsd.store.account`).
+    account: AccountKeys | None = None
 
     def record_usage(
         self,
@@ -114,20 +119,40 @@ class UsageTables(EventLog):
                 )
 
     def usage_counted_elsewhere(self, key: str, session_id: int, source: str) -> bool:
-        """Whether the API message `key` is counted by a run other than `source` of `session_id`, or
-        by a session removed since (whose usage the ledger keeps)."""
-        if self.read_only and not self._has_table("azsd_usage_removed_keys"):
-            return False
-        rows = self._query(
-            "SELECT 1 FROM azsd_usage_keys WHERE key = ? AND NOT (session_id = ? AND source = ?) "
-            "UNION ALL SELECT 1 FROM azsd_usage_removed_keys WHERE key = ? AND session_id != ?",
-            (key, session_id, source, key, session_id),
-        )
-        return bool(rows)
+        """Whether the API message `key` is counted by a run other than `source` of `session_id`, by
+        a session removed since (whose usage the ledger keeps), or by another store of the account;
+        when not, the account's keys give it to this store (the run is about to count it)."""
+        if not (self.read_only and not self._has_table("azsd_usage_removed_keys")):
+            rows = self._query(
+                "SELECT 1 FROM azsd_usage_keys WHERE key = ? AND NOT (session_id = ? AND source = ?) "
+                "UNION ALL SELECT 1 FROM azsd_usage_removed_keys WHERE key = ? AND session_id != ?",
+                (key, session_id, source, key, session_id),
+            )
+            if rows:
+                return True
+        return self.account is not None and bool(self.account.claim((key,), str(self.root)))
 
-    def usage_keys_counted(self, keys: Sequence[str]) -> set[str]:
-        """Those of the API message ids `keys` that a run of the store counted, or a session removed
-        since: what :meth:`usage_counted_elsewhere` says of them for a session not created yet."""
+    def usage_counted_anywhere(self, key: str) -> bool:
+        """Whether a run of the store, a session removed since or another store of the account
+        counted the API message `key` (a question that claims nothing: usage read in place)."""
+        if self.usage_keys_counted([key], claim=False):
+            return True
+        return self.account is not None and self.account.counted(key, str(self.root))
+
+    def counted_usage_keys(self) -> list[str]:
+        """Every API message id the store's runs counted, and its removed sessions' (the account's
+        keys take them in when the store opens)."""
+        if not self._has_table("azsd_usage_keys"):
+            return []
+        removed = ""
+        if self._has_table("azsd_usage_removed_keys"):
+            removed = " UNION SELECT key FROM azsd_usage_removed_keys"
+        return [row[0] for row in self._query(f"SELECT key FROM azsd_usage_keys{removed}")]
+
+    def usage_keys_counted(self, keys: Sequence[str], *, claim: bool = True) -> set[str]:
+        """Those of the API message ids `keys` that a run of the store counted, a session removed
+        since, or another store of the account: what :meth:`usage_counted_elsewhere` says of them
+        for a session not created yet (the others are claimed for this store, unless not `claim`)."""
         found: set[str] = set()
         for start in range(0, len(keys), IN_LIST_MAX):
             part = keys[start : start + IN_LIST_MAX]
@@ -140,6 +165,8 @@ class UsageTables(EventLog):
                     (*part, *part),
                 )
             )
+        if self.account is not None and claim:
+            found |= self.account.claim([key for key in keys if key not in found], str(self.root))
         return found
 
     def usage_rows(
