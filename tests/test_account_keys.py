@@ -27,12 +27,13 @@ def test_the_first_store_to_claim_a_key_owns_it(tmp_path: Path) -> None:
     assert keys.claim(["a", "b"], str(one)) == set()
     assert keys.claim(["b", "c"], str(two)) == {"b"}
     assert keys.claim(["a", "b"], str(one)) == set()  # its own, asked again
-    assert keys.counted("b", str(two)) and not keys.counted("b", str(one)) and not keys.counted("z", str(one))
-    assert not keys.counted("z", str(two))  # a question claims nothing
+    assert keys.counted(["a", "b", "z"], str(two)) == {"a", "b"}
+    assert keys.counted(["b", "z"], str(one)) == set()
+    assert keys.counted(["z"], str(two)) == set()  # a question claims nothing
     assert keys.claim(["z"], str(two)) == set()
     store_path(one).unlink()  # its store removed: what it counted is counted nowhere now
     assert keys.claim(["a", "b"], str(two)) == set()
-    assert keys.counted("a", str(one))
+    assert keys.counted(["a"], str(one)) == {"a"}
 
 
 def test_adopting_a_store_keeps_the_first_owner_and_says_what_was_counted_twice(tmp_path: Path) -> None:

@@ -108,3 +108,29 @@ def test_a_session_resumed_in_another_project_counts_each_message_once(
     azs.ok("import", "claude", "--all")  # again, the other way round: nothing counted twice
     (again,) = azs.json("usage", "--all", "--project", str(tmp_path))
     assert Usage(**{k: again["total"][k] for k in kinds}) == want
+
+
+def test_usage_all_counts_what_a_store_does_not_hold_yet(
+    azs: Azs, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A project's store that has not caught up (a daemon just started, its watch still importing;
+    or no watch): its new files and what its files gained since are read in place, once."""
+    config = tmp_path / "claude"
+    project = tmp_path / "proj"
+    project.mkdir()
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(config))
+    monkeypatch.setenv("CODEX_HOME", str(tmp_path / "no-codex"))
+    first = session_of(config, project, 61, at="2026-05-01T10:00:00Z")
+    azs.ok("--root", str(project), "import", "claude", "--project", str(project))
+    grown = json.loads(first.read_text().splitlines()[-1])
+    sid = grown["sessionId"]
+    with first.open("a") as out:  # the session goes on after its import
+        out.write(json.dumps({**reply(sid, 62, "2026-05-01T11:00:00Z", 5), "cwd": str(project)}) + "\n")
+    second = session_of(config, project, 63, at="2026-05-02T10:00:00Z")  # a session not imported yet
+    kinds = ("input", "output", "cache_read", "cache_write")
+    (whole,) = azs.json("usage", "--all", "--project", str(project))
+    assert Usage(**{k: whole["total"][k] for k in kinds}) == tokens_of(first, second)
+    assert whole["total"]["input"] == 6100 + 5 + 6300
+    azs.ok("--root", str(project), "import", "claude", "--project", str(project))
+    (after,) = azs.json("usage", "--all", "--project", str(project))
+    assert after["total"] == whole["total"]  # imported now: the same figures, each message once

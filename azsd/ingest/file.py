@@ -33,6 +33,8 @@ from azsd.events import Complete, Event, Init
 from azsd.files import open_regular
 from azsd.ingest.parsers import UnknownFormatError, detect_format, iter_lines, make_parser
 from azsd.ingest.parsers.base import LineParser, ParseReport
+from azsd.ingest.parsers.claude import ClaudeSessionParser
+from azsd.ingest.parsers.claude_counting import ClaudeCountingParser
 from azsd.ingest.usage import counted_elsewhere, usage_record
 from azsd.model import StoredEvent
 from azsd.store import Store, completion_of
@@ -78,11 +80,14 @@ class IngestReport:
         )
 
 
-def parse_usage(path: Path, counted_elsewhere: Callable[[str], bool]) -> ParseReport:
+def parse_usage(path: Path, counted_elsewhere: Callable[[str], bool] | None) -> ParseReport:
     """Parse a whole file for its report alone (its events are dropped as they come, so memory does
-    not grow with the file); a Claude message `counted_elsewhere` says another run counted is left
-    out of its usage."""
+    not grow with the file; a Claude transcript's only as far as its usage needs:
+    :mod:`~azsd.ingest.parsers.claude_counting`); a Claude message `counted_elsewhere` says
+    another run counted is left out of its usage."""
     parser = _parser_for(path, None)
+    if isinstance(parser, ClaudeSessionParser):
+        parser = ClaudeCountingParser()
     parser.report.counted_elsewhere = counted_elsewhere
     for _chunk in parsed_chunks(path, parser):
         pass

@@ -26,14 +26,14 @@ import os
 import threading
 import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
-from typing import Final
+from typing import Final, TypeVar
 
 from azsd.ingest.prepare import PreparedFile, prepare_file
 from azsd.ingest.sources import Agent
 
-__all__ = ["AHEAD_BYTES", "IDLE_S", "POOL_MIN_BYTES", "WORKERS", "Job", "ReadAhead", "expect"]
+__all__ = ["AHEAD_BYTES", "IDLE_S", "POOL_MIN_BYTES", "WORKERS", "Job", "ReadAhead", "expect", "in_workers"]
 
 log = logging.getLogger("azsd.ingest.importer")
 
@@ -106,6 +106,43 @@ class _Pool:
 
 
 _POOL: Final = _Pool()
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+def in_workers(fn: Callable[[T], R], items: Sequence[T], *, size: int) -> Iterator[R | Exception]:
+    """`fn` of each of `items`, in order, by the worker processes when the files they name hold at
+    least :data:`POOL_MIN_BYTES` (`size`), else here; an item `fn` failed on gives its error.
+    `fn` must be a module's function (the workers import it), its items and results small."""
+    executor = _POOL.take() if size >= POOL_MIN_BYTES else None
+    futures: list[Future[R]] = []
+    if executor is not None:
+        try:
+            futures = [executor.submit(fn, item) for item in items]
+        except RuntimeError as exc:  # the pool broke or was shut down: read here
+            log.warning("reading files here: %s", exc)
+            _POOL.give_back(broken=True)
+            executor = None
+    if executor is None:
+        for item in items:
+            try:
+                yield fn(item)
+            except Exception as exc:
+                yield exc
+        return
+    broken = False
+    try:
+        for future in futures:
+            try:
+                yield future.result()
+            except Exception as exc:  # (BrokenProcessPool among them: the rest fail alike)
+                broken = broken or type(exc).__name__ == "BrokenProcessPool"
+                yield exc
+    finally:
+        for future in futures:
+            future.cancel()
+        _POOL.give_back(broken)
 
 
 class _Listed:

@@ -156,12 +156,24 @@ def _beyond_sessions(
     if req.read_in_place:
         if not all(os.path.isabs(path) for path in req.read_in_place):
             raise BadRequestError("read_in_place needs absolute paths (the daemon's directory is its own)")
-        # a file this store imported is counted already
-        loose = [path for path in req.read_in_place if store.get_import(path) is None]
-        found, _ = read_in_place(loose, store.usage_counted_anywhere)
+        # a file this store imported as it is now is counted already (one it is still importing, or
+        # that grew since, is read: what the store counted of it is left out)
+        loose = [path for path in req.read_in_place if not _imported_whole(store, path)]
+        found, _ = read_in_place(loose, store.usage_keys_counted_anywhere)
         rows += [r for r in found if (start is None or r.slot >= start) and (end is None or r.slot < end)]
         owners[0] = _Owner(0, "(read in place)", IN_PLACE)
     return rows, list(owners.values())
+
+
+def _imported_whole(store: Store, path: str) -> bool:
+    """Whether the store holds all of the agent file `path` (or it is gone: nothing to read)."""
+    record = store.get_import(path)
+    if record is None or not store.has_session(record.session_id):
+        return False
+    try:
+        return os.stat(path).st_size == record.size
+    except OSError:
+        return True
 
 
 @dataclass(frozen=True)

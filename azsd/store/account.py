@@ -78,14 +78,16 @@ class AccountKeys:
                     self._owner[key] = me
             return elsewhere
 
-    def counted(self, key: str, root: str) -> bool:
-        """Whether a store other than `root`'s counted `key` (a question that claims nothing)."""
+    def counted(self, keys: Iterable[str], root: str) -> set[str]:
+        """Those of `keys` a store other than `root`'s counted (a question that claims nothing)."""
         self._ready.wait()
         with self._lock:
-            owner = self._owner.get(key)
-            if owner is None or self._roots[owner] == root:
-                return False
-            return self._store_exists(owner)
+            me = self._index.get(root)
+            owners = {
+                key: owner for key in keys if (owner := self._owner.get(key)) is not None and owner != me
+            }
+            alive = {owner: self._store_exists(owner) for owner in set(owners.values())}
+            return {key for key, owner in owners.items() if alive[owner]}
 
     def _root_index(self, root: str) -> int:
         found = self._index.get(root)

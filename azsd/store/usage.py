@@ -132,12 +132,13 @@ class UsageTables(EventLog):
                 return True
         return self.account is not None and bool(self.account.claim((key,), str(self.root)))
 
-    def usage_counted_anywhere(self, key: str) -> bool:
-        """Whether a run of the store, a session removed since or another store of the account
-        counted the API message `key` (a question that claims nothing: usage read in place)."""
-        if self.usage_keys_counted([key], claim=False):
-            return True
-        return self.account is not None and self.account.counted(key, str(self.root))
+    def usage_keys_counted_anywhere(self, keys: Sequence[str]) -> set[str]:
+        """Those of the API message ids `keys` a run of the store, a session removed since or
+        another store of the account counted (a question that claims nothing: usage read in place)."""
+        found = self.usage_keys_counted(keys, claim=False)
+        if self.account is not None:
+            found |= self.account.counted([key for key in keys if key not in found], str(self.root))
+        return found
 
     def counted_usage_keys(self) -> list[str]:
         """Every API message id the store's runs counted, and its removed sessions' (the account's

@@ -106,8 +106,9 @@ class Usage(_StoreReq, frozen=True):
     #: With `by="block"`: only the block still going (its last turn less than 5 hours ago, and its 5
     #: hours not over), with its burn rate and projection.
     active: bool = False
-    #: Agent files (absolute paths) no store holds, read in place and counted with this store's usage
-    #: (a message this store counted, once): `azs usage --all`'s projects never imported.
+    #: Agent files (absolute paths) read in place and counted with this store's usage, but those this
+    #: store imported as they are now (a model response any store counted is left out): `azs usage
+    #: --all`'s projects never imported, and a project's files its store does not hold whole yet.
     read_in_place: list[str] = msgspec.field(default_factory=list)
 
 

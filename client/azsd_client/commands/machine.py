@@ -4,11 +4,12 @@ Claude keeps every project's sessions under ``~/.claude/projects/<slug>/``, Code
 under ``~/.codex/sessions/``, each file naming the directory it ran in (`cwd`, read by
 :mod:`azsd_client.histories`). `usage --all` reports every store those projects, the daemon (the
 stores it has open or follows files into) and this worktree have, together: totals and periods
-summed across stores (a message is counted once within a store; `import --all` puts each project's
-files in one store, so none is in two), and with `--instances` one row per project, as ccusage's
-`--instances`; `--project P` keeps the projects whose path contains P. The files of projects
-without a store are read in place by the daemon (`Usage.read_in_place`, with the first store's
-request, a message that store counted once), as ccusage reads them.
+summed across stores (the daemon counts a model response once, in one store), and with
+`--instances` one row per project, as ccusage's `--instances`; `--project P` keeps the projects
+whose path contains P. The files of projects without a store are read in place by the daemon
+(`Usage.read_in_place`, with the first store's request), as ccusage reads them, and so are a
+project's files its store does not hold whole yet (the daemon's watch may still be importing them):
+a model response counted in any store is left out.
 """
 
 from __future__ import annotations
@@ -32,21 +33,25 @@ _STORE: Final = os.path.join(".azureal", "sessions.azs")
 _KINDS: Final = ("input", "output", "cache_read", "cache_write", "reasoning")
 
 
-def _roots(run: Invocation) -> tuple[list[str], list[str]]:
+def _roots(run: Invocation) -> tuple[list[str], dict[str, list[str]], list[str]]:
     """The stores of every project Claude or Codex ran in (that has one), those the daemon has open
-    or follows files into, and this worktree's; and the files of the projects that have none."""
+    or follows files into, and this worktree's; the files of each project with a store (its daemon
+    reads those it has not imported whole in place: the watch may still be catching up); and the
+    files of the projects that have none."""
     status = run.client.status()
     known = {run.root, *status.stores, *(follow.root for follow in status.follows)}
     roots = {root for root in known if os.path.exists(os.path.join(root, _STORE))}
+    files_of: dict[str, list[str]] = {}
     loose: list[str] = []
     for agent in ("claude", "codex"):
         for cwd, files in projects(agent, run.environ).items():
             root = os.path.realpath(cwd)
             if os.path.exists(os.path.join(root, _STORE)):
                 roots.add(root)
+                files_of.setdefault(root, []).extend(str(path) for path in files)
             else:
                 loose += [str(path) for path in files]
-    return sorted(roots), loose
+    return sorted(roots), files_of, loose
 
 
 def usage_all(run: Invocation) -> int:
@@ -54,7 +59,7 @@ def usage_all(run: Invocation) -> int:
     a = run.args
     wanted = a.project
     replies: list[tuple[str, UsageReply]] = []
-    roots, loose = _roots(run)
+    roots, files_of, loose = _roots(run)
     roots = [root for root in roots if not wanted or wanted in root]
     loose = [path for path in loose if not wanted or wanted in path]
     if a.active:
@@ -67,7 +72,7 @@ def usage_all(run: Invocation) -> int:
             reply = run.client.usage(
                 root, by=a.by, by_model=a.by_model, since=a.since, until=a.until, timezone=a.timezone,
                 exclude_removed=a.exclude_removed, with_sessions=a.by is None or a.sessions,
-                read_in_place=loose if root == reader else (),
+                read_in_place=[*(loose if root == reader else ()), *files_of.get(root, ())],
             )  # fmt: skip
         except RemoteError as exc:
             sys.stderr.write(f"azs: {root}: {exc.message}\n")
