@@ -253,6 +253,9 @@ class FollowRecord(msgspec.Struct, kw_only=True):
     #: Still active, but idle: a follow given no writer whose file nobody holds open went quiet; its
     #: session does not show running until the file grows again.
     idle: bool = False
+    #: Where the follow's own usage begins: what comes before is another's (Aider runs an import
+    #: brought into sessions of their own before this follow began); 0: all of it.
+    usage_from: int = 0
 
 
 class SearchResult(msgspec.Struct, frozen=True, kw_only=True):

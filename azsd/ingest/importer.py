@@ -330,7 +330,10 @@ def _import_source(
     record = store.get_import(key)
     if record is not None and not store.has_session(record.session_id):
         record = None
-    if record is not None and record.size == size:
+    if record is not None and (
+        record.size == size or (not record.last_seq and source.agent in ("aider", "opencode"))
+    ):
+        # (an Aider run or an OpenCode session a follow brought in is the follow's: it goes on there)
         _subagents(store, record.session_id, source)
         return ImportOutcome(record.session_id, False, 0, 0, 0, current=True)
     if record is not None and record.size != UNFINISHED and not record.last_seq and source.agent in FORMAT_OF:

@@ -151,9 +151,16 @@ class SessionListing(StoreCore):
     def _follows_idle(self) -> str:
         """The SQL of an ``azsd_follows`` row's idle mark: its column, or 0 in a store opened
         read-only whose table is from before the column (only the writer brings it up to date)."""
-        if self.read_only and all(r[1] != "idle" for r in self._query("PRAGMA table_info(azsd_follows)")):
+        return self._follows_column("idle")
+
+    def _follows_usage_from(self) -> str:
+        """The SQL of an ``azsd_follows`` row's `usage_from` (0 where the column is not there yet)."""
+        return self._follows_column("usage_from")
+
+    def _follows_column(self, name: str) -> str:
+        if self.read_only and all(r[1] != name for r in self._query("PRAGMA table_info(azsd_follows)")):
             return "0"
-        return "idle"
+        return name
 
     # -- the session index (see azsd.store.cache.SessionIndex) ---------------------------------------
 

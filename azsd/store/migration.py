@@ -84,7 +84,7 @@ def _is_current(conn: sqlite3.Connection) -> bool:
         return False
     if not {"cost_source", "model", "turns"} <= _columns(conn, "azsd_usage"):
         return False
-    if not {"model", "idle"} <= _columns(conn, "azsd_follows"):
+    if not {"model", "idle", "usage_from"} <= _columns(conn, "azsd_follows"):
         return False
     return read_schema_version(conn) == SCHEMA_VERSION
 
@@ -99,7 +99,8 @@ def _migrate_side_tables(conn: sqlite3.Connection) -> None:
         `azsd_usage` from before costs had sources gains the column (NULL: not known); from before
         models and times were recorded (one row per run, keyed by its source), it is rebuilt with every
         row kept (see :data:`~azsd.store.schema.USAGE_V1_COPY`); from before turns were counted, it gains
-    `turns` (NULL: the run counts as one turn). `azsd_follows` gains `model`, then `idle`."""
+    `turns` (NULL: the run counts as one turn). `azsd_follows` gains `model`, then `idle`, then
+    `usage_from`."""
     if "cost_source" not in _columns(conn, "azsd_usage"):
         conn.execute("ALTER TABLE azsd_usage ADD COLUMN cost_source TEXT")  # NULL: not known
     if "model" not in _columns(conn, "azsd_usage"):
@@ -111,6 +112,8 @@ def _migrate_side_tables(conn: sqlite3.Connection) -> None:
         conn.execute("ALTER TABLE azsd_follows ADD COLUMN model TEXT NOT NULL DEFAULT ''")
     if "idle" not in _columns(conn, "azsd_follows"):
         conn.execute("ALTER TABLE azsd_follows ADD COLUMN idle INTEGER NOT NULL DEFAULT 0")
+    if "usage_from" not in _columns(conn, "azsd_follows"):
+        conn.execute("ALTER TABLE azsd_follows ADD COLUMN usage_from INTEGER NOT NULL DEFAULT 0")
     if "turns" not in _columns(conn, "azsd_usage"):
         conn.execute("ALTER TABLE azsd_usage ADD COLUMN turns INTEGER")  # NULL: a run of one turn
 

@@ -173,6 +173,7 @@ CREATE TABLE IF NOT EXISTS azsd_follows (
     ended         TEXT,
     model         TEXT NOT NULL DEFAULT '',
     idle          INTEGER NOT NULL DEFAULT 0,
+    usage_from    INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (session_id, path)
 );
 CREATE TABLE IF NOT EXISTS azsd_lineage (

@@ -75,13 +75,14 @@ class SideTables(UsageTables):
             record.ended,
             record.model,
             int(record.idle),
+            record.usage_from,
         )
         with self.atomic() as conn:
             _require_session(conn, record.session_id)
             if expect_offset is not None:
                 cursor = conn.execute(
                     "UPDATE azsd_follows SET format = ?, offset = ?, inode = ?, lines = ?, skipped = ?, "
-                    "active = ?, writer_pid = ?, ended = ?, model = ?, idle = ?, "
+                    "active = ?, writer_pid = ?, ended = ?, model = ?, idle = ?, usage_from = ?, "
                     "last_activity = datetime('now') "
                     "WHERE session_id = ? AND path = ? AND offset = ?",
                     (*values, record.session_id, record.path, expect_offset),
@@ -99,11 +100,12 @@ class SideTables(UsageTables):
                 return
             conn.execute(
                 "INSERT INTO azsd_follows (session_id, path, format, offset, inode, lines, skipped, active, "
-                "writer_pid, ended, model, idle) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                "writer_pid, ended, model, idle, usage_from) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
                 "ON CONFLICT (session_id, path) DO UPDATE SET format = excluded.format, "
                 "offset = excluded.offset, inode = excluded.inode, lines = excluded.lines, "
                 "skipped = excluded.skipped, active = excluded.active, writer_pid = excluded.writer_pid, "
                 "ended = excluded.ended, model = excluded.model, idle = excluded.idle, "
+                "usage_from = excluded.usage_from, "
                 "last_activity = datetime('now')",
                 (record.session_id, record.path, *values),
             )
@@ -131,7 +133,8 @@ class SideTables(UsageTables):
             return []
         rows = self._query(
             "SELECT session_id, path, format, offset, inode, lines, skipped, active, writer_pid, "
-            f"started, last_activity, ended, model, {self._follows_idle()} FROM azsd_follows "
+            f"started, last_activity, ended, model, {self._follows_idle()}, {self._follows_usage_from()} "
+            "FROM azsd_follows "
             f"WHERE {where} ORDER BY started, path",
             params,
         )
@@ -139,7 +142,7 @@ class SideTables(UsageTables):
             FollowRecord(
                 session_id=r[0], path=r[1], format=r[2], offset=r[3], inode=r[4], lines=r[5], skipped=r[6],
                 active=bool(r[7]), writer_pid=r[8], started=r[9], last_activity=r[10], ended=r[11],
-                model=r[12], idle=bool(r[13]),
+                model=r[12], idle=bool(r[13]), usage_from=r[14],
             )
             for r in rows
         ]  # fmt: skip

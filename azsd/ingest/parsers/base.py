@@ -136,6 +136,13 @@ class LineParser(ABC):
         """Events still held back when the input ends (none for most formats)."""
         return []
 
+    def forget_usage(self) -> None:
+        """Count no usage of the lines read so far (they are another run's): for the formats whose
+        usage is their report's alone (Aider's, OpenCode's)."""
+        report = self.report
+        report.usage, report.cost_usd, report.tally = Usage(), None, UsageTally()
+        report.message_keys, report.counted_before = [], 0
+
     def feed_all(self, lines: Iterable[bytes]) -> list[Event]:
         """Feed every line, then finish: the whole-file helper."""
         out: list[Event] = []

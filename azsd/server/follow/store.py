@@ -8,24 +8,20 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Final
 
 import msgspec
 
-from azsd.errors import BadRequestError
 from azsd.events import Event
 from azsd.ingest.usage import UsageRecord
 from azsd.ipc import protocol as p
 from azsd.model import FollowRecord, ImportRecord
+from azsd.server.follow.owners import record_owned, start_position
 from azsd.server.follow.tailing import Tail, is_final
 from azsd.server.views import appended_notes, changed_note
 from azsd.server.workers import Outcome
 from azsd.store import Store
 
 __all__ = ["start_follow", "store_read"]
-
-#: The formats of agents' own histories (an import of the file is that agent's), by agent.
-_HISTORIES: Final = {"claude-session": "claude", "codex-rollout": "codex"}
 
 
 def start_follow(store: Store, root: str, record: FollowRecord) -> Outcome:
@@ -37,27 +33,12 @@ def start_follow(store: Store, root: str, record: FollowRecord) -> Outcome:
     if stored is not None and stored.format == (record.format or stored.format):
         saved.offset, saved.inode, saved.format = stored.offset, stored.inode, stored.format
         saved.lines, saved.skipped = stored.lines, stored.skipped
-    elif (owner := _imported(store, record.path)) is not None:  # one owner per source
-        if owner.session_id != record.session_id:
-            sid = owner.session_id
-            raise BadRequestError(
-                f"{record.path} is S{sid}'s (imported there): follow it into S{sid}, "
-                "where it goes on from where the import stopped"
-            )
-        try:
-            saved.offset, saved.inode = owner.size, os.stat(record.path).st_ino
-        except OSError:
-            pass  # gone: the follow waits for it, from its start
+    elif (position := start_position(store, record)) is not None:  # one owner per source
+        saved.offset, saved.inode = position
+        if saved.format == "aider":  # the runs before are the import's sessions', their usage too
+            saved.usage_from = saved.offset
     store.save_follow(saved)
     return Outcome(p.FollowReply(follow=Tail(root, saved, missing=not os.path.exists(saved.path)).view()))
-
-
-def _imported(store: Store, path: str) -> ImportRecord | None:
-    """The import of the agent history `path` (a whole file: Claude's or Codex's), if one is current."""
-    record = store.get_import(path)
-    if record is None or record.agent not in ("claude", "codex") or not store.has_session(record.session_id):
-        return None
-    return record
 
 
 def store_read(
@@ -85,10 +66,7 @@ def store_read(
     store.save_follow(record, expect_offset=expected)
     if keep_apart:
         store.keep_usage_apart(record.session_id, record.path, keep_apart)
-    if record.format in _HISTORIES:  # the agent's own history: an import goes on from here, never beside
-        agent = _HISTORIES[record.format]
-        store.record_import(ImportRecord(source=record.path, session_id=record.session_id, agent=agent,
-                                         size=record.offset))  # fmt: skip
+    record_owned(store, record)  # an import goes on from here, never beside
     for path, agent in owned:
         try:
             size = path.stat().st_size

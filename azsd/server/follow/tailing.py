@@ -190,14 +190,19 @@ class Tail:
             return
         produced: array[int] = array("q")
         offset, skipping = 0, False
+        # what comes before `usage_from` is another's usage (runs an import brought in): read, not counted
+        stops = [stored.usage_from] if 0 < stored.usage_from <= stored.offset else []
         with open_regular(self.path, nofollow=True) as stream:
-            while offset < stored.offset:  # a chunk at a time: never the whole file in memory
-                replay = read_lines(stream, offset, skipping=skipping, budget=READ_BUDGET, stop=stored.offset)
-                for line in replay.lines:
-                    produced.extend(_fingerprints(prepare_for_store(parser.feed(line))))
-                if replay.end == offset:
-                    break
-                offset, skipping = replay.end, replay.skipping
+            for stop in [*stops, stored.offset]:
+                while offset < stop:  # a chunk at a time: never the whole file in memory
+                    replay = read_lines(stream, offset, skipping=skipping, budget=READ_BUDGET, stop=stop)
+                    for line in replay.lines:
+                        produced.extend(_fingerprints(prepare_for_store(parser.feed(line))))
+                    if replay.end == offset:
+                        break
+                    offset, skipping = replay.end, replay.skipping
+                if stops and stop == stored.usage_from:
+                    parser.forget_usage()
         self.produced = produced
         self.skipping = skipping  # the offset sits inside a skipped huge line
 
@@ -310,7 +315,7 @@ class Tail:
         self.parser, self.produced, self.gone = parser, fingerprints, False
         self.usage_sent = None
         self.record.offset, self.record.inode, self.skipping = result.end, inode, result.skipping
-        self.record.lines, self.record.idle = len(result.lines), False
+        self.record.lines, self.record.idle, self.record.usage_from = len(result.lines), False, 0
         self.record.skipped = parser.report.skipped_total
         self.last_growth = time.monotonic()
         return prepared[same:]
