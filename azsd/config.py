@@ -87,11 +87,11 @@ class FileConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, rename
     sync_url: str | None = None
     sync_identity: str | None = None
     sync_redact: bool = True
-    watch_agents: list[str] = msgspec.field(default_factory=lambda: ["claude", "codex"])
+    watch_agents: list[str] = msgspec.field(default_factory=lambda: ["claude", "codex", "aider", "opencode"])
 
 
 #: The agents whose homes the daemon can watch (`watch-agents`).
-WATCHABLE: Final = ("claude", "codex")
+WATCHABLE: Final = ("claude", "codex", "aider", "opencode")
 
 
 @dataclass(frozen=True)
@@ -278,9 +278,7 @@ def resolve_config(
         )
     unknown = [agent for agent in watch if agent not in WATCHABLE]
     if unknown:
-        raise ConfigError(
-            f"watch-agents: {', '.join(unknown)}: only {' and '.join(WATCHABLE)} can be watched"
-        )
+        raise ConfigError(f"watch-agents: {', '.join(unknown)}: only {', '.join(WATCHABLE)} can be watched")
     return ResolvedConfig(
         runtime_dir=rdir,
         idle_close_s=file.idle_close_s,

@@ -153,13 +153,14 @@ def test_a_compaction_threshold_below_one_is_refused(tmp_path: Path) -> None:
 
 def test_watch_agents_from_the_file_and_the_environment(tmp_path: Path) -> None:
     env = {"AZSD_RUNTIME_DIR": "/tmp/x"}
-    assert resolve_config(environ=env, config_file=None).watch_agents == ("claude", "codex")
+    every = ("claude", "codex", "aider", "opencode")
+    assert resolve_config(environ=env, config_file=None).watch_agents == every
     config = tmp_path / "config.toml"
     config.write_text('watch-agents = ["codex"]\n')
     assert resolve_config(environ=env, config_file=config).watch_agents == ("codex",)
     assert resolve_config(environ={**env, "AZSD_WATCH_AGENTS": "0"}, config_file=config).watch_agents == ()
     both = {**env, "AZSD_WATCH_AGENTS": "claude, codex,claude"}
     assert resolve_config(environ=both, config_file=config).watch_agents == ("claude", "codex")
-    config.write_text('watch-agents = ["aider"]\n')
-    with pytest.raises(ConfigError, match="watch-agents: aider: only claude and codex can be watched"):
+    config.write_text('watch-agents = ["cursor"]\n')
+    with pytest.raises(ConfigError, match="watch-agents: cursor: only claude, codex, aider, opencode can be"):
         resolve_config(environ=env, config_file=config)

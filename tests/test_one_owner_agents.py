@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -26,16 +27,23 @@ from tests.test_run import wait_for
 DATA = Path(__file__).parent / "data" / "aider"
 
 
-@pytest.fixture
-def world() -> Iterator[tuple[Path, Path, DaemonProc]]:
+@contextmanager
+def daemon_and_worktree(env: dict[str, str] | None = None) -> Iterator[tuple[Path, Path, DaemonProc]]:
+    """A daemon (its directory beside it, and `env`) and an empty worktree, both removed after."""
     base, root = short_tmpdir(), short_tmpdir()
-    d = start_daemon(base / "run")
+    d = start_daemon(base / "run", env)
     try:
         yield base, root, d
     finally:
         d.close()
         shutil.rmtree(base, ignore_errors=True)
         shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture
+def world() -> Iterator[tuple[Path, Path, DaemonProc]]:
+    with daemon_and_worktree() as made:
+        yield made
 
 
 def _import(d: DaemonProc, root: Path, agent: str, source_dir: Path) -> list[p.ImportReply]:
@@ -49,17 +57,17 @@ def _import(d: DaemonProc, root: Path, agent: str, source_dir: Path) -> list[p.I
     return list(done.imports)
 
 
-def _sessions(d: DaemonProc, root: Path) -> list[p.SessionView]:
+def sessions_of(d: DaemonProc, root: Path) -> list[p.SessionView]:
     listed = d.request(p.ListSessions(root=str(root), with_usage=True))
     assert isinstance(listed, p.SessionsReply)
     return list(listed.sessions)
 
 
 def _inputs(d: DaemonProc, root: Path) -> int:
-    return sum(s.usage.input for s in _sessions(d, root) if s.usage is not None)
+    return sum(s.usage.input for s in sessions_of(d, root) if s.usage is not None)
 
 
-def _prompts(d: DaemonProc, root: Path, sid: int) -> list[str]:
+def prompts_of(d: DaemonProc, root: Path, sid: int) -> list[str]:
     return [e.content for e in map(decode_event, stored(d, root, sid)) if isinstance(e, UserMessage)]
 
 
@@ -81,11 +89,11 @@ def test_aider_a_follow_after_an_import_reads_only_the_runs_after(
         out.write("\n# aider chat started at 2024-08-06 10:00:00\n\n#### a new run's prompt\n\nDone.\n\n")
         out.write("> Tokens: 1.0k sent, 10 received. Cost: $0.01 message, $0.01 session.\n\n")
         out.write("# aider chat started at 2024-08-06 11:00:00\n\n")
-    wait_for(lambda: _prompts(d, root, sid) == ["a new run's prompt"], "the new run alone, in the follow")
+    wait_for(lambda: prompts_of(d, root, sid) == ["a new run's prompt"], "the new run alone, in the follow")
     wait_for(lambda: _inputs(d, root) == before + 1000, "its usage, the imported runs' once")
     again = _import(d, root, "aider", root)  # the followed run is the follow's: nothing beside it
     assert all(not o.created for o in again), again
-    assert len(_sessions(d, root)) == 3 and _inputs(d, root) == before + 1000
+    assert len(sessions_of(d, root)) == 3 and _inputs(d, root) == before + 1000
 
 
 def test_aider_an_import_after_a_follow_creates_nothing_beside_it(
@@ -104,11 +112,11 @@ def test_aider_an_import_after_a_follow_creates_nothing_beside_it(
     history.write_bytes(closed)
     want = [e.content for e in AiderParser().feed_all(closed.splitlines()) if isinstance(e, UserMessage)]
     assert len(want) == 5  # (commands too, as Aider's own lines show them)
-    wait_for(lambda: _prompts(d, root, sid) == want, "every run's prompts, in the follow")
+    wait_for(lambda: prompts_of(d, root, sid) == want, "every run's prompts, in the follow")
     followed = wait_for(lambda: _inputs(d, root) or None, "the follow's usage")
     again = _import(d, root, "aider", root)
     assert all(not o.created for o in again), again
-    assert len(_sessions(d, root)) == 1 and _inputs(d, root) == followed
+    assert len(sessions_of(d, root)) == 1 and _inputs(d, root) == followed
 
 
 def test_opencode_a_follow_after_an_import_goes_on_from_it(world: tuple[Path, Path, DaemonProc]) -> None:
@@ -127,8 +135,8 @@ def test_opencode_a_follow_after_an_import_goes_on_from_it(world: tuple[Path, Pa
     assert isinstance(refused, p.ErrorReply) and f"S{sid}" in refused.message
     follow(d, root, sid, Path(f"{oc.db}#ses_one"))
     oc.turn("ses_one", 4)
-    wait_for(lambda: len(_prompts(d, root, sid)) == 4, "the fourth turn, once")
-    assert len(_prompts(d, root, sid)) == 4 and len(stored(d, root, sid)) < 2 * events
+    wait_for(lambda: len(prompts_of(d, root, sid)) == 4, "the fourth turn, once")
+    assert len(prompts_of(d, root, sid)) == 4 and len(stored(d, root, sid)) < 2 * events
     fresh = base / "fresh"  # the same session imported whole elsewhere: its usage, once
     fresh.mkdir()
     oc.session("ses_copy", fresh, "copy")
@@ -149,10 +157,10 @@ def test_opencode_an_import_after_a_follow_creates_nothing_beside_it(
     assert isinstance(created, p.SessionReply)
     sid = created.session.id
     follow(d, root, sid, Path(f"{oc.db}#ses_two"))
-    wait_for(lambda: len(_prompts(d, root, sid)) == 1, "the first turn")
+    wait_for(lambda: len(prompts_of(d, root, sid)) == 1, "the first turn")
     oc.turn("ses_two", 2)
-    wait_for(lambda: len(_prompts(d, root, sid)) == 2, "the second turn")
+    wait_for(lambda: len(prompts_of(d, root, sid)) == 2, "the second turn")
     inputs = _inputs(d, root)
     again = _import(d, root, "opencode", oc.data_dir)
-    assert all(not o.created for o in again) and len(_sessions(d, root)) == 1, again
-    assert len(_prompts(d, root, sid)) == 2 and _inputs(d, root) == inputs
+    assert all(not o.created for o in again) and len(sessions_of(d, root)) == 1, again
+    assert len(prompts_of(d, root, sid)) == 2 and _inputs(d, root) == inputs

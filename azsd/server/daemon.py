@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from functools import partial
 from pathlib import Path
-from typing import IO, Final, Literal
+from typing import IO, Final
 
 import msgspec
 import zmq
@@ -27,7 +27,6 @@ from azsd.backoff import Backoff
 from azsd.config import ResolvedConfig, price_table
 from azsd.errors import AlreadyRunning, ConfigError
 from azsd.files import write_atomic
-from azsd.histories import source_dir
 from azsd.ingest.orphans import recover_orphans
 from azsd.ipc import protocol as p
 from azsd.ipc.server import Server
@@ -36,7 +35,6 @@ from azsd.model import FollowRecord
 from azsd.sdnotify import notify, watchdog_interval
 from azsd.server.follow.follower import Follower
 from azsd.server.handlers import handle, runs_alone
-from azsd.server.homes import AgentHomes, branch_of, exclude_from_git, history_dirs
 from azsd.server.idempotency import RequestKeys
 from azsd.server.pages import ListingCache, PageCache
 from azsd.server.reader import Inline
@@ -45,6 +43,7 @@ from azsd.server.roots import worktree_root
 from azsd.server.runtime import StoreRoots, adopt_keys, load_account, prepare_runtime_dir, take_daemon_lock
 from azsd.server.sync_control import SyncControl
 from azsd.server.views import appended_notes
+from azsd.server.watches import Watches
 from azsd.server.workers import Outcome
 from azsd.store import Store
 from azsd.store.account import AccountKeys
@@ -99,7 +98,7 @@ class Daemon:
         self._registry: StoreRegistry | None = None
         self._keys: RequestKeys | None = None
         self._follower: Follower | None = None
-        self._homes: AgentHomes | None = None
+        self._homes: Watches | None = None
         self._sync: SyncControl | None = None
         self._roots: set[str] = set()  # worktree roots with live follows (kept in `roots_path`)
         self._followed_now: set[str] = set()  # roots followed during this run
@@ -173,29 +172,17 @@ class Daemon:
         """Watch the agents' homes (`watch-agents`): their histories imported as they change."""
         if not self.config.watch_agents:
             return
-        assert self._follower is not None
-        homes = {agent: source_dir(agent, self._environ) for agent in self.config.watch_agents}
-        dirs = history_dirs(self.config.watch_agents, homes)
-        self._homes = AgentHomes(dirs, self._import_history, self._follower.claimed)
+        assert self._follower is not None and self._registry is not None and self._store_roots is not None
+        roots = self._store_roots
+
+        def known() -> set[str]:  # the worktrees whose Aider histories are watched
+            return {*roots.known(), *self._known_roots()}
+
+        self._homes = Watches(
+            self.config.watch_agents, self._environ, self._registry,
+            claimed=self._follower.claimed, followed=self._follower.followed, roots=known,
+        )  # fmt: skip
         self._homes.start()
-        log.info("watching the agents' homes: %s", ", ".join(str(d) for d in dirs.values()))
-
-    def _import_history(self, agent: str, path: Path, root: str) -> Future[Outcome]:
-        """Import one agent history into `root`'s store, as `azs import` does (the watch's importer)."""
-        assert self._registry is not None
-        which: Literal["claude", "codex"] = "claude" if agent == "claude" else "codex"
-        request = p.ImportSession(root=root, agent=which, path=str(path), worktree=branch_of(Path(root)))
-        publish = partial(self._registry.publish, root)
-
-        def done(future: Future[Outcome]) -> None:
-            if future.exception() is None:
-                publish(future.result().notes)
-                exclude_from_git(Path(root))  # a store the watch made stays out of git's view
-
-        def run(store: Store) -> Outcome:
-            return handle(store, request, publish)
-
-        return self._registry.call(root, run, alone=True, then=done)
 
     def _opened(self, store: Store, root: str, home: Path) -> list[p.Notification]:
         """A store opens: its root noted among the account's stores, its usage keys among theirs,

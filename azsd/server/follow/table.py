@@ -42,6 +42,11 @@ class FollowTable:
             follows = [*self._follows.values(), *self._closing.values()]
         return {f.agent_session for f in follows if f.agent_session}
 
+    def followed(self) -> set[str]:
+        """The paths of the live follows (an Aider history, an OpenCode session's key: theirs)."""
+        with self._lock:
+            return {*self._follows, *(f.record.path for f in self._closing.values())}
+
     def _live(self, path: str, follow: Tail) -> None:
         with self._lock:
             self._follows[path] = follow
