@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import statistics
@@ -118,6 +119,16 @@ def run_process(argv: Sequence[str], env: dict[str, str], cwd: Path | None = Non
     if done.returncode not in (0, 1):  # rg: 1 = no match
         raise RuntimeError(f"{argv[0]} failed ({done.returncode}): {done.stderr.decode()[-500:]}")
     return took
+
+
+def run_json(argv: Sequence[str], env: dict[str, str], cwd: Path | None = None) -> tuple[float, Any]:
+    """Seconds one run of `argv` took, and the JSON it printed last; fails if it fails."""
+    start = time.perf_counter()
+    done = subprocess.run(argv, env=env, cwd=cwd, capture_output=True)
+    took = time.perf_counter() - start
+    if done.returncode != 0:
+        raise RuntimeError(f"{argv[0]} failed ({done.returncode}): {done.stderr.decode()[-500:]}")
+    return took, json.loads(done.stdout.decode().splitlines()[-1])
 
 
 def process_p50(

@@ -47,6 +47,7 @@ from bench.common import (
     interleaved_p50,
     process_p50,
     report,
+    run_json,
     run_process,
     running_daemon,
 )
@@ -92,7 +93,7 @@ def main(
         azs = [str(Path(sys.executable).parent / "azs"), "--root", str(project)]
         with running_daemon(run):
             # a daemon just started, nothing imported: `usage --all` reads every file in place
-            first_s = run_process([*azs, "--timeout", "3600", "--json", "usage", "--all"], env, project)
+            first_s, first = run_json([*azs, "--timeout", "3600", "--json", "usage", "--all"], env, project)
             import_s = run_process([*azs, "--timeout", "3600", "import", "claude"], env, project)
             if import_only:
                 _import_only(ccusage_path(), env, files, size, import_s)
@@ -102,7 +103,9 @@ def main(
             run_process(search_cli[0], env, project)  # warm: the store opened, pages cached
             azs_search_s = process_p50(search_cli, env, rounds, project)
             usage_cli = [[*azs, "usage", "--by", "day", "--json", "--all-worktrees"]]
-            run_process(usage_cli[0], env, project)
+            _, steady = run_json(usage_cli[0], env, project)
+            if first["total"]["input"] != steady["total"]["input"]:  # the first answer must be right
+                raise RuntimeError(f"usage --all read {first['total']} in place, the store {steady['total']}")
             azs_usage_s = process_p50(usage_cli, env, rounds, project)
             run_process([*azs, "statusline"], env, project)  # the run that asks, and leaves the figures
             lines = {

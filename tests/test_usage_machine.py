@@ -134,3 +134,24 @@ def test_usage_all_counts_what_a_store_does_not_hold_yet(
     azs.ok("--root", str(project), "import", "claude", "--project", str(project))
     (after,) = azs.json("usage", "--all", "--project", str(project))
     assert after["total"] == whole["total"]  # imported now: the same figures, each message once
+
+
+def test_usage_all_with_no_store_anywhere_reads_every_file_in_place(
+    azs: Azs, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A machine where nothing was imported yet (a daemon just started): `usage --all` is right at
+    once, as ccusage is, and makes no store."""
+    config = tmp_path / "claude"
+    one, two = tmp_path / "one", tmp_path / "two"
+    one.mkdir()
+    two.mkdir()
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(config))
+    monkeypatch.setenv("CODEX_HOME", str(tmp_path / "no-codex"))
+    files = [
+        session_of(config, one, 71, at="2026-05-01T10:00:00Z"),
+        session_of(config, two, 72, at="2026-05-02T10:00:00Z"),
+    ]
+    kinds = ("input", "output", "cache_read", "cache_write")
+    (whole,) = azs.json("usage", "--all", "--project", str(tmp_path))
+    assert Usage(**{k: whole["total"][k] for k in kinds}) == tokens_of(*files)
+    assert not any(store_path(root).exists() for root in (one, two))

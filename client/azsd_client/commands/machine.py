@@ -65,8 +65,11 @@ def usage_all(run: Invocation) -> int:
     if a.active:
         return _active_all(run, roots)
     # the files read in place go with this worktree's store (where `import --all` puts the projects
-    # whose directory is gone), else the first store's: that store's imports and messages count once
-    reader = run.root if run.root in roots else roots[0] if roots else None
+    # whose directory is gone), else the first store's; with no store anywhere, with this worktree's
+    # (a store not made yet: its daemon reads them all the same, and makes none)
+    reader = run.root if run.root in roots or not roots else roots[0]
+    if loose and reader not in roots:
+        roots.append(reader)
     for root in roots:
         try:
             reply = run.client.usage(
