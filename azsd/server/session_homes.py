@@ -6,15 +6,15 @@ project, a run after another; OpenCode one database for every project. So this w
 :data:`POLL_S`, a stat or one PRAGMA each, nothing read while nothing changed):
 
 - the Aider history of every worktree the daemon knows (those with a store, and those it follows
-  files into): when one changed, each of its runs with a prompt is imported into that worktree's
-  store (`azs import aider`'s rule; a run imported already and unchanged costs nothing);
+  files into): when one changed, each of its runs with a prompt that is new or grew is imported
+  into that worktree's store (`azs import aider`'s rule);
 - OpenCode's ``opencode.db`` (its `data_version`): when OpenCode committed, the sessions whose stamp
   changed are imported into the store of the directory each ran in. (OpenCode's older JSON tree is
   imported on demand, with `azs import opencode`.)
 
 A source a live follow reads is the follow's (:mod:`azsd.server.follow.owners`). At the start,
 everything is looked at once (a catch-up); at most :data:`~azsd.server.homes.IN_FLIGHT_MAX` imports
-are under way; memory holds a stamp per worktree and per OpenCode session.
+are under way; memory holds a stamp per worktree, per Aider run and per OpenCode session.
 """
 
 from __future__ import annotations
@@ -64,6 +64,7 @@ class SessionHomes:
         self._stop = threading.Event()
         self._slots = threading.BoundedSemaphore(IN_FLIGHT_MAX)
         self._aider_seen: dict[str, tuple[int, int]] = {}  # each worktree's history: (size, mtime)
+        self._aider_runs: dict[str, int] = {}  # each run's size as last imported (by its key)
         self._source: OpenCodeSource | None = None
         self._version: int | None = None
         self._stamps: dict[str, int] = {}  # each OpenCode session's stamp, as imported
@@ -104,7 +105,9 @@ class SessionHomes:
                 continue
             self._aider_seen[root] = seen
             for source in aider_sources(Path(root)):
-                self._submit("aider", source.key, root)
+                if self._aider_runs.get(source.key) != source.size:  # new, or grown: the others are current
+                    self._aider_runs[source.key] = source.size
+                    self._submit("aider", source.key, root)
 
     # -- OpenCode ---------------------------------------------------------------------------------
 
