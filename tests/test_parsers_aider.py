@@ -150,3 +150,20 @@ def test_the_input_history_dates_each_prompts_usage() -> None:
     assert dated.report.usage == undated.report.usage
     runs = [datetime(2024, 8, 5, 19, 33, 32), datetime(2024, 8, 5, 20, 39, 59)]  # without: the runs' starts
     assert [p.total.first for p in undated.report.tally.parts()] == [r.astimezone().timestamp() for r in runs]
+
+
+@pytest.mark.parametrize("path", SAMPLES, ids=lambda p: p.name)
+def test_the_usage_record_holds_every_tokens_line_even_the_last(path: Path) -> None:
+    """Issue 35: a file whose last reply's `Tokens:` line ends it (a one-shot `aider --message` run)
+    had that reply's cost and not its tokens: the end of the file added them to the total, not to
+    the parts a session's usage is made of."""
+    text = path.read_bytes()
+    parser = AiderParser()
+    parser.feed_all(text.splitlines())
+    record = usage_record(parser.report, str(path))
+    sent = sum(part.usage.input for part in record.parts) if record is not None else 0
+    assert sent == parser.report.usage.input
+    said = [
+        parse_tokens(line[2:].strip()) for line in text.decode().splitlines() if line.startswith("> Tokens: ")
+    ]
+    assert parser.report.usage.input == sum(u.input for u, _ in filter(None, said))

@@ -122,9 +122,12 @@ class AiderParser(LineParser):
         return events
 
     def finish(self) -> list[Event]:
-        events = self._flush()
+        before = self.report.usage
+        events = self._flush()  # the last block: a one-shot run's reply and its `Tokens:` line
         if self.closed and self._in_run:
             events += self._end_run()
+        if self.report.usage is not before:  # in the parts a session's usage is made of too
+            self.report.tally.follow(self.report.usage, self.report.model, self._stamp or self._started)
         self.report.events.update(event_kind(e) for e in events)
         return events
 
