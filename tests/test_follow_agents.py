@@ -96,6 +96,7 @@ def test_opencode_session_followed_live_through_data_version_and_a_kill_9(
     key = f"{oc.db}#ses_live"
     view = follow(d, root, sid, Path(key))
     assert view.format == "opencode"
+    assert "does not exist" not in view.reason, view  # (issue 35: its database is there)
     with open_source(oc.db) as source:
         first = len(list(parse_session(source, "ses_live", key).chunks))
     assert first == 2

@@ -5,13 +5,14 @@ Both run in the store's worker (:meth:`StoreRegistry.call`), in a transaction of
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from pathlib import Path
 
 import msgspec
 
+from azsd.errors import IngestError
 from azsd.events import Event
+from azsd.ingest.opencode import split_key
 from azsd.ingest.usage import UsageRecord
 from azsd.ipc import protocol as p
 from azsd.model import FollowRecord, ImportRecord
@@ -38,7 +39,16 @@ def start_follow(store: Store, root: str, record: FollowRecord) -> Outcome:
         if saved.format == "aider":  # the runs before are the import's sessions', their usage too
             saved.usage_from = saved.offset
     store.save_follow(saved)
-    return Outcome(p.FollowReply(follow=Tail(root, saved, missing=not os.path.exists(saved.path)).view()))
+    return Outcome(p.FollowReply(follow=Tail(root, saved, missing=_missing(saved)).view()))
+
+
+def _missing(record: FollowRecord) -> bool:
+    """Whether the followed source is not there (yet): its file, or an OpenCode session's store."""
+    try:
+        where = split_key(record.path)[0] if record.format == "opencode" else Path(record.path)
+    except IngestError:
+        return True
+    return not where.exists()
 
 
 def store_read(
