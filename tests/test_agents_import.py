@@ -117,7 +117,7 @@ def test_opencode_db_sessions_usage_lineage_and_regrowth(root: Path, project: Pa
             tool_use_id="toolu_1_c", tool_name="Bash", file_path=None, content="exit code 1", is_error=True
         )
         assert events[-1] == Complete(success=True, duration_ms=8000, cost_usd=0.0123)
-        assert store.get_session(a).name == "please fix main.py, step 1"
+        assert store.get_session(a).name == "fix main"  # OpenCode's own title (issue 35)
         usage = _usage(store, a)
         assert (usage.usage.input, usage.usage.cache_read, usage.usage.cache_write) == (1200, 5000, 800)
         assert usage.cost_usd == pytest.approx(0.0123) and usage.cost_source == "reported"

@@ -31,7 +31,7 @@ def test_import_aider_and_opencode_then_usage_show_and_search(
     oc = OpenCodeBuilder(data / "opencode")
     oc.session("ses_a", worktree, "fix main")
     oc.turn("ses_a", 1)
-    oc.session("ses_b", worktree, "child", parent="ses_a")
+    oc.session("ses_b", worktree, "Child session - 2026-05-02T10:00:00.000Z", parent="ses_a")  # not named yet
     oc.turn("ses_b", 2)
     monkeypatch.setenv("XDG_DATA_HOME", str(data))
     assert (
@@ -45,17 +45,15 @@ def test_import_aider_and_opencode_then_usage_show_and_search(
     (summary,) = azs.json("import", "aider")
     assert summary["current"] == 2 and summary["sources"] == 2
     sessions = {v.name: v for v in client.list_sessions(worktree).sessions}
-    assert (
-        "please fix main.py, step 1" in sessions
-        and "Use the Spinner instead of the inlined custom spinner" in sessions
-    )
+    # OpenCode's own title names a session (issue 35), its placeholder does not: the first prompt does
+    assert "fix main" in sessions and "Use the Spinner instead of the inlined custom spinner" in sessions
     child = sessions["please fix main.py, step 2"]
-    assert child.parent == sessions["please fix main.py, step 1"].id
+    assert child.parent == sessions["fix main"].id
     usage = azs.ok("usage")
     assert "$0.04" in usage or "0.04" in usage  # 0.0219 reported by Aider + 2 × 0.0123 by OpenCode
     (totals,) = azs.json("usage")
     assert abs(totals["total"]["cost_usd"] - (0.0219 + 0.0246)) < 1e-9
-    shown = azs.ok("show", f"S{sessions['please fix main.py, step 1'].id}")
+    shown = azs.ok("show", f"S{sessions['fix main'].id}")
     assert "I will fix main.py (turn 1)." in shown and "Read" in shown
     assert "Spinner" in azs.ok("search", "Spinner")
 

@@ -216,7 +216,7 @@ def _read_if_new(
     except AzsdError as exc:
         return exc
     usage = usage_record(found.report, found.name)
-    name = first_prompt_name(events[:NAME_EVENTS]) or source.title or source.path.stem
+    name = source.own_title or first_prompt_name(events[:NAME_EVENTS]) or source.title or source.path.stem
     filled = filled_session(source, name, worktree, source.size, usage, found.at, events=events)
     return _New(source, filled, found.report.lines, found.report.skipped_total)
 

@@ -363,7 +363,7 @@ def _import_source(
         if source.agent in ("claude", "codex"):
             check_format(path, FORMAT_OF[source.agent], size)
         with store.atomic(create=True):
-            sid = store.create_session(source.title or path.stem, worktree).id
+            sid = store.create_session(source.own_title or source.title or path.stem, worktree).id
             if not source.small:  # a small one is imported in this one transaction: never unfinished
                 store.record_import(_record(source, sid, UNFINISHED, 0))
     else:  # an import of a new session that was interrupted: finish it
@@ -371,7 +371,11 @@ def _import_source(
     report = _ingest(store, sid, source, _drop, stores)
     with store.atomic():
         name = first_prompt_name(store.load_events(sid, 1, NAME_EVENTS).plain())
-        if name is not None and store.get_session(sid).name == (source.title or path.stem):
+        if (
+            name is not None
+            and not source.own_title
+            and store.get_session(sid).name == (source.title or path.stem)
+        ):
             store.rename_session(sid, name)
         store.record_import(_record(source, sid, size, store.max_seq(sid)))
     _subagents(store, sid, source)

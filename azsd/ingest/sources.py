@@ -13,6 +13,7 @@ OpenCode session, each named by a key that the import record (`azsd_imports`) re
 from __future__ import annotations
 
 import mmap
+import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -50,6 +51,10 @@ AIDER_INPUT: Final = ".aider.input.history"
 _HEADER_B: Final = HEADER.encode()
 
 
+#: OpenCode's title of a session it has not named yet (a sub-agent's: `Child session - …`).
+_PLACEHOLDER: Final = re.compile(r"(New|Child) session - \d{4}-\d{2}-\d{2}T")
+
+
 @dataclass(frozen=True)
 class Source:
     """A history that may be imported: where it is, whose it is, and its size when found."""
@@ -63,7 +68,8 @@ class Source:
     span: tuple[int, int] | None = None
     #: A later run follows it (an Aider run that can no longer grow).
     closed: bool = False
-    #: What a new session is called until its first prompt names it.
+    #: What a new session is called until its first prompt names it (unless it is the agent's own
+    #: name for it: :attr:`own_title`).
     title: str = field(default="")
     #: The key of the source this one was spawned from (an OpenCode session's parent).
     parent_key: str = ""
@@ -74,6 +80,19 @@ class Source:
     def __post_init__(self) -> None:
         if not self.key:
             object.__setattr__(self, "key", str(self.path))
+
+    @property
+    def own_title(self) -> str | None:
+        """The name the agent gave the session itself, which names the session rather than its
+        first prompt: OpenCode's title, once it made one (not its placeholder, `New session - <time>`).
+
+        >>> Source(Path("/db"), "opencode", 1, title="Fix the parser").own_title
+        'Fix the parser'
+        >>> Source(Path("/db"), "opencode", 1, title="New session - 2026-05-02T10:00:00.000Z").own_title
+        """
+        if self.agent != "opencode" or not self.title.strip() or _PLACEHOLDER.match(self.title):
+            return None
+        return self.title.strip()
 
 
 @dataclass(frozen=True)
