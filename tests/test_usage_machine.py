@@ -155,3 +155,31 @@ def test_usage_all_with_no_store_anywhere_reads_every_file_in_place(
     (whole,) = azs.json("usage", "--all", "--project", str(tmp_path))
     assert Usage(**{k: whole["total"][k] for k in kinds}) == tokens_of(*files)
     assert not any(store_path(root).exists() for root in (one, two))
+
+
+def test_a_copy_read_in_place_counts_only_what_no_store_counted(
+    azs: Azs, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A project's store has not taken its resumed copy in yet (read in place): the copied messages,
+    which another project's store counted, are left out (the daemon's reader asks the account)."""
+    config = tmp_path / "claude"
+    one, two = tmp_path / "one", tmp_path / "two"
+    one.mkdir()
+    two.mkdir()
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(config))
+    monkeypatch.setenv("CODEX_HOME", str(tmp_path / "no-codex"))
+    original = session_of(config, one, 81, at="2026-05-01T10:00:00Z")
+    slug = config / "projects" / claude_slug(two)
+    slug.mkdir(parents=True)
+    lines = [json.loads(line) for line in original.read_text().splitlines()]
+    sid = lines[0]["sessionId"]
+    resumed = write(slug / "eeeeeeee-0000-4000-8000-00000000000e.jsonl", [
+        *({**line, "cwd": str(two)} for line in lines),
+        {**prompt(sid, "more", "2026-05-02T10:00:00Z"), "cwd": str(two)},
+        {**reply(sid, 82, "2026-05-02T10:00:05Z", 9), "cwd": str(two)},
+    ])  # fmt: skip
+    azs.ok("--root", str(one), "import", "claude", "--project", str(one))
+    azs.ok("--root", str(two), "new", "a store, nothing imported")
+    kinds = ("input", "output", "cache_read", "cache_write")
+    (whole,) = azs.json("usage", "--all", "--project", str(tmp_path))
+    assert Usage(**{k: whole["total"][k] for k in kinds}) == tokens_of(original, resumed)

@@ -75,8 +75,11 @@ class StoreRoots:
 
 def load_account(roots: list[str]) -> AccountKeys:
     """The account's usage keys, taken in from the stores of `roots` on a thread of its own (claims
-    wait until it is done; a store that cannot be read now is taken in when it opens)."""
+    wait until it is done; a store that cannot be read now is taken in when it opens). Every store
+    the daemon opens asks them from now on, its writer's and its readers' (`usage --all` reads in
+    place on a reader)."""
     account = AccountKeys(loading=True)
+    Store.account = account  # (one daemon per process: the account is the process's)
 
     def load() -> None:
         started = time.monotonic()
@@ -96,8 +99,7 @@ def load_account(roots: list[str]) -> AccountKeys:
 
 
 def adopt_keys(account: AccountKeys, store: Store, root: str) -> None:
-    """Give the store `account`'s keys, and take its own in (once)."""
-    store.account = account
+    """Take the keys the store of `root` counted into `account` (once)."""
     if account.adopted(root):
         return
     twice = account.adopt(root, store.counted_usage_keys())
