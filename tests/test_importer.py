@@ -17,10 +17,10 @@ import pytest
 
 from azsd.errors import IngestError
 from azsd.events import UserMessage
+from azsd.ingest.claude_slug import SLUG_MAX
 from azsd.ingest.file import ingest_file, parse_file
 from azsd.ingest.importer import (
     FORMAT_OF,
-    SLUG_MAX,
     Source,
     claude_slug,
     discover,

@@ -31,6 +31,29 @@ def session_of(config: Path, project: Path, n: int, *, at: str) -> Path:
     return write(slug / f"{sid}.jsonl", lines)
 
 
+def two_projects(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path, Path]:
+    """A private Claude config dir (and no Codex home), and two project directories."""
+    config, one, two = tmp_path / "claude", tmp_path / "one", tmp_path / "two"
+    one.mkdir()
+    two.mkdir()
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(config))
+    monkeypatch.setenv("CODEX_HOME", str(tmp_path / "no-codex"))
+    return config, one, two
+
+
+def resumed_in(config: Path, project: Path, original: Path, n: int, tokens: int) -> Path:
+    """`claude --resume` of `original` run in `project`: a new file in that project's folder, a copy
+    of the earlier lines, then one more turn (message `msg_<n>`, `tokens` of input)."""
+    slug = config / "projects" / claude_slug(project)
+    slug.mkdir(parents=True, exist_ok=True)
+    lines = [{**json.loads(line), "cwd": str(project)} for line in original.read_text().splitlines()]
+    sid = lines[0]["sessionId"]
+    return write(slug / "ffffffff-0000-4000-8000-00000000000f.jsonl", [
+        *lines, {**prompt(sid, "more", "2026-05-02T10:00:00Z"), "cwd": str(project)},
+        {**reply(sid, n, "2026-05-02T10:00:05Z", tokens), "cwd": str(project)},
+    ])  # fmt: skip
+
+
 def test_import_all_then_usage_all(
     azs: Azs, worktree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -77,22 +100,10 @@ def test_a_session_resumed_in_another_project_counts_each_message_once(
     """`claude --resume` from another directory: the new file, in that project's folder, copies the
     earlier messages. Each project has its store; every message is counted once on the machine,
     whichever store took it first, and whatever `usage --all` reads in place beside them."""
-    config = tmp_path / "claude"
-    one, two = tmp_path / "one", tmp_path / "two"
-    one.mkdir()
-    two.mkdir()
-    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(config))
-    monkeypatch.setenv("CODEX_HOME", str(tmp_path / "no-codex"))
+    config, one, two = two_projects(tmp_path, monkeypatch)
     n = 50 if copy_first else 40  # message ids of this test's own (the daemon counts each once)
     original = session_of(config, one, n + 1, at="2026-05-01T10:00:00Z")
-    slug = config / "projects" / claude_slug(two)
-    slug.mkdir(parents=True)
-    copied = [{**json.loads(line), "cwd": str(two)} for line in original.read_text().splitlines()]
-    sid = json.loads(original.read_text().splitlines()[0])["sessionId"]
-    resumed = write(slug / "ffffffff-0000-4000-8000-00000000000f.jsonl", [
-        *copied, {**prompt(sid, "more", "2026-05-02T10:00:00Z"), "cwd": str(two)},
-        {**reply(sid, n + 2, "2026-05-02T10:00:05Z", 700), "cwd": str(two)},
-    ])  # fmt: skip
+    resumed = resumed_in(config, two, original, n + 2, 700)
     want = tokens_of(original, resumed)
     first = 100 * (n + 1)
     assert want.input == first + 700
@@ -141,12 +152,7 @@ def test_usage_all_with_no_store_anywhere_reads_every_file_in_place(
 ) -> None:
     """A machine where nothing was imported yet (a daemon just started): `usage --all` is right at
     once, as ccusage is, and makes no store."""
-    config = tmp_path / "claude"
-    one, two = tmp_path / "one", tmp_path / "two"
-    one.mkdir()
-    two.mkdir()
-    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(config))
-    monkeypatch.setenv("CODEX_HOME", str(tmp_path / "no-codex"))
+    config, one, two = two_projects(tmp_path, monkeypatch)
     files = [
         session_of(config, one, 71, at="2026-05-01T10:00:00Z"),
         session_of(config, two, 72, at="2026-05-02T10:00:00Z"),
@@ -162,22 +168,9 @@ def test_a_copy_read_in_place_counts_only_what_no_store_counted(
 ) -> None:
     """A project's store has not taken its resumed copy in yet (read in place): the copied messages,
     which another project's store counted, are left out (the daemon's reader asks the account)."""
-    config = tmp_path / "claude"
-    one, two = tmp_path / "one", tmp_path / "two"
-    one.mkdir()
-    two.mkdir()
-    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(config))
-    monkeypatch.setenv("CODEX_HOME", str(tmp_path / "no-codex"))
+    config, one, two = two_projects(tmp_path, monkeypatch)
     original = session_of(config, one, 81, at="2026-05-01T10:00:00Z")
-    slug = config / "projects" / claude_slug(two)
-    slug.mkdir(parents=True)
-    lines = [json.loads(line) for line in original.read_text().splitlines()]
-    sid = lines[0]["sessionId"]
-    resumed = write(slug / "eeeeeeee-0000-4000-8000-00000000000e.jsonl", [
-        *({**line, "cwd": str(two)} for line in lines),
-        {**prompt(sid, "more", "2026-05-02T10:00:00Z"), "cwd": str(two)},
-        {**reply(sid, 82, "2026-05-02T10:00:05Z", 9), "cwd": str(two)},
-    ])  # fmt: skip
+    resumed = resumed_in(config, two, original, 82, 9)
     azs.ok("--root", str(one), "import", "claude", "--project", str(one))
     azs.ok("--root", str(two), "new", "a store, nothing imported")
     kinds = ("input", "output", "cache_read", "cache_write")

@@ -30,6 +30,7 @@ from azsd.context import sanitize
 from azsd.errors import IngestError
 from azsd.events import Event, UserMessage
 from azsd.files import open_regular
+from azsd.ingest.claude_slug import claude_slug, long_slug_prefix
 from azsd.ingest.file import IngestReport, ingest_chunks, ingest_file
 from azsd.ingest.parsers import Format, detect_format, head_value, iter_lines
 from azsd.ingest.source_events import SourceReaders, source_events
@@ -66,9 +67,6 @@ FORMAT_OF: Final[dict[Agent, Format]] = {
     "aider": "aider",
 }
 
-#: Claude cuts a longer slug to this many characters and appends a hash of the path.
-SLUG_MAX: Final = 200
-
 #: How many lines of a source are read to find its working directory.
 HEAD_LINES: Final = 20
 
@@ -78,7 +76,6 @@ UNFINISHED: Final = -1
 #: How many of a new session's first events are read for a prompt to name it after.
 NAME_EVENTS: Final = 5000
 
-_NOT_SLUG: Final = re.compile(r"[^A-Za-z0-9]")
 _WHITESPACE: Final = re.compile(f"[{re.escape(RUST_WHITESPACE)}]+")
 
 
@@ -97,46 +94,6 @@ class ImportOutcome:
     skipped: int
     #: Nothing to do: imported before, and the file has not changed in size since.
     current: bool
-
-
-def claude_slug(project: Path | str) -> str:
-    """The directory name Claude gives `project` under ``projects/``: every character but an ASCII
-    letter or digit becomes ``-`` (one per UTF-16 unit, as JavaScript counts), and a name longer
-    than 200 characters is cut and given a hash suffix (the one Node builds compute; other builds
-    hash differently, which :func:`discover` allows for).
-
-    >>> claude_slug("/Users/me/.worktrees/feat_x"), claude_slug("C:\\\\work\\\\repo")
-    ('-Users-me--worktrees-feat-x', 'C--work-repo')
-    """
-    text = str(project)
-    slug = _sanitized(text)
-    if len(slug) <= SLUG_MAX:
-        return slug
-    return f"{slug[:SLUG_MAX]}-{_base36(abs(_js_hash(text)))}"
-
-
-def _sanitized(text: str) -> str:
-    """`text` with each non-alphanumeric character replaced by one ``-`` per UTF-16 unit."""
-    return _NOT_SLUG.sub(lambda m: "--" if ord(m.group()) > 0xFFFF else "-", text)
-
-
-def _js_hash(text: str) -> int:
-    """JavaScript's `(h << 5) - h + charCodeAt(i) | 0` over the UTF-16 units of `text`."""
-    units = text.encode("utf-16-le")
-    h = 0
-    for i in range(0, len(units), 2):
-        h = (h * 31 + int.from_bytes(units[i : i + 2], "little")) & 0xFFFFFFFF
-    return h - (1 << 32) if h >= 1 << 31 else h
-
-
-def _base36(n: int) -> str:
-    digits = "0123456789abcdefghijklmnopqrstuvwxyz"
-    out = ""
-    while True:
-        n, d = divmod(n, 36)
-        out = digits[d] + out
-        if n == 0:
-            return out
 
 
 def discover(agent: Agent, source_dir: Path, project: Path) -> list[Source]:
@@ -181,9 +138,9 @@ def _claude_paths(source_dir: Path, project: Path) -> Iterator[Path]:
     prefixes: list[str] = []
     for spelling in _spellings(project):
         exact[claude_slug(spelling)] = None
-        full = _sanitized(spelling)
-        if len(full) > SLUG_MAX:
-            prefixes.append(full[:SLUG_MAX] + "-")
+        prefix = long_slug_prefix(spelling)
+        if prefix is not None:
+            prefixes.append(prefix)
     dirs = [(projects / name, False) for name in exact]
     if prefixes and projects.is_dir():  # a long path: its hash suffix depends on Claude's build
         dirs += [
