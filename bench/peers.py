@@ -112,9 +112,11 @@ def main(
                 "statusline": [*azs, "statusline"],
                 "asked": [*azs, "statusline", "--json"],
                 "python": [sys.executable, "-c", "pass"],
+                "bare": [sys.executable, "-S", "-c", "pass"],  # issue 34's baseline: no site at all
             }
             timed = interleaved_p50(lines, env, rounds * 3, project)
             statusline_s, asked_s, python_s = timed["statusline"], timed["asked"], timed["python"]
+            usage_all_s = process_p50([[*azs, "--json", "usage", "--all"]], env, rounds, project)
             with Client(daemon_config(run), timeout=120) as client:
                 client.search(project, f'"{QUERIES[0]}"', limit=20)
                 times = []
@@ -130,6 +132,7 @@ def main(
         )
         report("statusline", statusline_s * 1e3, "ms", python_s * 1e3)
         report("statusline_asked", asked_s * 1e3, "ms", python_s * 1e3)
+        report("statusline_vs_python_S", statusline_s * 1e3, "ms", timed["bare"] * 1e3)
         if rg is None:
             print("# search_vs_rg: skipped: rg is not installed (apt-get install -y ripgrep)")
         else:
@@ -142,7 +145,8 @@ def main(
             report("search_index_build", import_s * 1e3, "ms", rg_s * 1e3)
         figures = {
             18: {"usage_vs_ccusage": azs_usage_s, "import_vs_ccusage": import_s},
-            20: {"first_usage_all_vs_ccusage20": first_s, "usage_vs_ccusage20": azs_usage_s,
+            20: {"first_usage_all_vs_ccusage20": first_s, "usage_all_vs_ccusage20": usage_all_s,
+                 "usage_vs_ccusage20": azs_usage_s,
                  "import_vs_ccusage20": import_s},
         }  # fmt: skip
         for version, named in figures.items():

@@ -24,6 +24,7 @@ import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
+from itertools import chain, islice
 from pathlib import Path
 from typing import Final
 
@@ -31,7 +32,7 @@ from azsd.compact import prepare_for_store
 from azsd.errors import IngestError, StoreError, StoreFullError
 from azsd.events import Complete, Event, Init
 from azsd.files import open_regular
-from azsd.ingest.parsers import UnknownFormatError, detect_format, iter_lines, make_parser
+from azsd.ingest.parsers import DETECT_LINES, UnknownFormatError, detect_format, iter_lines, make_parser
 from azsd.ingest.parsers.base import LineParser, ParseReport
 from azsd.ingest.parsers.claude import ClaudeSessionParser
 from azsd.ingest.parsers.claude_counting import ClaudeCountingParser
@@ -84,13 +85,22 @@ def parse_usage(path: Path, counted_elsewhere: Callable[[str], bool] | None) -> 
     """Parse a whole file for its report alone (its events are dropped as they come, so memory does
     not grow with the file; a Claude transcript's only as far as its usage needs:
     :mod:`~azsd.ingest.parsers.claude_counting`); a Claude message `counted_elsewhere` says
-    another run counted is left out of its usage."""
-    parser = _parser_for(path, None)
-    if isinstance(parser, ClaudeSessionParser):
-        parser = ClaudeCountingParser()
-    parser.report.counted_elsewhere = counted_elsewhere
-    for _chunk in parsed_chunks(path, parser):
-        pass
+    another run counted is left out of its usage. The file is opened and read once: its format is
+    told from the lines the parse then reads (`usage --all` reads thousands of small files)."""
+    try:
+        with open_regular(path) as stream:
+            lines = iter_lines(stream, stop=os.fstat(stream.fileno()).st_size)
+            head = list(islice(lines, DETECT_LINES))
+            parser = _parser_of(path, detect_format(head), empty=not head)
+            if isinstance(parser, ClaudeSessionParser):
+                parser = ClaudeCountingParser()
+            parser.report.counted_elsewhere = counted_elsewhere
+            feed = parser.feed
+            for line in chain(head, lines):
+                feed(line)
+            parser.finish()
+    except OSError as exc:
+        raise IngestError(f"{path}: {exc.strerror or exc}") from None
     return parser.report
 
 
@@ -103,20 +113,26 @@ def parse_file(path: Path, fmt: str | None = None) -> tuple[list[Event], ParseRe
 
 def _parser_for(path: Path, fmt: str | None) -> LineParser:
     """A parser for the file's format (detected from its first lines unless `fmt` is given)."""
+    if fmt is not None:
+        return _parser_of(path, fmt, empty=False)
     try:
-        if fmt is None:
-            with open_regular(path) as stream:
-                empty = os.fstat(stream.fileno()).st_size == 0
-                fmt = detect_format(iter_lines(stream))
-            if fmt is None and empty:
-                raise IngestError(f"{path} is empty: nothing to ingest (an agent writes its first line soon)")
-            if fmt is None:
-                raise IngestError(f"{path}: not a JSONL file of any known agent format")
+        with open_regular(path) as stream:
+            empty = os.fstat(stream.fileno()).st_size == 0
+            return _parser_of(path, detect_format(iter_lines(stream)), empty=empty)
+    except OSError as exc:
+        raise IngestError(f"{path}: {exc.strerror or exc}") from None
+
+
+def _parser_of(path: Path, fmt: str | None, *, empty: bool) -> LineParser:
+    """A parser for the format `fmt` of the file `path` (None: none was told; `empty`: it is)."""
+    if fmt is None and empty:
+        raise IngestError(f"{path} is empty: nothing to ingest (an agent writes its first line soon)")
+    if fmt is None:
+        raise IngestError(f"{path}: not a JSONL file of any known agent format")
+    try:
         return make_parser(fmt)
     except UnknownFormatError as exc:
         raise IngestError(str(exc)) from None
-    except OSError as exc:
-        raise IngestError(f"{path}: {exc.strerror or exc}") from None
 
 
 def parsed_chunks(

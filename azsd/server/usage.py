@@ -70,6 +70,26 @@ def usage_reply(store: Store, req: p.Usage) -> p.UsageReply:
         more, owners = _beyond_sessions(store, req, wanted, start, end)
         rows = sorted(rows + more, key=lambda r: (r.first, r.session_id, r.source, r.model))
         infos += owners
+    sessions, rollups = _per_session(infos, rows) if req.with_sessions else ([], [])
+    names = {i.id: f"{i.name} (removed)" if i.removed else i.name for i in infos}
+    found = periods(rows, req.by, tz, by_model=req.by_model, names=names) if req.by else []
+    most = 0
+    if req.by == "block":
+        found = [live_block(view, rows, datetime.now().timestamp()) for view in found]
+        most = max((v.total_tokens for v in found if not v.active and v.agent == CLAUDE), default=0)
+        if req.active:
+            found = [v for v in found if v.active]
+    return p.UsageReply(
+        sessions=sessions, worktrees=rollups, total=usage_view(_total(rows)), by=req.by or "", periods=found,
+        max_block_tokens=most,
+    )  # fmt: skip
+
+
+def _per_session(
+    infos: Sequence[_Owner], rows: Sequence[UsageRow]
+) -> tuple[list[p.SessionUsageView], list[p.WorktreeUsageView]]:
+    """Each session's total (those with usage), and each worktree's (summed only when asked: a
+    machine of thousands of sessions spends most of a report's time here)."""
     by_session: dict[int, list[UsageRow]] = {}
     for row in rows:
         by_session.setdefault(row.session_id, []).append(row)
@@ -93,20 +113,7 @@ def usage_reply(store: Store, req: p.Usage) -> p.UsageReply:
         )
         for w, own in sorted(worktrees.items())
     ]  # fmt: skip
-    names = {i.id: f"{i.name} (removed)" if i.removed else i.name for i in infos}
-    found = periods(rows, req.by, tz, by_model=req.by_model, names=names) if req.by else []
-    most = 0
-    if req.by == "block":
-        found = [live_block(view, rows, datetime.now().timestamp()) for view in found]
-        most = max((v.total_tokens for v in found if not v.active and v.agent == CLAUDE), default=0)
-        if req.active:
-            found = [v for v in found if v.active]
-    if not req.with_sessions:
-        sessions, rollups = [], []
-    return p.UsageReply(
-        sessions=sessions, worktrees=rollups, total=usage_view(_total(rows)), by=req.by or "", periods=found,
-        max_block_tokens=most,
-    )  # fmt: skip
+    return sessions, rollups
 
 
 def live_block(view: p.UsagePeriodView, rows: Sequence[UsageRow], now: float) -> p.UsagePeriodView:

@@ -10,7 +10,8 @@ It speaks only the wire protocol (:mod:`azsd.ipc.protocol`) over ZeroMQ and neve
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Final
+#: typing.TYPE_CHECKING without importing typing (~7 ms of every `azs statusline`); mypy knows the name.
+TYPE_CHECKING = False
 
 __all__ = (
     "AsyncClient",
@@ -26,6 +27,8 @@ __all__ = (
 )
 
 if TYPE_CHECKING:
+    from typing import Any, Final
+
     from ._shared import RootLike
     from ._version import __version__
     from .aio import AsyncClient, AsyncPushSubscription, AsyncSubscription

@@ -28,12 +28,14 @@ import os
 import sys
 import time
 import zlib
-from typing import TYPE_CHECKING, Any, Final, TypeGuard
-
-if TYPE_CHECKING:
-    from collections.abc import Sequence
 
 from .costs import format_cost
+
+#: typing.TYPE_CHECKING without importing typing, which costs more than the rest of the fast path.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any, Final, TypeGuard
 
 __all__ = ["context_tokens", "hook_input", "hook_meter", "key", "main", "render", "save"]
 

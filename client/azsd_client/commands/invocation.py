@@ -6,7 +6,6 @@ import argparse
 import contextlib
 import functools
 import os
-import subprocess
 import sys
 from collections.abc import Iterator, Mapping
 
@@ -27,6 +26,8 @@ _STORE = os.path.join(".azureal", "sessions.azs")
 
 def git(args: list[str], cwd: str) -> str | None:
     """The stripped output of a git command, or None when git is missing or the command fails."""
+    import subprocess  # (here: most runs never start git, and `azs` starts faster without it)
+
     try:
         done = subprocess.run(
             ["git", *args], cwd=cwd, capture_output=True, text=True, timeout=_GIT_TIMEOUT_S, check=False
@@ -41,6 +42,8 @@ def ignore_advice(root: str) -> str | None:
 
     `git check-ignore` exits 0 for an ignored path, 1 for one that is not, 128 outside a repository.
     """
+    import subprocess
+
     try:
         done = subprocess.run(
             ["git", "check-ignore", "-q", _STORE], cwd=root, capture_output=True, timeout=_GIT_TIMEOUT_S
