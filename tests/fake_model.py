@@ -1,11 +1,13 @@
 """A fake model server on 127.0.0.1 for the real agent programs: only the model is faked.
 
-It speaks the two wire protocols the CLIs use, streamed as server-sent events:
+It speaks the three wire protocols the CLIs use, streamed as server-sent events:
 
 - **Anthropic Messages** (``POST /v1/messages``, Claude Code): thinking, text and tool_use blocks,
   ``message_start`` usage (input and cache) and ``message_delta`` usage (output);
 - **OpenAI Responses** (``POST /v1/responses``, Codex with ``wire_api = "responses"``): reasoning,
-  messages and function calls, usage on ``response.completed``.
+  messages and function calls, usage on ``response.completed``;
+- **OpenAI Chat Completions** (``POST /v1/chat/completions``, Aider and OpenCode), streamed or not:
+  :mod:`tests.fake_chat`.
 
 A test scripts what the model answers: :meth:`FakeModel.script` queues :class:`Reply` objects (one
 per request, in order; a request that finds the queue empty gets a plain ``ok``), and a reply may
@@ -26,6 +28,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
+
+from tests.fake_chat import chat_completion
 
 __all__ = ["Block", "FakeModel", "Reply", "Sent", "fake_model", "text", "thinking", "tool"]
 
@@ -74,13 +78,15 @@ class Reply:
     fail: Failure | None = None
     #: Seconds between the words of a "slow" reply's text.
     word_delay: float = 1.0
+    #: An answer the program keeps no usage of (OpenCode's titles): not in :attr:`FakeModel.sent`.
+    aside: bool = False
 
 
 @dataclass(frozen=True)
 class Sent:
     """A reply the server streamed to its end (failures are not in :attr:`FakeModel.sent`)."""
 
-    api: Literal["anthropic", "openai"]
+    api: Literal["anthropic", "openai", "chat"]
     id: str
     model: str
     reply: Reply
@@ -97,6 +103,10 @@ class FakeModel:
         self.failed: list[Reply] = []
         self.requests: list[dict[str, Any]] = []
         self.paths: list[str] = []
+        #: The title OpenCode's title requests get (they never take a scripted reply: OpenCode asks for
+        #: one beside the session's first step, in an order of its own), and those requests.
+        self.title = "A fake title"
+        self.title_requests: list[dict[str, Any]] = []
         handler = type("Handler", (_Handler,), {"model": self})
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self._server.daemon_threads = True
@@ -118,6 +128,9 @@ class FakeModel:
 
     def next_reply(self, body: dict[str, Any], path: str) -> Reply:
         with self._lock:
+            if _asks_title(body):
+                self.title_requests.append(body)
+                return Reply([text(self.title)], input_tokens=50, output_tokens=5, aside=True)
             self.requests.append(body)
             self.paths.append(path)
             return self._queue.popleft() if self._queue else Reply()
@@ -128,7 +141,8 @@ class FakeModel:
 
     def record(self, sent: Sent) -> None:
         with self._lock:
-            self.sent.append(sent)
+            if not sent.reply.aside:
+                self.sent.append(sent)
 
     def record_failure(self, reply: Reply) -> None:
         with self._lock:
@@ -140,6 +154,17 @@ class FakeModel:
     def stop(self) -> None:
         self._server.shutdown()
         self._server.server_close()
+
+
+def _asks_title(body: dict[str, Any]) -> bool:
+    """Whether a Chat Completions request is OpenCode's for a session's title (no tools; its system
+    prompt says so)."""
+    messages = body.get("messages")
+    if "tools" in body or not isinstance(messages, list) or not messages:
+        return False
+    first = messages[0]
+    content = first.get("content") if isinstance(first, dict) else None
+    return isinstance(content, str) and content.startswith("You are a title generator")
 
 
 @contextmanager
@@ -183,21 +208,21 @@ class _Handler(BaseHTTPRequestHandler):
         if path.endswith("/messages/count_tokens"):
             self._json(200, {"input_tokens": 100})
             return
-        if not path.endswith(("/messages", "/responses")):
+        if not path.endswith(("/messages", "/responses", "/chat/completions")):
             self._json(404, {"error": {"type": "not_found_error", "message": path}})
             return
-        api: Literal["anthropic", "openai"] = "anthropic" if path.endswith("/messages") else "openai"
+        api: Literal["anthropic", "openai", "chat"] = (
+            "anthropic" if path.endswith("/messages") else "openai" if path.endswith("/responses") else "chat"
+        )
         reply = self.model.next_reply(body, path)
         if reply.fail in ("529", "500"):
             self.model.record_failure(reply)
             self._error(api, int(reply.fail))
             return
-        self.send_response(200)
-        self.send_header("content-type", "text/event-stream")
-        self.send_header("cache-control", "no-cache")
-        self.send_header("connection", "close")
-        self.end_headers()
-        self.close_connection = True
+        if api == "chat":
+            self._chat(reply, str(body.get("model") or "unknown"), stream=body.get("stream") is True)
+            return
+        self._stream_start()
         model = str(body.get("model") or "unknown")
         try:
             if api == "anthropic":
@@ -208,6 +233,46 @@ class _Handler(BaseHTTPRequestHandler):
             self.model.record_failure(reply)
             return
         self.model.record(sent)
+
+    def _stream_start(self) -> None:
+        """The headers of a server-sent event stream, the connection closed at its end."""
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.send_header("cache-control", "no-cache")
+        self.send_header("connection", "close")
+        self.end_headers()
+        self.close_connection = True
+
+    def _chat(self, reply: Reply, model: str, *, stream: bool) -> None:
+        """A Chat Completions answer (:mod:`tests.fake_chat`): streamed, or one JSON body."""
+        parts: list[bytes] = []
+
+        def send(data: bytes) -> None:
+            if stream:
+                self.wfile.write(data)
+                self.wfile.flush()
+            else:
+                parts.append(data)
+
+        if stream:
+            self._stream_start()
+        try:
+            found = chat_completion(
+                reply, model, stream=stream, new_id=self.model.new_id, send=send,
+                words=lambda value: self._words(reply, value), pause=lambda: self._pause(reply),
+                dropped=_Dropped,
+            )  # fmt: skip
+        except (_Dropped, BrokenPipeError, ConnectionResetError):
+            self.model.record_failure(reply)
+            return
+        if not stream:
+            data = b"".join(parts)
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+        self.model.record(Sent("chat", found, model, reply))
 
     # -- helpers -------------------------------------------------------------------------------
 

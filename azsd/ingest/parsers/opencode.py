@@ -13,7 +13,13 @@ business (:mod:`azsd.ingest.opencode`): it is handed one message and its parts a
   part a `ToolCall` (named and shaped as Claude's tools are, so context and export show them alike)
   and, once it ran, a `ToolResult`; a `patch` part is a `Hook` naming the files;
 - its tokens and cost are usage (the step-finish parts' when the message has none), priced as
-  OpenCode reported, and it ends with `Complete` (failed when OpenCode recorded an error).
+  OpenCode reported;
+- a turn is a user message and every assistant message answering it: OpenCode 1.x keeps one per
+  model *step* (``finish: "tool-calls"`` while the model goes on after its tools ran), so the turn's
+  `Complete` (its cost and duration those of all its steps; failed when OpenCode recorded an error)
+  comes after the step that ends it (any other `finish`, an error, or, where OpenCode writes no
+  `finish`, a message completed), never between steps. A turn that a new prompt cut short ends
+  failed before it; one still going has no `Complete` yet.
 
 Unknown part types are skipped and counted (``unknown_part``).
 
@@ -88,6 +94,9 @@ class OpenCodeParser(LineParser):
     def __init__(self) -> None:
         super().__init__()
         self._model = ""
+        #: The turn going on: its steps' cost and the time its first step began (None: no step yet).
+        self._turn_cost = 0.0
+        self._turn_start: int | None = None
 
     def feed_message(self, info: dict[str, Any], parts: list[dict[str, Any]]) -> list[Event]:
         """The events of one message (its info and its parts, in order). Never raises on bad input."""
@@ -125,7 +134,19 @@ class OpenCodeParser(LineParser):
         texts = [p["text"] for p in parts if p.get("type") == "text" and isinstance(p.get("text"), str)
                  and not p.get("synthetic") and not p.get("ignored")]  # fmt: skip
         text = "\n".join(texts)
-        return [UserMessage(content=text)] if text.strip() else []
+        if not text.strip():
+            return []
+        cut = [self._end_turn(success=False, end=None)] if self._turn_start is not None else []
+        return [*cut, UserMessage(content=text)]
+
+    def _end_turn(self, *, success: bool, end: Any) -> Complete:
+        """The `Complete` of the turn going on (its steps' cost, its time from its first step's start
+        to `end`), and none going on after it."""
+        start = self._turn_start
+        duration = int(end - start) if isinstance(start, int) and isinstance(end, int) and end >= start else 0
+        done = Complete(success=success, duration_ms=duration, cost_usd=round(self._turn_cost, 12))
+        self._turn_cost, self._turn_start = 0.0, None
+        return done
 
     def _assistant(self, info: dict[str, Any], parts: list[dict[str, Any]]) -> list[Event]:
         out: list[Event] = []
@@ -135,6 +156,27 @@ class OpenCodeParser(LineParser):
             self.report.model = model
             cwd = _dict(info.get("path")).get("cwd")
             out.append(Init(cwd=cwd if isinstance(cwd, str) else "", model=model))
+        steps, step_cost = self._parts(parts, out)
+        usage = _usage(info.get("tokens"))
+        cost = _number(info.get("cost")) if "cost" in info else step_cost
+        if usage.is_zero:
+            usage, cost = steps, cost or step_cost
+        self._count(usage, cost, info)
+        error = info.get("error")
+        if isinstance(error, dict):
+            out.append(_error_text(error))
+        time = _dict(info.get("time"))
+        start = time.get("created")
+        if self._turn_start is None:
+            self._turn_start = start if isinstance(start, int) and not isinstance(start, bool) else 0
+        self._turn_cost += cost
+        if _ends_turn(info):
+            out.append(self._end_turn(success=not isinstance(error, dict), end=time.get("completed")))
+        return out
+
+    def _parts(self, parts: list[dict[str, Any]], out: list[Event]) -> tuple[Usage, float]:
+        """An assistant message's parts as events (into `out`); the usage and cost of its step-finish
+        parts."""
         steps = Usage()
         step_cost = 0.0
         for part in parts:
@@ -155,21 +197,7 @@ class OpenCodeParser(LineParser):
                 step_cost += _number(part.get("cost"))
             elif kind not in _SKIPPED_PARTS:
                 self.report.skipped["unknown_part"] += 1
-        usage = _usage(info.get("tokens"))
-        cost = _number(info.get("cost")) if "cost" in info else step_cost
-        if usage.is_zero:
-            usage, cost = steps, cost or step_cost
-        self._count(usage, cost, info)
-        error = info.get("error")
-        if isinstance(error, dict):
-            data = error.get("data")
-            message = data.get("message") if isinstance(data, dict) else None
-            out.append(AssistantText(text=f"Error: {message or error.get('name') or 'unknown error'}"))
-        time = _dict(info.get("time"))
-        start, end = time.get("created"), time.get("completed")
-        duration = int(end - start) if isinstance(start, int) and isinstance(end, int) and end >= start else 0
-        out.append(Complete(success=not isinstance(error, dict), duration_ms=duration, cost_usd=cost))
-        return out
+        return steps, step_cost
 
     def _count(self, usage: Usage, cost: float, info: dict[str, Any]) -> None:
         report = self.report
@@ -185,6 +213,24 @@ class OpenCodeParser(LineParser):
             iso_ms(time.get("completed") or time.get("created")),
             reported_usd=cost,
         )
+
+
+def _error_text(error: dict[str, Any]) -> AssistantText:
+    """What OpenCode recorded of a step's failure, as the answer shows it."""
+    data = error.get("data")
+    message = data.get("message") if isinstance(data, dict) else None
+    return AssistantText(text=f"Error: {message or error.get('name') or 'unknown error'}")
+
+
+def _ends_turn(info: dict[str, Any]) -> bool:
+    """Whether an assistant message is the last step of its turn: not one the model goes on after
+    (``finish: "tool-calls"``), nor one still being written (no `finish`, not completed)."""
+    if isinstance(info.get("error"), dict):
+        return True
+    finish = info.get("finish")
+    if isinstance(finish, str):
+        return finish != "tool-calls"
+    return "completed" in _dict(info.get("time"))
 
 
 def _model(info: dict[str, Any]) -> str:

@@ -1,0 +1,61 @@
+"""The real OpenCode (tests/agent_versions.json) run headless against the fake model, and what azsd
+makes of what it wrote: sessions that read as the user lived them, usage equal to OpenCode's own.
+
+OpenCode 1.x keeps one assistant message per model *step* (a tool call and its result, then the next
+request), all answering one user message: a turn is the user's message and every step after it.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from tests.daemon_fixture import daemon
+from tests.fake_model import FakeModel, Reply, text, tool
+from tests.real_others import AgentWorld, agent_world, model
+
+__all__ = ["agent_world", "daemon", "model"]  # the fixtures, re-exported for pytest
+
+
+def steps(model: FakeModel, n: int) -> None:
+    """A turn of `n` model steps: `n - 1` shell commands, then an answer."""
+    replies = [
+        Reply([text(f"step {i}"), tool("bash", command=f"echo step-{i}", description=f"step {i}")],
+              input_tokens=1000 + i, output_tokens=10 + i, cache_read=100 * i)
+        for i in range(1, n)
+    ]  # fmt: skip
+    model.script(*replies, Reply([text("All done.")], input_tokens=2000, output_tokens=40, cache_read=500))
+
+
+def only_session(world: AgentWorld) -> dict[str, Any]:
+    done = world.azs("--json", "ls")
+    assert done.returncode == 0, world.explain(done)
+    rows = [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
+    assert len(rows) == 1, rows
+    session: dict[str, Any] = rows[0]
+    return session
+
+
+def test_a_session_of_several_steps_is_one_turn_whose_cost_is_opencodes(
+    agent_world: AgentWorld, model: FakeModel
+) -> None:
+    world = agent_world
+    steps(model, 3)
+    done = world.opencode("run", "run two commands")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert model.pending() == 0, "OpenCode did not take every step"
+    (session_id,) = world.opencode_sessions()
+    tokens_in, tokens_out, cache_read, cost = world.opencode_totals(session_id)
+    world.import_json("opencode", "--data-dir", str(world.opencode_dir))
+    view = world.view(1)
+    assert view.usage is not None
+    assert (view.usage.input, view.usage.output, view.usage.cache_read) == (tokens_in, tokens_out, cache_read)
+    assert view.usage.cost_usd == pytest.approx(cost)
+    assert view.name == model.title  # OpenCode's own title, not the prompt it keeps in quotes
+    session = only_session(world)
+    assert session["usage"]["cost_usd"] == pytest.approx(cost)  # the whole session's, not one step's
+    assert session["state"] != "running"
+    (usage,) = world.client.usage(world.root, 1).sessions
+    assert usage.turns == 1  # one prompt, three steps
