@@ -59,3 +59,29 @@ def test_a_session_of_several_steps_is_one_turn_whose_cost_is_opencodes(
     assert session["state"] != "running"
     (usage,) = world.client.usage(world.root, 1).sessions
     assert usage.turns == 1  # one prompt, three steps
+
+
+def test_a_fork_is_linked_to_its_session_and_its_copies_are_counted_once(
+    agent_world: AgentWorld, model: FakeModel
+) -> None:
+    world = agent_world
+    model.script(Reply([text("First answer.")], input_tokens=1000, output_tokens=30, cache_read=200))
+    assert world.opencode("run", "first prompt").returncode == 0
+    model.script(Reply([text("Second answer.")], input_tokens=1500, output_tokens=20, cache_read=300))
+    done = world.opencode("run", "--continue", "--fork", "second prompt")
+    assert done.returncode == 0, done.stderr[-2000:]
+    _, fork = world.opencode_sessions()
+    parent = world.opencode_rows("SELECT parent_id FROM session WHERE id = ?", fork)
+    assert parent in ([(None,)], [("",)])  # OpenCode names no parent
+    world.import_json("opencode", "--data-dir", str(world.opencode_dir))
+    first, second = world.view(1), world.view(2)
+    assert second.parent == first.id  # a fork, though OpenCode names no parent
+    assert world.client.get_session(world.root, 1).session.forks == (2,)
+    # what the model was asked for, once: the fork's copy of the first answer is the original's
+    usage = world.client.usage(world.root)
+    assert (usage.total.input, usage.total.output) == (1000 - 200 + 1500 - 300, 50), usage.total
+    assert second.usage is not None and (second.usage.input, second.usage.output) == (1200, 20)
+    ls = world.azs("--json", "ls")
+    rows = {row["id"]: row for row in map(json.loads, ls.stdout.splitlines())}
+    assert rows[2]["parent"] == 1
+    assert rows[1]["forks"] == [2]  # both sides of the lineage, as `show` says them

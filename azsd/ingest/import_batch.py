@@ -33,6 +33,7 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Final
 
 from azsd.compact import prepare_for_store
@@ -122,6 +123,7 @@ def import_many(
     error stops it all (the transaction it broke is rolled back)."""
     out: list[Outcome] = []
     seen: set[str] = set()  # a source named twice is new once
+    keys: set[str] = set()  # the usage keys of the sources read whole, before their sessions exist
     ended = [float("-inf")]  # when the last shared transaction committed
     with SourceReaders() as stores, ReadAhead(_jobs(store, sources), root=str(store.root)) as ahead:
         i = 0
@@ -141,7 +143,7 @@ def import_many(
             while i < len(sources) and _small(sources[i]) and time.monotonic() - start < BATCH_S:
                 found = ahead.next()
                 ready = Ready(sources[i], found) if isinstance(found, PreparedFile) else None
-                batch.append(ready or _read_if_new(store, sources[i], worktree, seen, stores))
+                batch.append(ready or _read_if_new(store, sources[i], worktree, seen, stores, keys))
                 i += 1
             out += _write(store, batch, worktree, on_stored, stores, committed, ended)
     return out
@@ -196,10 +198,11 @@ def _small(source: Source) -> bool:
 
 
 def _read_if_new(
-    store: Store, source: Source, worktree: str, seen: set[str], stores: SourceReaders
+    store: Store, source: Source, worktree: str, seen: set[str], stores: SourceReaders, keys: set[str]
 ) -> Source | _New | AzsdError:
     """`source` read whole when it was never imported (or its session is gone), else `source`; the
-    error when it cannot be read."""
+    error when it cannot be read. `keys`: the usage keys the sources read before it in this import
+    count (their sessions are not created yet), to which its own are added."""
     if source.agent not in ("aider", "opencode"):
         return source  # a file: imported as it is read, in its savepoint
     record = store.get_import(source.key)
@@ -208,6 +211,7 @@ def _read_if_new(
     seen.add(source.key)
     try:
         found = source_events(source, stores)
+        found.report.counted_elsewhere = partial(_claimed, store, keys)  # a fork's copies, counted once
         events: list[Event] = []
         for chunk in found.chunks:
             events += prepare_for_store(chunk)
@@ -215,10 +219,17 @@ def _read_if_new(
         raise
     except AzsdError as exc:
         return exc
+    keys.update(found.report.message_keys)
     usage = usage_record(found.report, found.name)
     name = source.own_title or first_prompt_name(events[:NAME_EVENTS]) or source.title or source.path.stem
     filled = filled_session(source, name, worktree, source.size, usage, found.at, events=events)
     return _New(source, filled, found.report.lines, found.report.skipped_total)
+
+
+def _claimed(store: Store, keys: set[str], key: str) -> bool:
+    """Whether a source read before in this import, a run of the store or another store of the
+    account counted the response `key`."""
+    return key in keys or bool(store.usage_keys_counted([key], claim=False))
 
 
 def _write(

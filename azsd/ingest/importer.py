@@ -41,6 +41,7 @@ from azsd.ingest.sources import (
     opencode_sources,
 )
 from azsd.ingest.subagents import import_subagents, orphaned, orphaned_subagents
+from azsd.ingest.usage import counted_elsewhere
 from azsd.model import ImportRecord, StoredEvent
 from azsd.rusttext import RUST_WHITESPACE, is_blank, rust_lines, trim, trim_end
 from azsd.store import Store
@@ -353,6 +354,7 @@ def _ingest(
         return ingest_file(store, session_id, source.path, FORMAT_OF[source.agent], on_stored=stored)
     with SourceReaders() if stores is None else nullcontext(stores) as opened:
         found = source_events(source, opened)
+        found.report.counted_elsewhere = counted_elsewhere(store, session_id, source.key)  # a fork's copies
         return ingest_chunks(
             store,
             session_id,

@@ -98,11 +98,46 @@ class OpenCodeDb:
             f"SELECT s.id, {parent}, {title}, {directory}, s.time_created, s.time_updated FROM session AS s "
             "ORDER BY s.time_created, s.id"
         )
+        created = {str(row[0]): _int(row[4]) for row in rows}
+        forked = self._forked_from(created, {str(row[0]) for row in rows if not row[1]})
         return [
-            OpenCodeSession(str(i), p if isinstance(p, str) else None, t if isinstance(t, str) else "",
-                            d if isinstance(d, str) else "", _int(c), _int(u))
+            OpenCodeSession(
+                str(i), p if isinstance(p, str) and p else forked.get(str(i)),
+                t if isinstance(t, str) else "", d if isinstance(d, str) else "", _int(c), _int(u),
+            )
             for i, p, t, d, c, u in rows
         ]  # fmt: skip
+
+    def _forked_from(self, created: dict[str, int], orphans: set[str]) -> dict[str, str]:
+        """The session each fork among `orphans` (sessions naming no parent) was forked from.
+
+        OpenCode's ``--fork`` names no parent: it copies the session's messages, with their times,
+        into a new session. So a session whose first message has the time of an older session's
+        first message is a fork of the one it shares the longest run of message times with (of two
+        as long, the older: a fork of a fork shares more with the fork it was made from)."""
+        firsts: dict[int, list[str]] = {}
+        for session, first in self._rows(
+            "SELECT session_id, MIN(time_created) FROM message GROUP BY session_id"
+        ):
+            if str(session) in created:
+                firsts.setdefault(_int(first), []).append(str(session))
+        found: dict[str, str] = {}
+        for group in firsts.values():
+            if len(group) < 2 or orphans.isdisjoint(group):
+                continue
+            times: dict[str, list[int]] = {}
+            marks = ", ".join("?" * len(group))
+            for session, at in self._rows(
+                f"SELECT session_id, time_created FROM message WHERE session_id IN ({marks}) "
+                "ORDER BY time_created, id",
+                tuple(group),
+            ):
+                times.setdefault(str(session), []).append(_int(at))
+            for fork in orphans.intersection(group):
+                older = [s for s in group if (created[s], s) < (created[fork], fork)]
+                if older:
+                    found[fork] = max(older, key=lambda s: (_shared(times[s], times[fork]), -created[s]))
+        return found
 
     def stamp(self, session_id: str) -> int:
         """A number that changes whenever the session, one of its messages or parts changes."""
@@ -144,6 +179,16 @@ class OpenCodeDb:
             decoded = [_object(d) for _, d in parts.get(message_id, [])]
             good = [p for p in decoded if p is not None]
             yield info, good, len(decoded) - len(good)
+
+
+def _shared(one: list[int], other: list[int]) -> int:
+    """How many leading values `one` and `other` share."""
+    n = 0
+    for a, b in zip(one, other, strict=False):
+        if a != b:
+            break
+        n += 1
+    return n
 
 
 def stamp_of(values: Any) -> int:

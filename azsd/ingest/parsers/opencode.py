@@ -55,7 +55,7 @@ from azsd.events import (
 from azsd.ingest.parsers.base import LineParser
 from azsd.model import Cost, Usage
 
-__all__ = ["TOOL_NAMES", "OpenCodeParser", "iso_ms"]
+__all__ = ["TOOL_NAMES", "OpenCodeParser", "iso_ms", "usage_key"]
 
 #: OpenCode's tool names and the names AZUREAL (and Claude) give the same tools.
 TOOL_NAMES: Final = {
@@ -97,6 +97,7 @@ class OpenCodeParser(LineParser):
         #: The turn going on: its steps' cost and the time its first step began (None: no step yet).
         self._turn_cost = 0.0
         self._turn_start: int | None = None
+        self._keys: set[str] = set()  # the usage keys met in this run
 
     def feed_message(self, info: dict[str, Any], parts: list[dict[str, Any]]) -> list[Event]:
         """The events of one message (its info and its parts, in order). Never raises on bad input."""
@@ -203,6 +204,16 @@ class OpenCodeParser(LineParser):
         report = self.report
         if usage.is_zero and not cost:
             return
+        key = usage_key(info, usage)
+        if key is not None:
+            if key in self._keys:
+                return
+            self._keys.add(key)
+            asked = report.counted_elsewhere
+            if asked is not None and asked(key):  # a copy of a response another session counted: a fork's
+                report.counted_before += 1
+                return
+            report.message_keys.append(key)
         report.usage = report.usage + usage
         spent = (report.cost_usd.usd if report.cost_usd else 0.0) + cost
         report.cost_usd = Cost(round(spent, 12), "reported")
@@ -213,6 +224,21 @@ class OpenCodeParser(LineParser):
             iso_ms(time.get("completed") or time.get("created")),
             reported_usd=cost,
         )
+
+
+def usage_key(info: dict[str, Any], usage: Usage) -> str | None:
+    """What names a model response OpenCode recorded, wherever a copy of it is (OpenCode keeps no
+    response id, and ``--fork`` copies messages under new ids, keeping their times and tokens): its
+    model, the millisecond it began and its tokens. None without a time.
+
+    >>> usage_key({"providerID": "p", "modelID": "m", "time": {"created": 7}}, Usage(input=3, output=2))
+    'opencode:p/m@7:3/2/0/0'
+    """
+    created = _dict(info.get("time")).get("created")
+    if not isinstance(created, int) or isinstance(created, bool):
+        return None
+    u = usage
+    return f"opencode:{_model(info)}@{created}:{u.input}/{u.output}/{u.cache_read}/{u.cache_write}"
 
 
 def _error_text(error: dict[str, Any]) -> AssistantText:

@@ -10,6 +10,8 @@ import sys
 from collections.abc import Sequence
 from typing import Final
 
+import msgspec
+
 from azsd.errors import AzsdError
 from azsd.ipc.protocol import SessionView
 from azsd_client._shared import Archived
@@ -56,18 +58,29 @@ def all_sessions(run: Invocation, worktree: str | None, archived: Archived = "ex
             return list(views.values())
 
 
+def with_forks(views: Sequence[SessionView], among: Sequence[SessionView]) -> list[SessionView]:
+    """`views` with their forks among `among` (a listing names each session's parent, and the daemon
+    fills `forks` only for one session's view): `ls --json` says both sides of a lineage."""
+    forks: dict[int, list[int]] = {}
+    for view in among:
+        if view.parent is not None:
+            forks.setdefault(view.parent, []).append(view.id)
+    return [msgspec.structs.replace(v, forks=tuple(sorted(forks[v.id]))) if v.id in forks else v
+            for v in views]  # fmt: skip
+
+
 def ls(run: Invocation) -> int:
     """By default: the sessions labelled with the current branch, and the unlabelled ones, not archived."""
     args = run.args
     archived: Archived = "only" if args.archived else "include" if args.all else "exclude"
     if args.all_worktrees or args.worktree is not None:
-        views = all_sessions(run, None if args.all_worktrees else args.worktree, archived)
+        everything = views = all_sessions(run, None if args.all_worktrees else args.worktree, archived)
         hidden = 0
     else:
         everything = all_sessions(run, None, archived)
         views = [v for v in everything if v.worktree in (run.branch, "")]
         hidden = len(everything) - len(views)
-    views = by_latest(views)
+    views = by_latest(with_forks(views, everything))
     if args.since is not None:
         views = [v for v in views if active_since(v, args.since)]
     if args.limit is not None:
