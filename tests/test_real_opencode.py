@@ -8,6 +8,8 @@ request), all answering one user message: a turn is the user's message and every
 from __future__ import annotations
 
 import json
+import threading
+import time
 from typing import Any
 
 import pytest
@@ -15,6 +17,7 @@ import pytest
 from tests.daemon_fixture import daemon
 from tests.fake_model import FakeModel, Reply, text, tool
 from tests.real_others import AgentWorld, agent_world, model
+from tests.test_run import wait_for
 
 __all__ = ["agent_world", "daemon", "model"]  # the fixtures, re-exported for pytest
 
@@ -85,3 +88,34 @@ def test_a_fork_is_linked_to_its_session_and_its_copies_are_counted_once(
     rows = {row["id"]: row for row in map(json.loads, ls.stdout.splitlines())}
     assert rows[2]["parent"] == 1
     assert rows[1]["forks"] == [2]  # both sides of the lineage, as `show` says them
+
+
+def test_the_store_stays_out_of_opencodes_snapshots(agent_world: AgentWorld, model: FakeModel) -> None:
+    world = agent_world
+    assert world.azs("new", "before").returncode == 0  # the store exists, and changes while OpenCode runs
+    (world.root / "notes.txt").write_text("a file of the project\n")
+    model.script(
+        Reply([tool("bash", command="sleep 2; echo hi >> notes.txt", description="append")]),
+        Reply([text("Appended.")], input_tokens=950),
+    )
+
+    def meanwhile() -> None:  # the daemon writes the store while the step runs, as it does live
+        wait_for(lambda: model.sent, "the step's command to start")
+        time.sleep(0.5)
+        assert world.azs("new", "during").returncode == 0
+
+    writer = threading.Thread(target=meanwhile)
+    writer.start()
+    done = world.opencode("run", "append to the notes")
+    writer.join()
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert model.pending() == 0
+    world.import_json("opencode", "--data-dir", str(world.opencode_dir))
+    patched = [
+        json.loads(data).get("files", [])
+        for (data,) in world.opencode_rows('SELECT data FROM part WHERE data LIKE \'%"type":"patch"%\'')
+    ]
+    assert patched, "OpenCode recorded no change (the test would prove nothing)"
+    changed = [f for files in patched for f in files]
+    assert any(f.endswith("notes.txt") for f in changed), changed
+    assert not [f for f in changed if ".azureal" in f], changed

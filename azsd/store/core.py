@@ -31,6 +31,7 @@ from azsd.errors import ReadOnlyStoreError, StoreError
 from azsd.store.codec import RowCodec
 from azsd.store.migration import migrate, read_schema_version
 from azsd.store.pacing import Pacer
+from azsd.store.private import prepare_store_file
 from azsd.store.schema import SCHEMA_VERSION
 from azsd.store.sqlite_errors import NeedsWriterError, StoreBusyError, raise_open_error, translate
 from azsd.store.writer_lock import take_writer_lock
@@ -174,6 +175,7 @@ class StoreCore:
         if self.reader:
             self._connect_reader()
             return
+        prepare_store_file(self.path)  # (0700, 0600, kept out of git: azsd.store.private)
         if self.exclusive and self._writer_lock is None:
             self._writer_lock = take_writer_lock(self.path)
         uri = f"{self.path.as_uri()}?mode=rwc"
@@ -256,7 +258,6 @@ class StoreCore:
         if self._conn is None:
             if not create:
                 raise StoreError(f"{self.path} does not exist yet (create a session first)")
-            self.path.parent.mkdir(parents=True, exist_ok=True)
             self._connect()
         return self._require()
 

@@ -6,6 +6,8 @@ Each takes its :class:`~.invocation.Invocation` and returns its exit status.
 
 from __future__ import annotations
 
+import shlex
+import stat
 from pathlib import Path
 from typing import Any, Final
 
@@ -101,12 +103,27 @@ def doctor(run: Invocation) -> int:
         )
         _finding(run, "store", True, said)
         if exists:
+            healthy = _check_private(run, path) and healthy
             healthy = _check_search(run) and healthy
             healthy = _check_stale(run) and healthy
     if run.args.reindex:
         indexed = run.client.reindex(run.root).indexed
         _finding(run, "reindex", True, f"search index rebuilt: {plural(indexed, 'event')}")
     return 0 if healthy else 1
+
+
+def _check_private(run: Invocation, path: Path) -> bool:
+    """Whether only the user can read the store (azsd makes it 0600 in a 0700 directory; an older
+    azsd, AZUREAL or a copy may have left it readable by others)."""
+    try:
+        modes = [(p, stat.S_IMODE(p.stat().st_mode)) for p in (path, path.parent)]
+    except OSError as exc:
+        return _finding(run, "permissions", False, f"{path}: {exc.strerror or exc}")
+    loose = [f"{p} is {m:o}" for p, m in modes if m & 0o077]
+    if not loose:
+        return _finding(run, "permissions", True, "only you can read the store")
+    fix = f"chmod 600 {shlex.quote(str(path))}* && chmod 700 {shlex.quote(str(path.parent))}"
+    return _finding(run, "permissions", False, f"other users can read it ({'; '.join(loose)}): {fix}")
 
 
 def _check_search(run: Invocation) -> bool:
