@@ -167,7 +167,7 @@ def test_fork_at_a_count_from_the_end(azs: Azs, client: Client, worktree: Path) 
     assert code == 1 and "has 5 events: --at -5 leaves none to copy" in err, err
 
 
-def test_new_in_a_git_worktree_says_how_to_ignore_the_store(
+def test_new_in_a_git_worktree_keeps_the_store_out_of_git_by_itself(
     daemon: DaemonProc, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     repo = tmp_path / "repo"
@@ -175,13 +175,13 @@ def test_new_in_a_git_worktree_says_how_to_ignore_the_store(
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
     base = ["--runtime-dir", str(daemon.runtime_dir), "--root", str(repo)]
     code, _, err = run_main(capsys, *base, "new", "first")
-    assert code == 0 and "git does not ignore .azureal/" in err and "info/exclude" in err, err
-    code, _, err = run_main(capsys, *base, "new", "second")  # said once: when the store is made
-    assert (code, err) == (0, "")
+    assert (code, err) == (0, "")  # nothing to do: .azureal/.gitignore keeps it out of git
+    status = subprocess.run(["git", "-C", str(repo), "status", "--porcelain"], capture_output=True, text=True)
+    assert status.stdout == ""
+    (repo / ".azureal" / ".gitignore").write_text("")  # the user emptied it: then they are told how
     (repo / ".azureal" / "sessions.azs").unlink()
-    (repo / ".gitignore").write_text(".azureal/\n")
-    code, _, err = run_main(capsys, *base, "new", "third")
-    assert (code, err) == (0, "")  # ignored already: nothing to say
+    code, _, err = run_main(capsys, *base, "new", "second")
+    assert code == 0 and "git does not ignore .azureal/" in err and "info/exclude" in err, err
 
 
 def test_usage_errors_with_json_are_json(azs: Azs, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

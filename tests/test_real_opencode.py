@@ -8,14 +8,20 @@ request), all answering one user message: a turn is the user's message and every
 from __future__ import annotations
 
 import json
+import subprocess
 import threading
 import time
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.daemon_fixture import daemon
+from azsd.errors import AzsdError
+from azsd.events import AssistantText
+from tests.daemon_fixture import daemon, daemon_in_tmpdir
 from tests.fake_model import FakeModel, Reply, text, tool
+from tests.real_agents import agent_bin, opencode_env
 from tests.real_others import AgentWorld, agent_world, model
 from tests.test_run import wait_for
 
@@ -119,3 +125,60 @@ def test_the_store_stays_out_of_opencodes_snapshots(agent_world: AgentWorld, mod
     changed = [f for files in patched for f in files]
     assert any(f.endswith("notes.txt") for f in changed), changed
     assert not [f for f in changed if ".azureal" in f], changed
+
+
+@pytest.fixture
+def watched(tmp_path: Path, model: FakeModel) -> Iterator[AgentWorld]:
+    """A daemon watching OpenCode's and Aider's homes, of a world whose agents talk to the fake model."""
+    env = {"HOME": str(tmp_path / "home"), "AZSD_WATCH_AGENTS": "opencode,aider"}
+    with daemon_in_tmpdir(env) as daemon:
+        world = AgentWorld(daemon, tmp_path, model)
+        try:
+            yield world
+        finally:
+            world.client.close()
+
+
+def usage_now(world: AgentWorld) -> tuple[int, int, int, float] | None:
+    try:
+        views = world.client.list_sessions(world.root, with_usage=True).sessions
+    except AzsdError:
+        return None
+    if len(views) != 1 or views[0].usage is None:
+        return None
+    u = views[0].usage
+    return u.input, u.output, u.cache_read, round(u.cost_usd, 9)
+
+
+def test_a_live_session_is_current_with_no_command_and_a_kill_loses_and_doubles_nothing(
+    watched: AgentWorld, model: FakeModel
+) -> None:
+    world = watched
+    steps(model, 2)
+    done = world.opencode("run", "one command then an answer")
+    assert done.returncode == 0, done.stderr[-2000:]
+    (session_id,) = world.opencode_sessions()
+    wanted = world.opencode_totals(session_id)
+    wait_for(lambda: usage_now(world) == (*wanted[:3], round(wanted[3], 9)), "the session, by the watch", 10)
+    assert world.view(1).state == "succeeded"
+    # a turn killed halfway through its answer (kill -9), then the session continued
+    model.script(Reply([text("a slow answer that never ends")], fail="slow", word_delay=1.0))
+    slow = subprocess.Popen(
+        [str(agent_bin("opencode")), "run", "--continue", "a slow one"], cwd=world.root,
+        env=opencode_env(world.home, model.url), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        wait_for(lambda: len(model.requests) >= 3, "the slow answer to start")
+        time.sleep(1.5)
+    finally:
+        slow.kill()
+        slow.wait()
+    steps(model, 1)
+    assert world.opencode("run", "--continue", "and again").returncode == 0
+    wanted = world.opencode_totals(session_id)
+    wait_for(lambda: usage_now(world) == (*wanted[:3], round(wanted[3], 9)), "the usage after the kill", 10)
+    world.import_json("opencode", "--data-dir", str(world.opencode_dir))  # and an import changes nothing
+    assert usage_now(world) == (*wanted[:3], round(wanted[3], 9))
+    texts = [e.text for e in world.raw_events(1) if isinstance(e, AssistantText)]
+    assert texts.count("All done.") == 2, texts  # each answer once

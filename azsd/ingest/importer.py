@@ -289,7 +289,7 @@ def _import_source(
     if record is not None and not store.has_session(record.session_id):
         record = None
     if record is not None and (
-        record.size == size or (not record.last_seq and source.agent in ("aider", "opencode"))
+        record.size == size or (not record.last_seq and _followed(store, record.session_id, source))
     ):
         # (an Aider run or an OpenCode session a follow brought in is the follow's: it goes on there)
         _subagents(store, record.session_id, source)
@@ -365,6 +365,15 @@ def _ingest(
             on_stored=stored,
             grows=True,
         )
+
+
+def _followed(store: Store, session_id: int, source: Source) -> bool:
+    """Whether a follow into the session brought in the Aider run or OpenCode session `source` (it
+    goes on there, and an import leaves it to it)."""
+    if source.agent not in ("aider", "opencode"):
+        return False
+    paths = (source.key, str(source.path))
+    return any(f.session_id == session_id and f.path in paths for f in store.follows())
 
 
 def record_lineage(store: Store, session_id: int, source: Source) -> None:

@@ -187,12 +187,19 @@ Message = tuple[dict[str, Any] | None, list[dict[str, Any]], int]
 
 def finished_messages(source: OpenCodeSource, session_id: str) -> list[Message]:
     """The session's messages up to the first reply still being written: (info or None when its
-    JSON is unusable, its usable parts, how many parts were unusable)."""
+    JSON is unusable, its usable parts, how many parts were unusable). A reply never completed that
+    a later reply follows was abandoned (OpenCode killed while writing it: it begins a reply only once
+    the one before has ended): it is taken as it was left, and what follows it read on."""
+    messages = list(source.messages(session_id))
+    replies = [
+        i for i, (info, _, _) in enumerate(messages) if info is not None and info.get("role") == "assistant"
+    ]
+    last_reply = replies[-1] if replies else -1
     done: list[Message] = []
-    for info, parts, bad in source.messages(session_id):
+    for i, (info, parts, bad) in enumerate(messages):
         time = _dict(info.get("time")) if info is not None else {}
         if info is not None and info.get("role") == "assistant" and not time.get("completed"):
-            if not info.get("error"):
+            if not info.get("error") and i == last_reply:
                 break  # still being written: the rest waits
         done.append((info, parts, bad))
     return done

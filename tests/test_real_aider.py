@@ -1,0 +1,40 @@
+"""The real Aider (tests/agent_versions.json) run headless against the fake model, and what azsd makes
+of the history it writes: one session per run, usage as Aider itself reported it (its ``Tokens:``
+lines), nothing counted twice however the history comes in.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.daemon_fixture import daemon
+from tests.fake_model import FakeModel, Reply, text
+from tests.real_others import AgentWorld, agent_world, aider_tokens, model
+
+__all__ = ["agent_world", "daemon", "model"]  # the fixtures, re-exported for pytest
+
+
+def test_each_run_is_a_session_whose_usage_is_what_aider_reported(
+    agent_world: AgentWorld, model: FakeModel
+) -> None:
+    world = agent_world
+    for n in (1, 2):
+        model.script(Reply([text(f"Answer {n}.")], input_tokens=700 + n, output_tokens=9 + n))
+        done = world.aider(f"question {n}")
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    history = world.aider_history.read_text()
+    reported = aider_tokens(history)
+    assert len(reported) == 2, history
+    world.import_json("aider")
+    for session, (sent, received, cost) in zip((1, 2), reported, strict=True):
+        view = world.view(session)
+        assert view.usage is not None, view
+        assert (view.usage.input, view.usage.output) == (sent, received)
+        assert view.usage.cost_usd == pytest.approx(cost, abs=5e-5)  # Aider prints 4 decimals
+        (usage,) = world.client.usage(world.root, session).sessions
+        assert usage.turns == 1
+        assert (usage.usage.input, usage.usage.output) == (sent, received)  # the tally the reports read
+    again = world.import_json("aider")
+    assert not [line for line in again if line.get("created")]  # nothing new, nothing twice
+    total = world.client.usage(world.root).total
+    assert (total.input, total.output) == (sum(r[0] for r in reported), sum(r[1] for r in reported))
