@@ -182,3 +182,49 @@ def test_a_live_session_is_current_with_no_command_and_a_kill_loses_and_doubles_
     assert usage_now(world) == (*wanted[:3], round(wanted[3], 9))
     texts = [e.text for e in world.raw_events(1) if isinstance(e, AssistantText)]
     assert texts.count("All done.") == 2, texts  # each answer once
+
+
+def test_a_sub_agents_session_is_linked_to_the_session_that_called_it(
+    agent_world: AgentWorld, model: FakeModel
+) -> None:
+    world = agent_world
+    task = tool("task", description="look around", prompt="list the files", subagent_type="general")
+    model.script(
+        Reply([task], input_tokens=800, output_tokens=12),  # the session calls a sub-agent
+        Reply([text("There are no files.")], input_tokens=300, output_tokens=6),  # the sub-agent answers
+        Reply([text("The sub-agent found nothing.")], input_tokens=900, output_tokens=8),
+    )
+    done = world.opencode("run", "ask a sub-agent")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert model.pending() == 0, "the sub-agent did not run"
+    rows = world.opencode_rows("SELECT id, parent_id FROM session ORDER BY time_created")
+    assert len(rows) == 2 and rows[1][1] == rows[0][0], rows  # OpenCode names the parent
+    world.import_json("opencode", "--data-dir", str(world.opencode_dir))
+    ls = {row["id"]: row for row in map(json.loads, world.azs("--json", "ls").stdout.splitlines())}
+    assert ls[2]["parent"] == 1 and ls[1]["forks"] == [2]
+    assert world.client.get_session(world.root, 1).session.forks == (2,)
+    total = world.client.usage(world.root).total
+    assert (total.input, total.output) == (800 + 300 + 900, 12 + 6 + 8)  # each request once
+
+
+def test_a_follow_of_a_session_opencode_deleted_ends_and_keeps_what_it_stored(
+    agent_world: AgentWorld, model: FakeModel
+) -> None:
+    world = agent_world
+    model.script(Reply([text("Kept.")], input_tokens=500, output_tokens=5))
+    assert world.opencode("run", "something to keep").returncode == 0
+    (session_id,) = world.opencode_sessions()
+    assert world.azs("new", "followed").returncode == 0
+    key = f"{world.opencode_dir / 'opencode.db'}#{session_id}"
+    done = world.azs("follow", "-s", "1", key)
+    assert done.returncode == 0, world.explain(done)
+    wait_for(lambda: AssistantText(text="Kept.") in world.raw_events(1), "the session, followed")
+    deleted = world.opencode("session", "delete", session_id)
+    assert deleted.returncode == 0, deleted.stderr[-1000:]
+    assert world.opencode_sessions() == []
+    wait_for(lambda: not world.follows(), "the follow to end once its session is gone", timeout=10)
+    (ended,) = [v for v in world.client.status().follows if v.root == str(world.root)]
+    assert ended.state == "ended" and "OpenCode deleted the session" in ended.reason, ended
+    assert AssistantText(text="Kept.") in world.raw_events(1)  # what it stored stays
+    usage = world.view(1).usage
+    assert usage is not None and usage.input == 500

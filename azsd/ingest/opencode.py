@@ -87,9 +87,11 @@ class OpenCodeSource:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def sessions(self) -> list[OpenCodeSession]:
+    def sessions(self, *, forks: bool = False) -> list[OpenCodeSession]:
+        """Every session, oldest first; with `forks`, forks name the session they copied (the
+        database's; the older JSON tree knows no ``--fork``)."""
         if self._db is not None:
-            return self._db.sessions()
+            return self._db.sessions(forks=forks)
         found = []
         for path in sorted((self.location / "session").glob("*/*.json")):
             info = _read(path)
@@ -104,6 +106,14 @@ class OpenCodeSource:
                 )
             )  # fmt: skip
         return sorted(found, key=lambda s: (s.created, s.id))
+
+    def has_session(self, session_id: str) -> bool:
+        """Whether the session is still in the store."""
+        if self._db is not None:
+            return self._db.has_session(session_id)
+        if not session_id or any(c in session_id for c in "*?[]/"):
+            return False  # (a name, never a pattern)
+        return any((self.location / "session").glob(f"*/{session_id}.json"))
 
     def stamp(self, session_id: str) -> int:
         """A number that changes whenever the session gains or changes a message or a part."""
@@ -162,7 +172,7 @@ def sessions_of(source: OpenCodeSource, project: Path) -> list[OpenCodeSession]:
     bases = {os.path.abspath(project), os.path.realpath(project)}
     within: dict[str, bool] = {}  # by directory: most sessions share a few
     mine = []
-    for session in source.sessions():
+    for session in source.sessions(forks=True):
         directory = session.directory
         if not directory or not os.path.isabs(directory):
             continue

@@ -211,7 +211,7 @@ def opencode_sources_named(keys: list[str]) -> list[Source | IngestError]:
     for location, named in by_location.items():
         try:
             with open_source(location) as store:
-                sessions = {s.id: s for s in store.sessions()}
+                sessions = {s.id: s for s in store.sessions(forks=True)}
                 wanted = [s for key in named if (s := sessions.get(split_key(key)[1])) is not None]
                 stamps = store.stamps(wanted)
                 for key in named:
@@ -230,7 +230,7 @@ def opencode_source(key: str) -> Source:
     """The OpenCode session `key` (``<location>#<session id>``) names, as it stands now."""
     location, session_id = split_key(key)
     with open_source(location) as store:
-        for session in store.sessions():
+        for session in store.sessions(forks=True):
             if session.id == session_id:
                 return _opencode(location, session, store.stamp(session_id), store.records(session_id))
     raise IngestError(f"{key}: no such OpenCode session")

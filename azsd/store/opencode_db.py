@@ -86,8 +86,14 @@ class OpenCodeDb:
         """SQLite's `data_version`: it changes whenever another connection commits to the file."""
         return int(self._rows("PRAGMA data_version")[0][0])
 
-    def sessions(self) -> list[OpenCodeSession]:
-        """Every session, oldest first (a parent before the sessions it spawned)."""
+    def has_session(self, session_id: str) -> bool:
+        """Whether the session is in the database (OpenCode deletes sessions, whose ids never return)."""
+        return bool(self._rows("SELECT 1 FROM session WHERE id = ?", (session_id,)))
+
+    def sessions(self, *, forks: bool = False) -> list[OpenCodeSession]:
+        """Every session, oldest first (a parent before the sessions it spawned); with `forks`, a
+        session OpenCode's ``--fork`` made names the one it copied (:meth:`_forked_from`: a look at
+        every message's time, which an import's listing asks for and a watch's poll does not)."""
         cols = self._session_cols
         directory = "s.directory" if "directory" in cols else "NULL"
         if self._has_project and "project_id" in cols:
@@ -99,7 +105,7 @@ class OpenCodeDb:
             "ORDER BY s.time_created, s.id"
         )
         created = {str(row[0]): _int(row[4]) for row in rows}
-        forked = self._forked_from(created, {str(row[0]) for row in rows if not row[1]})
+        forked = self._forked_from(created, {str(row[0]) for row in rows if not row[1]}) if forks else {}
         return [
             OpenCodeSession(
                 str(i), p if isinstance(p, str) and p else forked.get(str(i)),

@@ -359,8 +359,8 @@ class Follower(FollowTable):
     def _when_quiet(self, follow: Tail) -> None:
         """The file has nothing new: end the follow if asked to, or if it was quiet long enough and
         its writer is gone; a follow given no writer goes idle instead (:mod:`azsd.server.follow.quiet`)."""
-        if follow.ending is not None:
-            self._commit(follow, [], end_follow=True, reason=follow.ending_reason)
+        if follow.ending is not None or follow.source_gone:
+            self._commit(follow, [], end_follow=True, reason=follow.source_gone or follow.ending_reason)
         elif (quiet := quiet_verdict(follow, time.monotonic(), self._idle_end_s)) is None:
             pass
         elif quiet.ends:

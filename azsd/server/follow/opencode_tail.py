@@ -6,7 +6,8 @@ stored (committed with their events, so a crash loses nothing and stores nothing
 "size" the number finished now. Polled every :data:`~azsd.server.follow.follower.POLL_S`, it asks the
 database's `data_version` (one cheap PRAGMA on its own read-only connection; it changes only when
 OpenCode commits) and reads the messages again only then; the older JSON tree is stamped instead.
-A reply still being written waits until OpenCode marks it completed.
+A reply still being written waits until OpenCode marks it completed. A session OpenCode deleted ends
+the follow (what it stored stays).
 """
 
 from __future__ import annotations
@@ -49,6 +50,9 @@ class OpenCodeTail(Tail):
             self.source = open_source(location)
         version = self.source.version(session)
         if version != self.version or self.finished is None:
+            if not self.source.has_session(session):  # deleted in OpenCode: its id never comes back
+                self.source_gone = f"OpenCode deleted the session {session} (what was stored of it stays)"
+                raise FileNotFoundError(self.record.path)
             self.finished = finished_messages(self.source, session)
             self.version = version
         return os.stat_result((_FILE_MODE, 1, 0, 1, 0, 0, len(self.finished), 0, 0, 0))

@@ -78,6 +78,7 @@ class Tail:
     produced: array[int] = field(default_factory=lambda: array("q"))  # fingerprints of this file's events
     gone: bool = False  # the file vanished since it was last read
     missing: bool = False  # the file is not there now
+    source_gone: str = ""  # why its source is gone for good (OpenCode deleted the session): the follow ends
     backoff: Backoff = field(default_factory=Backoff)
     generation: int = 0  # bumped on each failure: commits still out from before it are stale
     saved_offset: int = 0  # the offset the store holds once the commits out are done (compare-and-swap)
