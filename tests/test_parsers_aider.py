@@ -12,7 +12,7 @@ import pytest
 from azsd.events import AssistantText, Complete, Event, Hook, Init, ToolCall, ToolResult, UserMessage
 from azsd.ingest.file import parse_file
 from azsd.ingest.parsers import detect_format, make_parser
-from azsd.ingest.parsers.aider import AiderParser, parse_input_history, parse_tokens
+from azsd.ingest.parsers.aider import NOT_IN_HISTORY, AiderParser, parse_input_history, parse_tokens
 from azsd.ingest.usage import usage_record
 from azsd.model import Usage
 
@@ -77,7 +77,7 @@ def test_shell_output_is_the_first_message_after_its_call() -> None:
         "> Add command output to the chat? (Y)es/(N)o [Yes]: n  \n\n"
     )
     results = [e.content for e in events if isinstance(e, ToolResult)]
-    assert results == ["", "ok\n1 passed"]  # a command without output: its question is no output
+    assert results == [NOT_IN_HISTORY, "ok\n1 passed"]  # a command whose output is not there: said so
     hooks = [e.output for e in events if isinstance(e, Hook)]
     assert hooks == [
         "Add the output to the chat? (y/n): n",

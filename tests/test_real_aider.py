@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import pytest
 
+from azsd.events import ToolCall, ToolResult
+from azsd.ingest.parsers.aider import NOT_IN_HISTORY
 from tests.daemon_fixture import daemon
 from tests.fake_model import FakeModel, Reply, text
 from tests.real_others import AgentWorld, agent_world, aider_tokens, model
@@ -38,3 +40,17 @@ def test_each_run_is_a_session_whose_usage_is_what_aider_reported(
     assert not [line for line in again if line.get("created")]  # nothing new, nothing twice
     total = world.client.usage(world.root).total
     assert (total.input, total.output) == (sum(r[0] for r in reported), sum(r[1] for r in reported))
+
+
+def test_a_run_command_says_that_aider_kept_its_output_out_of_the_history(agent_world: AgentWorld) -> None:
+    world = agent_world
+    done = world.aider("/run echo hello-from-run")
+    assert done.returncode == 0 and "hello-from-run" in done.stdout, done.stdout[-2000:]
+    after = world.aider_history.read_text().split("#### /run echo hello-from-run", 1)[1]
+    assert "hello-from-run" not in after  # Aider's choice: the output went to the terminal only
+    world.import_json("aider")
+    events = world.raw_events(1)
+    (call,) = [e for e in events if isinstance(e, ToolCall)]
+    assert call.tool_name == "Bash" and call.input == {"command": "echo hello-from-run"}
+    (result,) = [e for e in events if isinstance(e, ToolResult)]
+    assert result.content == NOT_IN_HISTORY  # said, not an empty result that reads as "(no output)"

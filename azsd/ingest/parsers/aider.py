@@ -52,7 +52,17 @@ from azsd.ingest.parsers.aider_text import HEADER, parse_input_history, parse_to
 from azsd.ingest.parsers.base import MAX_LINE_BYTES, TOO_LONG, LineParser
 from azsd.model import Cost
 
-__all__ = ["HEADER", "AiderParser", "is_aider", "parse_input_history", "parse_tokens", "segment_time"]
+__all__ = [
+    "HEADER", "NOT_IN_HISTORY", "AiderParser", "is_aider", "parse_input_history", "parse_tokens",
+    "segment_time",
+]  # fmt: skip
+
+#: The result of a ``/run`` or ``!`` command whose output Aider kept out of its chat history (it
+#: writes the command's output to the terminal and, when told to, into the chat it sends the model,
+#: never into ``.aider.chat.history.md``): said, rather than an empty result that reads as none.
+NOT_IN_HISTORY: Final = (
+    "(output not recorded: Aider writes a command's output to the terminal, not to its chat history)"
+)
 
 _HEADER_B: Final = HEADER.encode()
 
@@ -286,7 +296,7 @@ class AiderParser(LineParser):
         call, self._shell = self._shell, None
         if call is None:
             return []
-        content = "\n".join(lines).strip("\n")
+        content = "\n".join(lines).strip("\n") or NOT_IN_HISTORY
         return [
             ToolResult(tool_use_id=call, tool_name="Bash", file_path=None, content=content, is_error=False)
         ]
