@@ -6,7 +6,12 @@ either generation, or both:
 - **current** (1.x): ``opencode.db``, SQLite in WAL mode, read through
   :class:`azsd.store.opencode_db.OpenCodeDb` (read-only);
 - **older** (0.x): JSON files under ``storage/``: ``session/<project>/<session>.json``,
-  ``message/<session>/<message>.json`` and ``part/<message>/<part>.json``.
+  ``message/<session>/<message>.json`` and ``part/<message>/<part>.json``;
+- **oldest** (0.5 and before): a ``storage/`` per project, ``project/<slug>/storage/`` (the slug is
+  the worktree's path, its slashes made dashes), holding ``session/info/<session>.json``,
+  ``session/message/<session>/<message>.json`` and ``session/part/<session>/<message>/<part>.json``.
+  A session names no directory there: its replies' ``path`` does, else the project's slug (asked
+  of a project: a slug is ambiguous, its dashes are slashes or dashes).
 
 A source is one OpenCode session, named ``<location>#<session id>`` (the location being the
 database or the ``storage`` directory). :func:`sessions_of` lists a project's; the importer
@@ -19,7 +24,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Final
 
@@ -49,11 +54,21 @@ _DECODER: Final = msgspec.json.Decoder()
 
 
 def locations(data_dir: Path) -> list[Path]:
-    """The stores of either generation under OpenCode's data directory (the database first)."""
+    """The stores of every generation under OpenCode's data directory (the database first)."""
     found = [data_dir / DB_NAME] if (data_dir / DB_NAME).is_file() else []
     if (data_dir / STORAGE / "session").is_dir():
         found.append(data_dir / STORAGE)
+    found += sorted(p.parent.parent for p in (data_dir / "project").glob(f"*/{STORAGE}/session/info"))
     return found
+
+
+def project_slug(path: str) -> str:
+    """The name OpenCode 0.5 gave a worktree's directory of its own (``project/<slug>``).
+
+    >>> project_slug("/home/me/my_app")
+    'home-me-my_app'
+    """
+    return path.replace("/", "-").strip("-")
 
 
 def split_key(key: str) -> tuple[Path, str]:
@@ -76,6 +91,8 @@ class OpenCodeSource:
     def __init__(self, location: Path) -> None:
         self.location = location
         self._db = OpenCodeDb(location) if location.name != STORAGE else None
+        #: The 0.5 layout: everything under ``session/`` (see the module docstring).
+        self._oldest = self._db is None and (location / "session" / "info").is_dir()
 
     def close(self) -> None:
         if self._db is not None:
@@ -93,19 +110,36 @@ class OpenCodeSource:
         if self._db is not None:
             return self._db.sessions(forks=forks)
         found = []
-        for path in sorted((self.location / "session").glob("*/*.json")):
+        pattern = "info/*.json" if self._oldest else "*/*.json"
+        for path in sorted((self.location / "session").glob(pattern)):
             info = _read(path)
             if info is None or not isinstance(info.get("id"), str):
                 continue
             time = _dict(info.get("time"))
             parent = info.get("parentID")
+            directory = _str(info.get("directory")) or (self._directory(info["id"]) if self._oldest else "")
             found.append(
                 OpenCodeSession(
                     info["id"], parent if isinstance(parent, str) else None, _str(info.get("title")),
-                    _str(info.get("directory")), _ms(time.get("created")), _ms(time.get("updated")),
+                    directory, _ms(time.get("created")), _ms(time.get("updated")),
                 )
             )  # fmt: skip
         return sorted(found, key=lambda s: (s.created, s.id))
+
+    def _directory(self, session_id: str) -> str:
+        """Where a 0.5 session ran, as its first reply's ``path`` says ("" when none does: the
+        project's slug then tells, :func:`sessions_of`)."""
+        for path in self._message_files(session_id):
+            where = _dict(_dict(_read(path)).get("path"))
+            found = _str(where.get("root")) or _str(where.get("cwd"))
+            if found:
+                return found
+        return ""
+
+    @property
+    def slug(self) -> str:
+        """The project slug of a 0.5 store (``project/<slug>/storage``), else ""."""
+        return self.location.parent.name if self._oldest else ""
 
     def has_session(self, session_id: str) -> bool:
         """Whether the session is still in the store."""
@@ -113,7 +147,7 @@ class OpenCodeSource:
             return self._db.has_session(session_id)
         if not session_id or any(c in session_id for c in "*?[]/"):
             return False  # (a name, never a pattern)
-        return any((self.location / "session").glob(f"*/{session_id}.json"))
+        return any((self.location / "session").glob(f"{'info' if self._oldest else '*'}/{session_id}.json"))
 
     def stamp(self, session_id: str) -> int:
         """A number that changes whenever the session gains or changes a message or a part."""
@@ -122,7 +156,7 @@ class OpenCodeSource:
         seen = []
         for path in self._message_files(session_id):
             seen.append(_mtime_ns(path))
-            seen.extend(_mtime_ns(p) for p in sorted((self.location / "part" / path.stem).glob("*.json")))
+            seen.extend(_mtime_ns(p) for p in self._part_files(session_id, path.stem))
         return stamp_of((len(seen), sum(seen), max(seen, default=0)))
 
     def messages(self, session_id: str) -> Iterator[tuple[dict[str, Any] | None, list[dict[str, Any]], int]]:
@@ -130,7 +164,7 @@ class OpenCodeSource:
             yield from self._db.messages(session_id)
             return
         for path in self._message_files(session_id):
-            parts = [_read(p) for p in sorted((self.location / "part" / path.stem).glob("*.json"))]
+            parts = [_read(p) for p in self._part_files(session_id, path.stem)]
             good = [p for p in parts if p is not None]
             yield _read(path), good, len(parts) - len(good)
 
@@ -155,7 +189,13 @@ class OpenCodeSource:
         return self.stamp(session_id)
 
     def _message_files(self, session_id: str) -> list[Path]:
-        return sorted((self.location / "message" / session_id).glob("*.json"))
+        folder = self.location / "session" / "message" if self._oldest else self.location / "message"
+        return sorted((folder / session_id).glob("*.json"))
+
+    def _part_files(self, session_id: str, message_id: str) -> list[Path]:
+        if self._oldest:
+            return sorted((self.location / "session" / "part" / session_id / message_id).glob("*.json"))
+        return sorted((self.location / "part" / message_id).glob("*.json"))
 
 
 def open_source(location: Path) -> OpenCodeSource:
@@ -172,7 +212,10 @@ def sessions_of(source: OpenCodeSource, project: Path) -> list[OpenCodeSession]:
     bases = {os.path.abspath(project), os.path.realpath(project)}
     within: dict[str, bool] = {}  # by directory: most sessions share a few
     mine = []
+    slugs = {project_slug(base) for base in bases}
     for session in source.sessions(forks=True):
+        if not session.directory and source.slug in slugs:  # a 0.5 session that names no directory
+            session = replace(session, directory=os.path.abspath(project))
         directory = session.directory
         if not directory or not os.path.isabs(directory):
             continue
