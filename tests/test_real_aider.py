@@ -16,13 +16,14 @@ from tests.real_others import AgentWorld, agent_world, aider_tokens, model
 __all__ = ["agent_world", "daemon", "model"]  # the fixtures, re-exported for pytest
 
 
+@pytest.mark.parametrize("stream", [True, False], ids=["streamed", "not-streamed"])
 def test_each_run_is_a_session_whose_usage_is_what_aider_reported(
-    agent_world: AgentWorld, model: FakeModel
+    agent_world: AgentWorld, model: FakeModel, stream: bool
 ) -> None:
     world = agent_world
     for n in (1, 2):
         model.script(Reply([text(f"Answer {n}.")], input_tokens=700 + n, output_tokens=9 + n))
-        done = world.aider(f"question {n}")
+        done = world.aider(f"question {n}", *([] if stream else ["--no-stream"]))
         assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     history = world.aider_history.read_text()
     reported = aider_tokens(history)
@@ -40,6 +41,7 @@ def test_each_run_is_a_session_whose_usage_is_what_aider_reported(
     assert not [line for line in again if line.get("created")]  # nothing new, nothing twice
     total = world.client.usage(world.root).total
     assert (total.input, total.output) == (sum(r[0] for r in reported), sum(r[1] for r in reported))
+    assert [r.get("stream") is True for r in model.requests] == [stream, stream]
 
 
 def test_a_run_command_says_that_aider_kept_its_output_out_of_the_history(agent_world: AgentWorld) -> None:

@@ -228,3 +228,49 @@ def test_a_follow_of_a_session_opencode_deleted_ends_and_keeps_what_it_stored(
     assert AssistantText(text="Kept.") in world.raw_events(1)  # what it stored stays
     usage = world.view(1).usage
     assert usage is not None and usage.input == 500
+
+
+def stats_of(world: AgentWorld) -> dict[str, str]:
+    """`opencode stats`: its table's rows (label → value as printed)."""
+    done = world.opencode("stats")
+    assert done.returncode == 0, done.stderr[-1000:]
+    rows = {}
+    for line in done.stdout.splitlines():
+        cells = line.strip("│ ").rsplit(None, 1)
+        if len(cells) == 2 and "│" in line:
+            rows[cells[0].strip()] = cells[1]
+    return rows
+
+
+def test_azs_ls_and_usage_say_what_opencode_itself_lists_and_counts(
+    agent_world: AgentWorld, model: FakeModel
+) -> None:
+    world = agent_world
+    for n, prompts in enumerate((["one"], ["two", "and more"], ["three"]), start=1):
+        model.title = f"Session number {n}"
+        for i, prompt in enumerate(prompts):
+            if n == 1:
+                model.script(
+                    Reply([tool("bash", command="echo x", description="x")], input_tokens=40, output_tokens=3)
+                )
+            model.script(Reply([text(f"answer {n}.{i}")], input_tokens=50 + n, output_tokens=4 + i))
+            args = ["run", prompt] if i == 0 else ["run", "--continue", prompt]
+            assert world.opencode(*args).returncode == 0
+    assert model.pending() == 0
+    world.import_json("opencode", "--data-dir", str(world.opencode_dir))
+    listed = json.loads(world.opencode("session", "list", "--format", "json").stdout)
+    costs = dict(world.opencode_rows("SELECT title, cost FROM session"))
+    ours = {row["name"]: row for row in map(json.loads, world.azs("--json", "ls").stdout.splitlines())}
+    assert set(ours) == {s["title"] for s in listed}  # the same sessions, by OpenCode's titles
+    for title, row in ours.items():
+        assert row["usage"]["cost_usd"] == pytest.approx(costs[title]), title
+    turns = {title: n for title, n in world.opencode_rows(
+        "SELECT s.title, COUNT(*) FROM message m JOIN session s ON s.id = m.session_id "
+        "WHERE m.data LIKE '%\"role\":\"user\"%' GROUP BY s.title"
+    )}  # fmt: skip
+    usage = world.client.usage(world.root)
+    assert {s.name: s.turns for s in usage.sessions} == turns  # prompts, not steps
+    stats = stats_of(world)
+    assert int(stats["Sessions"]) == 3
+    assert (int(stats["Input"]), int(stats["Output"])) == (usage.total.input, usage.total.output)
+    assert stats["Total Cost"] == f"${usage.total.cost_usd:.2f}"

@@ -85,3 +85,17 @@ def test_doctor_says_when_other_users_can_read_the_store(azs: Azs, worktree: Pat
     code, printed, _ = azs("--json", "doctor")
     assert code == 1
     assert not {c["check"]: c for c in map(json.loads, printed.splitlines())}["permissions"]["ok"]
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+def test_doctor_says_when_git_sees_the_store(azs: Azs, tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    base = ["--root", str(repo)]
+    assert azs(*base, "new", "x")[0] == 0
+    checks = {c["check"]: c for c in azs.json(*base, "doctor")}
+    assert checks["git"]["ok"], checks
+    (repo / ".azureal" / ".gitignore").write_text("")  # emptied: git sees the store again
+    code, printed, _ = azs(*base, "--json", "doctor")
+    (git,) = [c for c in map(json.loads, printed.splitlines()) if c["check"] == "git"]
+    assert code == 1 and not git["ok"] and "info/exclude" in git["detail"], git

@@ -19,7 +19,7 @@ from azsd_client.render.status import recent_follows, status_lines
 from azsd_client.render.text import Line, Style, join, plural
 
 from . import shapes
-from .invocation import Invocation
+from .invocation import Invocation, ignore_advice
 
 __all__ = ["doctor", "protocol", "status"]
 
@@ -104,6 +104,7 @@ def doctor(run: Invocation) -> int:
         _finding(run, "store", True, said)
         if exists:
             healthy = _check_private(run, path) and healthy
+            healthy = _check_git(run) and healthy
             healthy = _check_search(run) and healthy
             healthy = _check_stale(run) and healthy
     if run.args.reindex:
@@ -124,6 +125,15 @@ def _check_private(run: Invocation, path: Path) -> bool:
         return _finding(run, "permissions", True, "only you can read the store")
     fix = f"chmod 600 {shlex.quote(str(path))}* && chmod 700 {shlex.quote(str(path.parent))}"
     return _finding(run, "permissions", False, f"other users can read it ({'; '.join(loose)}): {fix}")
+
+
+def _check_git(run: Invocation) -> bool:
+    """Whether git leaves the store alone (azsd's ``.azureal/.gitignore`` sees to it; a store made
+    by another program, or an emptied ``.gitignore``, may not)."""
+    advice = ignore_advice(run.root)
+    if advice is None:
+        return _finding(run, "git", True, "git does not see the store (or this is no git worktree)")
+    return _finding(run, "git", False, advice)
 
 
 def _check_search(run: Invocation) -> bool:
