@@ -165,12 +165,14 @@ def test_doctor_checks_and_reindexes(azs: Azs, client: Client, worktree: Path) -
     _sessions(client, worktree)
     lines = azs.ok("doctor", "--reindex").splitlines()
     assert lines[1] == f"✓ store: {worktree}/.azureal/sessions.azs: 2 sessions"
-    assert lines[2] == "✓ search: the index answers"
-    assert lines[3] == "✓ index: no entries of deleted rows"
-    assert lines[4] == "✓ reindex: search index rebuilt: 6 events"  # 5 indexed here (all searchable), 1 there
+    assert lines[2] == "✓ permissions: only you can read the store"
+    assert lines[3].startswith("✓ git: ")
+    assert lines[4] == "✓ search: the index answers"
+    assert lines[5] == "✓ index: no entries of deleted rows"
+    assert lines[6] == "✓ reindex: search index rebuilt: 6 events"  # 5 indexed here (all searchable), 1 there
     found = azs.json("doctor", "--reindex")
-    assert [f["check"] for f in found] == ["daemon", "store", "search", "index", "reindex"]
-    assert all(f["ok"] for f in found) and found[4]["detail"] == "search index rebuilt: 6 events"
+    assert [f["check"] for f in found] == ["daemon", "store", "permissions", "git", "search", "index", "reindex"]
+    assert all(f["ok"] for f in found) and found[6]["detail"] == "search index rebuilt: 6 events"
     assert len(azs.json("search", "panic")) == 3  # the rebuilt index answers as before
 
 

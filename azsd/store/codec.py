@@ -1,7 +1,12 @@
 """Row payload encoding: one zstd frame (level 3) per `events.data` value (spec §2.3).
 
 Reading accepts what AZUREAL writes (frames without a content size, from a streaming encoder) and
-legacy rows that hold raw, uncompressed JSON.
+legacy rows that hold raw, uncompressed JSON. Every read is bounded: a row is at most
+:data:`MAX_EVENT_BYTES` of JSON (an event is made of one agent line, and no line longer than that is
+read), checked against the size a frame's header declares before anything is decompressed, and
+while a frame that declares none is decompressed; a row over it is a :class:`CodecError`, as a
+corrupt frame is, so a few bytes that would expand to gigabytes (another program's row, a
+teammate's) cost nothing but the error.
 
 >>> codec = RowCodec()
 >>> codec.decode(codec.encode(b'"Compacted"'))
@@ -16,7 +21,10 @@ from typing import Final
 
 import zstandard
 
-__all__ = ["PARALLEL_ROWS", "ZSTD_LEVEL", "CodecError", "RowCodec"]
+__all__ = ["MAX_EVENT_BYTES", "PARALLEL_ROWS", "ZSTD_LEVEL", "CodecError", "RowCodec"]
+
+#: The most JSON one row may hold (the longest agent line azsd reads, azsd.ingest.parsers.base).
+MAX_EVENT_BYTES: Final = 64 * 1024 * 1024
 
 ZSTD_LEVEL: Final = 3
 #: From this many rows on, :meth:`RowCodec.encode_many` compresses on several cores.
@@ -32,14 +40,12 @@ def _threads_for(frames: int) -> int:
     return _THREADS if frames >= PARALLEL_ROWS and _THREADS > 1 else 0
 
 
-def _says_size(frame: bytes | str) -> bool:
-    """Whether a zstd frame's header gives its content size (False for a header zstd cannot read)."""
-    if isinstance(frame, str):
-        return False
+def _size_said(frame: bytes) -> int:
+    """The content size a zstd frame's header gives, or -1 (none, or a header zstd cannot read)."""
     try:
-        return zstandard.frame_content_size(frame) >= 0
+        return int(zstandard.frame_content_size(frame))
     except zstandard.ZstdError:
-        return False
+        return -1
 
 
 class CodecError(ValueError):
@@ -73,9 +79,10 @@ class RowCodec:
         """:meth:`decode` of each row, the error in its place where one cannot be read.
 
         The frames that say their content size (azsd writes it) are decompressed in one C call
-        (`multi_decompress_to_buffer`, GIL released) rather than one Python call each; a frame that
-        does not say it (AZUREAL's streaming encoder), raw JSON and a batch with a bad frame take
-        the one-row path, which gives the same bytes.
+        (`multi_decompress_to_buffer`, GIL released) rather than one Python call each, as long as
+        their sizes add up to at most :data:`MAX_EVENT_BYTES`; the others (a frame that does not say
+        its size, as AZUREAL's streaming encoder writes them, raw JSON, a batch with a bad frame)
+        take the one-row path, which gives the same bytes.
         """
         out: list[bytes | CodecError | None] = [None] * len(rows)
         frames = {
@@ -83,11 +90,13 @@ class RowCodec:
             for i, data in enumerate(rows)
             if isinstance(data, bytes) and data.startswith(_MAGIC) and _BATCH_API
         }
-        batch = list(frames)
-        found = self._decompress_batch(list(frames.values())) if len(batch) > 1 else None
-        if found is None and len(batch) > 1:  # some frame did not say its size: batch those that do
-            batch = [i for i in batch if _says_size(frames[i])]
-            found = self._decompress_batch([frames[i] for i in batch]) if len(batch) > 1 else None
+        batch, held = [], 0  # frames of declared sizes, at most one event's worth in all at once
+        for i, frame in frames.items():
+            size = _size_said(frame)
+            if 0 <= size and held + size <= MAX_EVENT_BYTES:
+                batch.append(i)
+                held += size
+        found = self._decompress_batch([frames[i] for i in batch]) if len(batch) > 1 else None
         if found is not None:
             for i, json in zip(batch, found, strict=True):
                 out[i] = json
@@ -110,19 +119,33 @@ class RowCodec:
         return [found[i].tobytes() for i in range(len(found))]
 
     def decode(self, data: bytes | str) -> bytes:
-        """The JSON bytes of a stored row, whether zstd-compressed or raw."""
+        """The JSON bytes of a stored row, whether zstd-compressed or raw (at most
+        :data:`MAX_EVENT_BYTES`: a :class:`CodecError` says when a row is over it)."""
         if isinstance(data, str):
-            return data.encode()
+            data = data.encode()
         if not data.startswith(_MAGIC):
+            if len(data) > MAX_EVENT_BYTES:
+                raise CodecError(_too_big(len(data)))
             return data
         try:
             size = zstandard.frame_content_size(data)
+            if size > MAX_EVENT_BYTES:
+                raise CodecError(_too_big(size))
             if size >= 0:  # -1: the frame does not say (as Rust writes it)
                 return self._dctx.decompress(data)
-            dobj = self._dctx.decompressobj()
-            out = dobj.decompress(data)
+            with self._dctx.stream_reader(data) as reader:
+                out = reader.read(MAX_EVENT_BYTES + 1)
+            if len(out) > MAX_EVENT_BYTES:
+                raise CodecError(_too_big(len(out), at_least=True))
+            dobj = self._dctx.decompressobj()  # the whole frame there, and nothing after it
+            dobj.decompress(data)
             if not dobj.eof:
                 raise CodecError("truncated zstd frame")
             return out
         except zstandard.ZstdError as exc:
             raise CodecError(f"bad zstd frame: {exc}") from None
+
+
+def _too_big(size: int, *, at_least: bool = False) -> str:
+    more = "over " if at_least else ""
+    return f"a row of {more}{size:,} bytes of JSON: over the {MAX_EVENT_BYTES:,} an event may hold"

@@ -8,13 +8,14 @@ import re
 from typing import Any, Final
 from uuid import UUID
 
+import msgspec
 import psycopg
 from psycopg.rows import dict_row
 
 from azsd.errors import BadRequestError, RemoteSessionNotFound
 from azsd.ipc import protocol as p
 from azsd.search import event_kinds
-from azsd.store.codec import RowCodec
+from azsd.store.codec import CodecError, RowCodec
 from azsd.store.sync_state import PulledSession
 
 __all__ = [
@@ -163,11 +164,16 @@ def session_events(
     ).fetchall()
     more = len(rows) > req.limit
     rows = rows[: req.limit]
+    texts = _texts(codec, [data for _, _, data in rows])
     events = [
-        p.WireEvent(seq=seq, kind=kind, data=codec.decode(bytes(data)).decode("utf-8", "replace"))
-        for seq, kind, data in rows
+        p.WireEvent(seq=seq, kind=kind, data=text)
+        for (seq, kind, _), text in zip(rows, texts, strict=True)
+        if text is not None
     ]
-    return p.RemoteSessionReply(session=view, events=events, next_seq=rows[-1][0] + 1 if more else None)
+    return p.RemoteSessionReply(
+        session=view, events=events, next_seq=rows[-1][0] + 1 if more else None,
+        unreadable=len(rows) - len(events) or msgspec.UNSET,
+    )  # fmt: skip
 
 
 def search(
@@ -194,6 +200,7 @@ def search(
     with conn.cursor(row_factory=dict_row) as cur:
         rows = cur.execute(sql, params).fetchall()
     owners = _owners(conn, sorted({r["uuid"] for r in rows}))
+    texts = _texts(codec, [r["data"] for r in rows])
     hits = [
         p.RemoteHit(
             session=r["uuid"],
@@ -203,13 +210,23 @@ def search(
             kind=r["kind"],
             rank=float(r["rank"]),
             snippet=r["snippet"] or "",
-            data=codec.decode(bytes(r["data"])).decode("utf-8", "replace"),
+            data=text,
             worktree=r["worktree"],
             owner=owners.get(r["uuid"], ""),
         )
-        for r in rows
+        for r, text in zip(rows, texts, strict=True)
+        if text is not None
     ]
-    return p.RemoteSearchReply(hits=hits)
+    return p.RemoteSearchReply(hits=hits, unreadable=len(rows) - len(hits) or msgspec.UNSET)
+
+
+def _texts(codec: RowCodec, rows: list[Any]) -> list[str | None]:
+    """Each row's JSON text, or None for one that cannot be read (a teammate's corrupt frame, or one
+    over the size an event may hold): the reply leaves it out and counts it, and the rest is read."""
+    texts: list[str | None] = []
+    for found in codec.decode_many([bytes(data) for data in rows]):
+        texts.append(None if isinstance(found, CodecError) else found.decode("utf-8", "replace"))
+    return texts
 
 
 def _owners(conn: psycopg.Connection[Any], uuids: list[str]) -> dict[str, str]:

@@ -3,6 +3,8 @@ events, searching them, the team's usage, and pulling a session into a local sto
 
 from __future__ import annotations
 
+import msgspec
+
 from azsd.ipc.messages.base import _Data, _StoreReq, _Versioned
 from azsd.ipc.messages.events import WireEvent
 from azsd.ipc.messages.sessions import SessionView
@@ -147,10 +149,16 @@ class RemoteSessionReply(_Versioned, frozen=True):
     session: RemoteSessionView
     events: list[WireEvent]
     next_seq: int | None
+    #: Rows of the page that could not be read (a corrupt frame, one over the size an event may
+    #: hold): left out, and counted here, never failing the rest (unset: none; encoded only when set,
+    #: so a reply without it has the bytes it had before the field).
+    unreadable: int | msgspec.UnsetType = msgspec.UNSET
 
 
 class RemoteSearchReply(_Versioned, frozen=True):
     hits: list[RemoteHit]
+    #: Hits whose row could not be read (as in `RemoteSessionReply`): left out, and counted here.
+    unreadable: int | msgspec.UnsetType = msgspec.UNSET
 
 
 class PullReply(_Versioned, frozen=True):

@@ -24,6 +24,7 @@ from azsd_client.render.text import table
 from . import shapes
 from .invocation import Invocation, UsageError
 from .store import worktree_scope
+from .transcript import say_unreadable
 
 __all__ = ["ls", "pull", "search", "show", "sync"]
 
@@ -70,7 +71,9 @@ def show(run: Invocation) -> int:
     if not run.out.json:
         run.out.result(session, remote_header)
     events: list[WireEvent] = []
+    lost = 0
     while True:
+        lost += reply.unreadable or 0
         if run.out.json:
             events.extend(reply.events)
         else:
@@ -81,6 +84,7 @@ def show(run: Invocation) -> int:
         reply = run.client.remote_show(run.root, ref, from_seq=reply.next_seq, limit=_PAGE)
     if run.out.json:  # one object, as `azs show` prints a local session
         run.out.emit({"session": shapes.plain(session), "events": [shapes.event(e) for e in events]})
+    say_unreadable(run, lost)
     return 0
 
 
@@ -101,6 +105,7 @@ def search(run: Invocation) -> int:
     )
     if not reply.hits:
         run.out.hint("no matches in the sync database")
+    say_unreadable(run, reply.unreadable or 0)
     return 0
 
 

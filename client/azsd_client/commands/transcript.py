@@ -18,7 +18,7 @@ from azsd.errors import UsageError
 from azsd.ipc.protocol import SessionView, WireEvent
 from azsd_client.render.events import event_lines
 from azsd_client.render.sessions import session_header
-from azsd_client.render.text import Ansi, AnsiStyle, Line, Style, wrap_ansi
+from azsd_client.render.text import Ansi, AnsiStyle, Line, Style, plural, wrap_ansi
 from azsd_client.render.turns import Turn, turn_table, turns
 
 from . import shapes
@@ -48,7 +48,9 @@ def seq_range(last_seq: int, last: int | None, start: int | None, end: int | Non
     return max(first, 1), final
 
 
-def _events(run: Invocation, sid: int, first: int, final: int) -> Iterator[WireEvent]:
+def _events(
+    run: Invocation, sid: int, first: int, final: int, unreadable: list[int] | None = None
+) -> Iterator[WireEvent]:
     """The session's events from `first` to `final`, a page at a time (the first one small); the next
     page is asked for while this one is shown (by a thread of its own, the only user of the client
     until the iteration ends), so that the daemon reads and the terminal draws at the same time."""
@@ -61,6 +63,8 @@ def _events(run: Invocation, sid: int, first: int, final: int) -> Iterator[WireE
             while seq <= final and not stop.is_set():
                 limit = min(size, final - seq + 1)
                 page = run.client.get_events_page(run.root, sid, from_seq=seq, limit=limit)
+                if unreadable is not None:
+                    unreadable[0] += page.skipped
                 pages.put([e for e in page.events if e.seq <= final])
                 if page.next_seq is None:
                     break
@@ -92,9 +96,11 @@ def show(run: Invocation) -> int:
     sid: int = a.session
     view = run.client.get_session(run.root, sid, with_meter=True).session
     first, final = seq_range(view.event_count, a.last, a.from_seq, a.to_seq)
-    events = _events(run, sid, first, final)
+    lost = [0]
+    events = _events(run, sid, first, final, lost)
     if run.out.json:
         run.out.emit({"session": shapes.plain(view), "events": [shapes.event(e) for e in events]})
+        say_unreadable(run, lost[0])
         return 0
     threshold = run.config.compaction_threshold
     earlier = f"… {first - 1:,} earlier events (`--from 1` shows them)"
@@ -108,7 +114,18 @@ def show(run: Invocation) -> int:
         run.out.result(view, header)
         for event in events:
             run.out.result(event, event_lines)
+    say_unreadable(run, lost[0])
     return 0
+
+
+def say_unreadable(run: Invocation, count: int) -> None:
+    """On stderr, whatever the output: events left out because their rows could not be read."""
+    if count:
+        verb = "is" if count == 1 else "are"
+        run.out.aside(
+            f"{plural(count, 'event')} could not be read and {verb} left out (a corrupt row, or one over "
+            "the size an event may hold, written by another program or a teammate)"
+        )
 
 
 def plain(style: Style) -> AnsiStyle:
