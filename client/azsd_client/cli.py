@@ -169,7 +169,9 @@ def _fail(exc: AzsdError, status: int, json: bool) -> None:
 
         sys.stdout.write(msgspec.json.encode(error(_code(exc), message)).decode() + "\n")
     else:
-        sys.stderr.write(f"azs: {message}\n")
+        from .render.term import terminal_safe
+
+        sys.stderr.write(f"azs: {terminal_safe(message)}\n")
     sys.exit(status)
 
 

@@ -28,6 +28,7 @@ from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 import msgspec
 
+from azsd_client.render.term import json_safe, terminal_safe
 from azsd_client.render.text import Ansi, Line, Style
 
 from .shapes import plain
@@ -99,6 +100,7 @@ class Output:
         if self.json:
             self.emit(plain(value))
         else:
+            text = terminal_safe(text) if self.tty else text  # a document: exact on a pipe
             sys.stdout.write(text if text.endswith("\n") else text + "\n")
 
     def note(self, text: str, *, flush: bool = False) -> None:
@@ -127,19 +129,19 @@ class Output:
         """A line on stderr, whatever the mode and wherever stdout goes: what a person must not miss
         (sessions or hits a filter hid) even when the results go to a pipe or are JSON."""
         sys.stdout.flush()
-        sys.stderr.write(f"azs: {text}\n")
+        sys.stderr.write(f"azs: {terminal_safe(text)}\n")
         sys.stderr.flush()
 
     def emit(self, value: Any, *, flush: bool = False) -> None:
         """One JSON line, whatever the mode (a shape is the caller's)."""
-        sys.stdout.write(msgspec.json.encode(value).decode() + "\n")
+        sys.stdout.write(json_safe(msgspec.json.encode(value).decode()) + "\n")
         if flush:
             sys.stdout.flush()
 
     def _say(self, lines: Iterable[Line], flush: bool) -> None:
         for line in lines:
             if isinstance(line, Ansi) or (isinstance(line, str) and not self.tty):
-                sys.stdout.write(line + "\n")
+                sys.stdout.write(terminal_safe(line) + "\n")
             else:
                 from azsd_client.render.term import write
 

@@ -24,6 +24,33 @@ __all__ = ["console", "plain_lines", "terminal_width", "wants_color", "write"]
 _UNLIMITED: Final = 10_000
 #: Spaces at the end of a line, before the colour codes that may close it.
 _TRAILING: Final = re.compile(r" +((?:\x1b\[[0-9;]*m)*)$", re.MULTILINE)
+#: What a terminal would act on, in text shown to people: C0 controls but tab and newline, an escape
+#: that does not begin a colour (SGR) sequence, DEL and the C1 controls (0x9b is a CSI of its own).
+_UNSAFE: Final = re.compile("[\x00-\x08\x0b-\x1a\x1c-\x1f\x7f-\x9f]|\x1b(?!\\[[0-9;]*m)")
+#: What a JSON line holds raw that a terminal may act on (msgspec escapes the C0 controls itself).
+_JSON_UNSAFE: Final = {c: f"\\u{c:04x}" for c in (0x7F, *range(0x80, 0xA0))}
+
+
+def _visible(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return chr(0x2400 + code) if code < 0x20 else "\u2421" if code == 0x7F else "\ufffd"
+
+
+def terminal_safe(text: str) -> str:
+    r"""`text` as a terminal may be given it: colours (SGR sequences, ours) kept, and every other control
+    character shown as a symbol, whoever wrote it (a session's name, a branch, a model, an agent's
+    text, a teammate's row): no screen clear, clipboard write, title change or link gets through.
+
+    >>> terminal_safe("\x1b[1mS3\x1b[0m fix \x1b]52;c;cHduZWQ=\x07 \x1b[2J\r\x9b")
+    '\x1b[1mS3\x1b[0m fix ␛]52;c;cHduZWQ=␇ ␛[2J␍\ufffd'
+    """
+    return _UNSAFE.sub(_visible, text) if _UNSAFE.search(text) else text
+
+
+def json_safe(line: str) -> str:
+    """A JSON line with DEL and the C1 controls escaped (``\u009b``): the same JSON, nothing raw that
+    a terminal would act on."""
+    return line.translate(_JSON_UNSAFE)
 
 
 def _isatty(stream: Any) -> bool:
@@ -79,7 +106,7 @@ def write(term: Console, line: Line) -> None:
     """Print `line` on `term`, without the spaces rich pads table cells with at the ends of lines."""
     with term.capture() as captured:
         term.print(line)
-    term.file.write(_TRAILING.sub(r"\1", captured.get()))
+    term.file.write(terminal_safe(_TRAILING.sub(r"\1", captured.get())))
 
 
 def plain_lines(lines: Iterable[Line], width: int = 200) -> list[str]:
