@@ -23,6 +23,7 @@ import msgspec
 from azsd.errors import AzsdError
 from azsd.ipc.protocol import CompactionPlanReply
 from azsd_client._shared import Backend
+from azsd_client.render.term import terminal_safe
 
 from .agent import FORMATS, Agent, agent_command, agent_home, check_agent, turn_path
 from .interrupts import raise_interrupted, signal_number, stopping_signals
@@ -56,7 +57,7 @@ class Compacted(msgspec.Struct, frozen=True):
 
 def say(text: str) -> None:
     """A line about the compaction on stderr (stdout stays the command's result, or JSON)."""
-    sys.stderr.write(f"azs: {text}\n")
+    sys.stderr.write(terminal_safe(f"azs: {text}") + "\n")
     sys.stderr.flush()
 
 

@@ -29,6 +29,7 @@ from azsd.histories import projects, source_dir
 from azsd.ipc.protocol import ImportReply, SourceView
 from azsd_client._shared import Backend, HistoryAgent
 from azsd_client.render.reports import import_summary
+from azsd_client.render.term import terminal_safe
 from azsd_client.render.text import one_line, plural
 
 from .invocation import Invocation, UsageError
@@ -230,7 +231,7 @@ def import_into(
             for path, error in failed:
                 progress.clear()
                 said = error.removeprefix(f"{path}: ")  # (the daemon's errors name the file already)
-                sys.stderr.write(f"azs: {path}: {said}\n")
+                sys.stderr.write(terminal_safe(f"azs: {path}: {said}") + "\n")
                 tally.failed.append((path, error))
             for reply_ in replies:
                 tally.add(reply_)

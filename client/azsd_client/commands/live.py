@@ -21,6 +21,7 @@ from azsd_client.client import Client
 from azsd_client.follow import FollowItem, follow_session
 from azsd_client.render.events import event_lines, notification_line
 from azsd_client.render.status import follow_line, ingest_lines
+from azsd_client.render.term import terminal_safe
 from azsd_client.render.text import Line, Style, format_size, join, plural
 
 from . import shapes
@@ -62,7 +63,7 @@ def _daemon_news(run: Invocation) -> Any:
         if run.out.json:
             run.out.emit({"type": "daemon", "running": up, "message": message}, flush=True)
         else:
-            sys.stderr.write(f"azs: {message}\n")
+            sys.stderr.write(terminal_safe(f"azs: {message}") + "\n")
             sys.stderr.flush()
 
     return said

@@ -24,6 +24,7 @@ from azsd.errors import AzsdError, RemoteError
 from azsd.histories import projects
 from azsd.ipc.protocol import UsagePeriodView, UsageReply, UsageView, WorktreeUsageView
 from azsd_client.render.reports import NO_ACTIVE_BLOCK, block_lines, period_lines, usage_lines
+from azsd_client.render.term import terminal_safe
 
 from .invocation import Invocation
 
@@ -78,7 +79,7 @@ def usage_all(run: Invocation) -> int:
                 read_in_place=[*(loose if root == reader else ()), *files_of.get(root, ())],
             )  # fmt: skip
         except RemoteError as exc:
-            sys.stderr.write(f"azs: {root}: {exc.message}\n")
+            sys.stderr.write(terminal_safe(f"azs: {root}: {exc.message}") + "\n")
             continue
         replies.append((root, reply))
     merged = merge(replies, instances=a.instances)
@@ -101,7 +102,7 @@ def _active_all(run: Invocation, roots: list[str]) -> int:
         try:
             going += run.client.usage(root, by="block", active=True, with_sessions=False).periods
         except RemoteError as exc:
-            sys.stderr.write(f"azs: {root}: {exc.message}\n")
+            sys.stderr.write(terminal_safe(f"azs: {root}: {exc.message}") + "\n")
     merged = merge_blocks(going)
     limit = run.args.token_limit if isinstance(run.args.token_limit, int) else None
     run.out.results(merged, lambda views, style: block_lines(views, limit, style))

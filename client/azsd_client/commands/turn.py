@@ -38,6 +38,7 @@ from azsd.ipc.protocol import SessionChanged, WireEvent
 from azsd_client._shared import Backend
 from azsd_client.follow import FollowItem, SessionFollower
 from azsd_client.render.events import event_lines
+from azsd_client.render.term import terminal_safe
 from azsd_client.render.text import Line, Style
 from azsd_client.render.turns import ERROR_PREFIX
 
@@ -123,7 +124,7 @@ class _Turn:
         self.run.out.result(item, human, shape=shapes.event, flush=True)
 
     def note(self, message: str, details: Iterable[str] = ()) -> None:
-        sys.stderr.write(f"azs: {message}\n" + "".join(f"  │ {line}\n" for line in details))
+        sys.stderr.write(terminal_safe(f"azs: {message}\n" + "".join(f"  │ {line}\n" for line in details)))
         sys.stderr.flush()
 
     def store_outcome(self, what: str, stderr: Sequence[str], *, failed: bool) -> None:
