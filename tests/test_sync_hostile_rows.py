@@ -4,6 +4,8 @@ and counted, and every other row is read. Against the real PostgreSQL."""
 
 from __future__ import annotations
 
+import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -12,17 +14,19 @@ import pytest
 
 from azsd.events import UserMessage, decode_event
 from azsd.ipc import protocol as p
-from azsd.store import Store
+from azsd.store import Store, store_path
 from azsd.store.codec import MAX_EVENT_BYTES, RowCodec
 from azsd.sync import remote, team_usage
-from tests import pg_fixture
+from tests import pg_fixture, sync_fixture
+from tests.sync_fixture import Machine, turn, wait_until
 from tests.test_codec_bounds import bomb
-from tests.test_sync_trust import _push
+from tests.test_sync_trust import _push, all_pushed, append
 
 pytestmark = pytest.mark.postgres
 
 make_db = pg_fixture.make_db
 pg_url = pg_fixture.pg_url
+machines = sync_fixture.machines
 
 
 def test_corrupt_and_bomb_rows_are_left_out_and_counted_and_the_rest_is_read(
@@ -98,3 +102,62 @@ def test_hostile_usage_rows_count_for_nothing_and_new_ones_are_refused(pg_url: s
             _usage_row(conn, uuid, repository, "huge 3", input=big)
         with pytest.raises(psycopg.errors.CheckViolation):
             _usage_row(conn, uuid, repository, "nan 2", cost_usd=float("nan"))
+
+
+def test_a_store_the_database_refuses_is_reported_and_the_others_go_on(
+    pg_url: str, machines: Callable[..., Machine]
+) -> None:
+    with psycopg.connect(pg_url, autocommit=True) as conn:  # a refusal of what one store holds
+        conn.execute(
+            "CREATE FUNCTION refuse_poison() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+            "IF NEW.name = 'poison' THEN RAISE EXCEPTION 'poisoned row' USING ERRCODE = '22000'; END IF; "
+            "RETURN NEW; END $$"
+        )
+        conn.execute(
+            "CREATE TRIGGER refuse_poison BEFORE INSERT OR UPDATE ON azsd.sessions "
+            "FOR EACH ROW EXECUTE FUNCTION refuse_poison()"
+        )
+    machine = machines(pg_url, "ada@laptop")
+    first, second = machine.root("a-first"), machine.root("b-second")  # pushed in this order
+    bad = machine.request(p.CreateSession(root=str(first), name="poison")).session.id
+    append(machine, first, bad, *turn(0))
+    good = machine.request(p.CreateSession(root=str(second), name="fine")).session.id
+    append(machine, second, good, *turn(1))
+    wait_until("the second store pushed, though the first cannot be", lambda: all_pushed(pg_url, second))
+
+    def refused() -> bool:
+        views = {s.root: s for s in machine.request(p.SyncStatus()).stores}
+        return (
+            "cannot be pushed" in views[str(first)].last_error
+            and "poisoned row" in views[str(first)].last_error
+        )
+
+    wait_until("the first store's status to say why", refused)
+    append(machine, second, good, UserMessage(content="and more"))
+    wait_until("the second store goes on being pushed", lambda: all_pushed(pg_url, second))
+
+
+def test_a_model_name_with_a_nul_and_a_nan_cost_are_pushed_as_the_database_takes_them(
+    pg_url: str, tmp_path: Path
+) -> None:
+    with Store.open(tmp_path) as store:
+        sid = store.create_session("odd usage", "main").id
+        store.append_events(sid, [UserMessage(content="hi")])
+    with sqlite3.connect(store_path(tmp_path)) as db:  # rows another program wrote
+        insert = (
+            "INSERT INTO azsd_usage (session_id, source, model, slot, first_at, last_at, input, output, "
+            "cache_read, cache_write, reasoning, cost_usd, cost_source, turns) "
+            "VALUES (?, ?, ?, 0, 1790000000, 1790000000, ?, 1, 0, 0, 0, ?, 'reported', 1)"
+        )
+        db.execute(insert, (sid, "a", "claude\x00-evil", 100, 0.25))
+        db.execute(insert, (sid, "b", "claude-x", 200, float("nan")))
+        db.execute(insert, (sid, "c", "claude-x", -7, 0.1))
+    with Store.open(tmp_path) as store:
+        _push(pg_url, tmp_path, store)  # never refused for them
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT u.source, u.model, u.input, u.cost_usd FROM azsd.usage u JOIN azsd.sessions s "
+            "USING (session_uuid) WHERE s.name = 'odd usage' ORDER BY u.source"
+        ).fetchall()
+    # the NUL dropped; a NaN cost is no cost (SQLite keeps it as NULL); a negative count left out
+    assert rows == [("a", "claude-evil", 100, 0.25), ("b", "claude-x", 200, None)]

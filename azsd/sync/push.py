@@ -17,6 +17,7 @@ and a batch pushed twice (after a commit whose answer was lost) inserts nothing 
 from __future__ import annotations
 
 import logging
+import math
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -93,6 +94,28 @@ def prepare_connection(conn: psycopg.Connection[Any]) -> None:
 def _clean(text: str) -> str:
     """Text Postgres can hold (it refuses NUL characters)."""
     return text.replace("\x00", "") if "\x00" in text else text
+
+
+#: The bounds of a usage row the sync database takes (006_hostile_rows.sql): tokens of a kind, a
+#: cost in dollars, times in Unix seconds.
+MAX_TOKENS: Final = 10**12
+MAX_COST_USD: Final = 1e9
+MAX_TIME: Final = 32_503_680_000.0
+
+
+def pushable_usage(row: UsageRow) -> bool:
+    """Whether a usage row is within what the sync database takes (a store another program wrote
+    may hold anything): one that is not is left out of the push, never failing it."""
+    u = row.usage
+    counts = (u.input, u.output, u.cache_read, u.cache_write, u.reasoning)
+    cost = row.cost_usd
+    return (
+        all(isinstance(n, int) and 0 <= n <= MAX_TOKENS for n in counts)
+        and (cost is None or (math.isfinite(cost) and 0 <= cost < MAX_COST_USD))
+        and all(isinstance(t, int | float) and 0 <= t <= MAX_TIME for t in (row.first, row.last))
+        and isinstance(row.slot, int)
+        and abs(row.slot) <= MAX_TIME
+    )
 
 
 class PushResult(NamedTuple):
@@ -285,16 +308,17 @@ class StorePush:
     ) -> None:
         """Replace the usage rows of the sessions whose row changed (their usage may have)."""
         cur.execute("DELETE FROM azsd.usage WHERE session_uuid = ANY(%s::uuid[])", (changed,))
-        if usage:
+        rows = [u for u in usage if pushable_usage(u)]
+        if rows:
             cur.executemany(
                 f"INSERT INTO azsd.usage ({_USAGE_COLUMNS}) VALUES ({', '.join(['%s'] * 14)})",
                 [
                     (
-                        uuids[u.session_id], u.source, u.model, u.slot, repository, u.first, u.last,
-                        u.usage.input, u.usage.output, u.usage.cache_read, u.usage.cache_write,
+                        uuids[u.session_id], _clean(u.source), _clean(u.model), u.slot, repository, u.first,
+                        u.last, u.usage.input, u.usage.output, u.usage.cache_read, u.usage.cache_write,
                         u.usage.reasoning, u.cost_usd, u.cost_source == "estimated",
                     )
-                    for u in usage
+                    for u in rows
                 ],
             )  # fmt: skip
 

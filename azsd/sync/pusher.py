@@ -50,6 +50,13 @@ _PREPARE_TIMEOUT_S: Final = 30.0
 WAITING_S: Final = 3.0
 
 
+#: Errors of the database about the rows one store sends (not about the connection or the server):
+#: that store's push fails alone.
+_REFUSED: Final = (
+    psycopg.errors.DataError, psycopg.errors.IntegrityError, psycopg.errors.InsufficientPrivilege,
+)  # fmt: skip
+
+
 def _file_mark(root: str) -> tuple[int, int] | None:
     """The store file's (mtime, size): a commit in DELETE journal mode changes them."""
     try:
@@ -267,6 +274,7 @@ class Pusher(threading.Thread):
         store = self._reader(root)
         if store is None:
             return
+        version: int | None = None
         try:
             version = store.sync_data_version()
             if not force and self._versions.get(root) == version:
@@ -303,10 +311,29 @@ class Pusher(threading.Thread):
             self._reincarnate(root, str(exc))
         except AzsdError as exc:  # the store, not the database: the others go on
             self._set(root, last_error=str(exc))
+        except _REFUSED as exc:  # what this store holds, refused by the database: the others go on
+            self._refused(conn, root, exc)
+            if version is not None:
+                self._versions[root] = version  # tried again once the store changes
         except TimeoutError:
             self._set(root, last_error="the store's writer is busy; trying again")
             with self._lock:
                 self._dirty.add(root)
+
+    def _refused(self, conn: psycopg.Connection[Any], root: str, exc: psycopg.Error) -> None:
+        """The database refused what the store of `root` holds (a value it cannot take, a row of
+        another role's: a copy of a teammate's store file): said in its status, and tried again once
+        the store changes; the connection, which is fine, goes on to the next store."""
+        try:
+            conn.rollback()
+        except psycopg.Error:
+            self._close()
+        why = reason(exc)
+        if isinstance(exc, psycopg.errors.InsufficientPrivilege):
+            why += " (is this a copy of another person's store? its sessions are theirs to push)"
+        log.warning("sync: %s cannot be pushed: %s", root, why)
+        self._set(root, last_error=f"cannot be pushed: {why}")
+        self._pushes.pop(root, None)  # where it stood is not known: from what the database holds, next time
 
     def _close_if_idle(self, root: str, store: Store) -> None:
         """Close the reader of a store nothing was committed to for :data:`READER_IDLE_S` (its file's

@@ -16,8 +16,10 @@ def format_cost(cost: float | None, source: str | None = "reported", unpriced: i
 
     >>> format_cost(0.5), format_cost(0.5, "estimated", 10), format_cost(0.0, "unpriced", 10), format_cost(0)
     ('$0.5000', '~$0.5000+?', '?', '')
+    >>> format_cost(float("nan")), format_cost(-1.0), format_cost(1e300)  # another's row: not a cost
+    ('?', '?', '?')
     """
-    if source == "unpriced":
+    if source == "unpriced" or (cost is not None and not 0 <= cost < 1e12):  # (NaN fails every comparison)
         return "?"
     if not cost:
         return "?" if unpriced else ""
