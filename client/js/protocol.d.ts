@@ -957,12 +957,14 @@ export interface RemoteSessionReply {
   session: RemoteSessionView;
   events: Array<WireEvent>;
   next_seq: number | null;
+  unreadable: number;
   protocol: number;
 }
 
 export interface RemoteSearchReply {
   op: "remotesearchreply";
   hits: Array<RemoteHit>;
+  unreadable: number;
   protocol: number;
 }
 
