@@ -170,7 +170,10 @@ def make_snippet(
 ) -> tuple[str, list[tuple[int, int]]]:
     """The part of `text` around the query's hits (about `width` tokens, on one line), and the
     `(start, end)` character range of each hit in it: the FTS5 `query`'s terms, or with `literal` the
-    places where those words occur as written."""
+    places where those words occur as written. A long text (an agent's 10 MB line) is cut first to
+    :data:`WINDOW_CHARS` around its first hit, so a snippet costs the same whatever the event's size."""
+    if len(text) > WINDOW_CHARS:
+        return _windowed(text, query, width, literal)
     tokens = list(_TOKEN.finditer(text))
     if literal is not None:
         spans = _literal_spans(text, literal)
@@ -206,6 +209,34 @@ def make_snippet(
         if start <= a < start + len(body)
     ]
     return prefix + body + ("…" if end < len(text) else ""), ranges
+
+
+#: The most characters of an event a snippet is made from (about a thousand times its width).
+WINDOW_CHARS: Final = 64 * 1024
+
+
+def _windowed(
+    text: str, query: str, width: int, literal: Sequence[str] | None
+) -> tuple[str, list[tuple[int, int]]]:
+    """:func:`make_snippet` of the :data:`WINDOW_CHARS` of a long `text` around its first hit (found
+    by one scan: a literal word, else any of the query's terms as a word or a word's start)."""
+    if literal is not None:
+        words = [w for w in literal if w]
+        pattern = "|".join(re.escape(w) for w in words) if words else None
+    else:
+        terms = query_terms(query)
+        parts = [re.escape(t) + (r"\w*" if prefix else r"\b") for t, prefix in terms if t]
+        pattern = r"\b(?:" + "|".join(parts) + ")" if parts else None
+    found = re.search(pattern, text, re.IGNORECASE) if pattern else None
+    anchor = found.start() if found else 0
+    start = max(0, min(anchor - WINDOW_CHARS // 4, len(text) - WINDOW_CHARS))
+    part = text[start : start + WINDOW_CHARS]
+    snippet, ranges = make_snippet(part, query, width, literal=literal)
+    if start and not snippet.startswith("…"):
+        snippet, ranges = "…" + snippet, [(a + 1, b + 1) for a, b in ranges]
+    if start + WINDOW_CHARS < len(text) and not snippet.endswith("…"):
+        snippet += "…"
+    return snippet, ranges
 
 
 _ONE_LINE: Final = str.maketrans({c: " " for c in "\n\r\t\v\f\x85\u2028\u2029"})
