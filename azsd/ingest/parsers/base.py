@@ -8,6 +8,7 @@ does I/O, and nothing raises on bad input: a line that cannot be used is skipped
 
 from __future__ import annotations
 
+import re
 from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
@@ -113,7 +114,13 @@ class LineParser(ABC):
         except UnicodeDecodeError:
             return self._skip("invalid_utf8")
         except msgspec.DecodeError:
-            return self._skip("invalid_json")
+            repaired = without_lone_surrogates(line)
+            if repaired is line:
+                return self._skip("invalid_json")
+            try:  # a lone surrogate (JavaScript strings hold them, JSON text may not): U+FFFD instead
+                obj = _DECODER.decode(repaired)
+            except (msgspec.DecodeError, UnicodeDecodeError):
+                return self._skip("invalid_json")
         except RecursionError:
             return self._skip("nested_too_deeply")
         if not isinstance(obj, dict):
@@ -172,6 +179,35 @@ def message_text(content: Any) -> str:
     if isinstance(content, list):
         return "\n".join(b["text"] for b in content if isinstance(b, dict) and isinstance(b.get("text"), str))
     return ""
+
+
+#: A JSON ``\\u`` escape of a UTF-16 surrogate, after an even number of backslashes (an escape, not
+#: a backslash written out): a high one with the low one that may follow it, or a low one alone.
+_SURROGATE: Final = re.compile(
+    rb"(?<!\\)((?:\\\\)*)(?:(\\u[dD][89abAB][0-9a-fA-F]{2})(\\u[dD][c-fC-F][0-9a-fA-F]{2})?"
+    rb"|\\u[dD][c-fC-F][0-9a-fA-F]{2})"
+)
+
+
+def without_lone_surrogates(line: bytes) -> bytes:
+    r"""`line` with each lone surrogate escape (a high one not followed by a low one, a low one alone)
+    made ``\ufffd``, and the line itself when it holds none: Claude Code and the other agents are
+    JavaScript, whose strings may hold them, and JSON decoders refuse them (the whole line was lost).
+
+    >>> without_lone_surrogates(rb'{"t":"a\ud800b\ud83d\ude00c\\ud800"}')
+    b'{"t":"a\\ufffdb\\ud83d\\ude00c\\\\ud800"}'
+    """
+    if b"\\u" not in line and b"\\U" not in line:
+        return line
+
+    def fix(match: re.Match[bytes]) -> bytes:
+        slashes, high, low = match.group(1), match.group(2), match.group(3)
+        if high is not None and low is not None:
+            return match.group(0)
+        return slashes + b"\\ufffd"
+
+    fixed = _SURROGATE.sub(fix, line)
+    return line if fixed == line else fixed
 
 
 def split_lines(buffer: bytes) -> tuple[list[bytes], bytes]:
