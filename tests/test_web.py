@@ -111,10 +111,40 @@ def test_other_hosts_and_origins_are_refused(web: WebServer) -> None:
     port = web.host.rsplit(":", 1)[1]
     assert web.get("/", {"Host": f"evil.example:{port}"})[0] == 403  # DNS rebinding
     assert web.get("/", {"Host": "127.0.0.1"})[0] == 403  # another port's
-    assert web.get("/", {"Host": f"localhost:{port}"})[0] == 200
+    assert web.get("/", {"Host": f"localhost:{port}"})[0] == 403  # not the view's own address
+    assert web.get("/", {"Host": web.host})[0] == 200
     assert web.get("/", {"Origin": "http://evil.example"})[0] == 403
     assert web.get("/", {"Origin": f"http://{web.host}"})[0] == 200
     assert web.get("/", {"Sec-Fetch-Site": "cross-site"})[0] == 403
+
+
+def test_the_login_is_a_cookie_of_the_views_own_address_that_never_holds_the_token(web: WebServer) -> None:
+    host = web.host.rsplit(":", 1)[0]
+    assert host.startswith("127.") and host != "127.0.0.1"  # a loopback address no other server answers at
+    status, headers, _ = web.get(f"/?token={web.token}", cookie=False)
+    assert status == 303 and headers["location"] == "/"
+    cookie = headers["set-cookie"]
+    assert web.token not in cookie  # another server given the cookie cannot log in with the URL
+    assert (
+        "HttpOnly" in cookie and "SameSite=Strict" in cookie and "Max-Age=" in cookie
+    )  # kept past a restart
+    assert web.get("/", {"Cookie": cookie.split(";", 1)[0]}, cookie=False)[0] == 200
+    assert web.get("/", {"Cookie": f"{cookie.split('=', 1)[0]}={web.token}"}, cookie=False)[0] == 403
+
+
+def test_the_login_redirect_never_leaves_the_view(web: WebServer) -> None:
+    for path in ("//evil.example/", "/\\evil.example/", "//evil.example/a?b=1"):
+        status, headers, _ = web.get(
+            f"{path}?token={web.token}" if "?" not in path else f"{path}&token={web.token}"
+        )
+        location = headers.get("location", "")
+        assert status == 303 and location.startswith("/") and not location.startswith(("//", "/\\")), location
+
+
+def test_numbers_out_of_range_are_400_not_500(web: WebServer, made: Made) -> None:
+    for query in ("id=99999999999999999999999", "id=1&at=-99999999999999999999", "id=1&from=1e400"):
+        assert web.get(f"/session?root={made.root}&{query}")[0] == 400, query
+    assert web.get("/?page=123456789012345678901234567890")[0] == 400
 
 
 def test_it_is_read_only(web: WebServer) -> None:

@@ -20,6 +20,7 @@ import pytest
 
 from azsd.histories import source_dir
 from azsd_client.commands.web import git_worktrees
+from azsd_client.web.security import csrf_token
 from tests.daemon_fixture import DaemonProc, daemon_in_tmpdir, short_tmpdir
 from tests.opencode_fixture import OpenCodeBuilder
 from tests.test_cli import Azs, Lines
@@ -55,7 +56,8 @@ def test_azs_web_prints_its_url_serves_on_loopback_and_stops_on_ctrl_c(
     try:
         line = lines.wait_for(lambda text: "serving on" in text, timeout=20)
         url = urlsplit(line.split("serving on ", 1)[1].split()[0])
-        assert url.hostname == "127.0.0.1" and url.query.startswith("token=") and len(url.query) > 40
+        assert url.hostname is not None and url.hostname.startswith("127.")  # a loopback address of its own
+        assert url.query.startswith("token=") and len(url.query) > 40
         conn = http.client.HTTPConnection(url.netloc, timeout=20)
         conn.request("GET", f"/?{url.query}", headers={"Host": url.netloc})
         response = conn.getresponse()
@@ -66,7 +68,7 @@ def test_azs_web_prints_its_url_serves_on_loopback_and_stops_on_ctrl_c(
         page = conn.getresponse().read().decode()
         conn.close()
         assert f'data-session="{made.tools}"' in page
-        stream = _Stream(WebServer.at(url.netloc, cookie.split("=", 1)[1]), "/live/daemon")
+        stream = _Stream(WebServer.at(url.netloc, url.query.removeprefix("token=")), "/live/daemon")
         assert cookie.startswith(f"azs_web_{url.port}=")
         assert stream.next("daemon") == '{"up":true}'  # an open stream does not keep it from stopping
     finally:
@@ -83,7 +85,8 @@ def test_azs_web_prints_its_url_serves_on_loopback_and_stops_on_ctrl_c(
         token = said["url"].split("token=", 1)[1]
         assert oct(os.stat(sock).st_mode & 0o777) == "0o600"
         conn = _UnixHTTP(sock)
-        conn.request("GET", "/usage", headers={"Host": "localhost", "Cookie": f"azs_web={token}"})
+        login = csrf_token(token, "login cookie")  # the cookie a browser is given: the token's HMAC
+        conn.request("GET", "/usage", headers={"Host": "localhost", "Cookie": f"azs_web={login}"})
         assert conn.getresponse().status == 200
         conn.close()
     finally:

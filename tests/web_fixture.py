@@ -27,7 +27,7 @@ from azsd.events import (
 )
 from azsd_client import Client
 from azsd_client.web import serve
-from azsd_client.web.security import cookie_name
+from azsd_client.web.security import cookie_name, csrf_token
 from tests.daemon_fixture import DaemonProc
 
 #: What an agent might write to attack a page: script, a link to javascript:, a textarea closed
@@ -141,8 +141,8 @@ class WebServer:
 
     @property
     def cookie(self) -> str:
-        """The Cookie header that carries the token (the cookie is named after the port)."""
-        return f"{cookie_name(int(self.host.rsplit(':', 1)[1]))}={self.token}"
+        """The Cookie header of a logged-in browser (named after the port; its value the token's HMAC)."""
+        return f"{cookie_name(int(self.host.rsplit(':', 1)[1]))}={csrf_token(self.token, 'login cookie')}"
 
     @property
     def token(self) -> str:

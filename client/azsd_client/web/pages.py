@@ -26,6 +26,7 @@ from azsd_client.render.reports import hits_beyond
 
 from . import charts
 from .data import AGENTS, list_everywhere, session_agents, with_details
+from .security import parameter_int
 from .state import Web
 from .views import Filters, filter_sessions, session_rows, transcript
 
@@ -46,10 +47,7 @@ def _int(request: web.Request, name: str, default: int | None = None) -> int | N
     value = request.query.get(name, "")
     if not value:
         return default
-    try:
-        return int(value)
-    except ValueError:
-        raise web.HTTPBadRequest(text=f"{name} must be a number\n") from None
+    return parameter_int(name, value)
 
 
 async def _root(web_: Web, request: web.Request) -> str:

@@ -8,9 +8,14 @@ The web view serves one person on one machine, so every request must prove three
 - it was not sent by another site (**Origin**, when the browser sends one, is this server's own;
   ``Sec-Fetch-Site: cross-site`` is refused too);
 - it carries the **token**: the random one in the URL printed at start, ``?token=…``. The first
-  visit trades it for a cookie (HttpOnly, SameSite=Strict) and is redirected to the same URL without
-  it, so the token leaves the address bar and the history; a request with neither is 403. The
-  cookie is named after the port (``azs_web_<port>``): two views at once keep a token each.
+  visit trades it for a cookie (HttpOnly, SameSite=Strict, kept for :data:`COOKIE_DAYS` days, so a
+  browser restarted while `azs web` runs is still logged in) and is redirected to the same path
+  without it (never off this server: a path that reads as another host, ``//evil/``, is made one),
+  so the token leaves the address bar and the history; a request with neither is 403. The cookie is
+  named after the port (``azs_web_<port>``): two views at once keep a token each. Its value is not
+  the token but an HMAC of it, and browsers send a host's cookies to every port of that host, so
+  :mod:`.server` serves the view on a loopback address of its own (``127.x.y.z``, random): no
+  other server a browser is sent to on this machine is at that host, and so none receives it.
 
 Every response gets a strict Content-Security-Policy (scripts, styles and connections only from this
 server, no inline script or style, no frames, no forms to elsewhere), ``nosniff``, no referrer and
@@ -30,7 +35,9 @@ from typing import Final
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 
-__all__ = ["CSP", "Guard", "check_csrf", "cookie_name", "csrf_token", "new_token", "secure_headers"]
+__all__ = [
+    "CSP", "Guard", "check_csrf", "cookie_name", "csrf_token", "new_token", "parameter_int", "secure_headers",
+]  # fmt: skip
 
 #: The Content-Security-Policy of every response: nothing inline, nothing from elsewhere.
 CSP: Final = (
@@ -48,6 +55,8 @@ _HEADERS: Final = {
     "Cache-Control": "no-store",
 }
 _LOOPBACK_NAMES: Final = ("127.0.0.1", "localhost", "[::1]")
+#: How long the login cookie is kept (past a browser restart; a new `azs web` run has a new token).
+COOKIE_DAYS: Final = 30
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -102,10 +111,17 @@ class Guard:
             return "this view is read-only"
         return None
 
+    @property
+    def cookie_value(self) -> str:
+        """What the login cookie holds: the token's HMAC (the token itself is never sent again)."""
+        return csrf_token(self.token, "login cookie")
+
     def has_token(self, request: web.Request) -> bool:
-        """The request carries the token, in its cookie or its URL."""
-        given = request.cookies.get(self.cookie) or request.query.get("token") or ""
-        return hmac.compare_digest(given.encode(), self.token.encode())
+        """The request carries the token in its URL, or the login cookie."""
+        if "token" in request.query:
+            return hmac.compare_digest(request.query["token"].encode(), self.token.encode())
+        given = request.cookies.get(self.cookie, "")
+        return hmac.compare_digest(given.encode(), self.cookie_value.encode())
 
     def middleware(self) -> Middleware:
         """These checks as an aiohttp middleware."""
@@ -129,8 +145,12 @@ class Guard:
             )
         if "token" in request.query:
             query = {k: v for k, v in request.query.items() if k != "token"}
-            response = web.Response(status=303, headers={"Location": str(request.rel_url.with_query(query))})
-            response.set_cookie(self.cookie, self.token, httponly=True, samesite="Strict", path="/")
+            here = request.rel_url.with_path("/" + request.path.lstrip("/\\")).with_query(query)
+            response = web.Response(status=303, headers={"Location": str(here)})
+            response.set_cookie(
+                self.cookie, self.cookie_value, httponly=True, samesite="Strict", path="/",
+                max_age=COOKIE_DAYS * 86400,
+            )  # fmt: skip
             return response
         return await handler(request)
 
@@ -138,3 +158,18 @@ class Guard:
 async def secure_headers(request: web.Request, response: web.StreamResponse) -> None:
     """The security headers of every response, set as it is prepared (an event stream's too)."""
     response.headers.update(_HEADERS)
+
+
+#: The largest number a query parameter may hold (a seq, an id, a page: the protocol's integers).
+MAX_PARAMETER: Final = 2**53
+
+
+def parameter_int(name: str, value: str) -> int:
+    """A query parameter's number, or 400 (not a number, or out of range: never a 500 deeper down)."""
+    try:
+        number = int(value) if len(value) <= 20 else MAX_PARAMETER + 1
+    except ValueError:
+        raise web.HTTPBadRequest(text=f"{name} must be a number\n") from None
+    if not -MAX_PARAMETER <= number <= MAX_PARAMETER:
+        raise web.HTTPBadRequest(text=f"{name} is out of range\n")
+    return number

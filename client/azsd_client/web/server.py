@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import secrets
 import signal
 import socket
 from collections.abc import Callable, Iterable
@@ -54,6 +55,30 @@ def make_app(web_: Web, guard: Guard) -> web.Application:
     return app
 
 
+def _listen(port: int) -> tuple[socket.socket, str]:
+    """A listening socket on a loopback address of the view's own (``127.x.y.z``, random: a browser
+    keeps a host's cookies for every port of it, so no other server it is sent to on this machine
+    gets the view's), and that address; 127.0.0.1 where no other loopback address can be bound."""
+    for host in (_random_loopback(), "127.0.0.1"):
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError:
+            sock.close()
+            if host == "127.0.0.1":
+                raise
+            continue
+        return sock, host
+    raise AssertionError("unreachable")
+
+
+def _random_loopback() -> str:
+    """A random address of 127.0.0.0/8 other than 127.0.0.1 (Linux answers on all of it)."""
+    a, b, c = secrets.randbelow(255), secrets.randbelow(256), 2 + secrets.randbelow(253)
+    return f"127.{a}.{b}.{c}"
+
+
 async def serve(
     config: ResolvedConfig,
     roots: Iterable[str],
@@ -64,24 +89,26 @@ async def serve(
     on_ready: Callable[[str], None] = print,
     stop: asyncio.Event | None = None,
 ) -> None:
-    """Serve the view on 127.0.0.1:`port` (0: any free port) or on the Unix socket `unix` until SIGINT,
+    """Serve the view on a loopback address of its own (:func:`_listen`), port `port` (0: any free
+    one), or on the Unix socket `unix`, until SIGINT,
     SIGTERM or `stop`; `on_ready` gets the URL to open (with the token) once it listens."""
     token = token or new_token()
     web_ = Web(config, roots)
+    host = "localhost"
+    hosts: tuple[str, ...] | None = None
     if unix is None:
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(("127.0.0.1", port))
+        sock, host = _listen(port)
         bound: int | None = sock.getsockname()[1]
+        hosts = (f"{host}:{bound}",)
     else:
         bound = None
-    runner = web.AppRunner(make_app(web_, Guard(token, bound)), access_log=None, shutdown_timeout=1.0)
+    runner = web.AppRunner(make_app(web_, Guard(token, bound, hosts)), access_log=None, shutdown_timeout=1.0)
     await runner.setup()
     try:
         site: web.BaseSite
         if unix is None:
             site = web.SockSite(runner, sock)
-            url = f"http://127.0.0.1:{bound}/?token={token}"
+            url = f"http://{host}:{bound}/?token={token}"
         else:
             site = web.UnixSite(runner, unix)
             url = f"http://localhost/?token={token}"

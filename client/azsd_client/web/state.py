@@ -23,6 +23,7 @@ from azsd_client.aio import AsyncClient
 from . import charts
 from .data import Stores
 from .live import Watch, daemon_stream, session_stream
+from .security import parameter_int
 from .views import clean, transcript
 
 __all__ = ["Web"]
@@ -88,10 +89,10 @@ class Web:
         root = request.query.get("root", "")
         if not self.stores.knows(root):
             raise web.HTTPNotFound(text="no such store in this view\n")
-        try:
-            session, after = int(request.query["id"]), int(request.query.get("after", "0"))
-        except (KeyError, ValueError):
-            raise web.HTTPBadRequest(text="id and after must be numbers\n") from None
+        if "id" not in request.query:
+            raise web.HTTPBadRequest(text="id is missing\n")
+        session = parameter_int("id", request.query["id"])
+        after = parameter_int("after", request.query.get("after", "0"))
         return await session_stream(
             request, self.watch, self.client, (root, session), after, self.render_items
         )
