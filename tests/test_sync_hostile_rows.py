@@ -161,3 +161,25 @@ def test_a_model_name_with_a_nul_and_a_nan_cost_are_pushed_as_the_database_takes
         ).fetchall()
     # the NUL dropped; a NaN cost is no cost (SQLite keeps it as NULL); a negative count left out
     assert rows == [("a", "claude-evil", 100, 0.25), ("b", "claude-x", 200, None)]
+
+
+def test_pull_copies_only_rows_it_can_read_as_what_they_say(pg_url: str, tmp_path: Path) -> None:
+    origin, here = tmp_path / "origin", tmp_path / "here"
+    with Store.open(origin) as store:
+        sid = store.create_session("to pull", "main").id
+        store.append_events(sid, [UserMessage(content=f"line {i}") for i in range(6)])
+        _push(pg_url, origin, store)
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        row = conn.execute("SELECT session_uuid::text FROM azsd.sessions WHERE name = 'to pull'").fetchone()
+        assert row is not None
+        uuid = row[0]
+        conn.execute("UPDATE azsd.events SET seq = -5 WHERE session_uuid = %s AND seq = 2", (uuid,))
+        conn.execute(
+            "UPDATE azsd.events SET data = '\\x28b52ffd00' WHERE session_uuid = %s AND seq = 3", (uuid,)
+        )
+        conn.execute("UPDATE azsd.events SET kind = 'Complete' WHERE session_uuid = %s AND seq = 4", (uuid,))
+        pulled, _ = remote.fetch_for_pull(conn, "@" + uuid, None, None)
+    assert [seq for seq, *_ in pulled.events] == [1, 5, 6] and pulled.left_out == 3
+    with Store.open(here) as store:
+        local = store.sync_insert_pulled(pulled).id
+        assert store.load_events(local).plain() == [UserMessage(content=f"line {i}") for i in (0, 4, 5)]

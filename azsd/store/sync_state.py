@@ -129,6 +129,8 @@ class PulledSession(NamedTuple):
     cost_usd: float | None
     events: Sequence[tuple[int, str, bytes, int]]  # seq, kind, data, char_len
     compactions: Sequence[tuple[int, str, str]]  # after_seq, summary, created
+    #: The rows of the remote session not copied: unreadable, or not what they say (azsd.sync.remote).
+    left_out: int = 0
 
 
 class SyncState(Sessions, SideTables):

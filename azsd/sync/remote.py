@@ -13,6 +13,7 @@ import psycopg
 from psycopg.rows import dict_row
 
 from azsd.errors import BadRequestError, RemoteSessionNotFound
+from azsd.events import EventDecodeError, decode_event, event_kind
 from azsd.ipc import protocol as p
 from azsd.search import event_kinds
 from azsd.store.codec import CodecError, RowCodec
@@ -250,17 +251,22 @@ def fetch_for_pull(
         row = _session_row(conn, uuid)
         if row["deleted"] is not None:
             raise BadRequestError(f"@{uuid} was deleted at its origin ({row['deleted']}): nothing to pull")
+        rows = conn.execute(
+            "SELECT seq, kind, data, char_len FROM azsd.session_events(%s, %s, NULL)", (uuid, -(2**31))
+        ).fetchall()
+        codec = RowCodec()
         events = [
             (seq, kind, bytes(data), char_len)
-            for seq, kind, data, char_len in conn.execute(
-                "SELECT seq, kind, data, char_len FROM azsd.session_events(%s, %s, NULL)", (uuid, -(2**31))
-            )
+            for seq, kind, data, char_len in rows
+            if _pullable(codec, seq, kind, bytes(data), char_len)
         ]
+        kept = {seq for seq, *_ in events}
         compactions = [
             (after, summary, created)
             for after, summary, created in conn.execute(
                 "SELECT after_seq, summary, created FROM azsd.session_compactions(%s)", (uuid,)
             )
+            if after in kept and isinstance(summary, str)
         ]
     pulled = PulledSession(
         origin_uuid=uuid,
@@ -269,8 +275,22 @@ def fetch_for_pull(
         worktree=worktree if worktree is not None else row["worktree"],
         completed=row["completed"],
         duration_ms=row["duration_ms"],
-        cost_usd=row["cost_usd"],
+        cost_usd=cost if isinstance(cost := row["cost_usd"], float) and 0 <= cost < 1e9 else None,
         events=events,
         compactions=compactions,
+        left_out=len(rows) - len(events),
     )
     return pulled, row
+
+
+def _pullable(codec: RowCodec, seq: object, kind: object, data: bytes, char_len: object) -> bool:
+    """Whether a teammate's event row may be copied into a store (and pushed again, as the puller's):
+    a positive seq, a count that is one, and a frame that decodes, within bounds, to an event of
+    its kind. The rest is left out (and counted), never copied: a store keeps only what it can read."""
+    if not (isinstance(seq, int) and 0 < seq < 2**62 and isinstance(char_len, int) and 0 <= char_len < 2**40):
+        return False
+    try:
+        event = decode_event(codec.decode(data))
+    except (CodecError, EventDecodeError):
+        return False
+    return event_kind(event) == kind

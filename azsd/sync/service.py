@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
+import msgspec
 import psycopg
 
 from azsd.errors import AzsdError, BadRequestError, RemoteSessionNotFound, SyncError
@@ -210,7 +211,7 @@ class SyncService:
                 self._registry.publish(root, [note])
 
         view = self._registry.call(root, write, then=announce).result(_PULL_WRITE_S)
-        return p.PullReply(session=view, origin=origin)
+        return p.PullReply(session=view, origin=origin, left_out=pulled.left_out or msgspec.UNSET)
 
     def _verify(self, conn: psycopg.Connection[Any], req: p.SyncVerify) -> p.SyncVerifyReply:
         """`azs sync verify`: every store the pusher knows, compared (and repaired) one by one."""

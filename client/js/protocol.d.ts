@@ -993,6 +993,7 @@ export interface PullReply {
   op: "pullreply";
   session: SessionView;
   origin: RemoteSessionView;
+  left_out: number;
   protocol: number;
 }
 

@@ -166,3 +166,6 @@ class PullReply(_Versioned, frozen=True):
 
     session: SessionView
     origin: RemoteSessionView
+    #: Rows of the remote session not copied (unreadable, or not the event they say they are; unset:
+    #: none, and encoded only when set).
+    left_out: int | msgspec.UnsetType = msgspec.UNSET

@@ -130,4 +130,5 @@ def pull(run: Invocation) -> int:
             *(style.yellow(line) for line in stranger),
         ],
     )
+    say_unreadable(run, reply.left_out or 0)
     return 0
