@@ -213,3 +213,35 @@ def test_libpq_settings_pass_through_and_no_password_is_ever_shown(
     log = ada.daemon.log_text()
     assert PASSWORD not in log and f"{team.a}:***@" in log  # the URL is logged, without it
     assert os.path.exists(store_path(root))
+
+
+def test_a_member_who_sets_the_team_group_role_still_writes_only_as_itself(team: Team) -> None:
+    """docs/sync.md's grants may go to a group role that each person is a member of; `SET ROLE` to
+    the group must not make rows the group owns (every member could then change them)."""
+    group = f"{team.a}_group"
+    admin = pg_fixture._admin()
+    try:
+        admin.execute(f'CREATE ROLE "{group}" NOLOGIN')
+        with psycopg.connect(team.admin_url, autocommit=True) as conn:
+            conn.execute(TEAM_GRANTS.format(role=f'"{group}"').encode())
+        admin.execute(f'GRANT "{group}" TO "{team.a}"')
+        with psycopg.connect(team.url(team.a), autocommit=True) as conn:
+            conn.execute(f'SET ROLE "{group}"')
+            with pytest.raises(psycopg.errors.InsufficientPrivilege, match="row-level security"):
+                conn.execute(
+                    "INSERT INTO azsd.stores (store_uuid, identity, repository, root) "
+                    "VALUES (gen_random_uuid(), 'ada@laptop', %s, '/x')",
+                    (WIDGET,),
+                )
+            conn.execute("RESET ROLE")  # as itself, as ever
+            conn.execute(
+                "INSERT INTO azsd.stores (store_uuid, identity, repository, root) "
+                "VALUES (gen_random_uuid(), 'ada@laptop', %s, '/x')",
+                (WIDGET,),
+            )
+    finally:
+        with psycopg.connect(team.admin_url, autocommit=True) as conn:
+            conn.execute(f'REVOKE ALL ON ALL TABLES IN SCHEMA azsd FROM "{group}"')
+            conn.execute(f'REVOKE USAGE ON SCHEMA azsd FROM "{group}"')
+        admin.execute(f'DROP ROLE IF EXISTS "{group}"')
+        admin.close()

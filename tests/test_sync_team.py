@@ -20,7 +20,7 @@ from azsd.events import encode_event
 from azsd.ipc import protocol as p
 from azsd.model import Cost, Usage, UsagePart
 from azsd.store import Store
-from azsd.sync.connection import connect
+from azsd.sync.connection import LOCK_TIMEOUT_MS, connect
 from azsd.sync.push import StorePush, prepare_connection
 from azsd.sync.team_usage import remote_usage
 from tests import sync_fixture
@@ -200,7 +200,8 @@ def test_a_lock_held_by_a_teammate_bounds_every_wait_and_status_says_why(
         wait_until("sync status says it waits", says_waiting, timeout=30)
         started = time.monotonic()
         reply = ada.daemon.request(p.RemoteList(root=str(root)), 20_000)
-        assert isinstance(reply, p.ErrorReply) and "lock" in reply.message  # bounded, and said why
+        assert isinstance(reply, p.ErrorReply) and "waited 1 s for a lock" in reply.message  # said why
+        assert LOCK_TIMEOUT_MS < 5000  # told before a client stops waiting (`azs --timeout`: 5 s)
         assert time.monotonic() - started < 15
     finally:
         release.set()

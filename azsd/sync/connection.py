@@ -22,8 +22,9 @@ __all__ = ["LOCK_TIMEOUT_MS", "STATEMENT_TIMEOUT_MS", "connect", "file_id", "rea
 #: The longest any statement of a sync connection may run (a catch-up batch takes about 1 s).
 STATEMENT_TIMEOUT_MS: Final = 60_000
 #: The longest a statement of a sync connection waits for a lock (another role may hold one: a
-#: ``LOCK TABLE`` by anyone with the pushers' grants would otherwise stop every push and read).
-LOCK_TIMEOUT_MS: Final = 5_000
+#: ``LOCK TABLE`` by anyone with the pushers' grants would otherwise stop every push and read);
+#: shorter than a client's default wait (5 s), so that the person is told it was a lock.
+LOCK_TIMEOUT_MS: Final = 3_000
 
 
 def _timeout_ms(name: str, default: int) -> int:
@@ -77,6 +78,12 @@ def file_id(root: str) -> str:
 
 
 def reason(exc: BaseException) -> str:
-    """The first line of an error's message (a driver's error can run to several)."""
+    """The first line of an error's message (a driver's error can run to several); a lock wait that
+    ran out says so, and what may hold it."""
+    if isinstance(exc, psycopg.errors.LockNotAvailable):
+        return (
+            f"waited {_timeout_ms('AZSD_SYNC_LOCK_TIMEOUT_MS', LOCK_TIMEOUT_MS) / 1000:g} s for a lock "
+            "another session of the sync database holds (a LOCK TABLE by a teammate or an admin?)"
+        )
     text = str(exc).strip().splitlines()
     return text[0] if text else type(exc).__name__

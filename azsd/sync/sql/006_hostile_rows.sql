@@ -57,3 +57,17 @@ LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp SET j
     GROUP BY bucket, key, CASE WHEN by_model THEN sums.model END
     ORDER BY MIN(f), 1
 $$;
+
+-- 3. Every row is owned by the role that logged in. A member of a group role (the team grants
+--    docs/sync.md shows may be given to one) can `SET ROLE` to it: the rows it then wrote were the
+--    group's, and every member could change them. These restrictive policies (ANDed with the others)
+--    take only rows whose owner is the session's own login role.
+CREATE POLICY stores_login_owner ON azsd.stores AS RESTRICTIVE FOR INSERT WITH CHECK (owner = session_user);
+CREATE POLICY stores_login_update ON azsd.stores AS RESTRICTIVE FOR UPDATE WITH CHECK (owner = session_user);
+CREATE POLICY sessions_login_owner ON azsd.sessions AS RESTRICTIVE FOR INSERT WITH CHECK (owner = session_user);
+CREATE POLICY sessions_login_update ON azsd.sessions AS RESTRICTIVE FOR UPDATE
+    WITH CHECK (owner = session_user);
+CREATE POLICY events_login_owner ON azsd.events AS RESTRICTIVE FOR INSERT WITH CHECK (owner = session_user);
+CREATE POLICY compactions_login_owner ON azsd.compactions AS RESTRICTIVE FOR INSERT
+    WITH CHECK (owner = session_user);
+CREATE POLICY usage_login_owner ON azsd.usage AS RESTRICTIVE FOR INSERT WITH CHECK (owner = session_user);
