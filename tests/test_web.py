@@ -6,6 +6,7 @@ The live stream: tests/test_web_live.py; the command itself: tests/test_web_comm
 
 from __future__ import annotations
 
+import html
 import http.client
 import json
 import re
@@ -14,10 +15,11 @@ import time
 from collections.abc import Iterator
 from html.parser import HTMLParser
 from pathlib import Path
+from urllib.parse import urlencode
 
 import pytest
 
-from azsd.events import UserMessage
+from azsd.events import AssistantText, UserMessage
 from azsd_client.web.pages import PAGE_SESSIONS
 from tests.daemon_fixture import DaemonProc, daemon_in_tmpdir, short_tmpdir
 from tests.web_fixture import LONG, Made, WebServer, make_sessions, web_server
@@ -321,3 +323,20 @@ def test_unknown_stores_and_sessions_are_404(web: WebServer, made: Made) -> None
     assert web.get("/session?root=/etc&id=1")[0] == 404
     assert web.get(f"/session?root={made.root}&id=999")[0] == 404
     assert web.get(f"/session?root={made.root}&id=x")[0] == 400
+
+
+def test_a_huge_event_is_folded_and_the_whole_of_it_is_a_link_away(
+    setup: tuple[DaemonProc, WebServer, Made], web: WebServer
+) -> None:
+    daemon, _, made = setup
+    huge = "wombat " * 300_000  # 2.1 MB of an agent's text
+    with daemon.client(timeout=20) as client:
+        sid = client.create_session(made.root, "huge", worktree="main").session.id
+        client.append_events(made.root, sid, [UserMessage(content="go"), AssistantText(text=huge)])
+    status, _, page = web.get(f"/session?{urlencode({'root': made.root, 'id': sid})}")
+    assert status == 200 and len(page) < 200_000  # not the event's 2 MB
+    assert "characters; the first 20,000 are shown" in page
+    (href,) = re.findall(r'href="(/session/event\?[^"]+)"', page)
+    status, headers, whole = web.get(html.unescape(href))
+    assert status == 200 and headers["content-type"].startswith("text/plain")
+    assert json.loads(whole) == {"AssistantText": {"text": huge}}

@@ -112,7 +112,7 @@ async def session_page(web_: Web, request: web.Request) -> web.Response:
         request,
         root=root,
         view=view,
-        items=transcript(page.events),
+        items=transcript(page.events, (root, sid)),
         start=start,
         previous=max(1, start - PAGE_EVENTS) if start > 1 else None,
         next_seq=page.next_seq,
@@ -265,6 +265,19 @@ class Team:
     models: list[UsagePeriodView]
 
 
+async def whole_event(web_: Web, request: web.Request) -> web.Response:
+    """One event as stored (its JSON), as plain text: the whole of one a page shows folded."""
+    root = await _root(web_, request)
+    sid, seq = _int(request, "id"), _int(request, "seq")
+    if sid is None or seq is None:
+        raise web.HTTPBadRequest(text="id and seq are needed\n")
+    page = await web_.client.get_events_page(root, sid, from_seq=seq, limit=1)
+    found = [e for e in page.events if e.seq == seq]
+    if not found:
+        raise web.HTTPNotFound(text=f"no event {seq} in S{sid}\n")
+    return web.Response(text=found[0].data, content_type="text/plain", charset="utf-8")
+
+
 def routes(web_: Web) -> list[web.RouteDef]:
     """The page routes, each handler bound to `web_`; a daemon that does not answer is the 503 page."""
 
@@ -286,4 +299,5 @@ def routes(web_: Web) -> list[web.RouteDef]:
         web.get("/search", page(search_page)),
         web.get("/usage", page(usage_page)),
         web.get("/session/context", page(context)),
+        web.get("/session/event", page(whole_event)),
     ]

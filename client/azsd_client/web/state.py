@@ -24,7 +24,7 @@ from . import charts
 from .data import Stores
 from .live import Watch, daemon_stream, session_stream
 from .security import parameter_int
-from .views import clean, transcript
+from .views import FOLD_CHARS, clean, transcript
 
 __all__ = ["Web"]
 
@@ -45,6 +45,7 @@ def _environment() -> jinja2.Environment:
         undefined=jinja2.StrictUndefined,
     )
     env.globals["url"] = _url
+    env.globals["fold_chars"] = FOLD_CHARS
     env.filters["json"] = _json
     env.filters["cost"] = charts.cost  # a UsageView's cost: `?` when unpriced, never $0
     return env
@@ -94,14 +95,17 @@ class Web:
         session = parameter_int("id", request.query["id"])
         after = parameter_int("after", request.query.get("after", "0"))
         return await session_stream(
-            request, self.watch, self.client, (root, session), after, self.render_items
-        )
+            request, self.watch, self.client, (root, session), after,
+            lambda events: self.render_items(events, (root, session)),
+        )  # fmt: skip
 
-    def render_items(self, events: list[WireEvent]) -> list[dict[str, Any]]:
+    def render_items(
+        self, events: list[WireEvent], where: tuple[str, int] | None = None
+    ) -> list[dict[str, Any]]:
         """New events for a live transcript, rendered as the page renders them: each as HTML, and a
         tool result also as the part that folds into its call (when the call is on the page)."""
         out: list[dict[str, Any]] = []
-        for item in transcript(events):
+        for item in transcript(events, where):
             entry: dict[str, Any] = {"seq": item.seq, "html": self.fragment("item", item=item)}
             if item.kind == "ToolResult" and item.tool_use_id:
                 entry["tool"] = item.tool_use_id

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Final
+from urllib.parse import urlencode
 
 from azsd.events import AssistantText, EventDecodeError, ToolCall, ToolResult, decode_event
 from azsd.export import EventView, css_class, event_view
@@ -26,6 +27,7 @@ from azsd_client.render.text import format_cost, format_duration, format_time
 from azsd_client.render.turns import ERROR_PREFIX
 
 __all__ = [
+    "FOLD_CHARS",
     "Filters",
     "Item",
     "Row",
@@ -76,14 +78,42 @@ class Item:
     boundary: bool = False
     failed: bool = False
     flags: tuple[str, ...] = field(default_factory=tuple)
+    #: How many characters the event (its result too, for a call) shows in all when it was cut to
+    #: :data:`FOLD_CHARS` (0: shown whole), and where the whole of it is.
+    folded: int = 0
+    href: str = ""
 
 
-def _item(wire: WireEvent) -> tuple[Item, ToolCall | ToolResult | None]:
+#: The most characters of one event a page shows (an agent's 10 MB line made a 26 MB page that took a
+#: browser a minute); the rest is a link away.
+FOLD_CHARS: Final = 20_000
+
+
+def _fold(view: EventView) -> int:
+    """Cut `view`'s text and blocks to :data:`FOLD_CHARS` in all; how many it held when it was cut
+    (0: it was not)."""
+    total = len(view.text or "") + sum(len(text) for _, text in view.blocks)
+    if total <= FOLD_CHARS:
+        return 0
+    room = FOLD_CHARS
+    if view.text is not None:
+        view.text, room = view.text[:room], max(0, room - len(view.text))
+    blocks = []
+    for lang, text in view.blocks:
+        blocks.append((lang, text[:room] + ("\n…" if len(text) > room else "")))
+        room = max(0, room - len(text))
+    view.blocks = blocks
+    return total
+
+
+def _item(wire: WireEvent, where: tuple[str, int] | None = None) -> tuple[Item, ToolCall | ToolResult | None]:
     try:
         event = decode_event(wire.data)
     except EventDecodeError:
-        return Item(wire.seq, wire.kind, "unknown", None, raw=wire.data, failed="Fail" in wire.kind), None
+        raw = wire.data if len(wire.data) <= FOLD_CHARS else wire.data[:FOLD_CHARS] + "…"
+        return Item(wire.seq, wire.kind, "unknown", None, raw=raw, failed="Fail" in wire.kind), None
     view = event_view(StoredEvent(wire.seq, event))
+    folded = _fold(view)
     if isinstance(event, AssistantText) and event.text.startswith(ERROR_PREFIX):
         # how a turn failed, stored where it failed (by `azs run`, or AZUREAL for a Codex turn)
         view.heading, view.flags = "✗ Error", ("failed",)
@@ -95,6 +125,8 @@ def _item(wire: WireEvent) -> tuple[Item, ToolCall | ToolResult | None]:
         boundary=view.kind in _BOUNDARIES,
         failed="failed" in view.flags or "error" in view.flags,
         flags=view.flags,
+        folded=folded,
+        href=_whole(where, wire.seq) if folded else "",
     )
     if isinstance(event, ToolCall | ToolResult):
         item.tool_use_id = event.tool_use_id
@@ -102,17 +134,27 @@ def _item(wire: WireEvent) -> tuple[Item, ToolCall | ToolResult | None]:
     return item, None
 
 
-def transcript(events: Iterable[WireEvent]) -> list[Item]:
+def _whole(where: tuple[str, int] | None, seq: int) -> str:
+    """The link to the whole of a folded event of the session `where` (root, id)."""
+    if where is None:
+        return ""
+    return "/session/event?" + urlencode({"root": where[0], "id": where[1], "seq": seq})
+
+
+def transcript(events: Iterable[WireEvent], where: tuple[str, int] | None = None) -> list[Item]:
     """`events` (one page, in seq order) as transcript items: each tool result folded into the call it
-    answers when that call is on the page (else shown alone, as a call whose result is yet to come is)."""
+    answers when that call is on the page (else shown alone, as a call whose result is yet to come is);
+    `where` (root, session id) gives a long event the link to the whole of it."""
     items: list[Item] = []
     calls: dict[str, Item] = {}
     for wire in events:
-        item, event = _item(wire)
+        item, event = _item(wire, where)
         if isinstance(event, ToolResult):
             call = calls.pop(event.tool_use_id, None)
             if call is not None and call.result is None:
                 call.result, call.result_seq, call.failed = item.view, item.seq, item.failed
+                if item.folded:
+                    call.folded, call.href = item.folded, item.href
                 continue
         elif isinstance(event, ToolCall):
             calls[event.tool_use_id] = item
