@@ -12,8 +12,10 @@ from azsd.ingest.parsers.aider import NOT_IN_HISTORY
 from tests.daemon_fixture import daemon
 from tests.fake_model import FakeModel, Reply, text
 from tests.real_others import AgentWorld, agent_world, aider_tokens, model
+from tests.test_real_opencode import watched
+from tests.test_run import wait_for
 
-__all__ = ["agent_world", "daemon", "model"]  # the fixtures, re-exported for pytest
+__all__ = ["agent_world", "daemon", "model", "watched"]  # the fixtures, re-exported for pytest
 
 
 @pytest.mark.parametrize("stream", [True, False], ids=["streamed", "not-streamed"])
@@ -56,3 +58,18 @@ def test_a_run_command_says_that_aider_kept_its_output_out_of_the_history(agent_
     assert call.tool_name == "Bash" and call.input == {"command": "echo hello-from-run"}
     (result,) = [e for e in events if isinstance(e, ToolResult)]
     assert result.content == NOT_IN_HISTORY  # said, not an empty result that reads as "(no output)"
+
+
+def test_an_aider_run_is_in_the_store_with_no_command(watched: AgentWorld, model: FakeModel) -> None:
+    world = watched
+    assert world.azs("new", "a store the daemon knows").returncode == 0  # Aider keeps no home: its worktree
+    model.script(Reply([text("Watched answer.")], input_tokens=321, output_tokens=9))
+    done = world.aider("a watched question")
+    assert done.returncode == 0, done.stdout[-2000:]
+    ((sent, received, _),) = aider_tokens(world.aider_history.read_text())
+
+    def imported() -> bool:
+        views = world.client.list_sessions(world.root, with_usage=True).sessions
+        return any(v.usage is not None and (v.usage.input, v.usage.output) == (sent, received) for v in views)
+
+    wait_for(imported, "the run, imported by the daemon's watch", timeout=10)
