@@ -13,7 +13,7 @@ import zstandard
 
 from azsd.events import AssistantText, UserMessage, encode_event
 from azsd.store import Store, store_path
-from azsd.store.pacing import Pacer, Pacing
+from azsd.store.pacing import CONTENDED_FOR_S, Pacer, Pacing
 from azsd.store.schema import SEARCH_HWM_KEY, SUMMARY_HWM_KEY
 from azsd.store.summaries import STEP_ROWS
 
@@ -89,8 +89,8 @@ def _timed_holds(pacer: Pacer) -> list[tuple[float, float]]:
     holds: list[tuple[float, float]] = []
     begin, release = pacer.begin, pacer.release
 
-    def timed_begin() -> None:
-        begin()
+    def timed_begin(waited: float = 0.0) -> None:
+        begin(waited)
         holds.append((time.monotonic(), float("nan")))
 
     def timed_release() -> None:
@@ -182,3 +182,37 @@ def test_group_commits_leave_the_long_gap_too(tmp_path: Path) -> None:
                 for n in range(20):
                     store.append_events(sid, [UserMessage(content=f"m{n}")])
         assert pacer.long_gaps >= 1
+
+
+def test_a_wait_for_the_lock_makes_the_long_gaps_longer_and_more_frequent_for_a_while() -> None:
+    """Paced by how others wait: once azsd's BEGIN IMMEDIATE waited (AZUREAL held the lock), it leaves
+    long gaps twice as long twice as often, for CONTENDED_FOR_S; then its own pace again."""
+    now = [0.0]
+    slept: list[float] = []
+
+    def sleep(s: float) -> None:
+        slept.append(s)
+        now[0] += s
+
+    pacing = Pacing(chunk_s=0.1, gap_s=0.001, long_gap_s=0.1, long_gap_every_s=1.0)
+    pacer = Pacer(pacing, clock=lambda: now[0], sleep=sleep)
+
+    def hold(waited: float = 0.0) -> None:
+        pacer.begin(waited)
+        now[0] += 0.1
+        pacer.release()
+
+    for _ in range(20):
+        hold()
+    alone = list(slept)
+    assert alone == [0.1, 0.1]  # one long gap a second of holding
+    slept.clear()
+    hold(waited=0.02)  # the lock was held by another writer
+    for _ in range(19):
+        hold()
+    assert slept == [0.2] * 4  # twice as long, twice as often: AZUREAL is at work
+    slept.clear()
+    now[0] += CONTENDED_FOR_S
+    for _ in range(20):
+        hold()
+    assert slept == alone  # nobody waited lately: the store's own pace

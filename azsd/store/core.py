@@ -280,9 +280,10 @@ class StoreCore:
                 raise StoreError(
                     f"{self.path}: the enclosing transaction was rolled back (nothing was written)"
                 )
+            asked = time.monotonic()
             conn.execute("BEGIN IMMEDIATE" if depth == 0 else f"SAVEPOINT azsd_{depth}")
             if depth == 0:
-                self.pacer.begin()
+                self.pacer.begin(waited=time.monotonic() - asked)  # (a wait: another writer is at work)
             try:
                 with self._held(conn, depth):
                     yield conn
