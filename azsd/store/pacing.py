@@ -88,8 +88,7 @@ class Pacer:
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
-        self.base = pacing
-        self.pacing = pacing
+        self.pacing = pacing  # (its own pace: while another writer is at work, `policy` is used)
         self._contended_until = float("-inf")
         self._clock = clock
         self._sleep = sleep
@@ -107,6 +106,12 @@ class Pacer:
         self.long_gaps = 0
 
     @property
+    def policy(self) -> Pacing:
+        """The policy in force: :attr:`pacing`, or while another writer is at work its
+        :meth:`Pacing.contended`."""
+        return self.pacing.contended() if self._clock() < self._contended_until else self.pacing
+
+    @property
     def holding(self) -> bool:
         return self._began is not None
 
@@ -115,8 +120,7 @@ class Pacer:
         now = self._clock()
         if waited >= CONTENDED_WAIT_S:
             self._contended_until = now + CONTENDED_FOR_S
-        self.pacing = self.base.contended() if now < self._contended_until else self.base
-        if self._released is not None and now - self._released >= self.pacing.long_gap_s:
+        if self._released is not None and now - self._released >= self.policy.long_gap_s:
             self._held_since_long_gap = 0.0  # the lock was free long enough for any waiter
         self._began = self._last = now
         self._chunk_step_s = 0.0
@@ -133,7 +137,7 @@ class Pacer:
         """Whether the chunk should end now: one more step and the commit would take it past `chunk_s`."""
         if self._began is None:
             return False
-        return self._clock() - self._began + self._step_s + self._commit_s >= self.pacing.chunk_s
+        return self._clock() - self._began + self._step_s + self._commit_s >= self.policy.chunk_s
 
     def committing(self) -> None:
         """The commit starts now (its time is counted ahead in :meth:`full` from now on)."""
@@ -156,16 +160,16 @@ class Pacer:
         self.held_s += held
         self._step_s = self._chunk_step_s  # forget an old outlier, keep this chunk's measure
         self._held_since_long_gap += held
-        if self._held_since_long_gap + self.pacing.chunk_s > self.pacing.long_gap_every_s:
+        if self._held_since_long_gap + self.policy.chunk_s > self.policy.long_gap_every_s:
             self._held_since_long_gap = 0.0
             self.long_gaps += 1
-            self._sleep(self.pacing.long_gap_s)
+            self._sleep(self.policy.long_gap_s)
 
     def pause(self) -> None:
         """After a long write's commit: leave the lock free for at least :attr:`Pacing.gap_s` since
         it was released (nothing more when the long gap was just left)."""
         if self._released is None or self._began is not None:
             return
-        left = self.pacing.gap_s - (self._clock() - self._released)
+        left = self.policy.gap_s - (self._clock() - self._released)
         if left > 0:
             self._sleep(left)
