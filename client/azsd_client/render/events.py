@@ -224,7 +224,10 @@ def event_text(event: WireEvent, style: Style, *, mark: str = " ") -> str:
     a prompt starts a new paragraph. One string, its colours as ANSI codes when `style` has colour.
     """
     ansi = _ansi(style.color, style.relative)
+    event, size = folded(event)
     pieces = event_pieces(event, ansi)
+    if size:
+        pieces.append(ansi.dim(f"… folded: {size:,} characters in all (`azs show --json` gives every one)"))
     label = f"{event.seq}".rjust(_GUTTER - 1)
     first = f"{ansi.dim(mark + label)} "
     rest = " " * (max(_GUTTER, len(label) + 1) + 1)
@@ -232,6 +235,34 @@ def event_text(event: WireEvent, style: Style, *, mark: str = " ") -> str:
     if style.width is not None:  # a terminal: long lines wrap beside the margin, not under the seq
         body = [wrap_ansi(line, style.width, rest) for line in body]
     return ("\n" if event.kind == "UserMessage" else "") + "\n".join(line.rstrip() for line in body)
+
+
+#: The most characters of one event `show` prints (an agent's 10 MB line is a screenful, not ten
+#: million characters); `--json` gives all of it.
+FOLD_CHARS: Final = 20_000
+
+
+def folded(event: WireEvent) -> tuple[WireEvent, int]:
+    """`event` with each of its texts cut to :data:`FOLD_CHARS` (and the size of its JSON), or the
+    event itself (and 0) when it is shorter than that."""
+    if len(event.data) <= FOLD_CHARS:
+        return event, 0
+    try:
+        value = msgspec.json.decode(event.data)
+    except msgspec.DecodeError:
+        return msgspec.structs.replace(event, data=event.data[:FOLD_CHARS]), len(event.data)
+    cut = msgspec.json.encode(_cut(value)).decode()
+    return msgspec.structs.replace(event, data=cut), len(event.data)
+
+
+def _cut(value: Any) -> Any:
+    if isinstance(value, str):
+        return value if len(value) <= FOLD_CHARS else value[:FOLD_CHARS] + "…"
+    if isinstance(value, list):
+        return [_cut(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _cut(v) for k, v in value.items()}
+    return value
 
 
 @functools.lru_cache(maxsize=4)
