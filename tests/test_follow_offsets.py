@@ -31,6 +31,12 @@ def test_save_follow_swaps_only_from_the_offset_read(store: Store) -> None:
     gone = FollowRecord(session_id=sid, path="/b.jsonl", format="claude-stream-json", offset=5)
     with pytest.raises(FollowMovedError, match="no longer recorded"):
         store.save_follow(gone, expect_offset=0)
+    # behind where the follow last stored it: its own commits are not in this file (issue 37: a
+    # store another program rewrote logged "another writer moved it", though none had)
+    with pytest.raises(
+        FollowMovedError, match="byte 20, before byte 25 where it last stored it: the store file was"
+    ):
+        store.save_follow(stale, expect_offset=25)
 
 
 def test_end_follow_keeps_the_stored_offset(store: Store) -> None:

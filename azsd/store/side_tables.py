@@ -27,6 +27,19 @@ from azsd.store.usage import IN_LIST_MAX, UsageTables
 __all__ = ["FollowMovedError", "SideTables"]
 
 
+def _moved(path: str, stored: int | None, expected: int) -> str:
+    """Why a follow's stored position is not the one its writer left: said as it happened."""
+    if stored is None:
+        return f"the follow of {path} is no longer recorded in its store (not at byte {expected})"
+    if stored < expected:  # our own commits are not there: the file was put back or rewritten
+        return (
+            f"the store holds the follow of {path} at byte {stored}, before byte {expected} where it "
+            "last stored it: the store file was replaced or rolled back under the daemon (another "
+            "program rewrote it, or a backup was put back); reading on from there, nothing is lost"
+        )
+    return f"the follow of {path} is stored at byte {stored}, not at byte {expected}: another writer moved it"
+
+
 class FollowMovedError(StoreError):
     """A follow's stored offset is not the one its follower read from (a compare-and-swap of
     :meth:`SideTables.save_follow` failed): another writer stored those lines. Nothing was written."""
@@ -92,11 +105,8 @@ class SideTables(UsageTables):
                         "SELECT offset FROM azsd_follows WHERE session_id = ? AND path = ?",
                         (record.session_id, record.path),
                     ).fetchone()
-                    where = "no longer recorded" if row is None else f"stored at byte {row[0]}"
-                    raise FollowMovedError(
-                        f"the follow of {record.path} is {where}, not at byte {expect_offset}: "
-                        "another writer moved it"
-                    )
+                    stored = None if row is None else int(row[0])
+                    raise FollowMovedError(_moved(record.path, stored, expect_offset))
                 return
             conn.execute(
                 "INSERT INTO azsd_follows (session_id, path, format, offset, inode, lines, skipped, active, "
