@@ -209,6 +209,17 @@ _CONTROL: Final = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _IDE_REQUEST: Final = "## My request for Codex:"
 #: An XML-like tag, which agents wrap around command names and the like.
 _TAG: Final = re.compile(r"</?[A-Za-z][\w-]*(?:\s[^<>]*)?>")
+#: Claude Code's record of a slash command the user typed: its name and its arguments.
+_COMMAND: Final = re.compile(r"<command-name>\s*([^<]*?)\s*</command-name>")
+_ARGS: Final = re.compile(r"<command-args>\s*([^<]*?)\s*</command-args>", re.DOTALL)
+
+
+def _slash_command(text: str, command: re.Match[str]) -> str:
+    """A slash command's prompt as the user typed it (``/name args``)."""
+    args = _ARGS.search(text)
+    name = command.group(1)
+    typed = f"{name} {args.group(1)}" if args and args.group(1) else name
+    return typed if typed.startswith("/") else "/" + typed
 
 
 def first_prompt_name(events: Sequence[Event], limit: int = 60) -> str | None:
@@ -225,6 +236,9 @@ def first_prompt_name(events: Sequence[Event], limit: int = 60) -> str | None:
     '/exit'
     >>> first_prompt_name([UserMessage(content="<command-message>init is analyzing</command-message>")])
     'init is analyzing'
+    >>> slash = "<command-message>orchestrator is running…</command-message><command-name>/orchestrator"
+    >>> first_prompt_name([UserMessage(content=slash + "</command-name><command-args>ship</command-args>")])
+    '/orchestrator ship'
     >>> ide = "# Context from my IDE setup:\\n…\\n## My request for Codex:\\nfix it"
     >>> first_prompt_name([UserMessage(content=ide)])
     'fix it'
@@ -237,6 +251,8 @@ def first_prompt_name(events: Sequence[Event], limit: int = 60) -> str | None:
         clean = sanitize(event.content)
         if clean is not None and _IDE_REQUEST in clean:  # Codex from an IDE: the request follows its context
             clean = clean.split(_IDE_REQUEST, 1)[1]
+        if clean is not None and (command := _COMMAND.search(clean)) is not None:
+            clean = _slash_command(clean, command)  # what the user typed, not Claude's note of it
         if clean is not None:
             clean = _TAG.sub("", clean)  # e.g. Claude's <command-message>…</command-message>
         if clean is None or is_blank(clean):
