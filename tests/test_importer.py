@@ -24,9 +24,9 @@ from azsd.ingest.importer import (
     Source,
     claude_slug,
     discover,
-    first_prompt_name,
     import_source,
 )
+from azsd.ingest.names import first_prompt_name
 from azsd.store import Store
 from tests.conftest import corpus_files, requires_corpus
 

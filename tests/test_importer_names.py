@@ -9,7 +9,7 @@ import pytest
 
 from azsd.events import AssistantText, Event, UserMessage
 from azsd.ingest.claude_slug import SLUG_MAX, _js_hash, claude_slug
-from azsd.ingest.importer import first_prompt_name
+from azsd.ingest.names import first_prompt_name
 
 # -- claude_slug --------------------------------------------------------------------------------
 

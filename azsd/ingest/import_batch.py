@@ -41,7 +41,8 @@ from azsd.errors import AzsdError, StoreError
 from azsd.events import Event
 from azsd.ingest.import_ahead import Job, ReadAhead, expect
 from azsd.ingest.import_prepared import Claimed, Ready, filled_session, new_session, record_subagents
-from azsd.ingest.importer import NAME_EVENTS, ImportOutcome, first_prompt_name, import_source, record_lineage
+from azsd.ingest.importer import NAME_EVENTS, ImportOutcome, import_source, record_lineage
+from azsd.ingest.names import first_prompt_name
 from azsd.ingest.prepare import LARGEST_BYTES, PREPARED_AGENTS, PreparedFile
 from azsd.ingest.source_events import SourceReaders, source_events
 from azsd.ingest.sources import Source

@@ -4,21 +4,18 @@ Claude keeps each session at ``<config>/projects/<slug>/<sessionId>.jsonl``, the
 project directory (agent-formats §2.1); Codex keeps each rollout at
 ``<home>/sessions/YYYY/MM/DD/rollout-*.jsonl``, its project being the `cwd` of its `session_meta`
 (§4.1, §4.2). :func:`discover` lists a project's sources; :func:`import_source` brings one into the
-store: the first time as a new session named after its first prompt, later only what was appended
+store: the first time as a new session named by :mod:`azsd.ingest.names`, later only what was appended
 to the file since (`azsd_imports` remembers the session and the size read), in short chunks that an
 interrupted import's next run completes. Sources are only read.
 
 >>> claude_slug(Path("/home/me/my_repo.v2"))
 '-home-me-my-repo-v2'
->>> first_prompt_name([UserMessage(content="\\n  fix   the parser\\nthen the tests")])
-'fix the parser'
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
@@ -26,12 +23,11 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Final
 
-from azsd.context import sanitize
 from azsd.errors import IngestError
-from azsd.events import Event, UserMessage
 from azsd.files import open_regular
 from azsd.ingest.claude_slug import claude_slug, long_slug_prefix
 from azsd.ingest.file import IngestReport, ingest_chunks, ingest_file
+from azsd.ingest.names import session_name
 from azsd.ingest.parsers import Format, detect_format, head_value, iter_lines
 from azsd.ingest.source_events import SourceReaders, source_events
 from azsd.ingest.sources import (
@@ -43,7 +39,6 @@ from azsd.ingest.sources import (
 from azsd.ingest.subagents import import_subagents, orphaned, orphaned_subagents
 from azsd.ingest.usage import counted_elsewhere
 from azsd.model import ImportRecord, StoredEvent
-from azsd.rusttext import RUST_WHITESPACE, is_blank, rust_lines, trim, trim_end
 from azsd.store import Store
 
 __all__ = [
@@ -54,7 +49,6 @@ __all__ = [
     "Source",
     "claude_slug",
     "discover",
-    "first_prompt_name",
     "import_source",
     "record_lineage",
 ]
@@ -76,8 +70,6 @@ UNFINISHED: Final = -1
 
 #: How many of a new session's first events are read for a prompt to name it after.
 NAME_EVENTS: Final = 5000
-
-_WHITESPACE: Final = re.compile(f"[{re.escape(RUST_WHITESPACE)}]+")
 
 
 @dataclass(frozen=True)
@@ -203,66 +195,6 @@ def _within(cwd: str | None, bases: Sequence[Path]) -> bool:
     return any(Path(c).is_relative_to(base) for c in _spellings(cwd) for base in bases)
 
 
-#: Control characters (a terminal would act on them), which a name never holds.
-_CONTROL: Final = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-#: Where a Codex prompt sent from an IDE extension starts the user's own request.
-_IDE_REQUEST: Final = "## My request for Codex:"
-#: An XML-like tag, which agents wrap around command names and the like.
-_TAG: Final = re.compile(r"</?[A-Za-z][\w-]*(?:\s[^<>]*)?>")
-#: Claude Code's record of a slash command the user typed: its name and its arguments.
-_COMMAND: Final = re.compile(r"<command-name>\s*([^<]*?)\s*</command-name>")
-_ARGS: Final = re.compile(r"<command-args>\s*([^<]*?)\s*</command-args>", re.DOTALL)
-
-
-def _slash_command(text: str, command: re.Match[str]) -> str:
-    """A slash command's prompt as the user typed it (``/name args``)."""
-    args = _ARGS.search(text)
-    name = command.group(1)
-    typed = f"{name} {args.group(1)}" if args and args.group(1) else name
-    return typed if typed.startswith("/") else "/" + typed
-
-
-def first_prompt_name(events: Sequence[Event], limit: int = 60) -> str | None:
-    """A session's name: the first non-blank line of its first prompt (injected context removed),
-    whitespace collapsed, cut to `limit` characters with ``…`` when longer; None with no prompt.
-
-    >>> first_prompt_name([UserMessage(content=" \\n "), UserMessage(content="go\\nnow")])
-    'go'
-    >>> first_prompt_name([UserMessage(content="<azureal-session-context>…</azureal-session-context>hi")])
-    'hi'
-    >>> first_prompt_name([UserMessage(content="word " * 20)], limit=12)
-    'word word w…'
-    >>> first_prompt_name([UserMessage(content="\\x15/exit")])
-    '/exit'
-    >>> first_prompt_name([UserMessage(content="<command-message>init is analyzing</command-message>")])
-    'init is analyzing'
-    >>> slash = "<command-message>orchestrator is running…</command-message><command-name>/orchestrator"
-    >>> first_prompt_name([UserMessage(content=slash + "</command-name><command-args>ship</command-args>")])
-    '/orchestrator ship'
-    >>> ide = "# Context from my IDE setup:\\n…\\n## My request for Codex:\\nfix it"
-    >>> first_prompt_name([UserMessage(content=ide)])
-    'fix it'
-    """
-    if limit < 1:
-        raise ValueError(f"limit must be at least 1, not {limit}")
-    for event in events:
-        if not isinstance(event, UserMessage):
-            continue
-        clean = sanitize(event.content)
-        if clean is not None and _IDE_REQUEST in clean:  # Codex from an IDE: the request follows its context
-            clean = clean.split(_IDE_REQUEST, 1)[1]
-        if clean is not None and (command := _COMMAND.search(clean)) is not None:
-            clean = _slash_command(clean, command)  # what the user typed, not Claude's note of it
-        if clean is not None:
-            clean = _TAG.sub("", clean)  # e.g. Claude's <command-message>…</command-message>
-        if clean is None or is_blank(clean):
-            continue
-        line = next(line for line in rust_lines(clean) if not is_blank(line))
-        name = _WHITESPACE.sub(" ", trim(_CONTROL.sub("", line)))
-        return name if len(name) <= limit else trim_end(name[: limit - 1]) + "…"
-    return None
-
-
 def import_source(
     store: Store,
     source: Source,
@@ -344,7 +276,7 @@ def _import_source(
         sid = record.session_id
     report = _ingest(store, sid, source, _drop, stores)
     with store.atomic():
-        name = first_prompt_name(store.load_events(sid, 1, NAME_EVENTS).plain())
+        name = session_name(report.parse.title, store.load_events(sid, 1, NAME_EVENTS).plain())
         if (
             name is not None
             and not source.own_title

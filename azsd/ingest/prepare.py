@@ -36,7 +36,8 @@ from azsd.errors import IngestError
 from azsd.events import Event
 from azsd.files import open_regular
 from azsd.ingest.file import STEP_EVENTS, chunked_events
-from azsd.ingest.importer import FORMAT_OF, NAME_EVENTS, check_format, file_size, first_prompt_name
+from azsd.ingest.importer import FORMAT_OF, NAME_EVENTS, check_format, file_size
+from azsd.ingest.names import session_name
 from azsd.ingest.parsers import iter_lines, make_parser
 from azsd.ingest.sources import Agent
 from azsd.ingest.subagents import subagent_files
@@ -129,8 +130,8 @@ def prepare_file(path: str, agent: Agent, counted: Callable[[str], bool] | None 
         if len(head) >= NAME_EVENTS:
             break
         head += part
-    name = first_prompt_name([event for _, event in strip_injected_context_indexed(head[:NAME_EVENTS])])
     report = parser.report
+    name = session_name(report.title, [e for _, e in strip_injected_context_indexed(head[:NAME_EVENTS])])
     return PreparedFile(
         path=path, agent=agent, size=size, name=name, rows=session_rows(parts, _CODEC[0]),
         usage=usage_record(report, str(file.resolve())), at=_mtime(file), lines=report.lines,

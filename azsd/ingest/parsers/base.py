@@ -79,6 +79,9 @@ class ParseReport:
     message_keys: list[str] = field(default_factory=list)
     #: Messages left out as counted by another run.
     counted_before: int = 0
+    #: The agent's own title of the session, when it made one (Claude's `summary` of it): what names
+    #: the session rather than its first prompt.
+    title: str | None = None
 
     @property
     def skipped_total(self) -> int:

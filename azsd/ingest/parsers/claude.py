@@ -312,12 +312,21 @@ class ClaudeSessionParser(_ClaudeParser):
     def __init__(self) -> None:
         super().__init__()
         self._prompt_time_by_parent: dict[str, str] = {}
+        self._summaries: dict[str, str] = {}  # Claude's summaries, by the message they end at
+        self._uuids: set[str] = set()  # the messages of this file (a summary may be another's)
 
     def handle(self, obj: dict[str, Any]) -> list[Event] | None:
         if isinstance(obj.get("sessionId"), str):
             self.report.agent_session_id = obj["sessionId"]
+        if self._summaries and isinstance(uuid := obj.get("uuid"), str):
+            self._uuids.add(uuid)
         kind = obj.get("type")
         match kind:
+            case "summary":
+                summary, leaf = obj.get("summary"), obj.get("leafUuid")
+                if isinstance(summary, str) and summary.strip() and isinstance(leaf, str):
+                    self._summaries[leaf] = summary
+                return self._ignore(kind)
             case "user":
                 return self._user(obj)
             case "assistant":
@@ -334,6 +343,16 @@ class ClaudeSessionParser(_ClaudeParser):
                 return self._ignore(kind)
             case _:
                 return None
+
+    def finish(self) -> list[Event]:
+        """The held events, and the session's own title: Claude's summary of a conversation that
+        ends in this file (the latest; a summary of another session, which a resumed file carries, is
+        not this one's)."""
+        out = super().finish()
+        ours = [summary for leaf, summary in self._summaries.items() if leaf in self._uuids]
+        if ours:
+            self.report.title = ours[-1].strip()
+        return out
 
     def _user(self, obj: dict[str, Any]) -> list[Event]:
         message = obj.get("message")
