@@ -52,8 +52,24 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> zipfile.ZipFile:
     )
     if done.returncode != 0:
         pytest.fail(f"pip wheel failed:\n{done.stdout}\n{done.stderr}")
+    BUILD_OUTPUT.append(done.stdout + done.stderr)
     (built,) = out.glob("azsd-*.whl")
     return zipfile.ZipFile(built)
+
+
+#: What building the wheel printed (for the test that it printed no warning).
+BUILD_OUTPUT: list[str] = []
+
+
+def test_building_the_wheel_prints_no_warning(wheel: zipfile.ZipFile) -> None:
+    """Issue 38: setuptools warned ~110 lines that the web view's files "would be ignored" (they were
+    installed): package data is declared as it wants it. (pip's own notes about this machine's
+    package indexes, "WARNING: Location …", are not the project's.)"""
+    (printed,) = BUILD_OUTPUT
+    ours = [
+        line for line in printed.splitlines() if "arn" in line and not line.startswith("WARNING: Location")
+    ]
+    assert not ours, "\n".join(ours)
 
 
 def test_the_wheel_holds_every_module_and_data_file_of_the_tree(wheel: zipfile.ZipFile) -> None:
