@@ -163,6 +163,11 @@ def mark_completed(store: Store, req: p.MarkCompleted) -> Outcome:
     return Outcome(p.OkReply(), [changed_note(store, req.root, req.session, "completed")])
 
 
+#: The longest a search looks at candidates (a client waits 5 s by default): then it answers with the
+#: best it found, saying there may be more.
+SEARCH_BUDGET_S: Final = 3.0
+
+
 def search(store: Store, req: p.Search) -> Outcome:
     if req.limit < 1:
         raise BadRequestError("limit must be at least 1")
@@ -183,6 +188,7 @@ def search(store: Store, req: p.Search) -> Outcome:
         kinds=None if req.kinds is None else event_kinds(req.kinds),
         limit=req.limit,
         literal=req.query.split() if req.words else None,
+        budget_s=SEARCH_BUDGET_S,
     )
     names = store.session_names() if results else {}
     hits = [
@@ -193,7 +199,7 @@ def search(store: Store, req: p.Search) -> Outcome:
         )
         for r in results
     ]  # fmt: skip
-    return Outcome(p.SearchReply(hits=hits))
+    return Outcome(p.SearchReply(hits=hits, partial=msgspec.UNSET if results.complete else True))
 
 
 def export(store: Store, req: p.Export) -> Outcome:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import sqlite3
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Final
 
@@ -40,6 +41,13 @@ NEXT_INDEX: Final = "azsd_search_next"
 #: Ranked rows a search reads at a time (more when a search asks for more hits): plain-text searches
 #: and a fork's copies skip some, so a search may need more rows than hits.
 _PAGE_ROWS: Final = 200
+
+
+class Found(list[SearchResult]):
+    """Search results, and whether every candidate was looked at (`complete`: False when the
+    search's time ran out first)."""
+
+    complete: bool = True
 
 
 class SearchIndex(StoreCore):
@@ -241,15 +249,18 @@ class SearchIndex(StoreCore):
         kinds: Sequence[str] | None = None,
         limit: int = 50,
         literal: Sequence[str] | None = None,
-    ) -> list[SearchResult]:
+        budget_s: float | None = None,
+    ) -> Found:
         """Events matching the FTS5 `query`, best first, each with a snippet of where it matched; with
-        `literal`, only those whose text holds each of those words as written (in any case).
+        `literal`, only those whose text holds each of those words as written (in any case). With
+        `budget_s`, the ranked candidates are looked at for that long at most: what was found by then
+        is the answer, marked not `complete` (a search never outlasts the one who asked).
 
         The same event at the same seq in several sessions (a fork's copies) is one result, the
         others' sessions in its `also_in`. A query FTS5 cannot parse raises ValueError saying so.
         """
         if self._conn is None:
-            return []
+            return Found()
         self._catch_up()
         where = ["azsd_search MATCH ?"]
         params: list[Any] = [query]
@@ -275,7 +286,8 @@ class SearchIndex(StoreCore):
                 offset += page
 
         try:
-            return self._results(pages(), query, limit, literal)
+            deadline = None if budget_s is None else time.monotonic() + budget_s
+            return self._results(pages(), query, limit, literal, deadline)
         except sqlite3.OperationalError as exc:
             if exc.sqlite_errorcode == sqlite3.SQLITE_ERROR and "no such table" not in str(exc):  # the query
                 raise BadRequestError(
@@ -287,12 +299,21 @@ class SearchIndex(StoreCore):
             raise StoreError(f"{self.path}: {exc}") from None
 
     def _results(
-        self, rows: Iterable[Any], query: str, limit: int, literal: Sequence[str] | None
-    ) -> list[SearchResult]:
-        """The first `limit` distinct hits of the ranked `rows` (read only as far as needed)."""
-        results: list[SearchResult] = []
+        self,
+        rows: Iterable[Any],
+        query: str,
+        limit: int,
+        literal: Sequence[str] | None,
+        deadline: float | None = None,
+    ) -> Found:
+        """The first `limit` distinct hits of the ranked `rows` (read only as far as needed, and
+        until `deadline`)."""
+        results = Found()
         first: dict[tuple[int, bytes], SearchResult] = {}  # (seq, data): the hit that shows it
         for session_id, seq, kind, rank, data in rows:
+            if deadline is not None and time.monotonic() > deadline:
+                results.complete = False
+                break
             copy = first.get((seq, data))
             if copy is not None:
                 if session_id != copy.session_id:

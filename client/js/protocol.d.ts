@@ -675,6 +675,7 @@ export interface MeterReply {
 export interface SearchReply {
   op: "searchreply";
   hits: Array<SearchHit>;
+  partial: boolean;
   protocol: number;
 }
 

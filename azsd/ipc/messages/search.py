@@ -3,6 +3,8 @@ far it is behind the events)."""
 
 from __future__ import annotations
 
+import msgspec
+
 from azsd.ipc.messages.base import _Data, _KeyedReq, _StoreReq, _Versioned
 
 __all__ = ["IndexStatus", "IndexStatusReply", "Reindex", "ReindexReply", "Search", "SearchHit", "SearchReply"]
@@ -59,6 +61,9 @@ class IndexStatus(_StoreReq, frozen=True):
 
 class SearchReply(_Versioned, frozen=True):
     hits: list[SearchHit]
+    #: True when the search's time ran out before every candidate was looked at: the hits are the
+    #: best of those it saw, and there may be more (unset: it saw them all; encoded only when set).
+    partial: bool | msgspec.UnsetType = msgspec.UNSET
 
 
 class ReindexReply(_Versioned, frozen=True):

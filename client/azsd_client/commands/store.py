@@ -119,6 +119,11 @@ def search(run: Invocation) -> int:
         _with_context(run, reply.hits, a.context)
     else:
         run.out.results(reply.hits, search_table, shape=shapes.hit)
+    if reply.partial:
+        run.out.aside(
+            "the search ran out of time before it looked at every candidate: these are the best it "
+            "found, and there may be more (narrow it: -s S…, --kind, a rarer word)"
+        )
     hidden = _hidden_hits(run, reply.hits) if scope is not None and a.worktree is None else 0
     if hidden:
         more = f"{hidden:,}+" if hidden >= a.limit else f"{hidden:,}"
