@@ -77,6 +77,7 @@ def test_an_appended_event_appears_live(world: World) -> None:
     _go(browser, web, f"/session?root={made.root}&id={made.tools}")
     page.wait_for_function("document.querySelectorAll('#transcript [data-seq]').length > 0")
     shown = _last_seq(browser)
+    counted = int(page.locator("#event-count").inner_text().replace(",", ""))
     with daemon.client() as client:
         time.sleep(0.3)  # the page's event stream is open
         call = ToolCall(tool_use_id="live1", tool_name="Bash", input={"command": "make test"})
@@ -88,6 +89,8 @@ def test_an_appended_event_appears_live(world: World) -> None:
         page.locator(f"#seq-{shown + 2} .result").wait_for(state="attached", timeout=10_000)
     assert page.locator(f"#seq-{shown + 2} .outcome").inner_text() == "✓"  # folded into its call
     assert page.locator("#last-seq").inner_text() == str(shown + 3)
+    # the header counts what the page shows (it said 4 events while 14 were shown live)
+    assert int(page.locator("#event-count").inner_text().replace(",", "")) == counted + 3
     browser.shot("live")
     assert not browser.problems, browser.problems
 

@@ -126,6 +126,7 @@ def test_unpriced_costs_are_unknown_never_zero() -> None:
         UsagePeriodView(period="2025-10-02", start="", end="", usage=unpriced, model="mystery-9"),
     ]
     assert charts.day_totals(days) == {"2025-10-01": "?", "2025-10-02": "$1.0000+?"}
+    assert list(charts.day_totals(days)) == ["2025-10-02", "2025-10-01"]  # newest first, as the table shows
     assert charts.cost(unpriced) == "?" and charts.cost(UsageView()) == "$0.0000"
     unknown = msgspec.structs.replace(view(1), usage=unpriced, cost_source="unpriced")
     assert session_rows([("/a", unknown)], {}, 1000)[0].cost == "?"

@@ -141,7 +141,8 @@ def team_usage(people: UsageReply, sessions: Iterable[RemoteSessionView]) -> lis
 
 def day_totals(periods: Sequence[UsagePeriodView]) -> dict[str, str]:
     """The cost of each day of a ``by="day"`` reply (all models), as the page shows it, for the table
-    beside the chart (``+?`` when some of the day's tokens have no price, ``?`` when none has)."""
+    beside the chart (``+?`` when some of the day's tokens have no price, ``?`` when none has),
+    newest day first (the replies of several stores come in any order)."""
     totals: dict[str, list[Any]] = {}
     for p in periods:
         day = totals.setdefault(p.period, [0.0, 0, True, False])
@@ -152,5 +153,5 @@ def day_totals(periods: Sequence[UsagePeriodView]) -> dict[str, str]:
     return {
         day: cost(UsageView(cost_usd=usd, unpriced_tokens=unpriced,
                             cost_source="unpriced" if none else "estimated" if est else "reported"))
-        for day, (usd, unpriced, none, est) in totals.items()
+        for day, (usd, unpriced, none, est) in sorted(totals.items(), reverse=True)
     }  # fmt: skip

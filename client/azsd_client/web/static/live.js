@@ -79,8 +79,10 @@
   function onEvents(e) {
     if (!transcript) return;
     const atBottom = window.innerHeight + window.scrollY >= document.body.scrollHeight - 80;
+    let added = 0;
     for (const item of JSON.parse(e.data).items) {
       if (document.getElementById("seq-" + item.seq)) continue; // already shown
+      added += 1;
       const call = item.tool ? pendingCall(item.tool) : null;
       if (call) {
         call.appendChild(fragment(item.fold));
@@ -95,6 +97,12 @@
         if (first) first.classList.add("fresh");
         transcript.appendChild(node);
       }
+    }
+    const count = document.getElementById("event-count"); // the header says what the page shows
+    if (count && added) {
+      const total = Number(count.dataset.count) + added;
+      count.dataset.count = String(total);
+      count.textContent = total.toLocaleString("en");
     }
     const newest = JSON.parse(e.data).items.slice(-1)[0];
     const lastSeq = document.getElementById("last-seq");
