@@ -24,6 +24,14 @@ from tests.test_sync_trust import _push, all_pushed, append
 
 pytestmark = pytest.mark.postgres
 
+
+def _session_uuid(conn: psycopg.Connection[Any], name: str) -> str:
+    """The UUID the sync database gives the pushed session named `name`."""
+    row = conn.execute("SELECT session_uuid::text FROM azsd.sessions WHERE name = %s", (name,)).fetchone()
+    assert row is not None, name
+    return str(row[0])
+
+
 make_db = pg_fixture.make_db
 pg_url = pg_fixture.pg_url
 machines = sync_fixture.machines
@@ -38,9 +46,7 @@ def test_corrupt_and_bomb_rows_are_left_out_and_counted_and_the_rest_is_read(
         _push(pg_url, tmp_path, store)
     repository = f"path:{tmp_path}"
     with psycopg.connect(pg_url, autocommit=True) as conn:
-        row = conn.execute("SELECT session_uuid::text FROM azsd.sessions WHERE name = 'zebras'").fetchone()
-        assert row is not None
-        uuid = row[0]
+        uuid = _session_uuid(conn, "zebras")
         conn.execute(  # as a teammate's hostile client would write them
             "UPDATE azsd.events SET data = %s WHERE session_uuid = %s AND seq = 3",
             (b"\x28\xb5\x2f\xfd" + b"\x00" * 40, uuid),
@@ -75,9 +81,7 @@ def test_hostile_usage_rows_count_for_nothing_and_new_ones_are_refused(pg_url: s
         _push(pg_url, tmp_path, store)
     repository = f"path:{tmp_path}"
     with psycopg.connect(pg_url, autocommit=True) as conn:
-        row = conn.execute("SELECT session_uuid::text FROM azsd.sessions WHERE name = 'u'").fetchone()
-        assert row is not None
-        uuid = row[0]
+        uuid = _session_uuid(conn, "u")
         _usage_row(conn, uuid, repository, "good", input=100, output=10, cost_usd=0.5)
         for name in ("usage_counts", "usage_cost"):  # rows written before the checks were there
             conn.execute(f"ALTER TABLE azsd.usage DROP CONSTRAINT {name}")
@@ -170,9 +174,7 @@ def test_pull_copies_only_rows_it_can_read_as_what_they_say(pg_url: str, tmp_pat
         store.append_events(sid, [UserMessage(content=f"line {i}") for i in range(6)])
         _push(pg_url, origin, store)
     with psycopg.connect(pg_url, autocommit=True) as conn:
-        row = conn.execute("SELECT session_uuid::text FROM azsd.sessions WHERE name = 'to pull'").fetchone()
-        assert row is not None
-        uuid = row[0]
+        uuid = _session_uuid(conn, "to pull")
         conn.execute("UPDATE azsd.events SET seq = -5 WHERE session_uuid = %s AND seq = 2", (uuid,))
         conn.execute(
             "UPDATE azsd.events SET data = '\\x28b52ffd00' WHERE session_uuid = %s AND seq = 3", (uuid,)

@@ -108,7 +108,8 @@ class Pacer:
     @property
     def policy(self) -> Pacing:
         """The policy in force: :attr:`pacing`, or while another writer is at work its
-        :meth:`Pacing.contended`."""
+        :meth:`Pacing.contended` (which changes only the long gap: a step's check and the short gap
+        read :attr:`pacing` itself)."""
         return self.pacing.contended() if self._clock() < self._contended_until else self.pacing
 
     @property
@@ -137,7 +138,7 @@ class Pacer:
         """Whether the chunk should end now: one more step and the commit would take it past `chunk_s`."""
         if self._began is None:
             return False
-        return self._clock() - self._began + self._step_s + self._commit_s >= self.policy.chunk_s
+        return self._clock() - self._began + self._step_s + self._commit_s >= self.pacing.chunk_s
 
     def committing(self) -> None:
         """The commit starts now (its time is counted ahead in :meth:`full` from now on)."""
@@ -160,16 +161,17 @@ class Pacer:
         self.held_s += held
         self._step_s = self._chunk_step_s  # forget an old outlier, keep this chunk's measure
         self._held_since_long_gap += held
-        if self._held_since_long_gap + self.policy.chunk_s > self.policy.long_gap_every_s:
+        policy = self.policy
+        if self._held_since_long_gap + policy.chunk_s > policy.long_gap_every_s:
             self._held_since_long_gap = 0.0
             self.long_gaps += 1
-            self._sleep(self.policy.long_gap_s)
+            self._sleep(policy.long_gap_s)
 
     def pause(self) -> None:
         """After a long write's commit: leave the lock free for at least :attr:`Pacing.gap_s` since
         it was released (nothing more when the long gap was just left)."""
         if self._released is None or self._began is not None:
             return
-        left = self.policy.gap_s - (self._clock() - self._released)
+        left = self.pacing.gap_s - (self._clock() - self._released)
         if left > 0:
             self._sleep(left)

@@ -22,6 +22,7 @@ from azsd.events import AssistantText, EventDecodeError, ToolCall, ToolResult, d
 from azsd.export import EventView, css_class, event_view
 from azsd.ipc.protocol import SessionView, WireEvent
 from azsd.model import StoredEvent
+from azsd_client.render.events import FOLD_CHARS as SHOW_FOLD_CHARS
 from azsd_client.render.sessions import by_latest, usage_summary
 from azsd_client.render.text import format_cost, format_duration, format_time
 from azsd_client.render.turns import ERROR_PREFIX
@@ -84,9 +85,9 @@ class Item:
     href: str = ""
 
 
-#: The most characters of one event a page shows (an agent's 10 MB line made a 26 MB page that took a
-#: browser a minute); the rest is a link away.
-FOLD_CHARS: Final = 20_000
+#: The most characters of one event a page shows, as `azs show` prints (an agent's 10 MB line made a
+#: 26 MB page that took a browser a minute); the rest is a link away.
+FOLD_CHARS: Final = SHOW_FOLD_CHARS
 
 
 def _fold(view: EventView) -> int:
