@@ -4,14 +4,16 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install test lint format unasync run bench bench-quick soak clean
+.PHONY: install test lint format unasync run bench bench-quick soak docs clean
 
 install: $(STAMP)
 
+# (setuptools tells every editable install that folders named like the package may shadow it: said
+# once here, not on every install.)
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	PYTHONWARNINGS="ignore:Editable installation" $(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
 # Two workers (the machines have 2 cores; most tests wait on daemons and files), then the tests of
@@ -32,6 +34,12 @@ format: install
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
 
+# The docs site from docs/ into site/ (MkDocs, strict: a warning fails it), after writing the CLI
+# reference (docs/cli.md) and the man page (docs/azs.1) from azs's argument parser.
+docs: install
+	$(BIN)/python -m azsd_client.commands.reference
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
+
 # The blocking client (client/azsd_client/client.py) is generated from the asyncio one (aio.py);
 # tests/test_unasync.py fails while it is out of date.
 unasync: install
@@ -51,4 +59,4 @@ soak: install
 	AZSD_SOAK=1 $(BIN)/python -m pytest tests/reliability -p no:randomly --timeout 3600
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis build *.egg-info
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis build site *.egg-info

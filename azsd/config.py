@@ -20,6 +20,7 @@ The file is TOML; unknown keys are rejected::
     sync-url = "postgresql://db.example/azsd"  # sync every store to PostgreSQL (azsd.sync); off if unset
     sync-identity = "ada@laptop"           # who and which machine pushes (default user@hostname)
     price-file = "~/prices.json"           # prices over the shipped list (azsd's format or LiteLLM's)
+    full-record = true                     # keep what each agent wrote beside the compact events
 
     [pricing."gpt-5-codex"]                # USD per million tokens; replaces or adds a model
     input = 1.25                           # of azsd/data/pricing.json (same name rules)
@@ -88,6 +89,7 @@ class FileConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, rename
     sync_identity: str | None = None
     sync_redact: bool = True
     watch_agents: list[str] = msgspec.field(default_factory=lambda: ["claude", "codex", "aider", "opencode"])
+    full_record: bool = True
 
 
 #: The agents whose homes the daemon can watch (`watch-agents`).
@@ -124,6 +126,8 @@ class ResolvedConfig:
     #: The agents whose homes the daemon watches, keeping every store current by itself
     #: (`watch-agents`, or ``AZSD_WATCH_AGENTS`` as a comma-separated list; empty or ``0``: none).
     watch_agents: tuple[str, ...] = WATCHABLE
+    #: Keep what each agent wrote beside the compact events (`full-record`, on by default).
+    full_record: bool = True
 
     @property
     def rpc_endpoint(self) -> str:
@@ -297,6 +301,7 @@ def resolve_config(
         sync_redact=file.sync_redact,
         config_path=path,
         watch_agents=tuple(dict.fromkeys(watch)),
+        full_record=file.full_record,
     )
 
 

@@ -270,6 +270,9 @@ class SearchResult(msgspec.Struct, frozen=True, kw_only=True):
     json: str
     #: Other sessions holding the same event at the same seq (a fork's copies), in order.
     also_in: list[int] = msgspec.field(default_factory=list)
+    #: Found in the full record (what the agent wrote), not in the compact events: `seq` is then the
+    #: first event the chunk that holds it made, and `json` the compact event made of it.
+    full: bool = False
 
 
 class BackupInfo(msgspec.Struct, frozen=True, kw_only=True):

@@ -1,4 +1,6 @@
-"""Bytes on disk per byte of source JSONL (write-time truncation + one zstd frame per row).
+"""Bytes on disk per byte of source JSONL (write-time truncation + one zstd frame per row), and of the
+full record kept beside the events (`storage_full_*`: what the agent wrote, in zstd chunks; the
+`storage_*_data` figures leave it out, as they leave out the search index and context blocks).
 
 Two figures: every file of the real corpus (`../shared/corpus`, each into its own session of one
 store; skipped with a note when the corpus is absent), and the generated Claude stream-json file
@@ -20,26 +22,33 @@ from pathlib import Path
 
 from azsd.errors import IngestError
 from azsd.ingest.file import ingest_file
+from azsd.ingest.full_record import keep_full_some
 from azsd.store import Store, store_path
 from bench.common import report, write_stream_json
 
 CORPUS = Path(__file__).resolve().parent.parent.parent / "shared" / "corpus"
 
 
-def _ingested_size(root: Path, files: list[Path]) -> tuple[int, int]:
-    """Ingest each file into a session of its own; returns (source bytes ingested, store bytes)."""
+def _ingested_size(root: Path, files: list[Path]) -> tuple[int, int, int]:
+    """Ingest each file into a session of its own, and keep its full record as the daemon's upkeep
+    does; returns (source bytes ingested, store bytes, bytes of the full record's chunks)."""
     source = 0
     with Store.open(root) as store:
         for path in files:
             sid = store.create_session(path.stem[:40]).id
             try:
-                ingest_file(store, sid, path)
+                report = ingest_file(store, sid, path)
             except IngestError as exc:
                 print(f"# storage: skipped {path.name}: {exc}")
                 store.delete_session(sid)
                 continue
-            source += path.stat().st_size
-    return source, store_path(root).stat().st_size
+            size = path.stat().st_size
+            store.want_full(sid, str(path), report.parse.format.split("-", 1)[0], size)
+            source += size
+        while keep_full_some(store):
+            pass
+        full = store.full_cost().stored_bytes
+    return source, store_path(root).stat().st_size, full
 
 
 def _breakdown(what: str, root: Path, source: int) -> tuple[int, int, int]:
@@ -83,7 +92,7 @@ def main(*, quick: bool = False) -> None:
     with tempfile.TemporaryDirectory(prefix="azsd-b-", dir="/tmp") as tmp:
         base = Path(tmp)
         files = sorted(p for p in CORPUS.rglob("*") if p.suffix in (".jsonl", ".json") and p.is_file())
-        corpus: tuple[int, int] | None = None
+        corpus: tuple[int, int, int] | None = None
         corpus_index = corpus_context = corpus_events = 0
         if files:
             (base / "corpus").mkdir()
@@ -102,14 +111,16 @@ def main(*, quick: bool = False) -> None:
         )
     if corpus is not None:
         report("storage_corpus", corpus[1] / corpus[0], "bytes/source-byte", 1.0)
-        corpus_data = corpus[1] - corpus_index - corpus_context
+        report("storage_full_corpus", corpus[2] / corpus[0], "bytes/source-byte", 1.0)
+        corpus_data = corpus[1] - corpus_index - corpus_context - corpus[2]
         report("storage_corpus_data", corpus_data / corpus[0], "bytes/source-byte", 1.0)
         if corpus_events:
             report("storage_context_corpus", corpus_context, "bytes", corpus_events)
     report("storage_generated", generated[1] / generated[0], "bytes/source-byte", 1.0)
+    report("storage_full_generated", generated[2] / generated[0], "bytes/source-byte", 1.0)
     # The DESIGN target (truncation + zstd) is about the data; the search index and the context blocks,
     # derived from it, are their own cost.
-    generated_data = generated[1] - generated_index - generated_context
+    generated_data = generated[1] - generated_index - generated_context - generated[2]
     report("storage_generated_data", generated_data / generated[0], "bytes/source-byte", 1.0)
     if generated_events:
         report("storage_context_generated", generated_context, "bytes", generated_events)

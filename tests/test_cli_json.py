@@ -91,6 +91,8 @@ def test_each_command_prints_its_documented_shape(
     check("backup", out("backup"))
     check("doctor", out("doctor"))
     check("protocol", out("protocol"))
+    check("prune", out("prune", "--full-before", "2001-01-01"))
+    check("completion", out("completion", "fish"))
     check("rm", out("rm", "-y", str(forked[0]["id"])))
     monkeypatch.setenv("HOME", str(worktree / "home"))  # no agent histories: nothing to import
     monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)

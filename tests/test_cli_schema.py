@@ -43,7 +43,7 @@ def _refs(node: Any) -> Iterator[str]:
 def test_schema_names_every_message_with_its_op(capsys: pytest.CaptureFixture[str]) -> None:
     schema = _schema(capsys)
     defs = schema["$defs"]
-    assert len(MESSAGES) == 71  # 37 requests, 30 replies, 3 notifications, 1 sync notification
+    assert len(MESSAGES) == 75  # 39 requests, 32 replies, 3 notifications, 1 sync notification
     for cls in MESSAGES:
         name, op = cls.__name__, cls.__name__.lower()
         assert defs[name]["properties"]["op"] == {"enum": [op]}, name

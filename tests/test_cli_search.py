@@ -169,11 +169,12 @@ def test_doctor_checks_and_reindexes(azs: Azs, client: Client, worktree: Path) -
     assert lines[3].startswith("✓ git: ")
     assert lines[4] == "✓ search: the index answers"
     assert lines[5] == "✓ index: no entries of deleted rows"
-    assert lines[6] == "✓ reindex: search index rebuilt: 6 events"  # 5 indexed here (all searchable), 1 there
+    assert lines[6] == "✓ full record: none kept yet; up to date"  # (sessions made here, no agent's file)
+    assert lines[7] == "✓ reindex: search index rebuilt: 6 events"  # 5 indexed here (all searchable), 1 there
     found = azs.json("doctor", "--reindex")
-    checks = ["daemon", "store", "permissions", "git", "search", "index", "reindex"]
+    checks = ["daemon", "store", "permissions", "git", "search", "index", "full record", "reindex"]
     assert [f["check"] for f in found] == checks
-    assert all(f["ok"] for f in found) and found[6]["detail"] == "search index rebuilt: 6 events"
+    assert all(f["ok"] for f in found) and found[7]["detail"] == "search index rebuilt: 6 events"
     assert len(azs.json("search", "panic")) == 3  # the rebuilt index answers as before
 
 

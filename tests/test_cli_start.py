@@ -82,7 +82,7 @@ def test_every_command_names_a_function_that_exists() -> None:
 
 
 #: The modules of the command table itself (no command's own code).
-_TABLE = {f"azsd_client.commands.{m}" for m in ("arguments", "descriptions", "table")}
+_TABLE = {f"azsd_client.commands.{m}" for m in ("arguments", "descriptions", "table", "parser")}
 
 
 @pytest.mark.parametrize("argv", [["--version"], ["--help"], ["ls", "--no-such-option"]])

@@ -90,3 +90,10 @@ def test_the_wheel_installs_both_commands(wheel: zipfile.ZipFile) -> None:
     (entry_points,) = [n for n in wheel.namelist() if n.endswith(".dist-info/entry_points.txt")]
     text = wheel.read(entry_points).decode()
     assert "azsd = " in text and "azs = " in text
+
+
+def test_the_wheel_installs_the_man_page(wheel: zipfile.ZipFile) -> None:
+    """Issue 38: azs(1), from the argument parser, under the prefix's share/man (where `man azs` looks
+    for the bin/ directories on PATH)."""
+    (page,) = [n for n in wheel.namelist() if n.endswith(".data/data/share/man/man1/azs.1")]
+    assert wheel.read(page).decode() == (ROOT / "docs" / "azs.1").read_text()

@@ -332,6 +332,45 @@ def test_the_usage_page_shows_the_active_blocks_burn_and_unpriced_costs_as_unkno
     assert not browser.problems, browser.problems
 
 
+@pytest.mark.skipif(not CORPUS.is_dir(), reason=f"the shared corpus is not at {CORPUS}")
+def test_the_full_record_of_a_real_transcript_reads_as_the_agent_wrote_it(world: World) -> None:
+    """Issue 36: claude-code-viewer's transcript (Claude Code 1.0.108: a MultiEdit, TodoWrite, Tasks
+    whose sub-agents wrote into the same file) in the full view: the edit as a coloured diff, the
+    todo list as a list, the sub-agent's work inside its Task call, Markdown rendered, a time on
+    each message; a link to the tool call opens it."""
+    daemon, web, made, browser = world
+    source = CORPUS / "claude-session" / "claude-code-viewer__5c0375b4-57a5-4f26-b12d-d022ee4e51b7.jsonl"
+    with daemon.client() as client:
+        sid = client.create_session(made.root, "claude-code-viewer's orchestrator run").session.id
+        client.ingest_file(made.root, sid, source)
+        deadline = time.monotonic() + 20
+        while client.get_events_page(made.root, sid, limit=1, full=True).full is not True:
+            assert time.monotonic() < deadline, "the daemon kept no full record"
+            time.sleep(0.1)
+        page_events = client.get_events_page(made.root, sid, limit=500, full=True).events
+    multi = next(e.seq for e in page_events if e.kind == "ToolCall" and '"MultiEdit"' in e.data)
+    page = browser.page
+    _go(browser, web, f"/session?root={made.root}&id={sid}&full=1#seq-{multi}")
+    call = page.locator(f"#seq-{multi} details.tool")
+    assert call.get_attribute("open") is not None  # the link opened the call it names
+    removed, added = call.locator("pre.rows .del").first, call.locator("pre.rows .add").first
+    assert removed.is_visible() and "Next.js 14" in removed.inner_text()
+    assert "Next.js 15.5.2" in added.inner_text()
+    colours = {
+        page.eval_on_selector(f"#seq-{multi} pre.rows .{c}", "e => getComputedStyle(e).backgroundColor")
+        for c in ("del", "add")
+    }
+    assert len(colours) == 2 and "rgba(0, 0, 0, 0)" not in colours  # red and green, not plain
+    assert page.locator("pre.rows .todo").count() > 0 and page.locator("pre.rows .done").count() > 0
+    nested = page.locator("details.tool .subagent").first
+    nested.locator("xpath=..").evaluate("d => d.open = true")
+    assert "package.json" in nested.inner_text()
+    assert page.locator("section.assistant-text .md ul, section.assistant-text .md h2").count() > 0
+    assert page.locator("time.at").count() >= len([e for e in page_events if e.kind == "UserMessage"])
+    browser.shot("full-record")
+    assert not browser.problems, browser.problems
+
+
 def test_the_daemon_going_away_and_back_is_shown(world: World) -> None:
     """Last of the module: it stops the module's daemon and starts another on the same runtime dir."""
     daemon, web, made, browser = world

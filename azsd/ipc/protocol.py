@@ -62,6 +62,7 @@ from azsd.ipc.messages.events import (
 )
 from azsd.ipc.messages.export import Backup, BackupReply, Export, ExportReply
 from azsd.ipc.messages.follows import Follow, FollowReply, FollowView, IngestFile, IngestReply, Unfollow
+from azsd.ipc.messages.full import FullStatus, FullStatusReply, PruneFull, PruneReply
 from azsd.ipc.messages.imports import (
     ImportFailure,
     ImportReply,
@@ -161,6 +162,8 @@ __all__ = [
     "FollowReply",
     "FollowView",
     "ForkSession",
+    "FullStatus",
+    "FullStatusReply",
     "GetEvents",
     "GetSession",
     "ImportFailure",
@@ -180,6 +183,8 @@ __all__ = [
     "Notification",
     "OkReply",
     "PlanCompaction",
+    "PruneFull",
+    "PruneReply",
     "Pull",
     "PullReply",
     "Reindex",
@@ -269,6 +274,8 @@ StoreRequest = (
     | ImportSession
     | ImportSessions
     | Usage
+    | FullStatus
+    | PruneFull
 )
 """The requests a store's worker answers (see azsd.server.handlers); the daemon answers the rest."""
 
@@ -289,6 +296,7 @@ KeyedRequest = (
     | ImportSession
     | ImportSessions
     | IngestFile
+    | PruneFull
 )
 """The requests that change a store (or, for `Backup`, write a file) and so carry a `request_key`."""
 
@@ -323,6 +331,8 @@ Reply = (
     | RemoteSearchReply
     | PullReply
     | SyncVerifyReply
+    | FullStatusReply
+    | PruneReply
 )
 
 Notification = SessionCreated | SessionChanged | EventsAppended

@@ -137,6 +137,7 @@ class Daemon:
             self.config.idle_close_s,
             lambda store, root: self._opened(store, root, home),
             max_open=self.config.max_open_stores,
+            keep_full=self.config.full_record,
         )
         self._keys = RequestKeys(self._registry)
         self._pages = PageCache()
@@ -423,7 +424,7 @@ class Daemon:
 
 def _inline(request: p.StoreRequest, peeks: bool) -> Inline:
     """How much of `request` may run in the socket thread (see `_QUICK_READS`)."""
-    big_page = isinstance(request, p.GetEvents) and request.limit > _INLINE_PAGE
+    big_page = isinstance(request, p.GetEvents) and (request.limit > _INLINE_PAGE or request.full is True)
     if isinstance(request, _QUICK_READS) and not big_page:
         return True
     return "peek" if peeks else False

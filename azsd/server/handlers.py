@@ -23,10 +23,11 @@ from azsd.errors import BadRequestError, IngestError, SessionNotFoundError
 from azsd.events import Complete, EventDecodeError, decode_new_event
 from azsd.export import render_page
 from azsd.ingest.file import ingest_file
+from azsd.ingest.full_search import full_hits
 from azsd.ingest.opencode import ingest_session, is_session_key
 from azsd.ingest.parsers.base import ParseReport
 from azsd.ipc import protocol as p
-from azsd.model import StoredEvent
+from azsd.model import SearchResult, StoredEvent
 from azsd.redact import redact_event, redact_text
 from azsd.search import event_kinds, words_query
 from azsd.server.compaction import (
@@ -37,6 +38,7 @@ from azsd.server.compaction import (
     store_compaction,
 )
 from azsd.server.follow.tailing import detect
+from azsd.server.full_pages import full_page
 from azsd.server.imports import Publish, import_session, import_sessions, import_sources
 from azsd.server.usage import usage_reply
 from azsd.server.views import EncodedViews, appended_notes, changed_note, session_view, wire_events
@@ -140,12 +142,29 @@ def append_events(store: Store, req: p.AppendEvents) -> Outcome:
 def get_events(store: Store, req: p.GetEvents) -> Outcome:
     if req.limit < 1 or req.from_seq < 1:
         raise BadRequestError("from_seq and limit must be at least 1")
+    if req.full is True and store.has_full(req.session):
+        return Outcome(full_page(store, req.session, req.from_seq, req.limit))
     page, skipped, more = store.page_json(req.session, req.from_seq, req.limit)
     if not page and not skipped:
         _require(store, req.session)  # (rows of a session prove it is there)
     next_seq = req.from_seq + req.limit if more else None
     events = [p.WireEvent(seq=seq, kind=kind, data=data) for seq, kind, data in page]
-    return Outcome(p.EventsPage(events=events, next_seq=next_seq, skipped=skipped))
+    return Outcome(
+        p.EventsPage(
+            events=events, next_seq=next_seq, skipped=skipped, full=False if req.full else msgspec.UNSET
+        )
+    )
+
+
+def prune_full(store: Store, req: p.PruneFull) -> Outcome:
+    if req.session is None:
+        try:
+            datetime.fromisoformat(req.before)
+        except ValueError:
+            raise BadRequestError(f"{req.before!r} is not a date (YYYY-MM-DD, or an ISO time)") from None
+    else:
+        _require(store, req.session)
+    return Outcome(p.PruneReply(dropped=store.prune_full(req.before, req.session)))
 
 
 def build_context(store: Store, req: p.BuildContext) -> Outcome:
@@ -181,6 +200,7 @@ def search(store: Store, req: p.Search) -> Outcome:
     worktrees = (
         req.worktrees if req.worktrees is not None else None if req.worktree is None else [req.worktree]
     )
+    started = time.monotonic()
     results = store.search(
         query,
         worktrees=worktrees,
@@ -190,16 +210,30 @@ def search(store: Store, req: p.Search) -> Outcome:
         literal=req.query.split() if req.words else None,
         budget_s=SEARCH_BUDGET_S,
     )
-    names = store.session_names() if results else {}
+    complete = results.complete
+    found: list[SearchResult] = list(results)
+    if req.words:  # what the agents wrote beyond the compact events: the same words, in one ranking
+        extra, complete_full = full_hits(
+            store,
+            req.query.split(),
+            sessions=req.sessions,
+            worktrees=worktrees,
+            kinds=None if req.kinds is None else event_kinds(req.kinds),
+            limit=req.limit,
+            deadline=started + SEARCH_BUDGET_S,
+        )
+        complete = complete and complete_full
+        found = sorted([*found, *extra], key=lambda r: r.rank)[: req.limit]
+    names = store.session_names() if found else {}
     hits = [
         p.SearchHit(
             session=r.session_id, data=r.json, seq=r.seq, kind=r.kind, rank=r.rank, snippet=r.snippet,
             highlights=r.highlights, session_name=names.get(r.session_id, f"S{r.session_id}"),
-            also_in=r.also_in,
+            also_in=r.also_in, full=True if r.full else msgspec.UNSET,
         )
-        for r in results
+        for r in found
     ]  # fmt: skip
-    return Outcome(p.SearchReply(hits=hits, partial=msgspec.UNSET if results.complete else True))
+    return Outcome(p.SearchReply(hits=hits, partial=msgspec.UNSET if complete else True))
 
 
 def export(store: Store, req: p.Export) -> Outcome:
@@ -281,7 +315,11 @@ def ingest(store: Store, req: p.IngestFile, publish: Publish | None = None) -> O
     if req.format == "opencode" or (req.format is None and is_session_key(req.path)):
         report = ingest_session(store, req.session, req.path, stored)  # an OpenCode session: db#id
     else:
+        size = path.stat().st_size if path.is_file() else 0  # (what is there now is read, at least)
         report = ingest_file(store, req.session, path, req.format, on_stored=stored)
+        agent = report.parse.format.split("-", 1)[0]
+        if report.parsed and size:  # what the agent wrote, kept beside the events too
+            store.want_full(req.session, str(path), agent, size)
     if report.parsed == 0 and report.parse.lines > 0:  # nothing was stored: say why, not "0 events"
         raise IngestError(_nothing_parsed(path, req.format, report.parse.format, report.parse))
     reply = p.IngestReply(
@@ -356,6 +394,19 @@ def handle(  # noqa: C901 (one flat case per request)
         case p.IndexStatus():
             stale = store.stale_entries() if req.stale else 0
             return Outcome(p.IndexStatusReply(pending=store.search_pending(), stale=stale))
+        case p.FullStatus():
+            cost = store.full_cost()
+            return Outcome(
+                p.FullStatusReply(
+                    sessions=cost.sessions,
+                    chunks=cost.chunks,
+                    stored_bytes=cost.stored_bytes,
+                    source_bytes=cost.source_bytes,
+                    waiting_bytes=store.full_waiting(),
+                )
+            )
+        case p.PruneFull():
+            return prune_full(store, req)
         case p.Export():
             return export(store, req)
         case p.Backup():

@@ -60,8 +60,12 @@ class StoreRegistry:
         idle_close_s: float,
         on_open: OnOpen | None = None,
         max_open: int = MAX_OPEN_STORES,
+        *,
+        keep_full: bool = True,
     ) -> None:
         self.outbox = outbox
+        #: Whether the writers keep each store's full record (azsd.ingest.full_record) when idle.
+        self.keep_full = keep_full
         self.idle_close_s = idle_close_s
         self.max_open = max_open
         self._on_open = on_open

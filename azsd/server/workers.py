@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any, Final, Generic, Protocol, TypeVar
 
 from azsd.errors import AzsdError, StoreError
+from azsd.ingest.full_record import keep_full_some
 from azsd.ipc import protocol as p
 from azsd.ipc.transport import Outbox
 from azsd.store import Store
@@ -95,6 +96,8 @@ class WriterHome(Protocol):
     def outbox(self) -> Outbox: ...
     @property
     def idle_close_s(self) -> float: ...
+    @property
+    def keep_full(self) -> bool: ...
     def committed(self, root: str) -> None: ...
     def retire(self, worker: Writer) -> bool: ...
     def leave(self, worker: Writer) -> list[Task[Any]]: ...
@@ -224,13 +227,19 @@ class Writer(threading.Thread):
         """One chunk of the store's upkeep between calls; whether more remains. First a store another
         program put in WAL goes back to DELETE; then the search index and context blocks catch up
         with rows another program (AZUREAL) committed (:meth:`~azsd.store.events.EventLog.catch_up_some`),
-        so that a search finds them indexed; then expired request keys are forgotten and freed pages
-        given back to the file system (:meth:`~azsd.store.vacuum.Vacuum.vacuum_some`). A failure
-        (the file locked, replaced) is logged and tried again later."""
+        so that a search finds them indexed; then the full record takes in what the agents wrote
+        (:func:`~azsd.ingest.full_record.keep_full_some`); then expired request keys are forgotten
+        and freed pages given back to the file system (:meth:`~azsd.store.vacuum.Vacuum.vacuum_some`).
+        A failure (the file locked, replaced) is logged and tried again later."""
         self._upkept = time.monotonic()
         try:
             store.keep_journal_mode()
-            return store.catch_up_some() or store.forget_requests(time.time()) or store.vacuum_some()
+            return (
+                store.catch_up_some()
+                or (self._registry.keep_full and keep_full_some(store))
+                or store.forget_requests(time.time())
+                or store.vacuum_some()
+            )
         except StoreBusyError as exc:
             log.debug("catching up %s later: %s", self.root, exc)
         except Exception:

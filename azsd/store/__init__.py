@@ -16,11 +16,12 @@ of them into one commit (nested calls become savepoints).
 :class:`Store` is built in layers, one module each; a layer subclasses the layers it uses and
 nothing else (``A → B``: A builds on B)::
 
-    Store (here) → SyncState, BulkSessions, Sessions, SideTables, RequestLog, Vacuum, Backup
+    Store (here) → SyncState, BulkSessions, Sessions, SideTables, FullRecord, RequestLog, Vacuum, Backup
     BulkSessions (bulk.py)          new sessions with their events, many at once → Sessions, SideTables
     SyncState (sync_state.py)       sync's UUIDs, rows since a cursor, tombstones → Sessions, SideTables
     Sessions (sessions.py)          create, rename, delete, fork, archive, badge, agent uuid → EventLog
     SideTables (side_tables.py)     usage, imports, follows, compactions, context → EventLog
+    FullRecord (full_record.py)     what the agents wrote, kept in chunks beside the events → EventLog
     RequestLog (requests.py)        request keys: their digests and packed replies → EventLog
     EventLog (events.py)            append and load events, the badge → StaleEntries, SessionListing
     StaleEntries (fts_stale.py)     entries of rows gone (AZUREAL's deletes): found, removed → SearchIndex
@@ -40,6 +41,7 @@ from azsd.store.backup import Backup
 from azsd.store.bulk import BulkSessions
 from azsd.store.core import BUSY_TIMEOUT_S, STORE_DIR, STORE_FILE, store_path
 from azsd.store.events import completion_of
+from azsd.store.full_record import FullRecord
 from azsd.store.requests import RequestLog
 from azsd.store.sessions import Sessions
 from azsd.store.side_tables import SideTables
@@ -49,5 +51,5 @@ from azsd.store.vacuum import Vacuum
 __all__ = ["BUSY_TIMEOUT_S", "STORE_DIR", "STORE_FILE", "Store", "completion_of", "store_path"]
 
 
-class Store(SyncState, BulkSessions, Sessions, SideTables, RequestLog, Vacuum, Backup):
+class Store(SyncState, BulkSessions, Sessions, SideTables, FullRecord, RequestLog, Vacuum, Backup):
     """One `.azs` file, opened lazily: absent until the first session is created."""

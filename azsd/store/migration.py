@@ -15,6 +15,7 @@ from azsd.store.schema import (
     CONTEXT_DDL,
     CONTEXT_HWM_KEY,
     DROPPED_COLUMNS,
+    FULL_DDL,
     OBSOLETE_DDL,
     OBSOLETE_OBJECTS,
     REQUIRED_OBJECTS,
@@ -39,7 +40,9 @@ def migrate(conn: sqlite3.Connection) -> None:
         had_index = conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'azsd_search'").fetchone()
         had_summaries = conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'azsd_summaries'").fetchone()
         had_context = conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'azsd_context'").fetchone()
-        for statement in split_statements(OBSOLETE_DDL + AZUREAL_DDL + AZSD_DDL + SUMMARY_DDL + CONTEXT_DDL):
+        for statement in split_statements(
+            OBSOLETE_DDL + AZUREAL_DDL + AZSD_DDL + SUMMARY_DDL + CONTEXT_DDL + FULL_DDL
+        ):
             conn.execute(statement)
         if not had_summaries:  # new and empty: counted in chunks later (listings count meanwhile)
             conn.execute("DELETE FROM meta WHERE key = ?", (SUMMARY_HWM_KEY,))

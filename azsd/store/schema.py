@@ -255,6 +255,9 @@ REQUIRED_OBJECTS: Final = frozenset(
         "azsd_summaries",
         "azsd_context",
         "azsd_context_session",
+        "azsd_full",
+        "azsd_full_session",
+        "azsd_full_sources",
     }
 )
 
@@ -299,3 +302,31 @@ CREATE INDEX IF NOT EXISTS azsd_context_session ON azsd_context(session_id, firs
 #: has its block). Its name carries the version of the rendering: blocks rendered by another version
 #: are rendered again.
 CONTEXT_HWM_KEY: Final = "azsd_context_hwm_v1"
+
+#: The full record (azsd.store.full_record): what each agent wrote, in zstd chunks of a session's
+#: sources (`start`, `size` bytes of `source`), each linked to the events its bytes made; and how much
+#: of each source is kept (`covered`) or dropped (`dropped`: 1 pruned, 2 gone before it was read), and
+#: for a file no import record names (`azs ingest`), whose agent's it is and how much to keep.
+FULL_DDL: Final = """\
+CREATE TABLE IF NOT EXISTS azsd_full (
+    id         INTEGER PRIMARY KEY,
+    session_id INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    source     TEXT NOT NULL,
+    start      INTEGER NOT NULL,
+    size       INTEGER NOT NULL,
+    first_seq  INTEGER NOT NULL,
+    last_seq   INTEGER NOT NULL,
+    stored     TEXT NOT NULL DEFAULT (datetime('now')),
+    data       BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS azsd_full_session ON azsd_full(session_id, id);
+CREATE TABLE IF NOT EXISTS azsd_full_sources (
+    session_id INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    source     TEXT NOT NULL,
+    covered    INTEGER NOT NULL DEFAULT 0,
+    dropped    INTEGER NOT NULL DEFAULT 0,
+    agent      TEXT NOT NULL DEFAULT '',
+    size       INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (session_id, source)
+);
+"""

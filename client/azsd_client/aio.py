@@ -39,6 +39,8 @@ from azsd.ipc.protocol import (
     Export,
     ExportReply,
     ForkSession,
+    FullStatus,
+    FullStatusReply,
     GetEvents,
     GetSession,
     IndexStatus,
@@ -49,6 +51,8 @@ from azsd.ipc.protocol import (
     MeterReply,
     OkReply,
     PlanCompaction,
+    PruneFull,
+    PruneReply,
     Reindex,
     ReindexReply,
     RenameSession,
@@ -205,10 +209,17 @@ class AsyncClient(AsyncAgentMethods, AsyncRemoteMethods, AsyncConnection):
         return await self.call(message, AppendReply)
 
     async def get_events_page(
-        self, root: RootLike, session: int, *, from_seq: int = 1, limit: int = 500
+        self, root: RootLike, session: int, *, from_seq: int = 1, limit: int = 500, full: bool = False
     ) -> EventsPage:
-        """One page of events with seq >= `from_seq`, injected context stripped."""
-        message = GetEvents(root=canonical_root(root), session=session, from_seq=from_seq, limit=limit)
+        """One page of events with seq >= `from_seq`, injected context stripped; `full`: of the
+        session's full record (what the agent wrote, uncompacted), when one is kept (`page.full`)."""
+        message = GetEvents(
+            root=canonical_root(root),
+            session=session,
+            from_seq=from_seq,
+            limit=limit,
+            full=full or msgspec.UNSET,
+        )
         return await self.call(message, EventsPage)
 
     async def get_events(
@@ -344,6 +355,17 @@ class AsyncClient(AsyncAgentMethods, AsyncRemoteMethods, AsyncConnection):
         the background or by the next search); with `stale`, how many entries of the index are of
         rows that are gone (reads the whole index)."""
         return await self.call(IndexStatus(root=canonical_root(root), stale=stale), IndexStatusReply)
+
+    async def full_status(self, root: RootLike) -> FullStatusReply:
+        """What the store's full record (what each agent wrote, kept beside the compact events)
+        holds and costs, and how much the daemon has yet to keep."""
+        return await self.call(FullStatus(root=canonical_root(root)), FullStatusReply)
+
+    async def prune_full(self, root: RootLike, *, before: str = "", session: int | None = None) -> PruneReply:
+        """Drop the full record of the sessions last active before `before` (an ISO date), or of
+        `session`; their compact events stay."""
+        message = PruneFull(root=canonical_root(root), before=before, session=session)
+        return await self.call(message, PruneReply)
 
     async def reindex(self, root: RootLike, *, timeout: float | None = None) -> ReindexReply:
         """Rebuild the store's search index from its events (a long request, like `ingest_file`)."""

@@ -114,7 +114,9 @@ export interface AppendEvents {
 }
 
 /**
- * A page of events with seq >= `from_seq`, injected context stripped.
+ * A page of events with seq >= `from_seq`, injected context stripped. With `full`, of the
+ * session's full record instead (what the agent wrote, parsed again and not compacted: a seq is
+ * then the event's place in it), or of the compact events when none is kept (the page says).
  */
 export interface GetEvents {
   op: "getevents";
@@ -122,6 +124,7 @@ export interface GetEvents {
   session: number;
   from_seq?: number;
   limit?: number;
+  full?: boolean;
 }
 
 /**
@@ -394,6 +397,27 @@ export interface Usage {
 }
 
 /**
+ * What a store's full record holds and costs (`azs status`, `azs doctor`).
+ */
+export interface FullStatus {
+  op: "fullstatus";
+  root: string;
+}
+
+/**
+ * Drop the full record of the sessions last active before `before` (an ISO date or time, UTC),
+ * or of `session` whatever its age; the compact events stay, and those sessions' sources are never
+ * read again.
+ */
+export interface PruneFull {
+  op: "prunefull";
+  root: string;
+  before?: string;
+  session?: number | null;
+  request_key?: string | null;
+}
+
+/**
  * Whether sync is configured, and each known store's pushing (see `SyncStoreView`).
  */
 export interface SyncStatus {
@@ -612,6 +636,8 @@ export interface WireEvent {
   seq: number;
   kind: string;
   data: string;
+  subagent: string;
+  at: string;
 }
 
 /**
@@ -622,6 +648,7 @@ export interface EventsPage {
   events: Array<WireEvent>;
   next_seq: number | null;
   skipped: number;
+  full: boolean;
   protocol: number;
 }
 
@@ -695,6 +722,7 @@ export interface SearchHit {
   highlights: Array<[number, number]>;
   session_name: string;
   also_in: Array<number>;
+  full: boolean;
 }
 
 export interface IngestReply {
@@ -1029,6 +1057,30 @@ export interface SyncSessionCheck {
   error: string;
 }
 
+/**
+ * `stored_bytes` on disk for `source_bytes` the agents wrote, in `chunks` of `sessions`;
+ * `waiting_bytes` the agents wrote that the daemon has yet to keep (it does when idle, unless the
+ * `full-record` setting is off).
+ */
+export interface FullStatusReply {
+  op: "fullstatusreply";
+  sessions: number;
+  chunks: number;
+  stored_bytes: number;
+  source_bytes: number;
+  waiting_bytes: number;
+  protocol: number;
+}
+
+/**
+ * How many chunks of full record were dropped.
+ */
+export interface PruneReply {
+  op: "prunereply";
+  dropped: number;
+  protocol: number;
+}
+
 export interface SessionCreated {
   op: "sessioncreated";
   root: string;
@@ -1109,6 +1161,8 @@ export type Request =
   | ImportSession
   | ImportSessions
   | Usage
+  | FullStatus
+  | PruneFull
   | SyncStatus
   | RemoteList
   | RemoteShow
@@ -1147,7 +1201,9 @@ export type Reply =
   | RemoteSessionReply
   | RemoteSearchReply
   | PullReply
-  | SyncVerifyReply;
+  | SyncVerifyReply
+  | FullStatusReply
+  | PruneReply;
 
 export type Notification =
   | SessionCreated

@@ -93,6 +93,8 @@ EXPECTED_REPLY: Final[dict[type[Any], type[Any]]] = {  # every request (a test b
     p.RemoteShow: p.RemoteSessionReply,
     p.RemoteSearch: p.RemoteSearchReply,
     p.Pull: p.PullReply,
+    p.FullStatus: p.FullStatusReply,
+    p.PruneFull: p.PruneReply,
 }
 HUGE_INTS: Final = [2**31, 2**53 + 1, 2**63 - 1, 2**63, 2**64 - 1, -(2**31), -(2**63)]
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Literal
 
+import msgspec
+
 from azsd.ipc.messages.base import _Data, _KeyedReq, _StoreReq, _Versioned
 
 __all__ = [
@@ -25,6 +27,11 @@ class WireEvent(_Data, frozen=True):
     seq: int
     kind: str
     data: str
+    #: An event of a full record that a sub-agent made: the `tool_use_id` of the Task call that
+    #: started it ("?" when none of the session's calls gave its prompt).
+    subagent: str | msgspec.UnsetType = msgspec.UNSET
+    #: An event of a full record: when the agent wrote its line (ISO 8601, as the line says).
+    at: str | msgspec.UnsetType = msgspec.UNSET
 
 
 class AppendEvents(_KeyedReq, frozen=True):
@@ -35,11 +42,14 @@ class AppendEvents(_KeyedReq, frozen=True):
 
 
 class GetEvents(_StoreReq, frozen=True):
-    """A page of events with seq >= `from_seq`, injected context stripped."""
+    """A page of events with seq >= `from_seq`, injected context stripped. With `full`, of the
+    session's full record instead (what the agent wrote, parsed again and not compacted: a seq is
+    then the event's place in it), or of the compact events when none is kept (the page says)."""
 
     session: int
     from_seq: int = 1
     limit: int = 500
+    full: bool | msgspec.UnsetType = msgspec.UNSET
 
 
 class BuildContext(_StoreReq, frozen=True):
@@ -60,6 +70,9 @@ class EventsPage(_Versioned, frozen=True):
     events: list[WireEvent]
     next_seq: int | None
     skipped: int = 0
+    #: Asked with `full`: True when the page is of the full record, False when none is kept (the
+    #: page is of the compact events then); `skipped` counts its chunks that could not be read.
+    full: bool | msgspec.UnsetType = msgspec.UNSET
 
 
 class ContextReply(_Versioned, frozen=True):

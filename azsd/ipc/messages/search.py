@@ -25,6 +25,10 @@ class SearchHit(_Data, frozen=True):
     highlights: list[tuple[int, int]] = []  # noqa: RUF012 (msgspec copies it: not shared)
     session_name: str = ""
     also_in: list[int] = []  # noqa: RUF012 (msgspec copies it: not shared)
+    #: True for a hit of the full record (what the agent wrote, beside the compact events): `seq` is
+    #: the first event its part of the record made, `data` the compact event, `snippet` the agent's
+    #: own text (encoded only when set).
+    full: bool | msgspec.UnsetType = msgspec.UNSET
 
 
 class Search(_StoreReq, frozen=True):

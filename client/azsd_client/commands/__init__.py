@@ -105,7 +105,16 @@ COMMANDS: Final = (
         "show",
         "a session and its events (@REF: one of the sync database)",
         Either(Lazy("transcript", "show"), Lazy("remote", "show")),
-        (arg("session", type=session_or_ref, metavar="SESSION|@REF"), *RANGE, NO_PAGER),
+        (
+            arg("session", type=session_or_ref, metavar="SESSION|@REF"),
+            *RANGE,
+            arg(
+                "--full",
+                action="store_true",
+                help="what the agent wrote, whole: written files, edits as diffs, outputs, thinking",
+            ),
+            NO_PAGER,
+        ),
         SHOW_DESCRIPTION,
     ),
     Command(
@@ -276,6 +285,25 @@ COMMANDS: Final = (
         "the wire protocol version; --schema its JSON Schema",
         Lazy("daemon", "protocol"),
         (arg("--schema", action="store_true", help="print the JSON Schema of every message"),),
+    ),
+    Command(
+        "prune",
+        "drop the full record of old sessions (their compact events stay)",
+        Lazy("store", "prune"),
+        (
+            arg("--full-before", metavar="DATE", help="of sessions last active before DATE (YYYY-MM-DD)"),
+            arg("--session", type=session_id, metavar="SESSION", help="of this session, whatever its age"),
+        ),
+    ),
+    Command(
+        "completion",
+        "print a completion script for bash, zsh or fish",
+        Lazy("completion", "completion"),
+        (arg("shell", choices=("bash", "zsh", "fish"), help="the shell to complete azs in"),),
+        "Print a script that completes azs's commands and options in `shell`, made from azs's own "
+        "argument parser. Install it with: azs completion bash > "
+        "~/.local/share/bash-completion/completions/azs; azs completion zsh > ~/.zfunc/_azs (with "
+        "~/.zfunc in fpath); azs completion fish > ~/.config/fish/completions/azs.fish.",
     ),
     Command(
         "doctor",

@@ -6,6 +6,7 @@ Each takes its :class:`~.invocation.Invocation` and returns its exit status.
 
 from __future__ import annotations
 
+import contextlib
 import shlex
 import stat
 from pathlib import Path
@@ -16,7 +17,7 @@ import msgspec
 from azsd.errors import AzsdError, DaemonUnavailable, NoReply, RemoteError
 from azsd.ipc.protocol import PROTOCOL_VERSION, json_schema
 from azsd_client.render.status import recent_follows, status_lines
-from azsd_client.render.text import Line, Style, join, plural
+from azsd_client.render.text import Line, Style, format_size, join, plural
 
 from . import shapes
 from .invocation import Invocation, ignore_advice
@@ -47,9 +48,14 @@ def status(run: Invocation) -> int:
         return NOT_RUNNING
     shown = reply if run.args.all else msgspec.structs.replace(reply, follows=recent_follows(reply.follows))
     hidden = len(reply.follows) - len(shown.follows)
-    up = {"running": True, "endpoint": endpoint, **shapes.plain(shown)}
+    up: dict[str, Any] = {"running": True, "endpoint": endpoint, **shapes.plain(shown)}
+    full: list[Line] = []
+    if (Path(run.root) / _STORE_FILE).is_file():  # this worktree's store: what its full record costs
+        with contextlib.suppress(RemoteError):
+            up["full_record"] = shapes.plain(run.client.full_status(run.root))
+            full = [f"full record of {run.root}: {full_record_said(run)}"]
     run.out.result(
-        shown, lambda r, style: status_lines(r, endpoint, style, hidden=hidden), shape=lambda _: up
+        shown, lambda r, style: [*status_lines(r, endpoint, style, hidden=hidden), *full], shape=lambda _: up
     )
     return 0
 
@@ -107,6 +113,7 @@ def doctor(run: Invocation) -> int:
             healthy = _check_git(run) and healthy
             healthy = _check_search(run) and healthy
             healthy = _check_stale(run) and healthy
+            _finding(run, "full record", True, full_record_said(run))
     if run.args.reindex:
         indexed = run.client.reindex(run.root).indexed
         _finding(run, "reindex", True, f"search index rebuilt: {plural(indexed, 'event')}")
@@ -134,6 +141,28 @@ def _check_git(run: Invocation) -> bool:
     if advice is None:
         return _finding(run, "git", True, "git does not see the store (or this is no git worktree)")
     return _finding(run, "git", False, advice)
+
+
+def full_record_said(run: Invocation) -> str:
+    """What the store's full record holds and costs, in a line."""
+    try:
+        cost = run.client.full_status(run.root)
+    except RemoteError as exc:  # a daemon from before the full record
+        return f"not known: {exc}"
+    if not run.config.full_record:
+        state = "off (`full-record = false`): nothing more is kept"
+    elif cost.waiting_bytes:
+        state = f"{format_size(cost.waiting_bytes)} of agents' files to keep (the daemon does when idle)"
+    else:
+        state = "up to date"
+    if not cost.source_bytes:
+        return f"none kept yet; {state}"
+    ratio = cost.stored_bytes / cost.source_bytes
+    return (
+        f"{format_size(cost.stored_bytes)} for {format_size(cost.source_bytes)} the agents wrote "
+        f"({ratio:.2f} bytes a byte) in {plural(cost.sessions, 'session')}; {state} "
+        "(`azs prune --full-before DATE` drops old ones)"
+    )
 
 
 def _check_search(run: Invocation) -> bool:

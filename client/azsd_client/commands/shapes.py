@@ -57,7 +57,12 @@ def _decoded(data: str) -> Any:
 def event(item: WireEvent) -> dict[str, Any]:
     """A stored event: ``{"seq", "kind", "event"}``, the event as stored (serde's external tagging:
     ``{"AssistantText": {"text": …}}``, or a bare string for a variant without fields)."""
-    return {"seq": item.seq, "kind": item.kind, "event": _decoded(item.data)}
+    shape = {"seq": item.seq, "kind": item.kind, "event": _decoded(item.data)}
+    if isinstance(item.subagent, str):  # (an event of a full record a sub-agent made)
+        shape["subagent"] = item.subagent
+    if isinstance(item.at, str):  # (an event of a full record: when its line was written)
+        shape["at"] = item.at
+    return shape
 
 
 def change(note: SessionChanged) -> dict[str, Any]:
@@ -90,13 +95,17 @@ def notification(note: Notification) -> dict[str, Any]:
 
 
 def hit(found: SearchHit) -> dict[str, Any]:
-    """A search hit: where it is, how it ranks, its snippet and the event itself."""
-    return {
+    """A search hit: where it is, how it ranks, its snippet and the event itself (`full`: a hit of
+    the full record)."""
+    shape = {
         "session": found.session, "session_name": found.session_name, "seq": found.seq,
         "kind": found.kind, "rank": found.rank, "snippet": found.snippet,
         "highlights": [list(pair) for pair in found.highlights], "event": _decoded(found.data),
         "also_in": found.also_in,
     }  # fmt: skip
+    if found.full is True:
+        shape["full"] = True
+    return shape
 
 
 def remote_hit(found: RemoteHit) -> dict[str, Any]:

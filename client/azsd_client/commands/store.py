@@ -34,7 +34,16 @@ from azsd_client.render.text import format_size, plural
 from . import shapes
 from .invocation import Invocation, UsageError
 
-__all__ = ["SHOW_INDEXING_FROM", "backup", "export", "search", "usage", "wait_for_index", "worktree_scope"]
+__all__ = [
+    "SHOW_INDEXING_FROM",
+    "backup",
+    "export",
+    "prune",
+    "search",
+    "usage",
+    "wait_for_index",
+    "worktree_scope",
+]
 
 
 def worktree_scope(run: Invocation) -> list[str] | None:
@@ -203,6 +212,20 @@ def backup(run: Invocation) -> int:
     run.out.result(reply, lambda r, style: [backup_line(r, style)])
     if reply.integrity != "ok":
         raise AzsdError(f"the backup at {reply.path} failed its integrity check: {reply.integrity}")
+    return 0
+
+
+def prune(run: Invocation) -> int:
+    """`azs prune --full-before DATE` (or `--session S`): drop full records; the events stay."""
+    a = run.args
+    if (a.full_before is None) == (a.session is None):
+        raise UsageError("say what to prune: --full-before DATE, or --session S")
+    reply = run.client.prune_full(run.root, before=a.full_before or "", session=a.session)
+    what = f"S{a.session}" if a.session is not None else f"sessions last active before {a.full_before}"
+    run.out.result(
+        reply,
+        lambda r, _: [f"dropped {plural(r.dropped, 'chunk')} of full record of {what} (their events stay)"],
+    )
     return 0
 
 

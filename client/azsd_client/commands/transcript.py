@@ -16,7 +16,7 @@ from typing import Final
 
 from azsd.errors import UsageError
 from azsd.ipc.protocol import SessionView, WireEvent
-from azsd_client.render.events import event_lines
+from azsd_client.render.events import event_lines, full_event_lines
 from azsd_client.render.sessions import session_header
 from azsd_client.render.text import Ansi, AnsiStyle, Line, Style, plural, wrap_ansi
 from azsd_client.render.turns import Turn, turn_table, turns
@@ -95,6 +95,8 @@ def show(run: Invocation) -> int:
     a = run.args
     sid: int = a.session
     view = run.client.get_session(run.root, sid, with_meter=True).session
+    if getattr(a, "full", False) and (full := _full_events(run, sid)) is not None:
+        return _show_full(run, view, full)
     first, final = seq_range(view.event_count, a.last, a.from_seq, a.to_seq)
     lost = [0]
     events = _events(run, sid, first, final, lost)
@@ -115,6 +117,58 @@ def show(run: Invocation) -> int:
         for event in events:
             run.out.result(event, event_lines)
     say_unreadable(run, lost[0])
+    return 0
+
+
+def _full_events(run: Invocation, sid: int) -> tuple[list[WireEvent], int] | None:
+    """The session's full record as events, and how many of its chunks could not be read; None
+    (said on stderr) when none is kept."""
+    events: list[WireEvent] = []
+    unreadable, seq = 0, 1
+    while True:
+        page = run.client.get_events_page(run.root, sid, from_seq=seq, limit=_PAGE, full=True)
+        if page.full is not True:
+            run.out.aside(
+                f"S{sid} has no full record (imported before azsd kept one and its history is gone, "
+                "pruned, or `full-record` is off): its compact events follow"
+            )
+            return None
+        events += page.events
+        unreadable += page.skipped
+        if page.next_seq is None:
+            return events, unreadable
+        seq = page.next_seq
+
+
+def _show_full(run: Invocation, view: SessionView, full: tuple[list[WireEvent], int]) -> int:
+    """`show --full`: the header, then the full record's events, numbered by their place in it."""
+    a = run.args
+    events, unreadable = full
+    first, final = seq_range(len(events), a.last, a.from_seq, a.to_seq)
+    chosen = events[first - 1 : final]
+    if run.out.json:
+        run.out.emit(
+            {"session": shapes.plain(view), "full": True, "events": [shapes.event(e) for e in chosen]}
+        )
+    else:
+        threshold = run.config.compaction_threshold
+
+        def header(v: SessionView, style: Style) -> list[Line]:
+            said = session_header(v, plain(style), threshold=threshold)
+            said.append(
+                plain(style).dim(f"the full record: {plural(len(events), 'event')}, as the agent wrote them")
+            )
+            return [Ansi(str(line)) for line in said]
+
+        with paged(run):
+            run.out.result(view, header)
+            for event in chosen:
+                run.out.result(event, full_event_lines)
+    if unreadable:
+        run.out.aside(
+            f"{plural(unreadable, 'chunk')} of the full record could not be read and "
+            f"{'is' if unreadable == 1 else 'are'} left out"
+        )
     return 0
 
 

@@ -40,6 +40,7 @@ from azsd.events import (
 from azsd.ipc.protocol import EventsAppended, Notification, SessionChanged, SessionCreated, WireEvent
 from azsd.tools import display_key
 
+from . import full as full_rows
 from .sessions import badge
 from .text import (
     LINE_MAX,
@@ -60,7 +61,7 @@ from .turns import ERROR_PREFIX
 if TYPE_CHECKING:
     from rich.text import Text
 
-__all__ = ["event_lines", "event_text", "harmless", "key_param", "notification_line"]
+__all__ = ["event_lines", "event_text", "full_event_lines", "harmless", "key_param", "notification_line"]
 
 _RESULT_LINES: Final = 3
 _Piece: TypeAlias = "str | Text"
@@ -161,13 +162,27 @@ _RENDERERS: Final[dict[type[Any], Callable[[Any, Style], list[_Piece]]]] = {
 }
 
 
-def event_pieces(event: WireEvent, style: Style) -> list[_Piece]:
-    """The lines of one stored event, without its seq (its text's control characters made visible)."""
+def event_pieces(event: WireEvent, style: Style, *, full: bool = False) -> list[_Piece]:
+    """The lines of one stored event, without its seq (its text's control characters made visible);
+    `full`: an event of the full record, its tool calls and results shown whole."""
     try:
         decoded = decode_event(_harmless_json(event.data))
     except EventDecodeError as exc:
         return [style.dim(f"  ? {event.kind} (unreadable: {exc})")]
+    if full and isinstance(decoded, ToolCall):
+        return _tool_call(decoded, style) + [_row(row, style) for row in full_rows.body(decoded)]
+    if full and isinstance(decoded, ToolResult):
+        mark, paint = ("✗", style.red) if decoded.is_error else ("↳", style.dim)
+        lines = full_rows.result_rows(decoded.content)
+        return [paint(f"    {mark} {lines[0]}"), *(paint(f"      {line}") for line in lines[1:])]
     return _RENDERERS[type(decoded)](decoded, style)
+
+
+def _row(row: full_rows.Row, s: Style) -> _Piece:
+    kind, text = row
+    paint = {"+": s.green, "-": s.red, "@": s.cyan, " ": s.dim}.get(kind)
+    line = f"    {kind} {text}" if kind != "=" else f"      {text}"
+    return paint(line) if paint is not None else line
 
 
 #: C0 controls but tab and newline, DEL, and the C1 controls: each as a visible symbol (the C0 ones
@@ -218,16 +233,18 @@ def _harmless_value(value: Any) -> Any:
 _GUTTER: Final = 5
 
 
-def event_text(event: WireEvent, style: Style, *, mark: str = " ") -> str:
+def event_text(event: WireEvent, style: Style, *, mark: str = " ", full: bool = False) -> str:
     """How `show`, `tail` and `run` print one stored event: its lines beside its seq, dim, in a left
     margin (the seq `fork --at` and search hits name), `mark` before the seq (``>``: a search hit);
     a prompt starts a new paragraph. One string, its colours as ANSI codes when `style` has colour.
     """
     ansi = _ansi(style.color, style.relative)
-    event, size = folded(event)
-    pieces = event_pieces(event, ansi)
+    event, size = folded(event, FULL_FOLD_CHARS if full else FOLD_CHARS)
+    pieces = event_pieces(event, ansi, full=full)
     if size:
         pieces.append(ansi.dim(f"… folded: {size:,} characters in all (`azs show --json` gives every one)"))
+    if isinstance(event.subagent, str):  # a sub-agent's work, nested under the Task call that began it
+        pieces = [join(ansi.cyan("│ "), piece) for piece in pieces]
     label = f"{event.seq}".rjust(_GUTTER - 1)
     first = f"{ansi.dim(mark + label)} "
     rest = " " * (max(_GUTTER, len(label) + 1) + 1)
@@ -240,28 +257,30 @@ def event_text(event: WireEvent, style: Style, *, mark: str = " ") -> str:
 #: The most characters of one event `show` prints (an agent's 10 MB line is a screenful, not ten
 #: million characters); `--json` gives all of it.
 FOLD_CHARS: Final = 20_000
+#: The same for `show --full`, which is asked for whole files and outputs.
+FULL_FOLD_CHARS: Final = 1_000_000
 
 
-def folded(event: WireEvent) -> tuple[WireEvent, int]:
-    """`event` with each of its texts cut to :data:`FOLD_CHARS` (and the size of its JSON), or the
+def folded(event: WireEvent, most: int = FOLD_CHARS) -> tuple[WireEvent, int]:
+    """`event` with each of its texts cut to `most` characters (and the size of its JSON), or the
     event itself (and 0) when it is shorter than that."""
-    if len(event.data) <= FOLD_CHARS:
+    if len(event.data) <= most:
         return event, 0
     try:
         value = msgspec.json.decode(event.data)
     except msgspec.DecodeError:
-        return msgspec.structs.replace(event, data=event.data[:FOLD_CHARS]), len(event.data)
-    cut = msgspec.json.encode(_cut(value)).decode()
+        return msgspec.structs.replace(event, data=event.data[:most]), len(event.data)
+    cut = msgspec.json.encode(_cut(value, most)).decode()
     return msgspec.structs.replace(event, data=cut), len(event.data)
 
 
-def _cut(value: Any) -> Any:
+def _cut(value: Any, most: int) -> Any:
     if isinstance(value, str):
-        return value if len(value) <= FOLD_CHARS else value[:FOLD_CHARS] + "…"
+        return value if len(value) <= most else value[:most] + "…"
     if isinstance(value, list):
-        return [_cut(v) for v in value]
+        return [_cut(v, most) for v in value]
     if isinstance(value, dict):
-        return {k: _cut(v) for k, v in value.items()}
+        return {k: _cut(v, most) for k, v in value.items()}
     return value
 
 
@@ -273,6 +292,11 @@ def _ansi(color: bool, relative: bool) -> AnsiStyle:
 def event_lines(event: WireEvent, style: Style) -> list[Line]:
     """:func:`event_text` as a line of output (written as it is)."""
     return [Ansi(event_text(event, style))]
+
+
+def full_event_lines(event: WireEvent, style: Style) -> list[Line]:
+    """:func:`event_lines` of an event of the full record (tool calls and results whole)."""
+    return [Ansi(event_text(event, style, full=True))]
 
 
 def notification_line(note: Notification, style: Style) -> str | Text:

@@ -136,7 +136,7 @@ def search_row(hit: SearchHit, style: Style) -> list[Cell]:
     return [
         Cell(f"S{hit.session}", style.bold),
         Cell(str(hit.seq), style.dim),
-        Cell(KIND_NAMES.get(hit.kind, hit.kind), style.cyan),
+        Cell(KIND_NAMES.get(hit.kind, hit.kind) + (" (full)" if hit.full is True else ""), style.cyan),
         Cell(str(plain), lambda _text: painted),
         Cell(one_line(name, 200), style.dim),
         Cell(also_in(hit), style.cyan),

@@ -103,21 +103,27 @@ async def session_page(web_: Web, request: web.Request) -> web.Response:
         raise web.HTTPNotFound(text=f"no session S{sid} in this store\n") from None
     at = _int(request, "at")
     start = _int(request, "from")
+    full = request.query.get("full") == "1"  # the full record: read from its start
     if start is None:
-        start = max(1, at - 10) if at is not None else max(1, view.event_count - PAGE_EVENTS + 1)
-    page = await web_.client.get_events_page(root, sid, from_seq=start, limit=PAGE_EVENTS)
+        start = (
+            1 if full else max(1, at - 10) if at is not None else max(1, view.event_count - PAGE_EVENTS + 1)
+        )
+    page = await web_.client.get_events_page(root, sid, from_seq=start, limit=PAGE_EVENTS, full=full)
+    full = page.full is True  # (none kept: the compact events, and the page says so)
     last = page.events[-1].seq if page.events else start - 1
     return web_.render(
         "session.html",
         request,
         root=root,
         view=view,
-        items=transcript(page.events, (root, sid)),
+        full=full,
+        no_full=request.query.get("full") == "1" and not full,
+        items=transcript(page.events, (root, sid), full=full),
         start=start,
         previous=max(1, start - PAGE_EVENTS) if start > 1 else None,
         next_seq=page.next_seq,
         last=last,
-        live=page.next_seq is None,
+        live=page.next_seq is None and not full,
         skipped=page.skipped,
         threshold=web_.threshold,
         at=at,

@@ -11,17 +11,27 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Final
+from typing import Any, Final
 from urllib.parse import urlencode
 
-from azsd.events import AssistantText, EventDecodeError, ToolCall, ToolResult, decode_event
+from azsd.events import (
+    REASONING_HOOKS,
+    AssistantText,
+    EventDecodeError,
+    Hook,
+    ToolCall,
+    ToolResult,
+    decode_event,
+)
 from azsd.export import EventView, css_class, event_view
 from azsd.ipc.protocol import SessionView, WireEvent
 from azsd.model import StoredEvent
+from azsd_client.render import full as full_rows
 from azsd_client.render.events import FOLD_CHARS as SHOW_FOLD_CHARS
 from azsd_client.render.sessions import by_latest, usage_summary
 from azsd_client.render.text import format_cost, format_duration, format_time
@@ -83,6 +93,15 @@ class Item:
     #: :data:`FOLD_CHARS` (0: shown whole), and where the whole of it is.
     folded: int = 0
     href: str = ""
+    #: Of the full record: what a tool call did as rows (a diff, a new file, a todo list: see
+    #: :func:`azsd_client.render.full.body`), when its line was written, an answer as HTML rendered from
+    #: its Markdown, the sub-agent's items nested under the Task call that began them, and whether it
+    #: is a model's thinking (shown folded).
+    rows: list[tuple[str, str]] = field(default_factory=list)
+    at: str = ""
+    html: str = ""
+    children: list[Item] = field(default_factory=list)
+    thinking: bool = False
 
 
 #: The most characters of one event a page shows, as `azs show` prints (an agent's 10 MB line made a
@@ -115,9 +134,12 @@ def _item(wire: WireEvent, where: tuple[str, int] | None = None) -> tuple[Item, 
         return Item(wire.seq, wire.kind, "unknown", None, raw=raw, failed="Fail" in wire.kind), None
     view = event_view(StoredEvent(wire.seq, event))
     folded = _fold(view)
+    html = ""
     if isinstance(event, AssistantText) and event.text.startswith(ERROR_PREFIX):
         # how a turn failed, stored where it failed (by `azs run`, or AZUREAL for a Codex turn)
         view.heading, view.flags = "✗ Error", ("failed",)
+    elif isinstance(event, AssistantText) and not folded:
+        html = markdown_html(clean(event.text))
     item = Item(
         wire.seq,
         view.kind,
@@ -128,6 +150,7 @@ def _item(wire: WireEvent, where: tuple[str, int] | None = None) -> tuple[Item, 
         flags=view.flags,
         folded=folded,
         href=_whole(where, wire.seq) if folded else "",
+        html=html,
     )
     if isinstance(event, ToolCall | ToolResult):
         item.tool_use_id = event.tool_use_id
@@ -142,14 +165,29 @@ def _whole(where: tuple[str, int] | None, seq: int) -> str:
     return "/session/event?" + urlencode({"root": where[0], "id": where[1], "seq": seq})
 
 
-def transcript(events: Iterable[WireEvent], where: tuple[str, int] | None = None) -> list[Item]:
+def transcript(
+    events: Iterable[WireEvent], where: tuple[str, int] | None = None, *, full: bool = False
+) -> list[Item]:
     """`events` (one page, in seq order) as transcript items: each tool result folded into the call it
     answers when that call is on the page (else shown alone, as a call whose result is yet to come is);
-    `where` (root, session id) gives a long event the link to the whole of it."""
+    `where` (root, session id) gives a long event the link to the whole of it. With `full` (events of
+    the full record), each item also gets its rows, time and rendered Markdown, and a sub-agent's
+    items go under the Task call that began them."""
     items: list[Item] = []
     calls: dict[str, Item] = {}
+    tasks: dict[str, Item] = {}
     for wire in events:
-        item, event = _item(wire, where)
+        item, event = _item(wire, None if full else where)
+        if full:
+            _fill(item, wire)
+            if isinstance(event, ToolCall):
+                tasks[event.tool_use_id] = item
+            lane = wire.subagent if isinstance(wire.subagent, str) else ""
+            if lane and lane in tasks and not isinstance(event, ToolResult):
+                tasks[lane].children.append(item)
+                if isinstance(event, ToolCall):
+                    calls[event.tool_use_id] = item
+                continue
         if isinstance(event, ToolResult):
             call = calls.pop(event.tool_use_id, None)
             if call is not None and call.result is None:
@@ -159,8 +197,48 @@ def transcript(events: Iterable[WireEvent], where: tuple[str, int] | None = None
                 continue
         elif isinstance(event, ToolCall):
             calls[event.tool_use_id] = item
+        lane = wire.subagent if full and isinstance(wire.subagent, str) else ""
+        if lane and lane in tasks:
+            tasks[lane].children.append(item)  # (a sub-agent's result that answers no call on the page)
+            continue
         items.append(item)
     return items
+
+
+def _fill(item: Item, wire: WireEvent) -> None:
+    """What an item of the full record shows beyond a compact event's view."""
+    item.at = wire.at if isinstance(wire.at, str) else ""
+    try:
+        event = decode_event(wire.data)
+    except EventDecodeError:
+        return
+    if isinstance(event, ToolCall):
+        item.rows = [(_ROW_CLASS[kind], text) for kind, text in full_rows.body(event)]
+    elif isinstance(event, Hook) and event.name in REASONING_HOOKS:
+        item.thinking = True
+
+
+#: The CSS class of each kind of row of a tool call (:func:`azsd_client.render.full.body`).
+_ROW_CLASS: Final = {"+": "add", "-": "del", " ": "ctx", "@": "hunk", "☑": "done", "☐": "todo", "=": "text"}
+
+
+@functools.cache
+def _markdown() -> Any:
+    from markdown_it import MarkdownIt
+
+    # CommonMark with tables and strikethrough; raw HTML in the text is escaped, not passed through
+    # (`html` off), and links to javascript:, vbscript:, file: and data: (but images) are refused.
+    return MarkdownIt("commonmark", {"html": False, "linkify": False}).enable(["table", "strikethrough"])
+
+
+def markdown_html(text: str) -> str:
+    """An agent's answer as HTML from its Markdown: headings, lists, code, tables, links; any HTML it
+    wrote is shown as text (the Content-Security-Policy would refuse its scripts anyway).
+
+    >>> markdown_html("**bold** <script>x</script>")
+    '<p><strong>bold</strong> &lt;script&gt;x&lt;/script&gt;</p>\n'
+    """
+    return str(_markdown().render(text))
 
 
 @dataclass(frozen=True)

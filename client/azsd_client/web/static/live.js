@@ -5,13 +5,15 @@
   const main = document.querySelector("main[data-live]");
   const banner = document.getElementById("daemon");
 
-  // A seq in the URL's #fragment inside a folded tool call: open it and show it.
+  // A seq in the URL's #fragment: the folded tool call it is, or is inside, opened and shown.
   function reveal() {
     const target = location.hash ? document.getElementById(location.hash.slice(1)) : null;
     if (!target) return;
     for (let node = target.parentElement; node; node = node.parentElement) {
       if (node.tagName === "DETAILS") node.open = true;
     }
+    const own = target.querySelector(":scope > details");  // a link to a tool call opens the call
+    if (own) own.open = true;
     target.scrollIntoView({ block: "center" });
   }
   window.addEventListener("hashchange", reveal);

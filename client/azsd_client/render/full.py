@@ -1,0 +1,107 @@
+"""What a tool call of the full record did, line by line: a Write as a new file, an Edit, a MultiEdit
+and an apply_patch as a diff, a todo list as a list, a command as it was typed, any other input as
+JSON; and a result as the tool gave it. Pure: `azs show --full` paints the lines for a terminal and
+the web view as HTML.
+
+>>> edit = {"file_path": "a.py", "old_string": "x = 1", "new_string": "x = 2"}
+>>> body(ToolCall(tool_use_id="t", tool_name="Edit", input=edit))
+[('-', 'x = 1'), ('+', 'x = 2')]
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final, Literal, TypeAlias
+
+import msgspec
+
+from azsd.events import ToolCall
+
+__all__ = ["Kind", "Row", "body", "result_rows"]
+
+#: A row's kind: added, removed, context, a heading (a file or hunk), a todo done / not done, text.
+Kind: TypeAlias = Literal["+", "-", " ", "@", "☑", "☐", "="]
+Row: TypeAlias = tuple[Kind, str]
+
+#: Keys shown in a tool call's one-line header (`key_param`), left out of its JSON body.
+_SHOWN: Final = frozenset({"file_path", "path", "command", "cmd", "pattern", "url", "description"})
+
+
+def body(call: ToolCall) -> list[Row]:
+    """The rows of what `call` did (after its one-line header), empty when the header says it all."""
+    data: dict[str, Any] = call.input if isinstance(call.input, dict) else {}
+    name = call.tool_name
+    if name == "Write" and isinstance(data.get("content"), str):
+        return [("+", line) for line in _lines(data["content"])]
+    if name == "Edit" and isinstance(data.get("old_string"), str):
+        return _edit(data["old_string"], data.get("new_string"))
+    if name == "MultiEdit" and isinstance(data.get("edits"), list):
+        rows: list[Row] = []
+        for i, edit in enumerate(data["edits"]):
+            if isinstance(edit, dict) and isinstance(edit.get("old_string"), str):
+                rows += [("@", f"edit {i + 1}"), *_edit(edit["old_string"], edit.get("new_string"))]
+        return rows
+    patch = _patch_text(name, data)
+    if patch is not None:
+        return _patch(patch)
+    if name == "TodoWrite" and isinstance(data.get("todos"), list):
+        return [_todo(item) for item in data["todos"] if isinstance(item, dict)]
+    if name in ("Bash", "shell", "exec_command", "local_shell"):
+        command = data.get("command", data.get("cmd"))
+        text = " ".join(map(str, command)) if isinstance(command, list) else command
+        return [("=", line) for line in _lines(text)] if isinstance(text, str) and "\n" in text else []
+    rest = {k: v for k, v in data.items() if k not in _SHOWN}
+    if not rest:
+        return []
+    pretty = msgspec.json.format(msgspec.json.encode(rest), indent=2).decode()
+    return [("=", line) for line in pretty.splitlines()]
+
+
+def result_rows(content: str) -> list[str]:
+    """A tool result's lines, every one (CR LF as LF)."""
+    return content.replace("\r\n", "\n").rstrip("\n").split("\n") if content else ["(no output)"]
+
+
+def _lines(text: str) -> list[str]:
+    return text.rstrip("\n").split("\n") if text else []
+
+
+def _edit(old: str, new: Any) -> list[Row]:
+    return [("-", line) for line in _lines(old)] + [
+        ("+", line) for line in _lines(new if isinstance(new, str) else "")
+    ]
+
+
+def _patch_text(name: str, data: dict[str, Any]) -> str | None:
+    """The patch an apply_patch call carries (Codex: as `input`, `patch`, or the command's last word)."""
+    if name not in ("apply_patch", "ApplyPatch"):
+        command = data.get("command")
+        if isinstance(command, list) and command and command[0] == "apply_patch" and len(command) > 1:
+            return str(command[-1])
+        return None
+    for key in ("input", "patch", "content"):
+        if isinstance(data.get(key), str):
+            return str(data[key])
+    command = data.get("command")
+    return str(command[-1]) if isinstance(command, list) and command else None
+
+
+def _patch(text: str) -> list[Row]:
+    rows: list[Row] = []
+    for line in _lines(text):
+        if line.startswith(("*** ", "@@")):
+            rows.append(("@", line))
+        elif line.startswith("+"):
+            rows.append(("+", line[1:]))
+        elif line.startswith("-"):
+            rows.append(("-", line[1:]))
+        else:
+            rows.append((" ", line[1:] if line.startswith(" ") else line))
+    return rows
+
+
+def _todo(item: dict[str, Any]) -> Row:
+    done = item.get("status") == "completed"
+    text = str(item.get("content") or item.get("activeForm") or "")
+    if item.get("status") == "in_progress":
+        text += " (in progress)"
+    return ("☑" if done else "☐", text)

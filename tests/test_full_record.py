@@ -1,0 +1,172 @@
+"""The full record (azsd.store.full_record, azsd.ingest.full_record): what each agent wrote, kept
+beside AZUREAL's compact events, and read back uncompacted."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from contextlib import closing
+from pathlib import Path
+from typing import Any, Literal
+
+import pytest
+import zstandard
+
+from azsd.events import Hook, ToolCall, ToolResult
+from azsd.ingest.full_record import full_events, keep_full_some
+from azsd.ingest.importer import Source, import_source
+from azsd.store import Store, store_path
+from azsd.store.full_record import CHUNK_BYTES, MAX_CHUNK_BYTES
+from tests.conftest import corpus_files, requires_corpus
+
+
+def _keep_all(store: Store) -> None:
+    while keep_full_some(store):
+        pass
+
+
+def _kept(store: Store, session_id: int) -> dict[str, bytes]:
+    out: dict[str, bytes] = {}
+    for chunk in store.full_chunks(session_id):
+        assert chunk.data is not None, chunk.error
+        assert len(out.get(chunk.source, b"")) == chunk.start  # each source's bytes in order, none twice
+        out[chunk.source] = out.get(chunk.source, b"") + chunk.data
+    return out
+
+
+def _events_rows(path: Path) -> list[tuple[int, int, str, bytes]]:
+    with closing(sqlite3.connect(path)) as conn:
+        return conn.execute("SELECT session_id, seq, kind, data FROM events ORDER BY id").fetchall()
+
+
+@requires_corpus
+@pytest.mark.parametrize(
+    "path", corpus_files("claude-session") + corpus_files("codex-rollout"), ids=lambda p: p.name
+)
+def test_every_byte_of_a_corpus_history_is_kept_once_and_the_events_are_untouched(
+    tmp_path: Path, path: Path
+) -> None:
+    agent: Literal["claude", "codex"] = "claude" if path.parent.name.startswith("claude") else "codex"
+    history = tmp_path / "history.jsonl"
+    history.write_bytes(path.read_bytes())
+    with Store.open(tmp_path / "w") as store:
+        sid = import_source(store, Source(history, agent, history.stat().st_size)).session_id
+        before = _events_rows(store_path(tmp_path / "w"))
+        _keep_all(store)
+        assert _kept(store, sid) == {str(history): path.read_bytes()}
+        assert _events_rows(store_path(tmp_path / "w")) == before  # AZUREAL's rows exactly as they were
+        _keep_all(store)  # nothing more to keep: nothing is kept twice
+        assert _kept(store, sid) == {str(history): path.read_bytes()}
+        cost = store.full_cost()
+        assert cost.source_bytes == len(path.read_bytes()) and 0 < cost.stored_bytes
+
+
+def test_a_grown_history_adds_only_its_new_bytes_to_the_last_chunk(tmp_path: Path) -> None:
+    history = tmp_path / "s.jsonl"
+    lines = [_claude_line(i) for i in range(40)]
+    history.write_bytes(b"".join(lines[:20]))
+    with Store.open(tmp_path / "w") as store:
+        sid = import_source(store, Source(history, "claude", history.stat().st_size)).session_id
+        _keep_all(store)
+        with history.open("ab") as out:
+            out.write(b"".join(lines[20:]))
+        import_source(store, Source(history, "claude", history.stat().st_size))
+        _keep_all(store)
+        chunks = list(store.full_chunks(sid))
+        assert len(chunks) == 1 and chunks[0].data == b"".join(lines)
+        assert chunks[0].first_seq == 1 and chunks[0].last_seq == store.max_seq(sid)
+
+
+def test_a_big_source_is_cut_into_bounded_chunks(tmp_path: Path) -> None:
+    history = tmp_path / "s.jsonl"
+    line = _claude_line(0, text="x" * 5000)
+    history.write_bytes(line * (3 * CHUNK_BYTES // len(line)))
+    with Store.open(tmp_path / "w") as store:
+        sid = import_source(store, Source(history, "claude", history.stat().st_size)).session_id
+        _keep_all(store)
+        chunks = list(store.full_chunks(sid))
+        assert len(chunks) >= 3 and all(c.size <= CHUNK_BYTES for c in chunks)
+        assert all(c.data is not None and c.data.endswith(b"\n") for c in chunks)  # whole lines each
+        assert _kept(store, sid) == {str(history): history.read_bytes()}
+
+
+def test_a_source_gone_or_rewritten_shorter_is_dropped_not_read_again(tmp_path: Path) -> None:
+    gone, shorter = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    gone.write_bytes(_claude_line(1))
+    shorter.write_bytes(_claude_line(2) * 3)
+    with Store.open(tmp_path / "w") as store:
+        a = import_source(store, Source(gone, "claude", gone.stat().st_size)).session_id
+        b = import_source(store, Source(shorter, "claude", shorter.stat().st_size)).session_id
+        gone.unlink()
+        shorter.write_bytes(_claude_line(2))
+        _keep_all(store)
+        assert not store.has_full(a) and not store.has_full(b)
+        assert store.full_gaps() == []
+
+
+def test_full_events_keep_what_compaction_leaves_out(tmp_path: Path) -> None:
+    history = tmp_path / "s.jsonl"
+    content = "".join(f"line {i}\n" for i in range(50))
+    write = {
+        "type": "tool_use",
+        "id": "t1",
+        "name": "Write",
+        "input": {"file_path": "/w/todo.ts", "content": content},
+    }
+    thinking = {"type": "thinking", "thinking": "Let me think about Todo"}
+    reply = {"id": "m1", "role": "assistant", "model": "claude-x", "content": [thinking, write]}
+    result = {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": content}]}
+    history.write_bytes(
+        _claude_line(0)
+        + _line({"type": "assistant", "uuid": "a1", "timestamp": "2026-01-01T00:00:01Z", "message": reply})
+        + _line({"type": "user", "uuid": "u2", "timestamp": "2026-01-01T00:00:02Z", "message": result})
+    )
+    with Store.open(tmp_path / "w") as store:
+        sid = import_source(store, Source(history, "claude", history.stat().st_size)).session_id
+        _keep_all(store)
+        found = full_events(store, sid)
+        call = next(e for e in found.events if isinstance(e, ToolCall))
+        assert isinstance(call.input, dict) and call.input["content"] == content
+        output = next(e for e in found.events if isinstance(e, ToolResult))
+        assert output.content.strip() == content.strip()
+        assert any(isinstance(e, Hook) and "Todo" in e.output for e in found.events)
+        assert found.sources == [str(history)] and found.unreadable == 0
+
+
+def test_a_chunk_that_would_expand_past_its_bound_is_reported_not_read(tmp_path: Path) -> None:
+    history = tmp_path / "s.jsonl"
+    history.write_bytes(_claude_line(0))
+    with Store.open(tmp_path / "w") as store:
+        sid = import_source(store, Source(history, "claude", history.stat().st_size)).session_id
+        _keep_all(store)
+    bomb = zstandard.ZstdCompressor().compress(b"\n" * (MAX_CHUNK_BYTES + 10))
+    with closing(sqlite3.connect(store_path(tmp_path / "w"))) as conn:  # another program's row
+        conn.execute("UPDATE azsd_full SET data = ?", (bomb,))
+        conn.commit()
+    with Store.open(tmp_path / "w") as store:
+        chunk = next(store.full_chunks(sid))
+        assert chunk.data is None and "over" in chunk.error
+        assert full_events(store, sid).unreadable == 1
+
+
+def test_prune_drops_the_full_record_of_old_sessions_and_keeps_it_dropped(tmp_path: Path) -> None:
+    history = tmp_path / "s.jsonl"
+    history.write_bytes(_claude_line(0))
+    with Store.open(tmp_path / "w") as store:
+        sid = import_source(store, Source(history, "claude", history.stat().st_size)).session_id
+        _keep_all(store)
+        events = store.max_seq(sid)
+        assert store.prune_full("2000-01-01") == 0 and store.has_full(sid)  # last active in 2026
+        assert store.prune_full("2100-01-01") == 1 and not store.has_full(sid)
+        _keep_all(store)
+        assert not store.has_full(sid)  # never read again
+        assert store.max_seq(sid) == events  # the compact events stay
+
+
+def _line(obj: dict[str, Any]) -> bytes:
+    return json.dumps({"sessionId": "s", "cwd": "/w", **obj}).encode() + b"\n"
+
+
+def _claude_line(i: int, text: str = "") -> bytes:
+    message = {"role": "user", "content": text or f"prompt {i}"}
+    return _line({"type": "user", "uuid": f"u{i}", "timestamp": "2026-01-01T00:00:00Z", "message": message})
