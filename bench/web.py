@@ -9,6 +9,13 @@ Figures (median of repeated runs, in ms):
   200 rows it shows, and the sessions' agents). Target: ≤ 100 ms and ≤ 2× the baseline.
 - `web_transcript_first_screen`: GET /session of a 100 000-event session (it opens on its last 200
   events) to its last byte. Baseline: the `GetEvents` page of those 200 events. Target: ≤ 300 ms.
+- `web_full_record_first_screen` (with the corpus): GET /session with `full=1` of a 774 KB Claude
+  transcript (claude-code-viewer's session of the corpus, six times over with fresh uuids: the size
+  of the newcomer's session of issue 36) to its last byte: its first 200 events as the agent wrote
+  them, parsed again from the full record. Baseline: the `GetEvents` page of those 200 (`full`),
+  through the daemon. Target: ≤ 1 s (claude-code-log 1.7 showed its page in 2.2–2.7 s).
+- `web_search_full` (with the corpus): GET /search for a word only the full record of that session
+  holds (`addTodo(`), to its last byte. Baseline: the `Search` through the daemon. Target: ≤ 200 ms.
 - `web_append_visible` (only with `python -m bench web`, not `--quick`, and only where Debian's
   Chromium and Playwright are installed): an `AppendEvents` sent to the daemon until the new event is
   in the page's DOM (a MutationObserver notes the time in the browser; same clock), p50 of 25.
@@ -24,6 +31,7 @@ import argparse
 import asyncio
 import dataclasses
 import http.client
+import re
 import signal
 import statistics
 import subprocess
@@ -187,18 +195,59 @@ def _noted(page: object, seq: int) -> float:
     raise RuntimeError(f"seq {seq} did not appear in the page")
 
 
+CORPUS = Path(__file__).resolve().parent.parent.parent / "shared" / "corpus"
+#: The session of the corpus that the full-record figures read, made into a transcript of 774 KB.
+TRANSCRIPT = CORPUS / "claude-session" / "claude-code-viewer__5c0375b4-57a5-4f26-b12d-d022ee4e51b7.jsonl"
+TRANSCRIPT_BYTES = 774_000
+
+
+def _big_transcript(path: Path) -> None:
+    """The corpus session repeated, each copy's uuids made its own, up to :data:`TRANSCRIPT_BYTES`."""
+    lines = TRANSCRIPT.read_bytes().splitlines(keepends=True)
+    out, copy = bytearray(), 0
+    while len(out) < TRANSCRIPT_BYTES:
+        for line in lines:
+            out += re.sub(
+                rb'("(?:uuid|parentUuid|leafUuid)":")([0-9a-f-]{8})', rb"\g<1>%02d%s" % (copy, b"x" * 6), line
+            )
+        copy += 1
+    path.write_bytes(bytes(out))
+
+
+def _full_figures(url: str, config: ResolvedConfig, root: Path, base: Path, runs: int) -> tuple[float, ...]:
+    """(full view first screen, its GetEvents page, full-record search page, its Search), in seconds."""
+    history = base / "big.jsonl"
+    _big_transcript(history)
+    with Client(config, timeout=120) as client:
+        sid = client.create_session(root, "774 KB").session.id
+        client.ingest_file(root, sid, history)
+        deadline = time.monotonic() + 120
+        while (status := client.full_status(root)).waiting_bytes or not status.source_bytes:
+            if time.monotonic() > deadline:
+                raise RuntimeError("the daemon kept no full record in 2 minutes")
+            time.sleep(0.05)
+    path = f"/session?root={quote(str(root))}&id={sid}&full=1"
+    screen = median_of(runs, lambda: _first_byte(url, path, whole=True))
+    page = _async_median(runs, config, lambda c: c.get_events_page(root, sid, limit=200, full=True))
+    search = median_of(runs, lambda: _first_byte(url, "/search?q=addTodo%28", whole=True))
+    asked = _async_median(runs, config, lambda c: c.search(root, "addTodo(", words=True))
+    return screen, page, search, asked
+
+
 def main(*, quick: bool = False, browser: bool | None = None) -> None:
     runs = 7 if quick else 21
     events = EVENTS
     with tempfile.TemporaryDirectory(prefix="azsd-b-", dir="/tmp") as tmp:
         base = Path(tmp)
-        list_root, long_root = base / "list", base / "long"
+        list_root, long_root, full_root = base / "list", base / "long", base / "full"
         list_root.mkdir()
         long_root.mkdir()
+        full_root.mkdir()
         sid = _fill(list_root, long_root, events)
         run_dir = base / "run"
         config = dataclasses.replace(daemon_config(run_dir), state_dir=base / "state")
-        with running_daemon(run_dir), _web(run_dir, base / "state", [str(list_root), str(long_root)]) as url:
+        roots = [str(list_root), str(long_root), str(full_root)]
+        with running_daemon(run_dir), _web(run_dir, base / "state", roots) as url:
             sessions_s = median_of(runs, lambda: _first_byte(url, "/"))
             list_s = _async_median(
                 runs, config,
@@ -209,11 +258,17 @@ def main(*, quick: bool = False, browser: bool | None = None) -> None:
             page_s = _async_median(
                 runs, config, lambda c: c.get_events_page(long_root, sid, from_seq=events - 199, limit=200)
             )
+            full = _full_figures(url, config, full_root, base, runs) if TRANSCRIPT.is_file() else None
             wanted = not quick if browser is None else browser
             live = _browser_append(url, config, long_root, sid) if wanted else None
     print(f"# web: {SESSIONS} sessions; a {events}-event transcript")
     report("web_sessions_first_byte", sessions_s * 1e3, "ms", list_s * 1e3)
     report("web_transcript_first_screen", screen_s * 1e3, "ms", page_s * 1e3)
+    if full is None:
+        print(f"# web: no corpus at {TRANSCRIPT.parent}: the full-record figures are left out")
+    else:
+        report("web_full_record_first_screen", full[0] * 1e3, "ms", full[1] * 1e3)
+        report("web_search_full", full[2] * 1e3, "ms", full[3] * 1e3)
     if live is not None:
         report("web_append_visible", live[0], "ms", live[1])
 

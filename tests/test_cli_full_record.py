@@ -88,6 +88,15 @@ def test_show_full_of_a_session_without_one_says_so_and_shows_the_compact_events
     assert code == 0 and "has no full record" in err and f"S{sid}" in out
 
 
+def _imported(azs: Azs, worktree: Path) -> int:
+    """`azs import claude` of the corpus; the session of claude-code-viewer's transcript, once the
+    daemon has kept its full record."""
+    azs.ok("import", "claude")
+    sid = _by_source(worktree, TODO_SESSION)
+    assert _full_json(azs, sid)["full"] is True, "the daemon kept no full record"
+    return sid
+
+
 def _by_source(worktree: Path, stem: str) -> int:
     with closing(sqlite3.connect(store_path(worktree))) as conn:
         rows = conn.execute(
@@ -100,9 +109,7 @@ def _by_source(worktree: Path, stem: str) -> int:
 def test_status_doctor_and_prune_say_what_the_full_record_costs(
     azs: Azs, client: Client, worktree: Path, home: Path
 ) -> None:
-    azs.ok("import", "claude")
-    sid = _by_source(worktree, TODO_SESSION)
-    assert _full_json(azs, sid)["full"] is True
+    sid = _imported(azs, worktree)
     deadline = time.monotonic() + 20
     while (cost := client.full_status(worktree)).waiting_bytes and time.monotonic() < deadline:
         time.sleep(0.2)
@@ -147,3 +154,17 @@ def test_search_finds_what_only_the_full_record_holds_once(
     assert "(full)" in azs.ok("search", "addTodo(")
     prompt = azs.json("search", "orchestrator")  # a prompt: in the compact events whole, found once
     assert prompt and not any(h.get("full") for h in prompt)
+
+
+def test_export_full_writes_what_the_agent_wrote(
+    azs: Azs, client: Client, worktree: Path, home: Path
+) -> None:
+    sid = _imported(azs, worktree)
+    compact = azs.ok("export", str(sid))
+    full = azs.ok("export", "--full", str(sid))
+    assert "addTodo(" not in compact and "addTodo(" in full  # a Read's whole output
+    assert len(full) > len(compact)
+    lines = [
+        json.loads(line) for line in azs.ok("export", "--full", "--format", "jsonl", str(sid)).splitlines()
+    ]
+    assert [line["seq"] for line in lines] == list(range(1, len(lines) + 1))

@@ -45,3 +45,18 @@ def test_claudes_summary_of_this_session_names_it(tmp_path: Path) -> None:
 def test_a_summary_of_another_session_does_not(tmp_path: Path) -> None:
     path = transcript(tmp_path / "b.jsonl", [("What an earlier session did", "elsewhere")])
     assert name_of(tmp_path, path) == "fix the parser"
+
+
+def test_the_users_own_title_wins_then_claudes_ai_title(tmp_path: Path) -> None:
+    """Claude Code 2.x writes `custom-title` (the user's `/rename`) and `ai-title` lines, the last of
+    each kind winning, as Claude Code itself reads them."""
+    path = transcript(tmp_path / "c.jsonl", [("a summary", "u2")])
+    with path.open("a") as out:
+        out.write(
+            json.dumps({"type": "ai-title", "aiTitle": "Fix the parser's panic", "sessionId": "s"}) + "\n"
+        )
+    assert name_of(tmp_path / "1", path) == "Fix the parser's panic"
+    with path.open("a") as out:
+        for title in ("first name", "Parser work"):
+            out.write(json.dumps({"type": "custom-title", "customTitle": title, "sessionId": "s"}) + "\n")
+    assert name_of(tmp_path / "2", path) == "Parser work"

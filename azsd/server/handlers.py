@@ -23,6 +23,7 @@ from azsd.errors import BadRequestError, IngestError, SessionNotFoundError
 from azsd.events import Complete, EventDecodeError, decode_new_event
 from azsd.export import render_page
 from azsd.ingest.file import ingest_file
+from azsd.ingest.full_record import full_events
 from azsd.ingest.full_search import full_hits
 from azsd.ingest.opencode import ingest_session, is_session_key
 from azsd.ingest.parsers.base import ParseReport
@@ -241,7 +242,13 @@ def export(store: Store, req: p.Export) -> Outcome:
         raise BadRequestError("from_seq and limit must be at least 1")
     info = store.get_session(req.session)
     last = req.from_seq + req.limit - 1
-    loaded = store.load_events(req.session, req.from_seq, last).events
+    if req.full is True and store.has_full(req.session):  # what the agent wrote, numbered by place
+        whole = full_events(store, req.session).events
+        loaded = [StoredEvent(i + 1, whole[i]) for i in range(req.from_seq - 1, min(last, len(whole)))]
+        final = len(whole)
+    else:
+        loaded = store.load_events(req.session, req.from_seq, last).events
+        final = store.max_seq(req.session)
     masked: Counter[str] = Counter()
     if req.redact:
         name, in_name = redact_text(info.name)
@@ -254,7 +261,7 @@ def export(store: Store, req: p.Export) -> Outcome:
             masked.update(counts)
             redacted.append(StoredEvent(stored.seq, event))
         loaded = redacted
-    next_seq = last + 1 if last < store.max_seq(req.session) else None
+    next_seq = last + 1 if last < final else None
     text = render_page(req.format, info, loaded, first=req.from_seq == 1, last=next_seq is None)
     return Outcome(p.ExportReply(text=text, next_seq=next_seq, masked=dict(masked)))
 

@@ -382,11 +382,13 @@ class Client(AgentMethods, RemoteMethods, Connection):
         from_seq: int = 1,
         limit: int = 1000,
         timeout: float | None = None,
+        full: bool = False,
     ) -> ExportReply:
-        """One page of a session rendered as Markdown, JSONL or HTML (`next_seq`: where the next starts)."""
+        """One page of a session rendered as Markdown, JSONL or HTML (`next_seq`: where the next starts);
+        `full`: of its full record, when one is kept."""
         message = Export(
             root=canonical_root(root), session=session, format=format, redact=redact, from_seq=from_seq,
-            limit=limit,
+            limit=limit, full=full or msgspec.UNSET,
         )  # fmt: skip
         return self.call(message, ExportReply, timeout=long_timeout(timeout, self.timeout))
 
@@ -399,6 +401,7 @@ class Client(AgentMethods, RemoteMethods, Connection):
         redact: bool = False,
         page_size: int = 1000,
         timeout: float | None = None,
+        full: bool = False,
     ) -> Iterator[ExportReply]:
         """Every page of an export, fetched as the iteration goes: their `text`s joined are the document,
         and their `masked` counts summed are the secrets `redact` masked."""
@@ -406,7 +409,7 @@ class Client(AgentMethods, RemoteMethods, Connection):
         while next_seq is not None:
             page = self.export_page(
                 root, session, format=format, redact=redact, from_seq=next_seq, limit=page_size,
-                timeout=timeout,
+                timeout=timeout, full=full,
             )  # fmt: skip
             yield page
             next_seq = page.next_seq

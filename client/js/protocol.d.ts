@@ -309,6 +309,7 @@ export interface Export {
   redact?: boolean;
   from_seq?: number;
   limit?: number;
+  full?: boolean;
 }
 
 /**

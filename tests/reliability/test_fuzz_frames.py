@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -78,6 +79,14 @@ def _protected_content(d: DaemonProc, root: Path) -> None:
     ingested = d.request(p.IngestFile(root=str(root), session=second, path=str(agent)), REPLY_MS)
     assert isinstance(ingested, p.IngestReply) and ingested.appended > 0, ingested
     assert isinstance(d.request(p.MarkCompleted(root=str(root), session=second, success=False)), p.OkReply)
+    deadline = time.monotonic() + 20  # the daemon keeps the file's full record when idle: before the snapshot
+    while True:
+        kept = d.request(p.FullStatus(root=str(root)), REPLY_MS)
+        assert isinstance(kept, p.FullStatusReply), kept
+        if kept.source_bytes and not kept.waiting_bytes:
+            break
+        assert time.monotonic() < deadline, "the daemon kept no full record of the ingested file"
+        time.sleep(0.05)
 
 
 @pytest.fixture(scope="module")

@@ -313,6 +313,7 @@ class ClaudeSessionParser(_ClaudeParser):
         super().__init__()
         self._prompt_time_by_parent: dict[str, str] = {}
         self._summaries: dict[str, str] = {}  # Claude's summaries, by the message they end at
+        self._titles: dict[str, str] = {}  # the latest custom (`/rename`) and AI title, by kind
         self._uuids: set[str] = set()  # the messages of this file (a summary may be another's)
 
     def handle(self, obj: dict[str, Any]) -> list[Event] | None:
@@ -339,19 +340,25 @@ class ClaudeSessionParser(_ClaudeParser):
                 return self._result(obj)
             case "cost-state":
                 return self._cost_state(obj)
+            case "custom-title" | "ai-title":  # the user's own name for it (/rename), Claude's
+                title = obj.get("customTitle" if kind == "custom-title" else "aiTitle")
+                if isinstance(title, str) and title.strip():
+                    self._titles[kind] = title  # (the last one wins, as Claude Code reads them)
+                return self._ignore(kind)
             case str() if kind in self._IGNORED:
                 return self._ignore(kind)
             case _:
                 return None
 
     def finish(self) -> list[Event]:
-        """The held events, and the session's own title: Claude's summary of a conversation that
-        ends in this file (the latest; a summary of another session, which a resumed file carries, is
-        not this one's)."""
+        """The held events, and the session's own title: the one its user gave it (`/rename`), else
+        Claude's AI title, else Claude's summary of a conversation that ends in this file (the latest;
+        a summary of another session, which a resumed file carries, is not this one's)."""
         out = super().finish()
         ours = [summary for leaf, summary in self._summaries.items() if leaf in self._uuids]
-        if ours:
-            self.report.title = ours[-1].strip()
+        named = self._titles.get("custom-title") or self._titles.get("ai-title") or (ours[-1] if ours else "")
+        if named.strip():
+            self.report.title = named.strip()
         return out
 
     def _user(self, obj: dict[str, Any]) -> list[Event]:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Literal
 
+import msgspec
+
 from azsd.ipc.messages.base import _KeyedReq, _StoreReq, _Versioned
 
 __all__ = ["Backup", "BackupReply", "Export", "ExportReply"]
@@ -22,6 +24,9 @@ class Export(_StoreReq, frozen=True):
     redact: bool = False
     from_seq: int = 1
     limit: int = 1000
+    #: Of the session's full record (what the agent wrote, uncompacted; its events numbered by place),
+    #: when one is kept; else of the compact events, as without it.
+    full: bool | msgspec.UnsetType = msgspec.UNSET
 
 
 class Backup(_KeyedReq, frozen=True):

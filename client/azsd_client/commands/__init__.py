@@ -237,6 +237,7 @@ COMMANDS: Final = (
             SESSION,
             arg("--format", choices=("md", "jsonl", "html"), default="md"),
             arg("--redact", action="store_true", help="mask secrets (keys, tokens, passwords)"),
+            arg("--full", action="store_true", help="the full record: what the agent wrote, whole"),
             arg("-o", "--output", metavar="FILE", help="write to FILE instead of stdout"),
         ),
         EXPORT_DESCRIPTION,

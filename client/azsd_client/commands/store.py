@@ -169,7 +169,7 @@ def export(run: Invocation) -> int:
     """The document on stdout, or in `-o FILE` (written whole or not at all); the masking report on
     stderr; with `-o` and `--json`, a summary object on stdout."""
     a = run.args
-    pages = run.client.export(run.root, a.session, format=a.format, redact=a.redact)
+    pages = run.client.export(run.root, a.session, format=a.format, redact=a.redact, full=a.full)
     masked: Counter[str] = Counter()
     path, size = None, 0
     if a.output is None:

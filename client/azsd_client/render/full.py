@@ -6,10 +6,14 @@ the web view as HTML.
 >>> edit = {"file_path": "a.py", "old_string": "x = 1", "new_string": "x = 2"}
 >>> body(ToolCall(tool_use_id="t", tool_name="Edit", input=edit))
 [('-', 'x = 1'), ('+', 'x = 2')]
+>>> edit = {"old_string": "a\\nb\\nc", "new_string": "a\\nB\\nc"}
+>>> body(ToolCall(tool_use_id="t", tool_name="Edit", input=edit))
+[(' ', 'a'), ('-', 'b'), ('+', 'B'), (' ', 'c')]
 """
 
 from __future__ import annotations
 
+from difflib import SequenceMatcher
 from typing import Any, Final, Literal, TypeAlias
 
 import msgspec
@@ -22,6 +26,8 @@ __all__ = ["Kind", "Row", "body", "result_rows"]
 Kind: TypeAlias = Literal["+", "-", " ", "@", "☑", "☐", "="]
 Row: TypeAlias = tuple[Kind, str]
 
+#: The most (old lines × new lines) an edit may have to be diffed line by line.
+_DIFF_CELLS: Final = 4_000_000
 #: Keys shown in a tool call's one-line header (`key_param`), left out of its JSON body.
 _SHOWN: Final = frozenset({"file_path", "path", "command", "cmd", "pattern", "url", "description"})
 
@@ -66,9 +72,18 @@ def _lines(text: str) -> list[str]:
 
 
 def _edit(old: str, new: Any) -> list[Row]:
-    return [("-", line) for line in _lines(old)] + [
-        ("+", line) for line in _lines(new if isinstance(new, str) else "")
-    ]
+    """The lines an edit removed and added, with the lines it kept between them (a line diff, as
+    `diff -u` reads); an edit too big to diff line by line is its old lines, then its new ones."""
+    before, after = _lines(old), _lines(new if isinstance(new, str) else "")
+    if len(before) * len(after) > _DIFF_CELLS:
+        return [("-", line) for line in before] + [("+", line) for line in after]
+    rows: list[Row] = []
+    for tag, i1, i2, j1, j2 in SequenceMatcher(None, before, after, autojunk=False).get_opcodes():
+        if tag == "equal":
+            rows += [(" ", line) for line in before[i1:i2]]
+        else:
+            rows += [("-", line) for line in before[i1:i2]] + [("+", line) for line in after[j1:j2]]
+    return rows
 
 
 def _patch_text(name: str, data: dict[str, Any]) -> str | None:

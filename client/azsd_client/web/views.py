@@ -235,8 +235,8 @@ def markdown_html(text: str) -> str:
     """An agent's answer as HTML from its Markdown: headings, lists, code, tables, links; any HTML it
     wrote is shown as text (the Content-Security-Policy would refuse its scripts anyway).
 
-    >>> markdown_html("**bold** <script>x</script>")
-    '<p><strong>bold</strong> &lt;script&gt;x&lt;/script&gt;</p>\n'
+    >>> markdown_html("**bold** <script>x</script>").strip()
+    '<p><strong>bold</strong> &lt;script&gt;x&lt;/script&gt;</p>'
     """
     return str(_markdown().render(text))
 
