@@ -19,7 +19,7 @@ def local_zone(name: str | None) -> tzinfo:
     if name:
         try:
             return ZoneInfo(name)
-        except (ZoneInfoNotFoundError, ValueError):
+        except (ZoneInfoNotFoundError, ValueError, OSError):  # (OSError: a name too long for a path)
             raise BadRequestError(
                 f"unknown time zone {name!r} (expected an IANA name such as Europe/Paris)"
             ) from None

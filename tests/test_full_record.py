@@ -12,12 +12,15 @@ from typing import Any, Literal
 import pytest
 import zstandard
 
-from azsd.events import Hook, ToolCall, ToolResult
+from azsd.events import Hook, ToolCall, ToolResult, UserMessage
 from azsd.ingest.full_record import full_events, keep_full_some
-from azsd.ingest.importer import Source, import_source
+from azsd.ingest.importer import Source, discover, import_source
+from azsd.ingest.sources import AIDER_HISTORY
 from azsd.store import Store, store_path
 from azsd.store.full_record import CHUNK_BYTES, MAX_CHUNK_BYTES
 from tests.conftest import corpus_files, requires_corpus
+
+AIDER_DATA = Path(__file__).parent / "data" / "aider"
 
 
 def _keep_all(store: Store) -> None:
@@ -170,3 +173,41 @@ def _line(obj: dict[str, Any]) -> bytes:
 def _claude_line(i: int, text: str = "") -> bytes:
     message = {"role": "user", "content": text or f"prompt {i}"}
     return _line({"type": "user", "uuid": f"u{i}", "timestamp": "2026-01-01T00:00:00Z", "message": message})
+
+
+def test_an_aider_run_keeps_its_own_block_of_the_shared_history(tmp_path: Path) -> None:
+    """Aider writes every run of a worktree into one chat history: each run's session keeps its own
+    block of it, not the file."""
+    project = tmp_path / "project"
+    project.mkdir()
+    history = project / AIDER_HISTORY
+    history.write_bytes((AIDER_DATA / "aider__v0.47-request-cost.md").read_bytes())
+    with Store.open(tmp_path / "w") as store:
+        sources = discover("aider", project, project)
+        sids = [import_source(store, s).session_id for s in sources]
+        _keep_all(store)
+        text = history.read_bytes()
+        for source, sid in zip(sources, sids, strict=True):
+            assert source.span is not None
+            kept = _kept(store, sid)
+            assert kept == {source.key: text[source.span[0] : source.span[1]]}
+            assert any(isinstance(e, UserMessage) for e in full_events(store, sid).events)
+
+
+def test_a_read_of_a_full_record_holds_at_most_its_bound(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """However big a session's full record, one read (a page, an export) parses at most
+    MOST_BYTES of it; the chunks past it are left out and counted."""
+    from azsd.ingest import full_record
+
+    history = tmp_path / "s.jsonl"
+    line = _claude_line(0, text="y" * 4000)
+    history.write_bytes(line * (3 * CHUNK_BYTES // len(line)))
+    with Store.open(tmp_path / "w") as store:
+        sid = import_source(store, Source(history, "claude", history.stat().st_size)).session_id
+        _keep_all(store)
+        chunks = len(list(store.full_chunks(sid)))
+        monkeypatch.setattr(full_record, "MOST_BYTES", CHUNK_BYTES + 1)
+        found = full_events(store, sid)
+        assert found.unreadable == chunks - 1 and found.events

@@ -125,6 +125,8 @@ def test_bad_arguments_are_clear() -> None:
         parse_day("yesterday", "since")
     with pytest.raises(BadRequestError, match="unknown time zone 'Mars/Olympus'"):
         local_zone("Mars/Olympus")
+    with pytest.raises(BadRequestError, match="unknown time zone 'xxxx"):  # (a name too long for a path)
+        local_zone("x" * 5000)
 
 
 # -- what parsers and the store keep -------------------------------------------------------------

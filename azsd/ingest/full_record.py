@@ -36,6 +36,9 @@ from azsd.store.full_record import DROPPED_GONE, FullGap
 
 __all__ = ["UNMATCHED", "FullEvents", "full_events", "keep_full_some", "read_gap"]
 
+#: The most of one session's full record parsed at once (a page, an export): the rest is left out
+#: and counted, as unreadable chunks are, so that no session's size decides the daemon's memory.
+MOST_BYTES: Final = 256 << 20
 #: Source bytes read in one call of :func:`keep_full_some` (the writer's upkeep stays short).
 STEP_BYTES: Final = 4 << 20
 #: The format a source is parsed as when its first lines do not tell.
@@ -107,10 +110,12 @@ def full_events(store: Store, session_id: int) -> FullEvents:
     out = FullEvents()
     order: list[str] = []
     data: dict[str, list[bytes]] = {}
+    held = 0
     for chunk in store.full_chunks(session_id):
-        if chunk.data is None:
-            out.unreadable += 1
+        if chunk.data is None or held + len(chunk.data) > MOST_BYTES:
+            out.unreadable += 1  # (unreadable, or past what one read holds: left out and counted)
             continue
+        held += len(chunk.data)
         if chunk.source not in data:
             order.append(chunk.source)
             data[chunk.source] = []

@@ -83,6 +83,9 @@ class AsyncConnection(AsyncSubscribeMethods, ConnectionBase):
         """The first request of a connection checks `Status`; concurrent first requests share one check."""
         if self._checked is None:
             self._checked = asyncio.ensure_future(self._first_contact())
+            # (its failure is raised to whoever waits for it; when nobody does any more, a request
+            # cancelled meanwhile, it is seen here rather than reported by asyncio as never retrieved)
+            self._checked.add_done_callback(_seen)
         check = self._checked
         try:
             return await asyncio.shield(check)
@@ -171,3 +174,10 @@ class AsyncConnection(AsyncSubscribeMethods, ConnectionBase):
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         await self.aclose()
+
+
+def _seen(task: asyncio.Future[StatusReply]) -> None:
+    """Take a finished first contact's outcome, so that a failure nobody waited for is not
+    reported by asyncio ("Task exception was never retrieved")."""
+    if not task.cancelled():
+        task.exception()

@@ -53,6 +53,7 @@ MUTATING: Final = frozenset(
         "reindex",
         "backup",
         "importsession",
+        "prunefull",
     }
 )
 EXPECTED_REPLY: Final[dict[type[Any], type[Any]]] = {  # every request (a test below checks)

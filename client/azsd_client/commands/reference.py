@@ -227,6 +227,10 @@ def fish(parser: argparse.ArgumentParser) -> str:
         for option in command.options:
             if option.flags and option.flags not in shared:
                 out.append(_fish_option(command.name, option))
+            elif not option.flags and option.choices:  # a positional of a few words (a shell)
+                when = f"'__fish_seen_subcommand_from {command.name}'"
+                words = _fish_quote(" ".join(option.choices))
+                out.append(f"complete -c azs -n {when} -a {words} -d {_fish_quote(option.help[:80])}")
     out.append("")
     return "\n".join(out)
 
