@@ -50,7 +50,7 @@ from azsd.events import AssistantText, Complete, Event, UserMessage
 from azsd.ipc.protocol import EventsAppended
 from azsd.store import Store
 from azsd_client import AsyncClient, Client
-from azsd_client.web.security import cookie_name
+from azsd_client.web.security import cookie_name, csrf_token
 from bench.common import (
     corpus_like_events,
     daemon_config,
@@ -107,7 +107,8 @@ def _first_byte(url: str, path: str, whole: bool = False) -> float:
     token = parts.query.removeprefix("token=")
     conn = http.client.HTTPConnection(parts.netloc, timeout=60)
     start = time.perf_counter()
-    conn.request("GET", path, headers={"Host": parts.netloc, "Cookie": f"{cookie_name(parts.port)}={token}"})
+    login = csrf_token(token, "login cookie")  # (the cookie is the token's HMAC, never the token)
+    conn.request("GET", path, headers={"Host": parts.netloc, "Cookie": f"{cookie_name(parts.port)}={login}"})
     response = conn.getresponse()
     took = time.perf_counter() - start
     body = response.read()

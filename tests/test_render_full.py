@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from azsd.events import ToolCall
-from azsd_client.render.full import body, result_rows
+from azsd_client.render.full import body, changed_within, result_rows
 
 
 def call(name: str, **tool_input: object) -> ToolCall:
@@ -65,3 +65,11 @@ def test_a_command_is_shown_as_typed_and_other_input_as_json() -> None:
 
 def test_a_result_is_every_line() -> None:
     assert result_rows("a\r\nb\n") == ["a", "b"] and result_rows("") == ["(no output)"]
+
+
+def test_within_a_changed_line_what_changed_is_marked() -> None:
+    rows = body(call("Edit", old_string="keep\nx = compute(1)\ny", new_string="keep\nx = compute(2)\nz"))
+    assert rows == [(" ", "keep"), ("-", "x = compute(1)"), ("-", "y"), ("+", "x = compute(2)"), ("+", "z")]
+    within = changed_within(rows)
+    assert within[1] == [(12, 13)] and within[3] == [(12, 13)]
+    assert 2 not in within and 4 not in within  # "y" → "z": rewritten whole, nothing to point at

@@ -114,7 +114,10 @@ def test_the_full_record_shows_what_the_agent_wrote(setup: tuple[WebServer, str,
     web, root, sid = setup
     status, _, page = web.get(f"/session?root={root}&id={sid}&full=1")
     assert status == 200
-    assert '<span class="del">let done = false</span><span class="add">let done = true</span>' in page
+    assert (  # a line diff, and within the changed line what changed
+        '<span class="del">let done = <b class="hot">fals</b>e</span>'
+        '<span class="add">let done = <b class="hot">tru</b>e</span>'
+    ) in page
     assert '<span class="add">export interface Todo {</span>' in page  # a Write, as a new file
     assert '<span class="done">write the type</span><span class="todo">test it</span>' in page
     assert re.search(r'class="event thinking".*?<details><summary><em>thinking</em>', page, re.S)

@@ -20,7 +20,7 @@ import msgspec
 
 from azsd.events import ToolCall
 
-__all__ = ["Kind", "Row", "body", "result_rows"]
+__all__ = ["Kind", "Row", "body", "changed_within", "result_rows"]
 
 #: A row's kind: added, removed, context, a heading (a file or hunk), a todo done / not done, text.
 Kind: TypeAlias = Literal["+", "-", " ", "@", "☑", "☐", "="]
@@ -60,6 +60,51 @@ def body(call: ToolCall) -> list[Row]:
         return []
     pretty = msgspec.json.format(msgspec.json.encode(rest), indent=2).decode()
     return [("=", line) for line in pretty.splitlines()]
+
+
+def changed_within(rows: list[Row]) -> dict[int, list[tuple[int, int]]]:
+    """Where a line that an edit changed differs from the line it replaced: for each run of removed
+    lines followed by as many added ones, the `[start, end)` character ranges that differ in each
+    (by row index; a line rewritten whole has none). What a reader's eye looks for in a diff.
+
+    >>> changed_within([("-", "x = 1"), ("+", "x = 2")])
+    {0: [(4, 5)], 1: [(4, 5)]}
+    """
+    found: dict[int, list[tuple[int, int]]] = {}
+    i = 0
+    while i < len(rows):
+        removed = 0
+        while i + removed < len(rows) and rows[i + removed][0] == "-":
+            removed += 1
+        added = 0
+        while i + removed + added < len(rows) and rows[i + removed + added][0] == "+":
+            added += 1
+        if removed and removed == added:
+            for k in range(removed):
+                old, new = rows[i + k][1], rows[i + removed + k][1]
+                spans = _spans(old, new)
+                if spans is not None:
+                    found[i + k], found[i + removed + k] = spans
+        i += max(1, removed + added)
+    return found
+
+
+def _spans(old: str, new: str) -> tuple[list[tuple[int, int]], list[tuple[int, int]]] | None:
+    """The ranges of `old` and of `new` that differ, or None when the two have little in common."""
+    if len(old) * len(new) > _DIFF_CELLS:
+        return None
+    matcher = SequenceMatcher(None, old, new, autojunk=False)
+    if matcher.ratio() < 0.5:
+        return None
+    before: list[tuple[int, int]] = []
+    after: list[tuple[int, int]] = []
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag != "equal":
+            if i2 > i1:
+                before.append((i1, i2))
+            if j2 > j1:
+                after.append((j1, j2))
+    return before, after
 
 
 def result_rows(content: str) -> list[str]:

@@ -97,7 +97,7 @@ class Item:
     #: :func:`azsd_client.render.full.body`), when its line was written, an answer as HTML rendered from
     #: its Markdown, the sub-agent's items nested under the Task call that began them, and whether it
     #: is a model's thinking (shown folded).
-    rows: list[tuple[str, str]] = field(default_factory=list)
+    rows: list[tuple[str, list[tuple[str, bool]]]] = field(default_factory=list)
     at: str = ""
     html: str = ""
     children: list[Item] = field(default_factory=list)
@@ -213,9 +213,27 @@ def _fill(item: Item, wire: WireEvent) -> None:
     except EventDecodeError:
         return
     if isinstance(event, ToolCall):
-        item.rows = [(_ROW_CLASS[kind], text) for kind, text in full_rows.body(event)]
+        rows = full_rows.body(event)
+        within = full_rows.changed_within(rows)
+        item.rows = [
+            (_ROW_CLASS[kind], _pieces(text, within.get(i, []))) for i, (kind, text) in enumerate(rows)
+        ]
     elif isinstance(event, Hook) and event.name in REASONING_HOOKS:
         item.thinking = True
+
+
+def _pieces(text: str, spans: list[tuple[int, int]]) -> list[tuple[str, bool]]:
+    """`text` cut at `spans`: each piece, and whether it is one the edit changed."""
+    pieces: list[tuple[str, bool]] = []
+    at = 0
+    for start, end in spans:
+        if start > at:
+            pieces.append((text[at:start], False))
+        pieces.append((text[start:end], True))
+        at = end
+    if at < len(text) or not pieces:
+        pieces.append((text[at:], False))
+    return pieces
 
 
 #: The CSS class of each kind of row of a tool call (:func:`azsd_client.render.full.body`).
