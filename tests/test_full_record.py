@@ -15,10 +15,11 @@ import zstandard
 from azsd.events import Hook, ToolCall, ToolResult, UserMessage
 from azsd.ingest.full_record import full_events, keep_full_some
 from azsd.ingest.importer import Source, discover, import_source
-from azsd.ingest.sources import AIDER_HISTORY
+from azsd.ingest.sources import AIDER_HISTORY, source_of
 from azsd.store import Store, store_path
 from azsd.store.full_record import CHUNK_BYTES, MAX_CHUNK_BYTES
 from tests.conftest import corpus_files, requires_corpus
+from tests.opencode_fixture import OpenCodeBuilder
 
 AIDER_DATA = Path(__file__).parent / "data" / "aider"
 
@@ -211,3 +212,35 @@ def test_a_read_of_a_full_record_holds_at_most_its_bound(
         monkeypatch.setattr(full_record, "MOST_BYTES", CHUNK_BYTES + 1)
         found = full_events(store, sid)
         assert found.unreadable == chunks - 1 and found.events
+
+
+@pytest.mark.parametrize("json_tree", [False, True], ids=["opencode.db", "storage tree"])
+def test_an_opencode_session_keeps_its_rows_and_grows_with_its_events(
+    tmp_path: Path, json_tree: bool
+) -> None:
+    """OpenCode's sessions are rows of its database (or files of its older tree): the full record keeps
+    each finished message as OpenCode stored it, and takes in a turn once the session's events went
+    on; read back, it makes the events the import made, uncompacted."""
+    project = tmp_path / "project"
+    project.mkdir()
+    oc = OpenCodeBuilder(tmp_path / "opencode", json_tree=json_tree)
+    oc.session("ses_a", project, "fix main")
+    oc.turn("ses_a", 1)
+    with Store.open(tmp_path / "w") as store:
+        (source,) = discover("opencode", oc.data_dir, project)
+        sid = import_source(store, source).session_id
+        _keep_all(store)
+        first = full_events(store, sid)
+        kinds = [type(e).__name__ for e in first.events]
+        assert "ToolCall" in kinds and "ToolResult" in kinds and "Complete" in kinds
+        assert all(at.endswith("Z") for at in first.times)  # when each message was made
+        kept = _kept(store, sid)
+        assert list(kept) == [source.key] and kept[source.key].count(b"\n") >= 2
+        _keep_all(store)
+        assert _kept(store, sid) == kept  # nothing new: nothing kept again
+        oc.turn("ses_a", 2)
+        import_source(store, source_of("opencode", source.key))
+        _keep_all(store)
+        grown = _kept(store, sid)[source.key]
+        assert grown.startswith(kept[source.key]) and len(grown) > len(kept[source.key])
+        assert len(full_events(store, sid).events) > len(first.events)

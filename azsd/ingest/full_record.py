@@ -29,6 +29,7 @@ from azsd.context import strip_injected_context_indexed
 from azsd.errors import IngestError
 from azsd.events import Event, Filtered, MayBeCompacting, ToolCall
 from azsd.files import open_regular
+from azsd.ingest.full_opencode import keep_opencode_some, opencode_events
 from azsd.ingest.parsers import DETECT_LINES, detect_format, iter_lines, make_parser
 from azsd.ingest.sources import aider_source
 from azsd.store import Store
@@ -46,7 +47,12 @@ _AGENT_FORMAT: Final = {"claude": "claude-session", "codex": "codex-rollout", "a
 
 
 def keep_full_some(store: Store) -> bool:
-    """Keep up to :data:`STEP_BYTES` of what the full record lacks; whether more remains."""
+    """Keep up to :data:`STEP_BYTES` of what the full record lacks (then the OpenCode sessions that
+    went on: :mod:`~azsd.ingest.full_opencode`); whether more remains."""
+    return _keep_files_some(store) or keep_opencode_some(store)
+
+
+def _keep_files_some(store: Store) -> bool:
     budget = STEP_BYTES
     for gap in store.full_gaps():
         try:
@@ -188,6 +194,9 @@ def _time_of(line: bytes) -> str:
 
 
 def _parsed(raw: bytes, agent: str, lanes: _Lanes) -> Iterator[tuple[Event, str, str]]:
+    if agent == "opencode":
+        yield from ((event, "", at) for event, at in opencode_events(raw))
+        return
     lines = list(islice(iter_lines(io.BytesIO(raw), stop=len(raw)), DETECT_LINES))
     fmt = detect_format(lines) if agent != "aider" else "aider"
     parser = make_parser(fmt or _AGENT_FORMAT.get(agent, "claude-session"))

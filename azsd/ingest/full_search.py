@@ -22,6 +22,7 @@ from typing import Final
 
 from azsd.compact import compact_event
 from azsd.events import REASONING_HOOKS, Event, Hook, encode_event, event_kind
+from azsd.ingest.full_opencode import opencode_events
 from azsd.ingest.parsers import DETECT_LINES, detect_format, iter_lines, make_parser
 from azsd.model import SearchResult
 from azsd.search import literal_match, make_snippet, search_text
@@ -81,6 +82,9 @@ def full_hits(
 
 
 def _events(raw: bytes, agent: str) -> Iterator[Event]:
+    if agent == "opencode":
+        yield from (event for event, _ in opencode_events(raw))
+        return
     lines = list(islice(iter_lines(io.BytesIO(raw), stop=len(raw)), DETECT_LINES))
     fmt = detect_format(lines) if agent != "aider" else "aider"
     parser = make_parser(fmt or _FORMAT.get(agent, "claude-session"))

@@ -120,6 +120,33 @@ class FullRecord(EventLog):
         )
         return [FullGap(sid, source, agent, covered, size) for sid, source, agent, size, covered in rows]
 
+    def opencode_behind(self, limit: int = 16) -> list[FullGap]:
+        """OpenCode sessions (import records of agent ``opencode``) whose events went on since their
+        full record was last brought up to date: `covered` the bytes kept, `size` the session's
+        latest seq then (an OpenCode session is rows of a database, read again whole when it grew)."""
+        if not self._has_table("azsd_full_sources"):
+            return []
+        rows = self._query(
+            "SELECT i.session_id, i.source, COALESCE(f.covered, 0), COALESCE(f.size, 0) FROM azsd_imports i "
+            "LEFT JOIN azsd_full_sources f ON f.session_id = i.session_id AND f.source = i.source "
+            "WHERE i.agent = 'opencode' AND COALESCE(f.dropped, 0) = 0 "
+            "AND COALESCE((SELECT MAX(seq) FROM events e WHERE e.session_id = i.session_id), 0) "
+            "> COALESCE(f.size, 0) LIMIT ?",
+            (limit,),
+        )
+        return [FullGap(sid, source, "opencode", covered, seq) for sid, source, covered, seq in rows]
+
+    def full_seen(self, gap: FullGap) -> None:
+        """An OpenCode session's full record is up to date with its events as they are now."""
+        with self.atomic() as conn:
+            _require_session(conn, gap.session_id)
+            conn.execute(
+                "INSERT INTO azsd_full_sources (session_id, source, covered, agent, size) "
+                "VALUES (?, ?, ?, 'opencode', ?) ON CONFLICT (session_id, source) DO UPDATE SET "
+                "agent = excluded.agent, size = excluded.size",
+                (gap.session_id, gap.source, gap.covered, self.max_seq(gap.session_id)),
+            )
+
     def want_full(self, session_id: int, source: str, agent: str, size: int) -> None:
         """Keep the first `size` bytes of `source` (an agent's file that no import record names: one
         `azs ingest` read) in the session's full record, once the writer is idle."""
