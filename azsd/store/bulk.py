@@ -113,7 +113,7 @@ class BulkSessions(Sessions, SideTables):
                     for sid, s, rows in zip(ids, sessions, made, strict=True)
                 ],
             )
-            self._index = None  # the session list is read again, by one query, when next asked
+            self._lose_index()  # the session list is read again, by one query, when next asked
         return ids
 
     def _fill_beside(

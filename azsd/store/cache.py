@@ -113,6 +113,8 @@ class SessionIndex:
 
     def __init__(self, data_version: int, rows: Iterable[tuple[SessionInfo, int]]) -> None:
         self.data_version = data_version
+        #: The file change counter it was read at (None: not known), see azsd.store.changes.
+        self.counter: int | None = None
         self._infos: dict[int, SessionInfo] = {}
         self._last_ids: dict[int, int] = {}
         self._archived: set[int] = set()

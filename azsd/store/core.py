@@ -318,6 +318,11 @@ class StoreCore:
             if depth == 0 and conn.in_transaction:
                 conn.execute("ROLLBACK")
             raise
+        if depth == 0:
+            self._committed()
+
+    def _committed(self) -> None:
+        """A write transaction of this Store was committed (the layers above file what it changed)."""
 
     @contextmanager
     def _read_only_atomic(self, create: bool) -> Iterator[sqlite3.Connection]:

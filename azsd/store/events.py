@@ -156,6 +156,7 @@ class EventLog(StaleEntries, ContextTable, SessionListing):
                     catch_up_summaries(conn)
                 else:
                     self._summaries_behind += len(events)
+                self._touch(session_id)
                 if self._index is not None:
                     messages = sum(1 for event in events if isinstance(event, _MESSAGE_KINDS))
                     self._index.add_events(session_id, len(events), messages, last_id)
@@ -178,6 +179,7 @@ class EventLog(StaleEntries, ContextTable, SessionListing):
     def _set_completion(
         self, conn: sqlite3.Connection, session_id: int, last_complete: Complete | None, running: bool
     ) -> None:
+        self._touch(session_id)
         if last_complete is not None:
             conn.execute(
                 "UPDATE sessions SET completed = ?, duration_ms = ?, cost_usd = ? WHERE id = ?",

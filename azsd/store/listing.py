@@ -22,6 +22,7 @@ import msgspec
 from azsd.errors import SessionNotFoundError
 from azsd.model import Archived, SessionInfo
 from azsd.store.cache import SessionIndex
+from azsd.store.changes import ChangeLog, change_counter, hold, let_go
 from azsd.store.core import StoreCore
 from azsd.store.sqlite_errors import translate
 from azsd.store.summaries import STATS_ABOVE, summary_hwm
@@ -58,15 +59,51 @@ class SessionListing(StoreCore):
     # again whenever it may be wrong (a rollback, another connection's commit).
     _index: SessionIndex | None = None
     _sessions: str = _SESSIONS
+    #: The sessions the transaction under way touched (None: it may have touched any), filed for the
+    #: readers of the file when it commits (:mod:`azsd.store.changes`).
+    _touched: set[int] | None = None
+
+    #: The change log of the file this Store holds open (azsd.store.changes), None when none.
+    _log: ChangeLog | None = None
+    _held_id: tuple[int, int] | None = None
 
     def _connect(self) -> None:
         super()._connect()
+        self._touched = set()
+        if self._file_id is not None and self._held_id is None:
+            self._held_id, self._log = self._file_id, hold(self._file_id)
         if self.read_only and not (self._has_table("azsd_archive") and self._has_table("azsd_lineage")):
             self._sessions = _SESSIONS_BARE
+
+    def close(self) -> None:
+        if self._held_id is not None:
+            let_go(self._held_id)
+            self._held_id, self._log = None, None
+        super().close()
 
     def _forget(self) -> None:
         super()._forget()
         self._index = None
+        self._touched = None  # (a savepoint rolled back: what the transaction touched is not known)
+
+    def _touch(self, session_id: int) -> None:
+        """This transaction changes what a listing shows of `session_id` (its row, its counts)."""
+        if self._touched is not None:
+            self._touched.add(session_id)
+
+    def _lose_index(self) -> None:
+        """This transaction changes more than can be said session by session: the index goes, and
+        the readers read the whole list again."""
+        self._index = None
+        self._touched = None
+
+    def _committed(self) -> None:
+        super()._committed()
+        touched, self._touched = self._touched, set()
+        held = self._held_id
+        counter = change_counter(self.path, held) if self._log is not None and held is not None else None
+        if self._log is not None and counter is not None:
+            self._log.record(counter, None if touched is None else frozenset(touched))
 
     def get_session(self, session_id: int) -> SessionInfo:
         index = self._fresh_index(build=False)
@@ -173,13 +210,52 @@ class SessionListing(StoreCore):
             version = conn.execute("PRAGMA data_version").fetchone()[0]
             if self._index is not None and self._index.data_version == version:
                 return self._index
+            counter = change_counter(self.path, self._held_id) if self._held_id is not None else None
+            if self._refreshed(conn, counter):
+                assert self._index is not None
+                self._index.data_version = version
+                return self._index
             self._index = None
             if not build:
                 return None
             with self.snapshot():
                 rows = self._summarised_rows(conn)
         self._index = SessionIndex(version, ((_session_info(row[:-1]), row[-1]) for row in rows))
+        self._index.counter = counter
         return self._index
+
+    def _refreshed(self, conn: sqlite3.Connection, counter: int | None) -> bool:
+        """Bring the index up to date with what this process's writer of the file committed since
+        it was built, re-reading only the sessions those commits touched, when that is all that
+        changed (:mod:`azsd.store.changes`); whether it could."""
+        index = self._index
+        if index is None or index.counter is None or counter is None or self._log is None:
+            return False
+        touched = self._log.since(index.counter, counter)
+        hwm = self._summary_hwm(conn) if touched is not None else None
+        if touched is None or hwm is None:
+            return False
+        with self.snapshot():
+            ids = sorted(touched)
+            newer = {sid: (n, msgs, last) for sid, n, msgs, last in conn.execute(STATS_ABOVE, (hwm,))}
+            found: set[int] = set()
+            for at in range(0, len(ids), 500):
+                chosen = ids[at : at + 500]
+                for row in conn.execute(
+                    f"SELECT {_SESSION_COLUMNS}, COALESCE(m.events, 0), COALESCE(m.messages, 0), "
+                    f"COALESCE(m.last_id, 0) FROM {self._sessions} "
+                    "LEFT JOIN azsd_summaries AS m ON m.session_id = s.id "
+                    f"WHERE s.id IN ({','.join('?' * len(chosen))})",
+                    chosen,
+                ):
+                    extra = newer.get(row[0], (0, 0, 0))
+                    info = _session_info((*row[:-3], row[-3] + extra[0], row[-2] + extra[1]))
+                    index.upsert(info, max(row[-1], extra[2]))
+                    found.add(row[0])
+        for gone in touched - found:
+            index.drop(gone)
+        index.counter = counter
+        return True
 
     def _summarised_rows(self, conn: sqlite3.Connection) -> list[Any]:
         """Every session's columns, counts and latest event id: from ``azsd_summaries`` plus the
@@ -213,6 +289,7 @@ class SessionListing(StoreCore):
 
     def _index_reread(self, conn: sqlite3.Connection, session_id: int) -> None:
         """Bring one session's entry up to date after this Store changed its row."""
+        self._touch(session_id)
         index = self._index
         if index is None:
             return

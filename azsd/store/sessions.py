@@ -81,7 +81,7 @@ class Sessions(EventLog):
         if self._conn is None:
             return 0
         with self.atomic() as conn:
-            self._index = None
+            self._lose_index()
             return conn.execute("UPDATE sessions SET worktree = ? WHERE worktree = ?", (new, old)).rowcount
 
     def delete_session(self, session_id: int, *, with_forks: bool = False) -> list[int]:
@@ -106,7 +106,12 @@ class Sessions(EventLog):
                         (session_id,),
                     )
                 ]
+            unlinked: list[int] = []  # forks kept, no longer linked to what is deleted
             for sid in doomed:
+                unlinked += [
+                    r[0]
+                    for r in conn.execute("SELECT session_id FROM azsd_lineage WHERE parent_id = ?", (sid,))
+                ]
                 self._unindex(conn, sid)
                 conn.execute(_KEEP_REMOVED_USAGE, (time.time(), sid))
                 conn.execute(
@@ -116,11 +121,12 @@ class Sessions(EventLog):
                 )
                 conn.execute("DELETE FROM azsd_lineage WHERE parent_id = ?", (sid,))
                 conn.execute("DELETE FROM sessions WHERE id = ?", (sid,))
+                self._touch(sid)
                 if self._index is not None:
                     self._index.drop(sid)
             self._set_hwm(conn, max(doomed))
-            if not with_forks and self._index is not None:
-                self._index = None  # the forks' lineage changed
+            for fork in set(unlinked) - set(doomed):
+                self._index_reread(conn, fork)  # (its lineage changed)
         return doomed
 
     def forks_of(self, session_id: int) -> list[int]:
@@ -142,7 +148,7 @@ class Sessions(EventLog):
                 "INSERT OR IGNORE INTO azsd_lineage (session_id, parent_id, fork_seq) VALUES (?, ?, ?)",
                 (session_id, parent_id, fork_seq),
             )
-            self._index = None
+            self._lose_index()
 
     def fork_session(self, session_id: int, at_seq: int, name: str | None = None) -> SessionInfo:
         """A new session holding copies of events 1..`at_seq` of `session_id` (seqs kept).
@@ -175,7 +181,7 @@ class Sessions(EventLog):
                 )
                 self._set_completion(conn, new_id, *badge)
                 conn.execute("DELETE FROM meta WHERE key = ?", (_FORKING + str(new_id),))
-                self._index = None
+                self._lose_index()
         return self.get_session(new_id)
 
     def _start_fork(
@@ -212,7 +218,7 @@ class Sessions(EventLog):
         conn.execute(
             "INSERT INTO meta (key, value) VALUES (?, ?)", (_FORKING + str(new_id), f"{session_id}:{at_seq}")
         )
-        self._index = None
+        self._lose_index()
         return new_id, 0
 
     def _copy_rows(

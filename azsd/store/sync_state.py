@@ -358,6 +358,6 @@ class SyncState(Sessions, SideTables):
                 "INSERT INTO azsd_sync_pulled (session_id, origin_uuid, ref) VALUES (?, ?, ?)",
                 (info.id, pulled.origin_uuid, pulled.ref),
             )
-            self._index = None
+            self._lose_index()
             self._forget()
         return self.get_session(info.id)
