@@ -43,8 +43,9 @@ CostSource = Literal["reported", "estimated", "unpriced"]
 Archived = Literal["exclude", "include", "only"]
 
 
-class SessionInfo(msgspec.Struct, frozen=True, kw_only=True):
-    """One row of `list_sessions` (spec §7), plus the display name and badge state."""
+class SessionInfo(msgspec.Struct, frozen=True):
+    """One row of `list_sessions` (spec §7), plus the display name and badge state. (Its fields
+    may be given in order: the session index makes ten thousand of them from rows at once.)"""
 
     id: int
     name: str

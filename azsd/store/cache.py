@@ -115,14 +115,10 @@ class SessionIndex:
         self.data_version = data_version
         #: The file change counter it was read at (None: not known), see azsd.store.changes.
         self.counter: int | None = None
-        self._infos: dict[int, SessionInfo] = {}
-        self._last_ids: dict[int, int] = {}
-        self._archived: set[int] = set()
-        for info, last_id in rows:
-            self._infos[info.id] = info
-            self._last_ids[info.id] = last_id
-            if info.archived:
-                self._archived.add(info.id)
+        pairs = list(rows)
+        self._infos: dict[int, SessionInfo] = {info.id: info for info, _ in pairs}
+        self._last_ids: dict[int, int] = {info.id: last_id for info, last_id in pairs}
+        self._archived: set[int] = {info.id for info, _ in pairs if info.archived}
         self._order: list[int] | None = None
 
     def get(self, session_id: int) -> SessionInfo | None:
@@ -164,7 +160,9 @@ class SessionIndex:
         """Session ids, latest activity first, then those without events, newest first (spec §7)."""
         if self._order is None:
             last = self._last_ids
-            self._order = sorted(last, key=lambda sid: (last[sid], sid), reverse=True)
+            # by latest event id, ties by id, both descending: a stable sort by the first of ids
+            # already in descending order (no key function made in Python)
+            self._order = sorted(sorted(last, reverse=True), key=last.__getitem__, reverse=True)
         return self._order
 
     def page(

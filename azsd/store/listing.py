@@ -220,7 +220,7 @@ class SessionListing(StoreCore):
                 return None
             with self.snapshot():
                 rows = self._summarised_rows(conn)
-        self._index = SessionIndex(version, ((_session_info(row[:-1]), row[-1]) for row in rows))
+        self._index = SessionIndex(version, [(_session_info(row[:-1]), row[-1]) for row in rows])
         self._index.counter = counter
         return self._index
 
@@ -314,17 +314,17 @@ def _require_session(conn: sqlite3.Connection, session_id: int) -> None:
 
 def _session_info(row: Sequence[Any]) -> SessionInfo:
     sid, name, worktree, created, completed, duration_ms, cost_usd, archived, parent, fork_seq, n, msgs = row
-    return SessionInfo(
-        id=sid,
-        name=name,
-        worktree=worktree,
-        created=created,
-        event_count=n,
-        message_count=msgs,
-        completed=None if completed is None else bool(completed),
-        duration_ms=duration_ms,
-        cost_usd=cost_usd,
-        archived=bool(archived),
-        parent=parent,
-        fork_seq=fork_seq if parent is not None else None,
+    return SessionInfo(  # (in the order of its fields: positional arguments are the quicker)
+        sid,
+        name,
+        worktree,
+        created,
+        n,
+        msgs,
+        None if completed is None else bool(completed),
+        duration_ms,
+        cost_usd,
+        bool(archived),
+        parent,
+        fork_seq if parent is not None else None,
     )
