@@ -385,3 +385,16 @@ def test_roots_without_live_follows_are_forgotten_at_start() -> None:
             started.close()
         for path in (base, ended_root, live_root):
             shutil.rmtree(path, ignore_errors=True)
+
+
+def test_a_refused_follow_is_gone_before_its_refusal_is_heard(env: tuple[DaemonProc, Path, int]) -> None:
+    """A follow its store refuses (here: into a session that does not exist) is dropped before the
+    client hears why, so the follow it asks for next is not refused as a second one of the file."""
+    d, root, sid = env
+    for n in range(25):
+        path = root / f"agent-{n}.jsonl"
+        path.write_text("")
+        refused = d.request(p.Follow(root=str(root), session=sid + 1000, path=str(path)))
+        assert isinstance(refused, p.ErrorReply), refused
+        follow(d, root, sid, path)  # at once: no "already followed into S…"
+        assert isinstance(d.request(p.Unfollow(root=str(root), path=str(path))), p.OkReply)

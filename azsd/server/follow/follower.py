@@ -198,10 +198,11 @@ class Follower(FollowTable):
                 accepted(root)
             except Exception:  # e.g. the state dir is full: the follow runs, a restart may not resume it
                 log.exception("cannot remember %s for the next daemon", root)
-        self._registry.deliver(root, envelope, done)
-        if done.exception() is not None:  # e.g. no such session: the client got the error reply
-            self._drop(path)
+        if done.exception() is not None:  # e.g. no such session: gone before the client hears why,
+            self._drop(path)  # so that a follow it asks for next is not refused as a second one
+            self._registry.deliver(root, envelope, done)
             return
+        self._registry.deliver(root, envelope, done)
         self._inbox.put(Service(path))  # read it now rather than at the next poll
 
     def _resume(self, root: str, record: FollowRecord) -> None:
