@@ -17,7 +17,7 @@ from azsd.ingest.full_record import full_events, keep_full_some
 from azsd.ingest.importer import Source, discover, import_source
 from azsd.ingest.sources import AIDER_HISTORY, source_of
 from azsd.store import Store, store_path
-from azsd.store.full_record import CHUNK_BYTES, MAX_CHUNK_BYTES
+from azsd.store.full_record import CHUNK_BYTES, MAX_CHUNK_BYTES, FullGap
 from tests.conftest import corpus_files, requires_corpus
 from tests.opencode_fixture import OpenCodeBuilder
 
@@ -244,3 +244,25 @@ def test_an_opencode_session_keeps_its_rows_and_grows_with_its_events(
         grown = _kept(store, sid)[source.key]
         assert grown.startswith(kept[source.key]) and len(grown) > len(kept[source.key])
         assert len(full_events(store, sid).events) > len(first.events)
+
+
+def test_the_upkeep_looks_for_what_is_missing_only_after_a_commit(tmp_path: Path) -> None:
+    """The writer's upkeep runs every second while a store is open: once the full record is
+    complete, it does not query the import records again until something was committed."""
+    history = tmp_path / "s.jsonl"
+    history.write_bytes(_claude_line(0))
+    with Store.open(tmp_path / "w") as store:
+        sid = import_source(store, Source(history, "claude", history.stat().st_size)).session_id
+        _keep_all(store)
+        asked: list[int] = []
+        real = store.full_gaps
+
+        def counted(limit: int = 64) -> list[FullGap]:
+            asked.append(limit)
+            return real(limit)
+
+        store.full_gaps = counted  # type: ignore[method-assign]
+        assert not keep_full_some(store) and not keep_full_some(store)
+        assert asked == []  # nothing committed since it was complete
+        store.rename_session(sid, "renamed")
+        assert not keep_full_some(store) and len(asked) == 1

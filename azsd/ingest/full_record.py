@@ -49,7 +49,12 @@ _AGENT_FORMAT: Final = {"claude": "claude-session", "codex": "codex-rollout", "a
 def keep_full_some(store: Store) -> bool:
     """Keep up to :data:`STEP_BYTES` of what the full record lacks (then the OpenCode sessions that
     went on: :mod:`~azsd.ingest.full_opencode`); whether more remains."""
-    return _keep_files_some(store) or keep_opencode_some(store)
+    version = store.full_version()
+    if version is not None and version == store.full_idle_at:
+        return False  # nothing was committed since it was complete: nothing can be missing
+    more = _keep_files_some(store) or keep_opencode_some(store)
+    store.full_idle_at = None if more else store.full_version()
+    return more
 
 
 def _keep_files_some(store: Store) -> bool:

@@ -24,6 +24,7 @@ import zstandard
 from azsd.store.codec import CodecError
 from azsd.store.events import EventLog
 from azsd.store.listing import _require_session
+from azsd.store.sqlite_errors import translate
 
 __all__ = [
     "CHUNK_BYTES",
@@ -103,6 +104,19 @@ class FullRecord(EventLog):
     """Reading and keeping the full record (the tables above)."""
 
     _full_cctx: zstandard.ZstdCompressor | None = None
+    #: The store's state (:meth:`full_version`) when the full record was last found complete.
+    full_idle_at: tuple[int, int] | None = None
+
+    def full_version(self) -> tuple[int, int] | None:
+        """What tells whether anything was committed since (by another connection: `data_version`;
+        by this one: its `total_changes`), None with no file open. The writer's upkeep looks for
+        what the full record lacks only when this moved (it runs every second while a store is
+        open, and a store may have thousands of import records)."""
+        conn = self._conn
+        if conn is None:
+            return None
+        with translate(self.path):
+            return int(conn.execute("PRAGMA data_version").fetchone()[0]), conn.total_changes
 
     def full_gaps(self, limit: int = 64) -> list[FullGap]:
         """Import records whose bytes the full record does not hold yet (nor was told to drop)."""
