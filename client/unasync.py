@@ -26,6 +26,7 @@ TARGET: Final = PACKAGE / "client.py"
 HELPERS: Final = (
     (PACKAGE / "_aio_agents.py", PACKAGE / "_agents.py"),
     (PACKAGE / "_aio_remote.py", PACKAGE / "_remote.py"),
+    (PACKAGE / "_aio_full.py", PACKAGE / "_full.py"),
     (PACKAGE / "_aio_pubsub.py", PACKAGE / "_pubsub.py"),
 )
 
@@ -46,11 +47,13 @@ SUBS: Final = (
     (r"\bAsyncPushSubscription\b", "PushSubscription"),
     (r"\bAsyncAgentMethods\b", "AgentMethods"),
     (r"\bAsyncRemoteMethods\b", "RemoteMethods"),
+    (r"\bAsyncFullMethods\b", "FullMethods"),
     (r"\bAsyncSubscribeMethods\b", "SubscribeMethods"),
     (r"\b_AsyncSubscriber\b", "_Subscriber"),
     (r"\b_aio_connection\b", "_connection"),
     (r"\b_aio_agents\b", "_agents"),
     (r"\b_aio_remote\b", "_remote"),
+    (r"\b_aio_full\b", "_full"),
     (r"\b_aio_pubsub\b", "_pubsub"),
 )
 _COMPILED: Final = tuple((re.compile(pattern), new) for pattern, new in SUBS)

@@ -31,11 +31,12 @@ from azsd.events import Event, Filtered, MayBeCompacting, ToolCall
 from azsd.files import open_regular
 from azsd.ingest.full_opencode import keep_opencode_some, opencode_events
 from azsd.ingest.parsers import DETECT_LINES, detect_format, iter_lines, make_parser
+from azsd.ingest.parsers.base import LineParser
 from azsd.ingest.sources import aider_source
 from azsd.store import Store
 from azsd.store.full_record import DROPPED_GONE, FullGap
 
-__all__ = ["UNMATCHED", "FullEvents", "full_events", "keep_full_some", "read_gap"]
+__all__ = ["UNMATCHED", "FullEvents", "full_events", "keep_full_some", "parser_for", "read_gap"]
 
 #: The most of one session's full record parsed at once (a page, an export): the rest is left out
 #: and counted, as unreadable chunks are, so that no session's size decides the daemon's memory.
@@ -202,9 +203,7 @@ def _parsed(raw: bytes, agent: str, lanes: _Lanes) -> Iterator[tuple[Event, str,
     if agent == "opencode":
         yield from ((event, "", at) for event, at in opencode_events(raw))
         return
-    lines = list(islice(iter_lines(io.BytesIO(raw), stop=len(raw)), DETECT_LINES))
-    fmt = detect_format(lines) if agent != "aider" else "aider"
-    parser = make_parser(fmt or _AGENT_FORMAT.get(agent, "claude-session"))
+    parser = parser_for(raw, agent)
     lane = at = ""
     for line in iter_lines(io.BytesIO(raw), stop=len(raw)):
         lane = lanes.lane(line) if agent == "claude" else ""
@@ -213,6 +212,15 @@ def _parsed(raw: bytes, agent: str, lanes: _Lanes) -> Iterator[tuple[Event, str,
         lanes.saw(events, lane)
         yield from ((e, lane, at) for e in events)
     yield from ((e, lane, at) for e in _kept(parser.finish()))
+
+
+def parser_for(raw: bytes, agent: str) -> LineParser:
+    """A fresh parser for the lines `raw` of a file of `agent` (``claude``, ``codex``, ``aider``):
+    of the format its first lines show, else of the agent's history format."""
+    if agent == "aider":
+        return make_parser("aider")
+    fmt = detect_format(islice(iter_lines(io.BytesIO(raw), stop=len(raw)), DETECT_LINES))
+    return make_parser(fmt or _AGENT_FORMAT.get(agent, "claude-session"))
 
 
 def _kept(events: list[Event]) -> list[Event]:

@@ -17,20 +17,19 @@ import io
 import math
 import time
 from collections.abc import Iterator, Sequence
-from itertools import islice
 from typing import Final
 
 from azsd.compact import compact_event
 from azsd.events import REASONING_HOOKS, Event, Hook, encode_event, event_kind
 from azsd.ingest.full_opencode import opencode_events
-from azsd.ingest.parsers import DETECT_LINES, detect_format, iter_lines, make_parser
+from azsd.ingest.full_record import parser_for
+from azsd.ingest.parsers import iter_lines
 from azsd.model import SearchResult
 from azsd.search import literal_match, make_snippet, search_text
 from azsd.store import Store
 
 __all__ = ["full_hits"]
 
-_FORMAT: Final = {"claude": "claude-session", "codex": "codex-rollout", "aider": "aider"}
 #: BM25's constants, as FTS5 uses them, and the text length it scores against.
 _K1: Final = 1.2
 _B: Final = 0.75
@@ -85,9 +84,7 @@ def _events(raw: bytes, agent: str) -> Iterator[Event]:
     if agent == "opencode":
         yield from (event for event, _ in opencode_events(raw))
         return
-    lines = list(islice(iter_lines(io.BytesIO(raw), stop=len(raw)), DETECT_LINES))
-    fmt = detect_format(lines) if agent != "aider" else "aider"
-    parser = make_parser(fmt or _FORMAT.get(agent, "claude-session"))
+    parser = parser_for(raw, agent)
     for line in iter_lines(io.BytesIO(raw), stop=len(raw)):
         yield from parser.feed(line)
     yield from parser.finish()

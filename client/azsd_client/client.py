@@ -39,8 +39,6 @@ from azsd.ipc.protocol import (
     Export,
     ExportReply,
     ForkSession,
-    FullStatus,
-    FullStatusReply,
     GetEvents,
     GetSession,
     IndexStatus,
@@ -51,8 +49,6 @@ from azsd.ipc.protocol import (
     MeterReply,
     OkReply,
     PlanCompaction,
-    PruneFull,
-    PruneReply,
     Reindex,
     ReindexReply,
     RenameSession,
@@ -73,6 +69,7 @@ from azsd.ipc.protocol import (
 
 from ._agents import AgentMethods
 from ._connection import Connection
+from ._full import FullMethods
 from ._pubsub import PushSubscription, Subscription
 from ._remote import RemoteMethods
 from ._shared import (
@@ -97,7 +94,7 @@ __all__ = ["Client", "PushSubscription", "Subscription"]
 _R = TypeVar("_R")
 
 
-class Client(AgentMethods, RemoteMethods, Connection):
+class Client(AgentMethods, FullMethods, RemoteMethods, Connection):
     """A typed connection to azsd: one method per request, each returning its reply's own type.
 
     Use one client from one thread (or one event loop) at a time.
@@ -355,17 +352,6 @@ class Client(AgentMethods, RemoteMethods, Connection):
         the background or by the next search); with `stale`, how many entries of the index are of
         rows that are gone (reads the whole index)."""
         return self.call(IndexStatus(root=canonical_root(root), stale=stale), IndexStatusReply)
-
-    def full_status(self, root: RootLike) -> FullStatusReply:
-        """What the store's full record (what each agent wrote, kept beside the compact events)
-        holds and costs, and how much the daemon has yet to keep."""
-        return self.call(FullStatus(root=canonical_root(root)), FullStatusReply)
-
-    def prune_full(self, root: RootLike, *, before: str = "", session: int | None = None) -> PruneReply:
-        """Drop the full record of the sessions last active before `before` (an ISO date), or of
-        `session`; their compact events stay."""
-        message = PruneFull(root=canonical_root(root), before=before, session=session)
-        return self.call(message, PruneReply)
 
     def reindex(self, root: RootLike, *, timeout: float | None = None) -> ReindexReply:
         """Rebuild the store's search index from its events (a long request, like `ingest_file`)."""

@@ -29,6 +29,7 @@ from .arguments import (
     NEW_SESSION_OPTION,
     NO_PAGER,
     PROMPT,
+    PRUNE,
     RANGE,
     SESSION,
     SESSION_OPTION,
@@ -48,7 +49,9 @@ from .arguments import (
 from .descriptions import (
     BRIDGE_DESCRIPTION,
     COMPACT_DESCRIPTION,
+    COMPLETION_DESCRIPTION,
     EXPORT_DESCRIPTION,
+    FULL_HELP,
     IMPORT_DESCRIPTION,
     LS_DESCRIPTION,
     RUN_DESCRIPTION,
@@ -108,11 +111,7 @@ COMMANDS: Final = (
         (
             arg("session", type=session_or_ref, metavar="SESSION|@REF"),
             *RANGE,
-            arg(
-                "--full",
-                action="store_true",
-                help="what the agent wrote, whole: written files, edits as diffs, outputs, thinking",
-            ),
+            arg("--full", action="store_true", help=FULL_HELP),
             NO_PAGER,
         ),
         SHOW_DESCRIPTION,
@@ -291,20 +290,14 @@ COMMANDS: Final = (
         "prune",
         "drop the full record of old sessions (their compact events stay)",
         Lazy("store", "prune"),
-        (
-            arg("--full-before", metavar="DATE", help="of sessions last active before DATE (YYYY-MM-DD)"),
-            arg("--session", type=session_id, metavar="SESSION", help="of this session, whatever its age"),
-        ),
+        PRUNE,
     ),
     Command(
         "completion",
         "print a completion script for bash, zsh or fish",
         Lazy("completion", "completion"),
         (arg("shell", choices=("bash", "zsh", "fish"), help="the shell to complete azs in"),),
-        "Print a script that completes azs's commands and options in `shell`, made from azs's own "
-        "argument parser. Install it with: azs completion bash > "
-        "~/.local/share/bash-completion/completions/azs; azs completion zsh > ~/.zfunc/_azs (with "
-        "~/.zfunc in fpath); azs completion fish > ~/.config/fish/completions/azs.fish.",
+        COMPLETION_DESCRIPTION,
     ),
     Command(
         "doctor",

@@ -20,6 +20,7 @@ __all__ = [
     "NEW_SESSION_OPTION",
     "NO_PAGER",
     "PROMPT",
+    "PRUNE",
     "RANGE",
     "SESSION",
     "SESSION_OPTION",
@@ -190,6 +191,11 @@ def worktree_options(every: str) -> OneOf:
 
 
 #: A session named by position (``azs show S3``).
+#: `azs prune`: what to drop the full record of (one of the two; the command says when neither).
+PRUNE: Final = (
+    arg("--full-before", metavar="DATE", help="of sessions last active before DATE (YYYY-MM-DD)"),
+    arg("--session", type=session_id, metavar="SESSION", help="of this session, whatever its age"),
+)
 SESSION: Final = arg("session", type=session_id, metavar="SESSION")
 #: The session an agent file goes into (``-s S3``).
 SESSION_OPTION: Final = arg("-s", "--session", type=session_id, metavar="SESSION", required=True)

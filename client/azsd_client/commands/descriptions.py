@@ -7,7 +7,9 @@ from typing import Final
 __all__ = [
     "BRIDGE_DESCRIPTION",
     "COMPACT_DESCRIPTION",
+    "COMPLETION_DESCRIPTION",
     "EXPORT_DESCRIPTION",
+    "FULL_HELP",
     "IMPORT_DESCRIPTION",
     "LS_DESCRIPTION",
     "RUN_DESCRIPTION",
@@ -72,4 +74,14 @@ SHOW_DESCRIPTION: Final = (
     "through a pager as git's: $AZS_PAGER, else $PAGER, else less (LESS=FRX unless set); --no-pager, or "
     "a pager of cat, writes straight to the terminal. --last N, --from SEQ and --to SEQ choose the "
     "events (--last counts back from --to, or from the end)."
+)
+
+#: `azs show --full`'s help.
+FULL_HELP: Final = "what the agent wrote, whole: written files, edits as diffs, outputs, thinking"
+
+COMPLETION_DESCRIPTION: Final = (
+    "Print a script that completes azs's commands and options in `shell`, made from azs's own "
+    "argument parser. Install it with: azs completion bash > "
+    "~/.local/share/bash-completion/completions/azs; azs completion zsh > ~/.zfunc/_azs (with "
+    "~/.zfunc in fpath); azs completion fish > ~/.config/fish/completions/azs.fish."
 )
