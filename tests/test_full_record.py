@@ -13,6 +13,7 @@ import pytest
 import zstandard
 
 from azsd.events import Hook, ToolCall, ToolResult, UserMessage
+from azsd.ingest import full_record
 from azsd.ingest.full_record import full_events, keep_full_some
 from azsd.ingest.importer import Source, discover, import_source
 from azsd.ingest.sources import AIDER_HISTORY, source_of
@@ -91,6 +92,22 @@ def test_a_big_source_is_cut_into_bounded_chunks(tmp_path: Path) -> None:
         chunks = list(store.full_chunks(sid))
         assert len(chunks) >= 3 and all(c.size <= CHUNK_BYTES for c in chunks)
         assert all(c.data is not None and c.data.endswith(b"\n") for c in chunks)  # whole lines each
+        assert _kept(store, sid) == {str(history): history.read_bytes()}
+
+
+def test_a_source_longer_than_a_step_is_kept_whole_while_nothing_else_is_committed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A step of the upkeep keeps whole lines of at most its budget, so it stops short of it: the
+    upkeep still says more remains, and the next steps keep the rest (the idle writer used to stop
+    there, with a big ingest's record kept only up to its first step until something else came)."""
+    monkeypatch.setattr(full_record, "STEP_BYTES", 64 * 1024)
+    history = tmp_path / "s.jsonl"
+    line = _claude_line(0, text="x" * 5000)
+    history.write_bytes(line * (300_000 // len(line)))
+    with Store.open(tmp_path / "w") as store:
+        sid = import_source(store, Source(history, "claude", history.stat().st_size)).session_id
+        _keep_all(store)
         assert _kept(store, sid) == {str(history): history.read_bytes()}
 
 

@@ -69,6 +69,8 @@ def _keep_files_some(store: Store) -> bool:
             store.drop_full_source(gap, DROPPED_GONE)
             continue
         store.keep_full(gap, data)
+        if len(data) < gap.size - gap.covered:
+            return True  # the budget ran out within the gap (cut at a line): the rest next step
         budget -= len(data)
         if budget <= 0:
             return True
