@@ -24,23 +24,23 @@ def test_the_first_store_to_claim_a_key_owns_it(tmp_path: Path) -> None:
         store_path(root).parent.mkdir(parents=True)
         store_path(root).touch()
     keys = AccountKeys()
-    assert keys.claim(["a", "b"], str(one)) == set()
-    assert keys.claim(["b", "c"], str(two)) == {"b"}
-    assert keys.claim(["a", "b"], str(one)) == set()  # its own, asked again
-    assert keys.counted(["a", "b", "z"], str(two)) == {"a", "b"}
-    assert keys.counted(["b", "z"], str(one)) == set()
-    assert keys.counted(["z"], str(two)) == set()  # a question claims nothing
-    assert keys.claim(["z"], str(two)) == set()
+    assert keys.claim([1, 2], str(one)) == set()
+    assert keys.claim([2, 3], str(two)) == {2}
+    assert keys.claim([1, 2], str(one)) == set()  # its own, asked again
+    assert keys.counted([1, 2, 26], str(two)) == {1, 2}
+    assert keys.counted([2, 26], str(one)) == set()
+    assert keys.counted([26], str(two)) == set()  # a question claims nothing
+    assert keys.claim([26], str(two)) == set()
     store_path(one).unlink()  # its store removed: what it counted is counted nowhere now
-    assert keys.claim(["a", "b"], str(two)) == set()
-    assert keys.counted(["a"], str(one)) == {"a"}
+    assert keys.claim([1, 2], str(two)) == set()
+    assert keys.counted([1], str(one)) == {1}
 
 
 def test_adopting_a_store_keeps_the_first_owner_and_says_what_was_counted_twice(tmp_path: Path) -> None:
     one, two = str(tmp_path / "one"), str(tmp_path / "two")
     keys = AccountKeys()
-    assert keys.adopt(one, ["a", "b"]) == 0
-    assert keys.adopt(two, ["b", "c"]) == 1
+    assert keys.adopt(one, [1, 2]) == 0
+    assert keys.adopt(two, [2, 3]) == 1
     assert keys.adopted(one) and keys.adopted(two) and not keys.adopted(str(tmp_path))
     assert len(keys) == 3
 
@@ -50,7 +50,7 @@ def test_claims_wait_until_the_known_stores_are_taken_in() -> None:
     answered = threading.Event()
 
     def claim() -> None:
-        keys.claim(["a"], "/r")
+        keys.claim([1], "/r")
         answered.set()
 
     threading.Thread(target=claim, daemon=True).start()

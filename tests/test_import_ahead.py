@@ -97,7 +97,7 @@ def _tables(store: Store) -> list[Any]:
     with closing(sqlite3.connect(f"file:{store_path(store.root)}?mode=ro", uri=True)) as conn:
         return [
             conn.execute(f"SELECT * FROM {table} ORDER BY 1, 2, 3").fetchall()
-            for table in ("azsd_usage_keys", "azsd_context")
+            for table in ("azsd_usage_claims", "azsd_context")
         ] + [
             conn.execute(f"SELECT {columns} FROM {table} ORDER BY 1, 2, 3").fetchall()
             for table, columns in (

@@ -203,8 +203,8 @@ def test_an_older_stores_usage_rows_are_kept_and_each_run_is_one_turn(tmp_path: 
         store.record_usage(sid, "/older/run.jsonl", [part])
     conn = sqlite3.connect(store_path(tmp_path))  # as the azsd before turns and the ledger left it
     conn.executescript(
-        "ALTER TABLE azsd_usage DROP COLUMN turns; DROP TABLE azsd_usage_keys; "
-        "DROP TABLE azsd_usage_removed; DROP TABLE azsd_usage_removed_keys;"
+        "ALTER TABLE azsd_usage DROP COLUMN turns; DROP TABLE azsd_usage_claims; "
+        "DROP TABLE azsd_usage_removed; DROP TABLE azsd_usage_removed_claims;"
     )
     conn.close()
     with Store.open(tmp_path) as store:
@@ -213,3 +213,41 @@ def test_an_older_stores_usage_rows_are_kept_and_each_run_is_one_turn(tmp_path: 
         # recording the run again under its file, as azsd now keys runs, replaces the older record
         store.record_usage(sid, "/now/run.jsonl", [part], replaces="agent-session-id", turns=3)
         assert (store.session_usage(sid).usage.input, store.session_usage(sid).turns) == (10, 4)
+
+
+def test_an_older_stores_message_ids_become_digests_and_still_count_once(tmp_path: Path) -> None:
+    """A store from before the claims were digests kept each message id as text beside its run's
+    path: the writer's first open makes them digests, and every claim still holds."""
+    at = 1_700_000_100.0
+    part = UsagePart(model=MODEL, usage=Usage(input=5), slot=int(at // 900 * 900), first=at, last=at)
+    with Store.open(tmp_path) as store:
+        sid = store.create_session().id
+        store.record_usage(sid, "/runs/one.jsonl", [part])
+    conn = sqlite3.connect(store_path(tmp_path))  # as the azsd before digests left it
+    conn.executescript(
+        "DROP TABLE azsd_usage_claims; DROP TABLE azsd_usage_removed_claims;"
+        "CREATE TABLE azsd_usage_keys (key TEXT PRIMARY KEY, session_id INTEGER NOT NULL "
+        "REFERENCES sessions(id) ON DELETE CASCADE, source TEXT NOT NULL) WITHOUT ROWID;"
+        "CREATE INDEX azsd_usage_keys_run ON azsd_usage_keys(session_id, source);"
+        "CREATE TABLE azsd_usage_removed_keys (key TEXT PRIMARY KEY, session_id INTEGER NOT NULL) "
+        "WITHOUT ROWID;"
+    )
+    conn.executemany(
+        "INSERT INTO azsd_usage_keys VALUES (?, ?, ?)",
+        [("msg_01A", sid, "/runs/one.jsonl"), ("msg_01B", sid, "/runs/one.jsonl")],
+    )
+    conn.execute("INSERT INTO azsd_usage_removed_keys VALUES ('msg_01C', 99)")
+    conn.commit()
+    conn.close()
+    with Store.open(tmp_path) as store:
+        assert store.usage_counted_elsewhere("msg_01A", sid, "/runs/two.jsonl")  # a copy in another run
+        assert not store.usage_counted_elsewhere("msg_01A", sid, "/runs/one.jsonl")  # its own run
+        counted = store.usage_keys_counted(["msg_01B", "msg_01C", "msg_01D"], claim=False)
+        assert counted == {"msg_01B", "msg_01C"}
+        assert len(store.counted_usage_keys()) == 3
+    conn = sqlite3.connect(store_path(tmp_path))
+    tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
+    kinds = conn.execute("SELECT DISTINCT typeof(key), typeof(run) FROM azsd_usage_claims").fetchall()
+    conn.close()
+    assert not tables & {"azsd_usage_keys", "azsd_usage_removed_keys", "azsd_usage_keys_run"}
+    assert kinds == [("integer", "integer")]  # no id, no path kept as text

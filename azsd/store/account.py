@@ -9,9 +9,11 @@ other store's parse leaves it out, so `usage --all` and the statusline (which su
 each response once.
 
 It is held in memory and never written anywhere: the stores are the truth. It is built at the
-daemon's start from the keys every known store counted (``azsd_usage_keys``, and the ledger of
-removed sessions), and a store it did not know is added when it opens, before anything is written
-to it. A claim made for a store whose file is gone since is given to the next store that asks.
+daemon's start from the keys every known store counted (``azsd_usage_claims``, and the ledger of
+removed sessions), as the stores keep them: a 64-bit digest of each id
+(:func:`azsd.store.side_rows.key_digest`), and a store it did not know is added when it opens,
+before anything is written to it. A claim made for a store whose file is gone since is given to
+the next store that asks.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ class AccountKeys:
             self._ready.set()
         self._roots: list[str] = []  # each root once; a key's owner is its index here
         self._index: dict[str, int] = {}
-        self._owner: dict[str, int] = {}
+        self._owner: dict[int, int] = {}  # key digest: its owner
         self._adopted: set[str] = set()
 
     def __len__(self) -> int:
@@ -50,7 +52,7 @@ class AccountKeys:
         with self._lock:
             return root in self._adopted
 
-    def adopt(self, root: str, keys: Iterable[str]) -> int:
+    def adopt(self, root: str, keys: Iterable[int]) -> int:
         """Take in the keys `root`'s store counted (those no store owns yet become its own); how many
         another store owned already (counted twice before the account kept its keys)."""
         with self._lock:
@@ -62,12 +64,12 @@ class AccountKeys:
                 twice += owner != me
             return twice
 
-    def claim(self, keys: Iterable[str], root: str) -> set[str]:
+    def claim(self, keys: Iterable[int], root: str) -> set[int]:
         """Those of `keys` another store counted; the others are `root`'s from now on."""
         self._ready.wait()
         with self._lock:
             me = self._root_index(root)
-            elsewhere: set[str] = set()
+            elsewhere: set[int] = set()
             for key in keys:
                 owner = self._owner.setdefault(key, me)
                 if owner == me:
@@ -78,7 +80,7 @@ class AccountKeys:
                     self._owner[key] = me
             return elsewhere
 
-    def counted(self, keys: Iterable[str], root: str) -> set[str]:
+    def counted(self, keys: Iterable[int], root: str) -> set[int]:
         """Those of `keys` a store other than `root`'s counted (a question that claims nothing)."""
         self._ready.wait()
         with self._lock:

@@ -19,7 +19,14 @@ from azsd.events import Event
 from azsd.model import ImportRecord, UsagePart
 from azsd.store.rows import SessionRows, session_rows
 from azsd.store.sessions import Sessions
-from azsd.store.side_rows import IMPORT_UPSERT, USAGE_INSERT, USAGE_KEYS_INSERT, usage_values
+from azsd.store.side_rows import (
+    IMPORT_UPSERT,
+    USAGE_INSERT,
+    USAGE_KEYS_INSERT,
+    key_digest,
+    run_digest,
+    usage_values,
+)
 from azsd.store.side_tables import SideTables
 from azsd.store.summaries import STEP_ROWS
 from azsd.store.summaries import catch_up as catch_up_summaries
@@ -100,7 +107,7 @@ class BulkSessions(Sessions, SideTables):
             conn.executemany(
                 USAGE_KEYS_INSERT,
                 [
-                    (key, sid, s.usage_source)
+                    (key_digest(key), sid, run_digest(s.usage_source))
                     for sid, s in zip(ids, sessions, strict=True)
                     if s.usage
                     for key in s.usage_keys

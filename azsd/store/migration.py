@@ -16,6 +16,7 @@ from azsd.store.schema import (
     CONTEXT_HWM_KEY,
     DROPPED_COLUMNS,
     FULL_DDL,
+    LEGACY_KEY_TABLES,
     OBSOLETE_DDL,
     OBSOLETE_OBJECTS,
     REQUIRED_OBJECTS,
@@ -26,6 +27,7 @@ from azsd.store.schema import (
     USAGE_DDL,
     USAGE_V1_COPY,
 )
+from azsd.store.side_rows import key_digest, run_digest
 
 __all__ = ["migrate", "read_schema_version", "split_statements"]
 
@@ -80,7 +82,7 @@ def read_schema_version(conn: sqlite3.Connection) -> int | None:
 
 def _is_current(conn: sqlite3.Connection) -> bool:
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
-    if not REQUIRED_OBJECTS <= tables or OBSOLETE_OBJECTS & tables:
+    if not REQUIRED_OBJECTS <= tables or (OBSOLETE_OBJECTS | LEGACY_KEY_TABLES) & tables:
         return False
     columns = _columns(conn, "sessions")
     if "last_claude_uuid" not in columns or columns & set(DROPPED_COLUMNS):
@@ -103,7 +105,7 @@ def _migrate_side_tables(conn: sqlite3.Connection) -> None:
         models and times were recorded (one row per run, keyed by its source), it is rebuilt with every
         row kept (see :data:`~azsd.store.schema.USAGE_V1_COPY`); from before turns were counted, it gains
     `turns` (NULL: the run counts as one turn). `azsd_follows` gains `model`, then `idle`, then
-    `usage_from`."""
+    `usage_from`. The message ids kept as text become digests (:func:`_migrate_key_tables`)."""
     if "cost_source" not in _columns(conn, "azsd_usage"):
         conn.execute("ALTER TABLE azsd_usage ADD COLUMN cost_source TEXT")  # NULL: not known
     if "model" not in _columns(conn, "azsd_usage"):
@@ -119,6 +121,30 @@ def _migrate_side_tables(conn: sqlite3.Connection) -> None:
         conn.execute("ALTER TABLE azsd_follows ADD COLUMN usage_from INTEGER NOT NULL DEFAULT 0")
     if "turns" not in _columns(conn, "azsd_usage"):
         conn.execute("ALTER TABLE azsd_usage ADD COLUMN turns INTEGER")  # NULL: a run of one turn
+    _migrate_key_tables(conn)
+
+
+def _migrate_key_tables(conn: sqlite3.Connection) -> None:
+    """The message ids an earlier azsd kept as text, as digests (every claim kept: the first of two
+    ids that share a digest keeps it), and its tables dropped."""
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    if not LEGACY_KEY_TABLES & tables:
+        return
+    conn.create_function("azsd_key_digest", 1, key_digest, deterministic=True)
+    conn.create_function("azsd_run_digest", 1, run_digest, deterministic=True)
+    if "azsd_usage_keys" in tables:
+        conn.execute(
+            "INSERT OR IGNORE INTO azsd_usage_claims (key, session_id, run) "
+            "SELECT azsd_key_digest(key), session_id, azsd_run_digest(source) FROM azsd_usage_keys "
+            "WHERE session_id IN (SELECT id FROM sessions)"
+        )
+        conn.execute("DROP TABLE azsd_usage_keys")
+    if "azsd_usage_removed_keys" in tables:
+        conn.execute(
+            "INSERT OR IGNORE INTO azsd_usage_removed_claims (key, session_id) "
+            "SELECT azsd_key_digest(key), session_id FROM azsd_usage_removed_keys"
+        )
+        conn.execute("DROP TABLE azsd_usage_removed_keys")
 
 
 def split_statements(script: str) -> list[str]:

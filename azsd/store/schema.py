@@ -14,6 +14,7 @@ __all__ = [
     "CONTEXT_HWM_KEY",
     "DROPPED_COLUMNS",
     "HWM_KEY",
+    "LEGACY_KEY_TABLES",
     "OBSOLETE_DDL",
     "OBSOLETE_OBJECTS",
     "REQUIRED_OBJECTS",
@@ -93,21 +94,24 @@ CREATE TABLE IF NOT EXISTS {name} (
 );
 """
 
-#: The Claude API messages each run counted, by message id (the first run to record one owns it), so
-#: that a message copied into other files (a `--resume`) is counted once in the store.
+#: The API messages each run counted (the first run to record one owns it), so that a message copied
+#: into other files (a `--resume`) is counted once in the store: `key` is the message id's
+#: :func:`~azsd.store.side_rows.key_digest` (the row's id), `run` its run's
+#: :func:`~azsd.store.side_rows.run_digest`.
 USAGE_KEYS_DDL: Final = """\
-CREATE TABLE IF NOT EXISTS azsd_usage_keys (
-    key        TEXT PRIMARY KEY,
+CREATE TABLE IF NOT EXISTS azsd_usage_claims (
+    key        INTEGER PRIMARY KEY,
     session_id INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
-    source     TEXT NOT NULL
-) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS azsd_usage_keys_run ON azsd_usage_keys(session_id, source);
+    run        INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS azsd_usage_claims_run ON azsd_usage_claims(session_id, run);
 """
 
 #: The ledger: the usage rows of sessions azsd removed (`azs rm`), with the name each had, so that
 #: reports by period still count what was spent, and the message ids they counted
-#: (`azsd_usage_removed_keys`), so that a copy of them imported later is not counted again. Their rows
-#: outlive their session, so they have no foreign key (like `azsd_requests`); AZUREAL ignores them.
+#: (`azsd_usage_removed_claims`, as digests), so that a copy of them imported later is not counted
+#: again. Their rows outlive their session, so they have no foreign key (like `azsd_requests`);
+#: AZUREAL ignores them.
 USAGE_REMOVED_DDL: Final = """\
 CREATE TABLE IF NOT EXISTS azsd_usage_removed (
     session_id  INTEGER NOT NULL,
@@ -129,11 +133,15 @@ CREATE TABLE IF NOT EXISTS azsd_usage_removed (
     turns       INTEGER
 );
 CREATE INDEX IF NOT EXISTS azsd_usage_removed_slot ON azsd_usage_removed(slot);
-CREATE TABLE IF NOT EXISTS azsd_usage_removed_keys (
-    key        TEXT PRIMARY KEY,
+CREATE TABLE IF NOT EXISTS azsd_usage_removed_claims (
+    key        INTEGER PRIMARY KEY,
     session_id INTEGER NOT NULL
-) WITHOUT ROWID;
+);
 """
+
+#: The tables of message ids an earlier azsd kept as text (with the source's path beside each), made
+#: digests when the writer opens the file (:func:`azsd.store.migration.migrate`).
+LEGACY_KEY_TABLES: Final = frozenset({"azsd_usage_keys", "azsd_usage_removed_keys"})
 
 #: Copies the rows of a `azsd_usage_v1` (one per run) into the new `azsd_usage`.
 USAGE_V1_COPY: Final = """\
@@ -238,11 +246,11 @@ REQUIRED_OBJECTS: Final = frozenset(
         "idx_events_session",
         "idx_compactions_session",
         "azsd_usage",
-        "azsd_usage_keys",
-        "azsd_usage_keys_run",
+        "azsd_usage_claims",
+        "azsd_usage_claims_run",
         "azsd_usage_removed",
         "azsd_usage_removed_slot",
-        "azsd_usage_removed_keys",
+        "azsd_usage_removed_claims",
         "azsd_follows",
         "azsd_lineage",
         "azsd_lineage_parent",

@@ -115,8 +115,8 @@ class Sessions(EventLog):
                 self._unindex(conn, sid)
                 conn.execute(_KEEP_REMOVED_USAGE, (time.time(), sid))
                 conn.execute(
-                    "INSERT OR IGNORE INTO azsd_usage_removed_keys (key, session_id) "
-                    "SELECT key, session_id FROM azsd_usage_keys WHERE session_id = ?",
+                    "INSERT OR IGNORE INTO azsd_usage_removed_claims (key, session_id) "
+                    "SELECT key, session_id FROM azsd_usage_claims WHERE session_id = ?",
                     (sid,),
                 )
                 conn.execute("DELETE FROM azsd_lineage WHERE parent_id = ?", (sid,))

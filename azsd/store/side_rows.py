@@ -4,6 +4,7 @@ import record (one session at a time by :class:`azsd.store.side_tables.SideTable
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from typing import Any, Final
 
@@ -11,7 +12,7 @@ import msgspec
 
 from azsd.model import SLOT_SECONDS, Cost, CostSource, UsagePart
 
-__all__ = ["IMPORT_UPSERT", "USAGE_INSERT", "USAGE_KEYS_INSERT", "usage_values"]
+__all__ = ["IMPORT_UPSERT", "USAGE_INSERT", "USAGE_KEYS_INSERT", "key_digest", "run_digest", "usage_values"]
 
 
 def _merged(a: UsagePart, b: UsagePart) -> UsagePart:
@@ -32,8 +33,22 @@ USAGE_INSERT: Final = (
     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 
-#: Claims one API message id for a run: (key, session_id, source); the first run to claim it keeps it.
-USAGE_KEYS_INSERT: Final = "INSERT OR IGNORE INTO azsd_usage_keys (key, session_id, source) VALUES (?, ?, ?)"
+#: Claims one API message id for a run: (key_digest(id), session_id, run_digest(source)); the first
+#: run to claim it keeps it.
+USAGE_KEYS_INSERT: Final = "INSERT OR IGNORE INTO azsd_usage_claims (key, session_id, run) VALUES (?, ?, ?)"
+
+
+def key_digest(key: str) -> int:
+    """An API message id as the store keeps it: 64 bits of its BLAKE2b digest, a signed integer (the
+    row's own id in ``azsd_usage_claims``). Two of a million ids share one with odds of 3 in 10^8;
+    the id itself (30 to 60 bytes, and its copy in an index) is not kept."""
+    return int.from_bytes(hashlib.blake2b(key.encode(), digest_size=8).digest(), "big", signed=True)
+
+
+def run_digest(source: str) -> int:
+    """A run's source (a file's path) as its claims name it: 31 bits of its digest, which tell one
+    run of a session from its others (a session has a few)."""
+    return int.from_bytes(hashlib.blake2b(source.encode(), digest_size=4).digest(), "big") >> 1
 
 
 def usage_values(

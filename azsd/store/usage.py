@@ -1,5 +1,6 @@
-"""Token usage beside the events: each run's parts (``azsd_usage``), the Claude messages each run
-counted (``azsd_usage_keys``), and the usage of removed sessions (``azsd_usage_removed``).
+"""Token usage beside the events: each run's parts (``azsd_usage``), the API messages each run
+counted (``azsd_usage_claims``, by a digest of their ids), and the usage of removed sessions
+(``azsd_usage_removed``).
 
 A run (`source`: the file its lines came from) records its parts, one per model and quarter hour,
 replaced (never added) each time it is recorded again, and how many turns it held. The messages it
@@ -9,7 +10,7 @@ asks :meth:`UsageTables.usage_counted_elsewhere` and leaves them out, so a messa
 in a store whatever files hold it. A session removed by azsd leaves its usage in
 ``azsd_usage_removed`` (the ledger: period reports still count what it cost; a table without a
 foreign key, like ``azsd_requests``, since its rows outlive their session), and the message ids it
-counted in ``azsd_usage_removed_keys``, so that a copy of them imported later is not counted again.
+counted in ``azsd_usage_removed_claims``, so that a copy of them imported later is not counted again.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from azsd.model import CostSource, SessionUsage, Usage, UsagePart, UsageRow
 from azsd.store.account import AccountKeys
 from azsd.store.events import EventLog
 from azsd.store.listing import _require_session
-from azsd.store.side_rows import USAGE_INSERT, USAGE_KEYS_INSERT, usage_values
+from azsd.store.side_rows import USAGE_INSERT, USAGE_KEYS_INSERT, key_digest, run_digest, usage_values
 
 __all__ = ["IN_LIST_MAX", "UsageTables"]
 
@@ -95,12 +96,13 @@ class UsageTables(EventLog):
                 f"DELETE FROM azsd_usage WHERE session_id = ? AND source IN ({marks})", (session_id, *olds)
             )
             conn.executemany(USAGE_INSERT, usage_values(session_id, source, parts, known, now, turns))
+            run = run_digest(source)
             if replaces is not None and replaces != source:
                 conn.execute(
-                    "UPDATE azsd_usage_keys SET source = ? WHERE session_id = ? AND source = ?",
-                    (source, session_id, replaces),
+                    "UPDATE azsd_usage_claims SET run = ? WHERE session_id = ? AND run = ?",
+                    (run, session_id, run_digest(replaces)),
                 )
-            conn.executemany(USAGE_KEYS_INSERT, [(key, session_id, source) for key in keys])
+            conn.executemany(USAGE_KEYS_INSERT, [(key_digest(key), session_id, run) for key in keys])
 
     def keep_usage_apart(self, session_id: int, source: str, kept: str) -> None:
         """Keep the usage recorded for `source` (and the message ids it counted) under `kept`: the
@@ -112,63 +114,77 @@ class UsageTables(EventLog):
             ).fetchone()
             if taken:
                 return
-            for table in ("azsd_usage", "azsd_usage_keys"):
-                conn.execute(
-                    f"UPDATE {table} SET source = ? WHERE session_id = ? AND source = ?",
-                    (kept, session_id, source),
-                )
+            conn.execute(
+                "UPDATE azsd_usage SET source = ? WHERE session_id = ? AND source = ?",
+                (kept, session_id, source),
+            )
+            conn.execute(
+                "UPDATE azsd_usage_claims SET run = ? WHERE session_id = ? AND run = ?",
+                (run_digest(kept), session_id, run_digest(source)),
+            )
 
     def usage_counted_elsewhere(self, key: str, session_id: int, source: str) -> bool:
         """Whether the API message `key` is counted by a run other than `source` of `session_id`, by
         a session removed since (whose usage the ledger keeps), or by another store of the account;
         when not, the account's keys give it to this store (the run is about to count it)."""
-        if not (self.read_only and not self._has_table("azsd_usage_removed_keys")):
+        digest = key_digest(key)
+        if self._has_claims():
             rows = self._query(
-                "SELECT 1 FROM azsd_usage_keys WHERE key = ? AND NOT (session_id = ? AND source = ?) "
-                "UNION ALL SELECT 1 FROM azsd_usage_removed_keys WHERE key = ? AND session_id != ?",
-                (key, session_id, source, key, session_id),
+                "SELECT 1 FROM azsd_usage_claims WHERE key = ? AND NOT (session_id = ? AND run = ?) "
+                "UNION ALL SELECT 1 FROM azsd_usage_removed_claims WHERE key = ? AND session_id != ?",
+                (digest, session_id, run_digest(source), digest, session_id),
             )
             if rows:
                 return True
-        return self.account is not None and bool(self.account.claim((key,), str(self.root)))
+        return self.account is not None and bool(self.account.claim((digest,), str(self.root)))
+
+    def _has_claims(self) -> bool:
+        """Whether the claims' tables are there (a store read in place may be of an older schema)."""
+        return not self.read_only or self._has_table("azsd_usage_removed_claims")
 
     def usage_keys_counted_anywhere(self, keys: Sequence[str]) -> set[str]:
         """Those of the API message ids `keys` a run of the store, a session removed since or
         another store of the account counted (a question that claims nothing: usage read in place)."""
         found = self.usage_keys_counted(keys, claim=False)
         if self.account is not None:
-            found |= self.account.counted([key for key in keys if key not in found], str(self.root))
+            digests = {key_digest(key): key for key in keys if key not in found}
+            found |= {digests[d] for d in self.account.counted(digests, str(self.root))}
         return found
 
-    def counted_usage_keys(self) -> list[str]:
-        """Every API message id the store's runs counted, and its removed sessions' (the account's
-        keys take them in when the store opens)."""
-        if not self._has_table("azsd_usage_keys"):
+    def counted_usage_keys(self) -> list[int]:
+        """The digest of every API message id the store's runs counted, and its removed sessions'
+        (the account's keys take them in when the store opens)."""
+        if not self._has_claims():
             return []
-        removed = ""
-        if self._has_table("azsd_usage_removed_keys"):
-            removed = " UNION SELECT key FROM azsd_usage_removed_keys"
-        return [row[0] for row in self._query(f"SELECT key FROM azsd_usage_keys{removed}")]
+        return [
+            row[0]
+            for row in self._query(
+                "SELECT key FROM azsd_usage_claims UNION SELECT key FROM azsd_usage_removed_claims"
+            )
+        ]
 
     def usage_keys_counted(self, keys: Sequence[str], *, claim: bool = True) -> set[str]:
         """Those of the API message ids `keys` that a run of the store counted, a session removed
         since, or another store of the account: what :meth:`usage_counted_elsewhere` says of them
         for a session not created yet (the others are claimed for this store, unless not `claim`)."""
-        found: set[str] = set()
-        for start in range(0, len(keys), IN_LIST_MAX):
-            part = keys[start : start + IN_LIST_MAX]
-            marks = ", ".join("?" * len(part))
-            found.update(
-                row[0]
-                for row in self._query(
-                    f"SELECT key FROM azsd_usage_keys WHERE key IN ({marks}) "
-                    f"UNION SELECT key FROM azsd_usage_removed_keys WHERE key IN ({marks})",
-                    (*part, *part),
+        digests = {key_digest(key): key for key in keys}
+        found: set[int] = set()
+        if self._has_claims():
+            listed = list(digests)
+            for start in range(0, len(listed), IN_LIST_MAX):
+                part = listed[start : start + IN_LIST_MAX]
+                marks = ", ".join("?" * len(part))
+                found.update(
+                    row[0]
+                    for row in self._query(
+                        f"SELECT key FROM azsd_usage_claims WHERE key IN ({marks}) "
+                        f"UNION SELECT key FROM azsd_usage_removed_claims WHERE key IN ({marks})",
+                        (*part, *part),
+                    )
                 )
-            )
         if self.account is not None and claim:
-            found |= self.account.claim([key for key in keys if key not in found], str(self.root))
-        return found
+            found |= self.account.claim([d for d in digests if d not in found], str(self.root))
+        return {digests[d] for d in found}
 
     def usage_rows(
         self, sessions: Sequence[int] | None = None, *, start: float | None = None, end: float | None = None
