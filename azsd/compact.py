@@ -27,7 +27,7 @@ from azsd.events import (
     ToolResult,
     UserMessage,
 )
-from azsd.rusttext import is_blank, rust_lines, trim
+from azsd.rusttext import head_lines, last_lines, line_count, rust_lines, trim
 
 __all__ = [
     "char_len",
@@ -64,24 +64,26 @@ _DEFAULT_KEYS: Final = ("file_path", "path", "command", "query", "pattern")
 
 
 def compact_tool_result(tool_name: str, content: str) -> str:
-    """Truncate a tool's output by the rule for its tool (§3)."""
+    """Truncate a tool's output by the rule for its tool (§3), reading of a long output only the
+    lines the rule keeps (and counting the others)."""
     text = cut_reminder(content)
-    lines = rust_lines(text)
-    n = len(lines)
     match tool_name:
         case "Read" | "read":
+            n = line_count(text)
             if n <= 2:
                 return text
-            last = next((line for line in reversed(lines) if not is_blank(line)), "")
-            return f"{lines[0]}\n  ({n} lines)\n{last}"
+            last = last_lines(text, 1)
+            return f"{head_lines(text, 1)[0]}\n  ({n} lines)\n{last[0] if last else ''}"
         case "Bash" | "bash":
-            return "\n".join([line for line in lines if not is_blank(line)][-2:])
+            return "\n".join(last_lines(text, 2))
         case "Glob" | "glob":
-            return f"{n} files"
+            return f"{line_count(text)} files"
         case "Task" | "task":
-            return text if n <= 5 else "\n".join(lines[:5]) + f"\n  (+{n - 5} more lines)"
+            n = line_count(text)
+            return text if n <= 5 else "\n".join(head_lines(text, 5)) + f"\n  (+{n - 5} more lines)"
         case _:
-            return text if n <= 3 else "\n".join(lines[:3]) + f"\n  (+{n - 3} more)"
+            n = line_count(text)
+            return text if n <= 3 else "\n".join(head_lines(text, 3)) + f"\n  (+{n - 3} more)"
 
 
 def _write_summary(tool_input: Any) -> dict[str, Any]:

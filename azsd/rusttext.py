@@ -17,7 +17,17 @@ from __future__ import annotations
 
 from typing import Final
 
-__all__ = ["RUST_WHITESPACE", "is_blank", "rust_lines", "trim", "trim_end", "trim_start"]
+__all__ = [
+    "RUST_WHITESPACE",
+    "head_lines",
+    "is_blank",
+    "last_lines",
+    "line_count",
+    "rust_lines",
+    "trim",
+    "trim_end",
+    "trim_start",
+]
 
 #: The Unicode White_Space code points: exactly what Rust's `char::is_whitespace` accepts.
 RUST_WHITESPACE: Final = (
@@ -57,7 +67,40 @@ def rust_lines(s: str) -> list[str]:
         terminated = len(parts)
     else:
         terminated = len(parts) - 1
-    for i in range(terminated):
-        if parts[i].endswith("\r"):
-            parts[i] = parts[i][:-1]
+    if "\r" in s:
+        for i in range(terminated):
+            if parts[i].endswith("\r"):
+                parts[i] = parts[i][:-1]
     return parts
+
+
+def line_count(s: str) -> int:
+    """`len(rust_lines(s))`, without making the lines."""
+    return 0 if not s else s.count("\n") + (not s.endswith("\n"))
+
+
+def head_lines(s: str, n: int) -> list[str]:
+    """`rust_lines(s)[:n]`, splitting no further than the `n`th line."""
+    if n <= 0:
+        return []
+    parts = s.split("\n", n)
+    if len(parts) <= n:
+        return rust_lines(s)
+    del parts[n]  # the rest, after the nth line's newline: each of these lines is terminated
+    return [part[:-1] if part.endswith("\r") else part for part in parts]
+
+
+def last_lines(s: str, n: int) -> list[str]:
+    """The last `n` lines of `rust_lines(s)` that are not blank (:func:`is_blank`), in order,
+    read from the end of `s` only as far as they take."""
+    if n <= 0:
+        return []
+    want = 2 * n
+    while True:
+        parts = s.rsplit("\n", want)
+        whole = len(parts) <= want  # every line of s is among the parts
+        lines = rust_lines(s) if whole else rust_lines("\n".join(parts[1:]))
+        kept = [line for line in lines if not is_blank(line)]
+        if whole or len(kept) >= n:
+            return kept[-n:]
+        want *= 4

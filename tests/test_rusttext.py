@@ -13,7 +13,17 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from azsd.rusttext import RUST_WHITESPACE, is_blank, rust_lines, trim, trim_end, trim_start
+from azsd.rusttext import (
+    RUST_WHITESPACE,
+    head_lines,
+    is_blank,
+    last_lines,
+    line_count,
+    rust_lines,
+    trim,
+    trim_end,
+    trim_start,
+)
 
 # Unicode White_Space (PropList.txt), i.e. exactly what Rust's `char::is_whitespace` accepts.
 WHITE_SPACE: frozenset[str] = frozenset(
@@ -196,3 +206,30 @@ def test_rust_lines_inverts_terminated_join(lines: list[str]) -> None:
     # Lines without \n or \r, each followed by "\n" (or "\r\n"), come back exactly.
     assert rust_lines("".join(f"{line}\n" for line in lines)) == lines
     assert rust_lines("".join(f"{line}\r\n" for line in lines)) == lines
+
+
+# -- reading only the lines a rule keeps ---------------------------------------------------------
+
+LINES_ALPHABET = st.text(alphabet=st.sampled_from(["\n", "\r", " ", "\t", "a", "b", "\u3000"]), max_size=40)
+
+
+@given(LINES_ALPHABET, st.integers(min_value=0, max_value=8))
+def test_head_lines_are_the_first_lines(text: str, n: int) -> None:
+    assert head_lines(text, n) == ref_lines(text)[:n]
+
+
+@given(LINES_ALPHABET, st.integers(min_value=0, max_value=8))
+def test_last_lines_are_the_last_lines_not_blank(text: str, n: int) -> None:
+    kept = [line for line in ref_lines(text) if line.strip(WS_STRING)]
+    assert last_lines(text, n) == (kept[-n:] if n else [])
+
+
+@given(LINES_ALPHABET)
+def test_line_count_counts_the_lines(text: str) -> None:
+    assert line_count(text) == len(ref_lines(text))
+
+
+def test_last_lines_reach_back_past_a_long_blank_tail() -> None:
+    text = "first\r\nsecond\r\n" + "  \n" * 100 + "\t"
+    assert last_lines(text, 2) == ["first", "second"]
+    assert head_lines("a\r\nb\r\nc", 2) == ["a", "b"] and line_count("a\r\nb\r\nc") == 3
