@@ -191,10 +191,13 @@ class EventLog(StaleEntries, ContextTable, SessionListing):
                 ),
             )
         elif running:
-            conn.execute(
-                "UPDATE sessions SET completed = NULL, duration_ms = NULL, cost_usd = NULL WHERE id = ?",
+            changed = conn.execute(
+                "UPDATE sessions SET completed = NULL, duration_ms = NULL, cost_usd = NULL WHERE id = ? "
+                "AND (completed IS NOT NULL OR duration_ms IS NOT NULL OR cost_usd IS NOT NULL)",
                 (session_id,),
-            )
+            ).rowcount
+            if not changed:
+                return  # running already: its row is left as it is (no page of it written again)
         else:
             return
         self._index_reread(conn, session_id)
