@@ -26,6 +26,7 @@ from azsd.events import AssistantText, EventDecodeError
 from azsd.ipc import protocol as p
 from azsd.ipc.replies import error_reply
 from azsd.ipc.transport import Envelope, Outbox
+from azsd.server import workers
 from azsd.server.registry import StoreRegistry
 from azsd.server.workers import Outcome
 from azsd.store import Store, backup
@@ -414,3 +415,30 @@ def test_writes_queued_behind_a_backup_run_between_its_steps(
     assert info.integrity == "ok"
     with sqlite3.connect(dest) as conn:  # the copy holds the rename made while it was taken
         assert conn.execute("SELECT name FROM sessions WHERE id = ?", (sid,)).fetchone() == ("two",)
+
+
+def test_an_ingests_full_record_is_kept_as_soon_as_no_call_waits(
+    registry: StoreRegistry, root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The upkeep runs after a quiet spell (a second) so that a busy store is not held up; a call
+    that asked for its work (`azs ingest` and the file's full record) has it start as soon as no
+    call waits. Made an hour here: only the ask can start it within the test."""
+    monkeypatch.setattr(workers, "UPKEEP_S", 3600.0)
+    source = tmp_path / "s.jsonl"
+    source.write_bytes(b'{"type":"user","message":{"role":"user","content":"hi"}}\n' * 50)
+    size = source.stat().st_size
+
+    def ingest(store: Store) -> None:
+        sid = store.create_session("one").id
+        store.append_events(sid, [AssistantText(text="hi")])
+        store.want_full(sid, str(source), "claude", size)
+
+    registry.call(str(root), ingest).result(timeout=5)
+    deadline = time.monotonic() + 10
+    while (waiting := registry.call(str(root), lambda store: store.full_waiting()).result(timeout=5)) and (
+        time.monotonic() < deadline
+    ):
+        time.sleep(0.05)
+    assert waiting == 0
+    with Store.open(root) as other:
+        assert other.full_cost().source_bytes == size

@@ -61,7 +61,7 @@ _PROBE_MS: Final = 300
 #: index must catch up first moves to the writer by itself).
 _READS: Final = (
     p.ListSessions, p.GetSession, p.GetEvents, p.BuildContext, p.ContextMeter, p.CompactionBoundary,
-    p.PlanCompaction, p.Export, p.Usage, p.Search, p.IndexStatus,
+    p.PlanCompaction, p.Export, p.Usage, p.Search, p.IndexStatus, p.FullStatus,
 )  # fmt: skip
 #: Reads quick enough to answer in the socket thread when the store's reader is idle (a page of at
 #: most `_INLINE_PAGE` events, a session, its context meter): handing them to the reader thread and

@@ -114,6 +114,7 @@ class Writer(threading.Thread):
         self._first = first  # run alone as soon as the store is open (orphan recovery)
         self._registry = registry
         self._upkept = 0.0  # when _upkeep last ran
+        self._behind = False  # the upkeep has more to do: it goes on as soon as no call waits
         self._held: list[Task[Any] | None] = []  # taken from the queue between chunks, run next
         self._between = False  # running calls between the chunks of a long one
 
@@ -146,6 +147,7 @@ class Writer(threading.Thread):
                         return
                     self._complete(tasks, self._run_batch(store, tasks))
                     self._registry.committed(self.root)
+                    self._behind |= store.take_upkeep_soon()
                     if time.monotonic() - self._upkept >= UPKEEP_S:  # busy all along: a chunk now
                         self._upkeep(store)
                 if len(tasks) < len(batch):
@@ -172,7 +174,6 @@ class Writer(threading.Thread):
         """Wait for work, catching the store up meanwhile (:meth:`_upkeep`); None when idle long
         enough to close (and the registry agreed)."""
         idle_since = time.monotonic()
-        behind = False
         while True:
             if self._held:  # what waited behind a long call (the catch-up's chunk too), in its order
                 batch, self._held = self._held, []
@@ -180,10 +181,11 @@ class Writer(threading.Thread):
                     batch += self._take(MAX_BATCH - len(batch))
                 return batch
             try:
-                first = self.queue.get(timeout=0 if behind else min(UPKEEP_S, self._registry.idle_close_s))
+                timeout = 0 if self._behind else min(UPKEEP_S, self._registry.idle_close_s)
+                first = self.queue.get(timeout=timeout)
             except queue.Empty:
-                behind = self._upkeep(store)
-                if not behind and time.monotonic() - idle_since >= self._registry.idle_close_s:
+                self._behind = self._upkeep(store)
+                if not self._behind and time.monotonic() - idle_since >= self._registry.idle_close_s:
                     if self._registry.retire(self):
                         return None
                     idle_since = time.monotonic()

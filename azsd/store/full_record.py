@@ -106,6 +106,14 @@ class FullRecord(EventLog):
     _full_cctx: zstandard.ZstdCompressor | None = None
     #: The store's state (:meth:`full_version`) when the full record was last found complete.
     full_idle_at: tuple[int, int] | None = None
+    #: Set when a call just asked for work of the writer's upkeep (an ingest's full record): the
+    #: writer starts it as soon as no call waits, not after a second of quiet.
+    upkeep_soon: bool = False
+
+    def take_upkeep_soon(self) -> bool:
+        """Whether a call asked for upkeep since this was last asked (and no longer)."""
+        soon, self.upkeep_soon = self.upkeep_soon, False
+        return soon
 
     def full_version(self) -> tuple[int, int] | None:
         """What tells whether anything was committed since (by another connection: `data_version`;
@@ -163,7 +171,9 @@ class FullRecord(EventLog):
 
     def want_full(self, session_id: int, source: str, agent: str, size: int) -> None:
         """Keep the first `size` bytes of `source` (an agent's file that no import record names: one
-        `azs ingest` read) in the session's full record, once the writer is idle."""
+        `azs ingest` read) in the session's full record, as soon as the writer is idle
+        (:meth:`take_upkeep_soon`)."""
+        self.upkeep_soon = True
         with self.atomic() as conn:
             _require_session(conn, session_id)
             conn.execute(

@@ -19,6 +19,7 @@ __all__ = [
     "OBSOLETE_OBJECTS",
     "REQUIRED_OBJECTS",
     "SCHEMA_VERSION",
+    "SEARCH_DDL",
     "SEARCH_HWM_KEY",
     "SUMMARY_DDL",
     "SUMMARY_HWM_KEY",
@@ -91,6 +92,13 @@ CREATE TABLE IF NOT EXISTS {name} (
     last_at     REAL NOT NULL DEFAULT 0,
     turns       INTEGER,
     PRIMARY KEY (session_id, source, model, slot)
+);
+"""
+
+#: The search index (contentless FTS5, keyed by `events.id`; see AZSD_DDL).
+SEARCH_DDL: Final = """\
+CREATE VIRTUAL TABLE IF NOT EXISTS azsd_search USING fts5(
+    text, content='', tokenize='unicode61 remove_diacritics 2'
 );
 """
 
@@ -211,10 +219,8 @@ CREATE TABLE IF NOT EXISTS azsd_requests (
     created REAL NOT NULL
 );
 CREATE INDEX IF NOT EXISTS azsd_requests_created ON azsd_requests(created);
-CREATE VIRTUAL TABLE IF NOT EXISTS azsd_search USING fts5(
-    text, content='', tokenize='unicode61 remove_diacritics 2'
-);
 """
+    + SEARCH_DDL
 )
 
 #: What an earlier azsd added that decision 5 does not allow, dropped when the writer opens the file:
