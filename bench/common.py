@@ -304,11 +304,21 @@ def write_stream_json(path: Path, target_bytes: int, *, seed: int = 7) -> int:
     return path.stat().st_size
 
 
+def pauses(n: int, gap: float, step_s: float, *, seed: int = 5) -> list[float]:
+    """The pauses between the appends of a latency bench: `gap` s, and a random part of up to two of
+    the watch's `step_s` (the same for the daemon and its baseline). A watch looks for changes once a
+    step and reports them a quiet step later, so its latency depends on where in its step a line
+    lands: appends a fixed gap apart land at the same place each time, which favours whichever side
+    that place suits (an agent's lines land anywhere)."""
+    rng = random.Random(seed)
+    return [gap + rng.uniform(0, 2 * step_s) for _ in range(n)]
+
+
 def bare_watch_latencies(
-    watched: Path, target: Path, line: Callable[[int], bytes], n: int, gap: float, **tuning: Any
+    watched: Path, target: Path, line: Callable[[int], bytes], gaps: Sequence[float], **tuning: Any
 ) -> list[float]:
-    """The baseline of the latency benches: ms from each of `n` appends of `line(i)` to `target`
-    (`gap` s apart) to a bare `watchfiles.watch` of `watched` (with `tuning`) seeing it."""
+    """The baseline of the latency benches: ms from each append of `line(i)` to `target` (then a
+    pause of `gaps[i]` s) to a bare `watchfiles.watch` of `watched` (with `tuning`) seeing it."""
     stop, seen = threading.Event(), threading.Event()
 
     def watch() -> None:
@@ -322,7 +332,7 @@ def bare_watch_latencies(
     time.sleep(0.5)
     out: list[float] = []
     with open(target, "ab") as writer:
-        for i in range(n):
+        for i, gap in enumerate(gaps):
             seen.clear()
             start = time.perf_counter()
             writer.write(line(i))

@@ -2,7 +2,8 @@
 
 Measured through the real daemon (follow + store + publish) and, as the baseline, the same
 appends observed by a bare `watchfiles.watch` of the directory with the same tuning, in the same
-run. Run alone: `python -m bench.follow_latency [--quick]`.
+run; the appends come 30 ms apart and a random part of two of the watch's steps more, the same
+for both (:func:`bench.common.pauses`). Run alone: `python -m bench.follow_latency [--quick]`.
 """
 
 from __future__ import annotations
@@ -17,14 +18,16 @@ import zmq
 from azsd.ipc import protocol as p
 from azsd.ipc.transport import connect_sub, recv_notification
 from azsd_client import Client
-from bench.common import bare_watch_latencies, daemon_config, percentile, report, running_daemon
+from bench.common import bare_watch_latencies, daemon_config, pauses, percentile, report, running_daemon
 
+#: The watch's step (ms) of the daemon's follows (azsd.server.follow), the baseline's too.
+STEP_MS = 5
 LINE = (
     b'{"type":"assistant","session_id":"s","message":{"id":"m%d","content":[{"type":"text","text":"t%d"}]}}\n'
 )
 
 
-def azsd_latencies(n: int, gap: float) -> list[float]:
+def azsd_latencies(gaps: list[float]) -> list[float]:
     with tempfile.TemporaryDirectory(prefix="azsd-b-", dir="/tmp") as tmp:
         base = Path(tmp)
         root = base / "wt"
@@ -40,7 +43,7 @@ def azsd_latencies(n: int, gap: float) -> list[float]:
             time.sleep(0.5)
             out: list[float] = []
             with open(target, "ab") as writer:
-                for i in range(n):
+                for i, gap in enumerate(gaps):
                     start = time.perf_counter()
                     writer.write(LINE % (i, i))
                     writer.flush()
@@ -59,20 +62,20 @@ def azsd_latencies(n: int, gap: float) -> list[float]:
     return out
 
 
-def watchfiles_latencies(n: int, gap: float) -> list[float]:
+def watchfiles_latencies(gaps: list[float]) -> list[float]:
     with tempfile.TemporaryDirectory(prefix="azsd-b-", dir="/tmp") as tmp:
         target = Path(tmp) / "agent.jsonl"
         target.write_bytes(b"")
         return bare_watch_latencies(
-            Path(tmp), target, lambda i: LINE % (i, i), n, gap, debounce=20, step=5, recursive=False
+            Path(tmp), target, lambda i: LINE % (i, i), gaps, debounce=20, step=STEP_MS, recursive=False
         )
 
 
 def main(*, quick: bool = False) -> None:
     n = 60 if quick else 300
-    gap = 0.03
-    ours = azsd_latencies(n, gap)
-    bare = watchfiles_latencies(n, gap)
+    gaps = pauses(n, 0.03, STEP_MS / 1000)
+    ours = azsd_latencies(gaps)
+    bare = watchfiles_latencies(gaps)
     for q in (50, 99):
         report(f"follow_latency_p{q}", percentile(ours, q), "ms", percentile(bare, q))
 

@@ -21,7 +21,7 @@ import zmq
 from azsd.ingest.importer import claude_slug
 from azsd.ipc import protocol as p
 from azsd.ipc.transport import connect_sub, recv_notification
-from bench.common import bare_watch_latencies, percentile, report, running_daemon
+from bench.common import bare_watch_latencies, pauses, percentile, report, running_daemon
 
 SESSION = "bbbbbbbb-0000-4000-8000-00000000000b"
 
@@ -33,7 +33,7 @@ def _line(i: int, cwd: str) -> bytes:
     return json.dumps(obj).encode() + b"\n"
 
 
-def daemon_latencies(n: int, gap: float) -> list[float]:
+def daemon_latencies(gaps: list[float]) -> list[float]:
     with tempfile.TemporaryDirectory(prefix="azsd-b-", dir="/tmp") as tmp:
         base = Path(tmp)
         root = base / "wt"
@@ -47,7 +47,7 @@ def daemon_latencies(n: int, gap: float) -> list[float]:
             time.sleep(0.5)
             out: list[float] = []
             with open(projects / f"{SESSION}.jsonl", "ab") as writer:
-                for i in range(n):
+                for i, gap in enumerate(gaps):
                     start = time.perf_counter()
                     writer.write(_line(i, str(root)))
                     writer.flush()
@@ -67,21 +67,21 @@ def daemon_latencies(n: int, gap: float) -> list[float]:
     return out
 
 
-def watchfiles_latencies(n: int, gap: float) -> list[float]:
+def watchfiles_latencies(gaps: list[float]) -> list[float]:
     """The same appends, seen by a bare watch with the daemon's tuning (150 ms debounce, 20 ms step)."""
     with tempfile.TemporaryDirectory(prefix="azsd-b-", dir="/tmp") as tmp:
         folder = Path(tmp) / "projects" / "p"
         folder.mkdir(parents=True)
         line = partial(_line, cwd=tmp)
-        return bare_watch_latencies(Path(tmp) / "projects", folder / f"{SESSION}.jsonl", line, n, gap,
+        return bare_watch_latencies(Path(tmp) / "projects", folder / f"{SESSION}.jsonl", line, gaps,
                                     debounce=150, step=20)  # fmt: skip
 
 
 def main(*, quick: bool = False) -> None:
     n = 30 if quick else 150
-    gap = 0.05
-    ours = daemon_latencies(n, gap)
-    bare = watchfiles_latencies(n, gap)
+    gaps = pauses(n, 0.05, 0.02)  # (the watch's step: 20 ms)
+    ours = daemon_latencies(gaps)
+    bare = watchfiles_latencies(gaps)
     for q in (50, 99):
         report(f"watch_latency_p{q}", percentile(ours, q), "ms", percentile(bare, q))
 
