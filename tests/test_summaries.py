@@ -112,3 +112,56 @@ def test_counting_the_rows_above_the_mark_reads_only_those(root: Path) -> None:
     with sqlite3.connect(store_path(root)) as conn:
         plan = " | ".join(row[3] for row in conn.execute("EXPLAIN QUERY PLAN " + STATS_ABOVE, (1,)))
     assert "INTEGER PRIMARY KEY" in plan and "SCAN" not in plan, plan
+
+
+_JOINED = """
+    SELECT s.id, s.name, s.worktree, s.created, s.completed, s.duration_ms, s.cost_usd,
+           a.session_id IS NOT NULL, l.parent_id, l.fork_seq, COALESCE(e.n, 0), COALESCE(e.msgs, 0)
+    FROM sessions AS s LEFT JOIN azsd_archive AS a ON a.session_id = s.id
+    LEFT JOIN azsd_lineage AS l ON l.session_id = s.id AND l.parent_id IS NOT NULL
+    LEFT JOIN (
+        SELECT session_id, COUNT(*) AS n, SUM(kind IN ('UserMessage', 'AssistantText')) AS msgs,
+               MAX(id) AS last_id
+        FROM events GROUP BY session_id
+    ) AS e ON e.session_id = s.id
+    ORDER BY COALESCE(e.last_id, 0) DESC, s.id DESC
+"""
+
+
+def test_a_cold_listing_is_the_sessions_joined_with_their_side_tables(root: Path) -> None:
+    """The index built on open (the sessions' own columns and counts, the archive marks and the
+    lineage read on their own) lists what joining them all gives, field by field: archived ones,
+    forks, a fork whose parent is gone, sessions without events, AZUREAL's rows above the mark."""
+    from azsd.model import SessionInfo
+
+    with Store.open(root) as store:
+        ids = [
+            store.create_session(f"s{i}" if i % 2 else None, "main" if i % 3 else "feat").id for i in range(8)
+        ]
+        for i, sid in enumerate(ids[:6]):
+            turn = [UserMessage(content=f"p{i}"), AssistantText(text="a")]
+            store.append_events(
+                sid, [*turn, Complete(success=i % 2 == 0, duration_ms=7 + i, cost_usd=0.1 + 0.2)]
+            )
+        fork = store.fork_session(ids[0], 2, "fork").id
+        orphan = store.fork_session(ids[1], 1, "orphan").id
+        store.delete_session(ids[1])
+        store.set_archived(ids[2], True)
+        store.set_archived(fork, True)
+    conn = azureal(root)
+    azureal_append(conn, ids[3], 2)
+    azureal_append(conn, ids[7], 1)
+    conn.close()
+    with sqlite3.connect(store_path(root)) as conn:
+        rows = conn.execute(_JOINED).fetchall()
+    expected = [
+        SessionInfo(
+            sid, name, worktree, created, n, msgs, None if done is None else bool(done), ms, cost,
+            bool(archived), parent, fork_seq if parent is not None else None,
+        )
+        for sid, name, worktree, created, done, ms, cost, archived, parent, fork_seq, n, msgs in rows
+    ]  # fmt: skip
+    with Store.open(root) as fresh:
+        assert fresh.list_sessions() == expected
+        assert fresh.list_sessions(archived="only") == [i for i in expected if i.archived]
+    assert {i.id for i in expected if i.parent is not None} == {fork} and orphan in {i.id for i in expected}

@@ -111,14 +111,26 @@ class SessionIndex:
     committed, a transaction rolled back).
     """
 
-    def __init__(self, data_version: int, rows: Iterable[tuple[SessionInfo, int]]) -> None:
+    def __init__(
+        self,
+        data_version: int,
+        infos: dict[int, SessionInfo],
+        last_ids: dict[int, int],
+        archived: Iterable[int] | None = None,
+    ) -> None:
+        """`infos` and each one's latest event id (0: none), by session id (taken, not copied: the
+        builder hands them over); `archived`, when the builder knows them, the ids of those archived
+        (else they are looked for among `infos`)."""
         self.data_version = data_version
         #: The file change counter it was read at (None: not known), see azsd.store.changes.
         self.counter: int | None = None
-        pairs = list(rows)
-        self._infos: dict[int, SessionInfo] = {info.id: info for info, _ in pairs}
-        self._last_ids: dict[int, int] = {info.id: last_id for info, last_id in pairs}
-        self._archived: set[int] = {info.id for info, _ in pairs if info.archived}
+        self._infos = infos
+        self._last_ids = last_ids
+        self._archived: set[int] = (
+            {sid for sid, info in infos.items() if info.archived}
+            if archived is None
+            else {sid for sid in archived if sid in infos}
+        )
         self._order: list[int] | None = None
 
     def get(self, session_id: int) -> SessionInfo | None:
@@ -173,7 +185,7 @@ class SessionIndex:
         ids = self._ordered()
         if worktree is None and (archived == "include" or (archived == "exclude" and not self._archived)):
             chosen = ids[offset:] if limit < 0 else ids[offset : offset + limit]
-            return [infos[sid] for sid in chosen]
+            return list(map(infos.__getitem__, chosen))
         matching = [info for info in map(infos.__getitem__, ids) if _wanted(info, worktree, archived)]
         return matching[offset:] if limit < 0 else matching[offset : offset + limit]
 

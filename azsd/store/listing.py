@@ -43,6 +43,12 @@ _SESSIONS_BARE: Final = (
     "sessions AS s LEFT JOIN (SELECT NULL AS session_id) AS a ON 0 "
     "LEFT JOIN (SELECT NULL AS parent_id, NULL AS fork_seq) AS l ON 0"
 )
+#: The columns of the sessions table itself that a SessionInfo shows (`sessions AS s`).
+_BARE_COLUMNS: Final = "s.id, s.name, s.worktree, s.created, s.completed, s.duration_ms, s.cost_usd"
+#: The archive marks and the lineage as `_SESSIONS` joins them (a lineage whose parent is gone is none).
+_ARCHIVED: Final = "SELECT session_id FROM azsd_archive"
+_LINEAGE: Final = "SELECT session_id, parent_id, fork_seq FROM azsd_lineage WHERE parent_id IS NOT NULL"
+_NO_LINEAGE: Final = (None, None)
 _SESSION_STATS: Final = """
     LEFT JOIN (
         SELECT session_id, COUNT(*) AS n, SUM(kind IN ('UserMessage', 'AssistantText')) AS msgs,
@@ -219,8 +225,8 @@ class SessionListing(StoreCore):
             if not build:
                 return None
             with self.snapshot():
-                rows = self._summarised_rows(conn)
-        self._index = SessionIndex(version, [(_session_info(row[:-1]), row[-1]) for row in rows])
+                infos, last_ids, archived = self._summarised(conn)
+        self._index = SessionIndex(version, infos, last_ids, archived)
         self._index.counter = counter
         return self._index
 
@@ -257,28 +263,63 @@ class SessionListing(StoreCore):
         index.counter = counter
         return True
 
-    def _summarised_rows(self, conn: sqlite3.Connection) -> list[Any]:
-        """Every session's columns, counts and latest event id: from ``azsd_summaries`` plus the
-        rows above its mark (a few, usually: what AZUREAL appended since azsd last did), or, with no
-        summaries (a newer schema read-only), by counting all the events."""
+    def _summarised(
+        self, conn: sqlite3.Connection
+    ) -> tuple[dict[int, SessionInfo], dict[int, int], set[int]]:
+        """Every session as the index holds it and its latest event id, by id, and the ids archived
+        (not all of them sessions'): from ``azsd_summaries`` plus the rows above its mark (a few,
+        usually: what AZUREAL appended since azsd last did), or, with no summaries (a newer schema
+        read-only), by counting all the events.
+
+        Fetching a value costs about half a microsecond a column of each row in Python's sqlite3, far
+        more than SQLite's own work: the rows are read with the sessions' own columns and their counts
+        only, and the archive marks and lineage (side tables, a few rows as a rule) on their own,
+        rather than joined and fetched as three more columns of every row. Each row becomes its
+        SessionInfo as it is read: no list of the rows (or of pairs) is kept alive, so the cyclic GC,
+        which runs as container objects pile up, does not walk ten thousand of them."""
         hwm = self._summary_hwm(conn)
+        newer: dict[int, tuple[int, int, int]] = {}
         if hwm is None:
-            return conn.execute(
-                f"SELECT {_SESSION_COLUMNS}, COALESCE(e.n, 0), COALESCE(e.msgs, 0), "
-                f"COALESCE(e.last_id, 0) FROM {self._sessions} {_SESSION_STATS}"
-            ).fetchall()
-        rows = conn.execute(
-            f"SELECT {_SESSION_COLUMNS}, COALESCE(m.events, 0), COALESCE(m.messages, 0), "
-            f"COALESCE(m.last_id, 0) FROM {self._sessions} "
-            "LEFT JOIN azsd_summaries AS m ON m.session_id = s.id"
-        ).fetchall()
-        newer = {sid: (n, msgs, last) for sid, n, msgs, last in conn.execute(STATS_ABOVE, (hwm,))}
-        if newer:
-            for i, row in enumerate(rows):
-                extra = newer.get(row[0])
-                if extra is not None:
-                    rows[i] = (*row[:-3], row[-3] + extra[0], row[-2] + extra[1], max(row[-1], extra[2]))
-        return rows
+            sql = (
+                f"SELECT {_BARE_COLUMNS}, COALESCE(e.n, 0), COALESCE(e.msgs, 0), "
+                f"COALESCE(e.last_id, 0) FROM sessions AS s {_SESSION_STATS}"
+            )
+        else:
+            sql = (
+                f"SELECT {_BARE_COLUMNS}, COALESCE(m.events, 0), COALESCE(m.messages, 0), "
+                "COALESCE(m.last_id, 0) FROM sessions AS s "
+                "LEFT JOIN azsd_summaries AS m ON m.session_id = s.id"
+            )
+            newer = {sid: (n, msgs, last) for sid, n, msgs, last in conn.execute(STATS_ABOVE, (hwm,))}
+        archived: set[int] = set()
+        lineage: dict[int, tuple[int, int | None]] = {}
+        if self._sessions is _SESSIONS:  # (else a newer schema read-only, without the side tables)
+            archived = {sid for (sid,) in conn.execute(_ARCHIVED)}
+            lineage = {sid: (parent, fork_seq) for sid, parent, fork_seq in conn.execute(_LINEAGE)}
+        infos: dict[int, SessionInfo] = {}
+        last_ids: dict[int, int] = {}
+        for row in conn.execute(sql):
+            sid, name, worktree, created, completed, duration_ms, cost_usd, n, msgs, last = row
+            if newer and sid in newer:
+                extra = newer[sid]
+                n, msgs, last = n + extra[0], msgs + extra[1], max(last, extra[2])
+            parent, fork_seq = lineage.get(sid, _NO_LINEAGE) if lineage else _NO_LINEAGE
+            infos[sid] = SessionInfo(  # as _session_info makes it (positional: the quicker)
+                sid,
+                name,
+                worktree,
+                created,
+                n,
+                msgs,
+                None if completed is None else bool(completed),
+                duration_ms,
+                cost_usd,
+                sid in archived,
+                parent,
+                fork_seq,
+            )
+            last_ids[sid] = last
+        return infos, last_ids, archived
 
     def _summary_hwm(self, conn: sqlite3.Connection) -> int | None:
         """The summaries' mark, or None when there are none to read (not built, or no such table)."""

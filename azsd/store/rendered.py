@@ -52,7 +52,7 @@ GROUP_BYTES: Final = 1 << 16
 #: Event ids a step of the chunked catch-up renders (a step stays well under a chunk's 200 ms).
 _STEP_ROWS: Final = 250
 #: What `bytes.rstrip` may take off a transcript's end (all of it Rust whitespace: `trim_end` agrees).
-_ASCII_SPACE: Final = b" \t\n\r\x0b\x0c"
+_ASCII_SPACE: Final = " \t\n\r\x0b\x0c"
 _LAYOUT: Final = msgspec.msgpack.Decoder(list[int])
 _ENCODE: Final = msgspec.msgpack.Encoder()
 
@@ -272,10 +272,14 @@ class ContextTable(StoreCore):
         groups = self._context_groups(session_id, from_seq)
         if groups is None or any(injected for _, _, injected, _, _ in groups):
             return None
-        texts = self._codec.decode_many([text for *_, text in groups])
-        parts: list[bytes] = []
-        for (first, _, _, layout, _), text in zip(groups, texts, strict=True):
-            if isinstance(text, CodecError):
+        # a group at a time: its frame decompressed and its text decoded, then the texts joined once
+        # (no copy of the whole transcript but the join: each big buffer costs its page faults)
+        parts: list[str] = []
+        decode = self._codec.decode
+        for first, _, _, layout, frame in groups:
+            try:
+                text = decode(frame)
+            except CodecError:
                 return None
             if first < from_seq:  # the group begins before the range: its blocks from there on
                 skip = 0
@@ -286,10 +290,10 @@ class ContextTable(StoreCore):
                     skip += values[i + 2] + 1 if values[i + 2] >= 0 else 0
                 text = text[skip:]
             if text:
-                parts.append(text)
+                parts.append(text.decode())
         if parts:
             parts[-1] = parts[-1].rstrip(_ASCII_SPACE)
-        return bool(groups), b"\n".join(parts).decode()
+        return bool(groups), "\n".join(parts)
 
     def _context_groups(
         self, session_id: int, from_seq: int
