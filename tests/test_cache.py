@@ -21,7 +21,7 @@ from azsd.ingest.parsers.claude_usage import MESSAGES_KEPT
 from azsd.model import SessionInfo
 from azsd.server.views import wire_events
 from azsd.store import Store, store_path
-from azsd.store.cache import ROWS, CachedRow, RowCache
+from azsd.store.cache import FRESH_SHARE, ROWS, CachedRow, RowCache
 from azsd.store.codec import PARALLEL_ROWS, RowCodec
 
 
@@ -65,6 +65,26 @@ def test_row_cache_skips_a_row_bigger_than_its_budget() -> None:
     cache = RowCache(budget=1000)
     cache.put_many([CachedRow(b"big", b"x" * 1000)])
     assert len(cache) == 0 and cache.get_many([b"big"]) == [None]
+
+
+def test_appended_rows_wait_apart_in_their_share_until_read() -> None:
+    one = CachedRow(b"r0", b"x" * 100).cost
+    cache = RowCache(budget=FRESH_SHARE * (2 * one + 9))  # room for 2 fresh rows (keys one longer)
+    read = [CachedRow(f"r{i}".encode(), b"x" * 100) for i in range(8)]
+    cache.put_many(read)
+    appended = [CachedRow(f"a{i}".encode(), b"y" * 100, AssistantText(text="y")) for i in range(50)]
+    cache.put_many(appended, fresh=True)  # a big follow: none of its rows is read
+    assert all(row is not None for row in cache.get_many([r.key for r in read]))  # none pushed out
+    assert cache.get_many([b"a0", b"a47"]) == [None, None]
+    assert cache.size <= cache.budget and len(cache) == 8 + 2
+    got = cache.get_many([b"a48", b"a48", b"a49"])  # read at last: ordinary rows now
+    assert got == [appended[48], appended[48], appended[49]]
+    cache.put_many(
+        [CachedRow(f"b{i}".encode(), b"z" * 100, AssistantText(text="z")) for i in range(5)], fresh=True
+    )
+    assert cache.get_many([b"a48", b"a49"]) == [appended[48], appended[49]]
+    assert appended[48].json == b"" and appended[48].wire == "y" * 100  # the wire text is the JSON
+    assert cache.size <= cache.budget
 
 
 def test_loads_are_the_same_with_and_without_the_row_cache(store: Store) -> None:

@@ -25,10 +25,12 @@ import msgspec
 from azsd.events import Event
 from azsd.model import Archived, SessionInfo
 
-__all__ = ["ROWS", "ROW_CACHE_BYTES", "CachedRow", "RowCache", "SessionIndex"]
+__all__ = ["FRESH_SHARE", "ROWS", "ROW_CACHE_BYTES", "CachedRow", "RowCache", "SessionIndex"]
 
 #: About how many bytes of decoded rows the process keeps (estimated, see `CachedRow.cost`).
 ROW_CACHE_BYTES: Final = 24 * 1024 * 1024
+#: Rows appended and not read yet take at most this share of the budget (1/FRESH_SHARE).
+FRESH_SHARE: Final = 8
 #: Python's overhead per cached row (key object, entry, node, the row itself), estimated.
 _ROW_OVERHEAD: Final = 440
 
@@ -41,62 +43,104 @@ class CachedRow:
 
     def __init__(self, key: bytes | str, json: bytes, event: Event | None = None) -> None:
         """`event`, when given, is the one `json` is `encode_event` of (an append's): its wire text
-        is then `json` itself."""
+        is then `json` itself. Once the event is known, the JSON is not kept (`json` is empty)."""
         self.key = key
-        self.json = json
         self.event: Event | None = event
+        self.json = json if event is None else b""
         self.wire: str | None = None if event is None else json.decode()  # `encode_event(event)` as text
         self.rendered: str | None = None  # `render_event(event)` (None is a value: not shown)
         self.rendered_known = False
         # the event, the wire text and the rendered block each hold about as much as the JSON
         self.cost = len(key) + 4 * len(json) + _ROW_OVERHEAD
 
+    def decoded(self, event: Event) -> None:
+        """The row's event, decoded from its JSON, which the row no longer needs (the event is set
+        first: a reader that finds the JSON gone finds the event)."""
+        self.event = event
+        self.json = b""
+
 
 class RowCache:
-    """Decoded rows by their stored payload, bounded to about `budget` bytes. Thread-safe."""
+    """Decoded rows by their stored payload, bounded to about `budget` bytes. Thread-safe.
+
+    Rows an append puts in (:meth:`put_many` with `fresh=True`) wait apart, in at most
+    `budget // FRESH_SHARE` bytes, until a read takes them: a follow of a big file appends far more
+    rows than anyone reads, and they would otherwise push out every row that was read (and hold the
+    whole budget with rows never read). The first read of a fresh row makes it an ordinary one.
+    """
 
     def __init__(self, budget: int = ROW_CACHE_BYTES) -> None:
         self.budget = budget
+        self.fresh_budget = budget // FRESH_SHARE
         self._rows: OrderedDict[bytes | str, CachedRow] = OrderedDict()
+        self._fresh: OrderedDict[bytes | str, CachedRow] = OrderedDict()
         self._size = 0
+        self._fresh_size = 0
         self._lock = threading.Lock()
 
     def get_many(self, keys: Sequence[bytes | str]) -> list[CachedRow | None]:
         """The cached row of each payload (None where there is none), now the most recently used."""
         with self._lock:
-            rows = self._rows
+            rows, fresh = self._rows, self._fresh
             found = [rows.get(key) for key in keys]
             touch = rows.move_to_end
-            for row in found:
+            taken = False
+            for i, row in enumerate(found):
+                if row is None and fresh:
+                    row = fresh.pop(keys[i], None)
+                    if row is None:
+                        row = rows.get(keys[i])  # (or taken just now: a key asked for twice)
+                    else:  # read at last: an ordinary row now
+                        rows[row.key] = row
+                        self._fresh_size -= row.cost
+                        self._size += row.cost
+                        taken = True
+                    found[i] = row
                 if row is not None:
                     touch(row.key)
+            if taken:
+                self._evict()
             return found
 
-    def put_many(self, rows: Iterable[CachedRow]) -> None:
-        """Remember rows (decoded or not yet), forgetting the least recently used past the budget."""
+    def put_many(self, rows: Iterable[CachedRow], *, fresh: bool = False) -> None:
+        """Remember rows (decoded or not yet), forgetting the least recently used past the budget;
+        `fresh`: rows just appended, which no one has read yet (see the class)."""
         with self._lock:
-            cached = self._rows
+            cached, waiting = self._rows, self._fresh
+            into, most = (waiting, self.fresh_budget) if fresh else (cached, self.budget)
             for row in rows:
-                if row.cost > self.budget or row.key in cached:
+                if row.cost > most or row.key in cached or row.key in waiting:
                     continue
-                cached[row.key] = row
-                self._size += row.cost
-            while self._size > self.budget:
-                _, old = cached.popitem(last=False)
-                self._size -= old.cost
+                into[row.key] = row
+                if fresh:
+                    self._fresh_size += row.cost
+                else:
+                    self._size += row.cost
+            self._evict()
+
+    def _evict(self) -> None:
+        """Forget the oldest fresh rows past their share, then the least recently used rows past the
+        budget (under the lock)."""
+        while self._fresh_size > self.fresh_budget:
+            _, old = self._fresh.popitem(last=False)
+            self._fresh_size -= old.cost
+        while self._size + self._fresh_size > self.budget and self._rows:
+            _, old = self._rows.popitem(last=False)
+            self._size -= old.cost
 
     def clear(self) -> None:
         with self._lock:
             self._rows.clear()
-            self._size = 0
+            self._fresh.clear()
+            self._size = self._fresh_size = 0
 
     @property
     def size(self) -> int:
         """Estimated bytes held."""
-        return self._size
+        return self._size + self._fresh_size
 
     def __len__(self) -> int:
-        return len(self._rows)
+        return len(self._rows) + len(self._fresh)
 
 
 #: The process's row cache, shared by every Store.

@@ -163,7 +163,8 @@ class EventLog(StaleEntries, ContextTable, SessionListing):
             if completion:
                 self._set_completion(conn, session_id, *completion_of(events))
         if len(events) <= _CACHE_APPENDS_UP_TO:
-            ROWS.put_many(map(CachedRow, payloads, jsons, events))  # a page of them sends `jsons` as is
+            # a page of them sends `jsons` as is; unread, they wait apart (a big follow reads none of them)
+            ROWS.put_many(map(CachedRow, payloads, jsons, events), fresh=True)
         stored = [
             StoredEvent(seq + i, event, json)
             for i, (event, json) in enumerate(zip(events, jsons, strict=True))
@@ -283,11 +284,13 @@ class EventLog(StaleEntries, ContextTable, SessionListing):
         undecoded = [i for i, row in enumerate(cached) if row is not None and row.event is None]
         found = decode_events([(rows[i][1], cached[i].json) for i in undecoded])  # type: ignore[union-attr]
         for i, event in zip(undecoded, found, strict=True):
-            if isinstance(event, EventDecodeError):
+            row = cached[i]
+            assert row is not None
+            if not isinstance(event, EventDecodeError):
+                row.decoded(event)
+            elif row.event is None:  # (else another thread decoded it meanwhile, and let its JSON go)
                 log.debug("%s: S%d seq %d unreadable: %s", self.path, session_id, rows[i][0], event)
                 cached[i] = None
-            else:
-                cached[i].event = event  # type: ignore[union-attr]
         seqs: list[int] = []
         events: list[Event] = []
         used: list[CachedRow] = []

@@ -51,6 +51,8 @@ __all__ = [
 _PID_MAX: Final = 4_194_304
 #: At most this many bytes are read from one file per turn, so no file starves the others.
 READ_BUDGET: Final = 2 * 1024 * 1024
+#: ... in parts of this many bytes, each parsed before the next is read.
+READ_PART: Final = 256 * 1024
 #: A follow that fails this many times in a row (about 16 to 32 s of trying) is ended.
 MAX_FAILURES: Final = 8
 #: A store call out for longer than this makes the follow say that it waits for its store.
@@ -196,7 +198,9 @@ class Tail:
         with open_regular(self.path, nofollow=True) as stream:
             for stop in [*stops, stored.offset]:
                 while offset < stop:  # a chunk at a time: never the whole file in memory
-                    replay = read_lines(stream, offset, skipping=skipping, budget=READ_BUDGET, stop=stop)
+                    replay = read_lines(
+                        stream, offset, skipping=skipping, budget=READ_PART, chunk=READ_PART, stop=stop
+                    )
                     for line in replay.lines:
                         produced.extend(_fingerprints(prepare_for_store(parser.feed(line))))
                     if replay.end == offset:
@@ -212,18 +216,25 @@ class Tail:
         for the store; the record moves past them."""
         assert self.parser is not None
         record = self.record
-        with open_regular(self.path, nofollow=True) as stream:
-            result = read_lines(stream, record.offset, skipping=self.skipping, budget=READ_BUDGET)
-            torn = b""
-            if self.ending is not None:
-                stream.seek(result.end)
-                torn = stream.read(MAX_LINE_BYTES + 1)
         before = self.parser.report.skipped_total
         events: list[Event] = []
-        for line in result.lines:
-            events.extend(self.parser.feed(line))
-        end = result.end
-        if torn and not result.skipping:  # an Unfollow: a last line without its newline counts too
+        end, skipping, lines = record.offset, self.skipping, 0
+        with open_regular(self.path, nofollow=True) as stream:
+            # a part at a time, each parsed before the next is read: the lines of a whole read are
+            # never held together (only its events, which its commit stores)
+            while end - record.offset < READ_BUDGET:
+                part = read_lines(stream, end, skipping=skipping, budget=READ_PART, chunk=READ_PART)
+                for line in part.lines:
+                    events.extend(self.parser.feed(line))
+                lines += len(part.lines)
+                if part.end == end:
+                    break
+                end, skipping = part.end, part.skipping
+            torn = b""
+            if self.ending is not None:
+                stream.seek(end)
+                torn = stream.read(MAX_LINE_BYTES + 1)
+        if torn and not skipping:  # an Unfollow: a last line without its newline counts too
             events.extend(self.parser.feed(torn))
             end += len(torn)
         events.extend(self.parser.finish() if self.ending is not None else [])
@@ -231,11 +242,11 @@ class Tail:
             events = self._key_responses(self.parser, events)
         if isinstance(self.parser, ClaudeStreamParser) and self.ending is not None:
             self._reconcile_claude(self.parser)
-        record.lines += len(result.lines) + (1 if torn else 0)
+        record.lines += lines + (1 if torn else 0)
         record.skipped += self.parser.report.skipped_total - before
         record.idle = record.idle and end == record.offset  # it grew: its session runs again
-        record.offset, record.inode, self.skipping = end, inode, result.skipping
-        if result.lines or torn:
+        record.offset, record.inode, self.skipping = end, inode, skipping
+        if lines or torn:
             self.last_growth = time.monotonic()
         prepared = prepare_for_store([_with_wall_time(e, self.started) for e in events])
         self.produced.extend(_fingerprints(prepared))
