@@ -274,7 +274,8 @@ class Follower(FollowTable):
             return
         start_offset = record.offset
         events = follow.read_new(info.st_ino)
-        end_follow = is_final(events, record.format) or follow.ending is not None
+        # an Unfollow ends it once every whole line is read (a backlog takes reads of its budget)
+        end_follow = is_final(events, record.format) or (follow.ending is not None and follow.caught_up)
         why = "the turn ended (its final event is stored)" if follow.ending is None else follow.ending_reason
         self._commit(follow, events, end_follow=end_follow, changed=record.offset != start_offset, reason=why)
 

@@ -73,6 +73,7 @@ class Tail:
     skipping: bool = False
     last_growth: float = field(default_factory=time.monotonic)
     ending: Envelope | None = None  # an Unfollow waiting for the final read
+    caught_up: bool = True  # the last read reached the end of the whole lines (not its budget first)
     ending_reason: str = "unfollowed"  # and why it was asked for
     resync: bool = False  # read from the stored offset next, once the store has given it back
     fetching: bool = False  # asked the store for it; waiting
@@ -212,13 +213,16 @@ class Tail:
         self.skipping = skipping  # the offset sits inside a skipped huge line
 
     def read_new(self, inode: int) -> list[Event]:
-        """The events of the lines added since the offset (all of it, ending, on an Unfollow), prepared
-        for the store; the record moves past them."""
+        """The events of the lines added since the offset (at most :data:`READ_BUDGET` of them and a
+        part; :attr:`caught_up` says whether they were all the whole lines there are), prepared for
+        the store; the record moves past them. Ending (an Unfollow), once caught up, a last line
+        without its newline counts too, and the parser's run ends."""
         assert self.parser is not None
         record = self.record
         before = self.parser.report.skipped_total
         events: list[Event] = []
         end, skipping, lines = record.offset, self.skipping, 0
+        caught_up = False
         with open_regular(self.path, nofollow=True) as stream:
             # a part at a time, each parsed before the next is read: the lines of a whole read are
             # never held together (only its events, which its commit stores)
@@ -228,19 +232,22 @@ class Tail:
                     events.extend(self.parser.feed(line))
                 lines += len(part.lines)
                 if part.end == end:
+                    caught_up = True
                     break
                 end, skipping = part.end, part.skipping
+            ending = self.ending is not None and caught_up  # (else whole lines wait: read on first)
             torn = b""
-            if self.ending is not None:
+            if ending:
                 stream.seek(end)
                 torn = stream.read(MAX_LINE_BYTES + 1)
+        self.caught_up = caught_up
         if torn and not skipping:  # an Unfollow: a last line without its newline counts too
             events.extend(self.parser.feed(torn))
             end += len(torn)
-        events.extend(self.parser.finish() if self.ending is not None else [])
+        events.extend(self.parser.finish() if ending else [])
         if isinstance(self.parser, CodexExecParser) and any(isinstance(e, Complete) for e in events):
             events = self._key_responses(self.parser, events)
-        if isinstance(self.parser, ClaudeStreamParser) and self.ending is not None:
+        if isinstance(self.parser, ClaudeStreamParser) and ending:
             self._reconcile_claude(self.parser)
         record.lines += lines + (1 if torn else 0)
         record.skipped += self.parser.report.skipped_total - before
