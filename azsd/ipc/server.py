@@ -16,7 +16,15 @@ import zmq
 from azsd.config import ResolvedConfig
 from azsd.errors import ProtocolError
 from azsd.ipc import protocol as p
-from azsd.ipc.transport import Envelope, Outbox, bind_pub, bind_router, recv_request, send_reply
+from azsd.ipc.transport import (
+    Envelope,
+    Outbox,
+    bind_pub,
+    bind_router,
+    has_request,
+    recv_request,
+    send_reply,
+)
 
 __all__ = ["Handler", "Server"]
 
@@ -59,12 +67,14 @@ class Server:
             if self.outbox.socket in ready:
                 self.outbox.drain(self.router, self.pub)
             if self.router in ready:
-                for _ in range(_BURST):
+                for _ in range(_BURST):  # while requests wait (asked, not tried: zmq.Again costs more)
                     try:
                         if not self._one(handle):
                             break
                     except Exception:  # one bad request never ends the loop
                         log.exception("dropped a request that could not be handled")
+                    if not has_request(self.router):
+                        break
             tick()
         self.outbox.drain(self.router, self.pub)
 

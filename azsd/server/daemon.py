@@ -294,6 +294,10 @@ class Daemon:
                 self._follower.follow(envelope, request.root, request, accepted=self._remember_root)
             case p.Unfollow():
                 self._follower.unfollow(envelope, request.root, request.path, request.reason or "unfollowed")
+            case p.GetEvents() | p.ListSessions():  # reads, never keyed: straight to their store
+                run, peek = self._runner(request)
+                inline = _inline(request, True)
+                self._registry.answer(request.root, envelope, run, read=True, inline=inline, peek=peek)
             case _:
                 run, peek = self._runner(request)
                 self._keys.answer(  # a retry with a known `request_key` gets the first reply

@@ -49,7 +49,7 @@ class EncodedReplies(Generic[R]):
         everything else)."""
         self._budget = budget
         self._largest = largest
-        self._replies: OrderedDict[R, tuple[_Version, bytes, int]] = OrderedDict()  # (…, its cost)
+        self._replies: OrderedDict[R, tuple[_Version, Outcome, int]] = OrderedDict()  # (…, its cost)
         self._bytes = 0  # the replies' bytes and their requests' (a filter may be long)
         self._lock = threading.Lock()
 
@@ -64,7 +64,7 @@ class EncodedReplies(Generic[R]):
             if found is None or found[0] != version:
                 return None
             self._replies.move_to_end(req)
-        return Outcome(found[1])
+        return found[1]  # (the same Outcome each time: nobody changes one)
 
     def answer(self, store: Store, req: R) -> Outcome:
         """Read the reply (:meth:`read`), and keep it encoded under the version of the file
@@ -97,7 +97,7 @@ class EncodedReplies(Generic[R]):
             old = self._replies.pop(req, None)
             if old is not None:
                 self._bytes -= old[2]
-            self._replies[req] = (version, payload, cost)
+            self._replies[req] = (version, Outcome(payload), cost)
             self._bytes += cost
             while self._bytes > self._budget:
                 self._bytes -= self._replies.popitem(last=False)[1][2]

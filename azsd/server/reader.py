@@ -4,7 +4,7 @@ The reader has a connection of its own (``query_only``) that reads while the wri
 that finds it must write (a search whose index has to catch up), or that cannot get the file's
 shared lock in time (another program's commit, or a long transaction that spilled its cache, holds
 it), moves to the writer. A quick read may run in the daemon's socket thread instead, on the same
-connection, while the reader is idle (:meth:`Reader.try_inline`). Which store has which threads, and
+connection, while the reader is idle (:meth:`Reader.read_inline`). Which store has which threads, and
 who waits for what, is :mod:`azsd.server.registry`'s.
 """
 
@@ -22,7 +22,7 @@ from typing import Any, Literal, Protocol
 
 from azsd.errors import AzsdError
 from azsd.ipc.transport import Outbox
-from azsd.server.workers import Task, Writer, open_error
+from azsd.server.workers import Outcome, Task, Writer, open_error
 from azsd.store import Store
 from azsd.store.core import READ_BUSY_TIMEOUT_S, NeedsWriterError, StoreBusyError
 
@@ -50,7 +50,7 @@ class ReaderHome(Protocol):
 class Reader(threading.Thread):
     """A store's reader: a read-only connection beside the writer, one call at a time.
 
-    A quick read may also run in the daemon's socket thread (:meth:`try_inline`) while this reader is
+    A quick read may also run in the daemon's socket thread (:meth:`read_inline`) while this reader is
     idle, on the same connection: that saves handing the call to this thread and its reply back,
     most of what a small read took.
     """
@@ -87,38 +87,48 @@ class Reader(threading.Thread):
                     self._store = None
             self._registry.outbox.release()
 
-    def try_inline(self, task: Task[Any], *, peek_only: bool = False) -> bool:
-        """Run a read in the calling thread, now, if this reader is idle with its store open; False
-        (nothing done) when it is not, or when the file is locked (the read must be queued here, to
-        wait for the lock without holding up the caller), or, `peek_only`, when the task's `peek`
-        has nothing (the read is queued here, to run in this thread)."""
+    def read_inline(
+        self,
+        run: Callable[[Store], Outcome],
+        peek: Callable[[Store], Outcome | None] | None,
+        *,
+        peek_only: bool = False,
+    ) -> Outcome | Exception | Literal["queue", "writer"]:
+        """Run a read in the calling thread, now, if this reader is idle with its store open: its
+        outcome, or the error it raised (logged here when unexpected). "queue" (nothing done) when
+        the reader is busy or has no store open, when the file is locked (the read must be queued
+        here, to wait for the lock without holding up the caller), or, `peek_only`, when `peek` has
+        nothing (the read is queued here, to run in this thread); "writer" when it must write.
+
+        No task, no future: the caller answers with what it gets, once the connection is free again
+        (so that a client told the answer finds the reader idle)."""
         if self._store is None or not self.queue.empty() or not self._using.acquire(blocking=False):
-            return False
+            return "queue"
         try:
             store = self._store
             if store is None or not self.queue.empty():
-                return False
+                return "queue"
             self._inline_at = time.monotonic()
-
-            def read() -> Any:
-                store.check_file()
-                if not peek_only:
-                    return _read(store, task, 0)  # never hold up the socket thread: queue the read instead
-                found = task.peek(store) if task.peek is not None else None
-                if found is None:
-                    raise _NotKept
+            store.check_file()
+            found = peek(store) if peek is not None else None
+            if found is not None:
                 return found
-
-            try:
-                settle = self._outcome(task, read)
-            except (StoreBusyError, _NotKept):
-                return False
-            except NeedsWriterError:
-                settle = partial(self._registry.forward, self.root, task)
+            if peek_only:
+                return "queue"
+            store.wait_for_locks(0)  # never hold up the socket thread: queue the read instead
+            with store.snapshot():
+                return run(store)
+        except StoreBusyError:
+            return "queue"
+        except NeedsWriterError:
+            return "writer"
+        except (AzsdError, ValueError, OverflowError) as exc:
+            return exc
+        except Exception as exc:
+            log.exception("a read failed in the store of %s", self.root)
+            return exc
         finally:
             self._using.release()
-        settle()
-        return True
 
     def _serve(self, store: Store | None, task: Task[Any]) -> tuple[Store | None, Callable[[], None]]:
         """Run one read (on the store, opened or reopened as needed): the store to go on with, and
@@ -144,7 +154,7 @@ class Reader(threading.Thread):
         writer, or to wait for a lock) raises NeedsWriterError or StoreBusyError to the caller."""
         try:
             value = read()
-        except (NeedsWriterError, StoreBusyError, _NotKept):
+        except (NeedsWriterError, StoreBusyError):
             raise
         except (AzsdError, ValueError, OverflowError) as exc:
             return partial(task.future.set_exception, exc)
@@ -166,10 +176,6 @@ class Slot:
         self.writer.queue.put(None)
         if self.reader is not None:
             self.reader.queue.put(None)
-
-
-class _NotKept(Exception):
-    """An inline peek found nothing: the read goes to the reader."""
 
 
 def _read(store: Store, task: Task[Any], lock_wait_s: float) -> Any:

@@ -123,22 +123,21 @@ class StoreRegistry:
 
         A read waits for this client's last write to the store, if it is not done yet. An `inline`
         read (a quick one: a page, a session) runs at once in the calling thread, the daemon's
-        socket thread, when the store's reader is open and idle (:meth:`Reader.try_inline`); with
-        `inline="peek"`, only its `peek` does (a reply encoded before), and a read it must make is
-        queued on the reader.
+        socket thread, when the store's reader is open and idle (:meth:`Reader.read_inline`), with
+        no task or future; with `inline="peek"`, only its `peek` does (a reply encoded before), and
+        a read it must make is queued on the reader.
         """
+        if inline and read and self._answer_inline(root, envelope, fn, peek, inline == "peek"):
+            return
         task = Task(fn, future_then(lambda done: self.deliver(root, envelope, done)), alone, peek)
         key = (root, envelope.identity)
         before: Future[Any] | None = None
-        reader: Reader | None = None
         with self._lock:
             placed = self._accept(root, task)
             if placed and read:
                 before = self._writes.get(key)
                 if before is None:
-                    reader = self._idle_reader(root) if inline else None
-                    if reader is None:
-                        placed = self._submit(root, task, read=True)
+                    placed = self._submit(root, task, read=True)
             elif placed:
                 self._track_write(key, task.future)
                 placed = self._submit(root, task, read=False)
@@ -146,8 +145,42 @@ class StoreRegistry:
             task.future.set_exception(ShuttingDownError("azsd is stopping"))
         elif before is not None:
             before.add_done_callback(lambda _: self._resubmit(root, task, read=True))
-        elif reader is not None and not reader.try_inline(task, peek_only=inline == "peek"):
-            self._resubmit(root, task, read=True)
+
+    def _answer_inline(
+        self,
+        root: str,
+        envelope: Envelope,
+        fn: Callable[[Store], Outcome],
+        peek: Callable[[Store], Outcome | None] | None,
+        peek_only: bool,
+    ) -> bool:
+        """Answer a read in the calling thread if the store's reader is idle and this client has no
+        write in flight there (see :meth:`answer`); False when it must be queued instead."""
+        with self._lock:
+            reader = None if (root, envelope.identity) in self._writes else self._idle_reader(root)
+        if reader is None:
+            return False
+        got = reader.read_inline(fn, peek, peek_only=peek_only)
+        reply: p.Reply | bytes
+        if isinstance(got, Outcome):
+            if got.notes:
+                self.publish(root, got.notes)
+            reply = got.reply
+        elif isinstance(got, Exception):
+            reply = error_reply(got)
+        elif got == "queue":
+            return False
+        else:  # it must write: on to the writer
+            task = Task(fn, future_then(lambda done: self.deliver(root, envelope, done)), False, peek)
+            with self._lock:
+                placed = self._accept(root, task)
+            if placed:
+                self.forward(root, task)
+            else:
+                task.future.set_exception(ShuttingDownError("azsd is stopping"))
+            return True
+        self.outbox.sender().reply(envelope, encoded(reply))
+        return True
 
     def deliver(self, root: str, envelope: Envelope | None, done: Future[Outcome]) -> None:
         """Publish a finished request's notifications and answer it (an error reply if it failed)."""

@@ -75,6 +75,7 @@ class StoreCore:
     def __init__(self, root: Path, *, reader: bool = False, exclusive: bool = False) -> None:
         self.root = Path(root)
         self.path = store_path(self.root)
+        self._where, self._wal_where = str(self.path), f"{self.path}-wal"  # (looked at on every read)
         self.reader = reader
         self.exclusive = exclusive and not reader
         self._writer_lock: IO[str] | None = None  # held while the file is open, when exclusive
@@ -84,8 +85,9 @@ class StoreCore:
         self._file_id: tuple[int, int] | None = None  # (st_dev, st_ino) of the file opened
         self._opened = 0  # which connection this is, of all this process opened (see read_version)
         self._lock_wait_ms: int | None = None  # the connection's busy_timeout, when set by us
-        self._seen: os.stat_result | None = None  # the file as check_file last saw it
-        self._seen_wal: os.stat_result | None = None  # and its `-wal` file (another program's WAL)
+        self._seen_wal: os.stat_result | None = None  # the `-wal` file check_file saw (another program's)
+        self._version: tuple[int, ...] | None = None  # what check_file saw (see read_version)
+        self._settled_ns = 0  # and from when it is sure to show a later change
         self._codec = RowCodec()
         self._depth = 0
         #: Times every write transaction, for the store's life (:mod:`azsd.store.pacing`).
@@ -124,7 +126,7 @@ class StoreCore:
         if self._conn is not None:
             self._conn.close()
             self._conn = None
-        self._file_id, self._seen, self._seen_wal = None, None, None
+        self._file_id, self._seen_wal, self._version = None, None, None
         if self._writer_lock is not None:
             self._writer_lock.close()
             self._writer_lock = None
@@ -133,11 +135,11 @@ class StoreCore:
         """Follow the file at the store's path when it is no longer the one this Store opened: reopen
         a replaced file, let go of a deleted one (the next create makes a new file), open one that
         appeared. Returns what happened, for the log (None when nothing did). Call between
-        transactions: it costs one stat (kept for :meth:`read_version`).
+        transactions: it costs a stat, and an access of the `-wal` (kept for :meth:`read_version`).
         """
         assert self._depth == 0, "check_file inside a transaction"
         try:
-            info = os.stat(self.path)
+            info = os.stat(self._where)
         except FileNotFoundError:
             if self._conn is None:
                 return None
@@ -147,7 +149,7 @@ class StoreCore:
             self._connect()
             return "created" if self._conn is not None else None
         if (info.st_dev, info.st_ino) == self._file_id:
-            self._seen, self._seen_wal = info, _stat_or_none(f"{self.path}-wal")
+            self._saw(info, _stat_or_none(self._wal_where) if os.access(self._wal_where, os.F_OK) else None)
             return None
         self.close()
         self.read_only, self.schema_version = False, None  # of the file that was there
@@ -212,7 +214,7 @@ class StoreCore:
                 if conn.execute("PRAGMA page_count").fetchone()[0] == 0:  # a new file: before any table
                     conn.execute("PRAGMA auto_vacuum = INCREMENTAL")  # freed pages can go back (vacuum.py)
         self._conn = conn
-        self._opened, self._lock_wait_ms = next(_CONNECTIONS), None
+        self._opened, self._lock_wait_ms, self._version = next(_CONNECTIONS), None, None
         if not self.read_only:
             with translate(self.path):
                 self._migrate()
@@ -237,7 +239,7 @@ class StoreCore:
             conn.close()
             return
         self._conn, self._file_id = conn, file_id
-        self._opened, self._lock_wait_ms = next(_CONNECTIONS), None
+        self._opened, self._lock_wait_ms, self._version = next(_CONNECTIONS), None, None
         self.read_only = version > SCHEMA_VERSION
         self.schema_version = version
 
@@ -384,13 +386,18 @@ class StoreCore:
         A file another program switched to WAL takes its commits in its `-wal` file, not in the file
         itself: that file's stat is part of the version too (until the writer switches the store back
         to DELETE, :meth:`~azsd.store.vacuum.Vacuum.keep_journal_mode`)."""
-        info, wal = self._seen, self._seen_wal
-        if info is None or self._conn is None or _racy(info) or (wal is not None and _racy(wal)):
+        if self._conn is None or time.time_ns() < self._settled_ns:
             return None
-        version = (self._opened, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
-        if wal is None:
-            return version
-        return (*version, wal.st_ino, wal.st_size, wal.st_mtime_ns, wal.st_ctime_ns)
+        return self._version
+
+    def _saw(self, info: os.stat_result, wal: os.stat_result | None) -> None:
+        """Keep what `check_file` saw, and the version it makes (:meth:`read_version`)."""
+        self._seen_wal = wal
+        self._version = (self._opened, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+        self._settled_ns = max(_settled(info.st_mtime_ns), _settled(info.st_ctime_ns))
+        if wal is not None:
+            self._version += (wal.st_ino, wal.st_size, wal.st_mtime_ns, wal.st_ctime_ns)
+            self._settled_ns = max(self._settled_ns, _settled(wal.st_mtime_ns), _settled(wal.st_ctime_ns))
 
     def _query(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         if self._conn is None:
@@ -417,14 +424,10 @@ def _not_a_file(path: Path) -> str | None:
     return "a directory" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else "a special file"
 
 
-def _racy(info: os.stat_result) -> bool:
-    """Whether a file changed too recently for its stat to be sure to show a later change (by its
-    ctime too: a program may set the mtime back after writing)."""
-    now = time.time_ns()
-    return any(
-        now - at < (_SETTLED_COARSE_NS if at % 1_000_000_000 == 0 else _SETTLED_NS)  # whole seconds kept
-        for at in (info.st_mtime_ns, info.st_ctime_ns)
-    )
+def _settled(at: int) -> int:
+    """When a file changed at `at` (ns; its mtime, or its ctime: a program may set the mtime back
+    after writing) is sure to show a later change in its stat, on a file system of whole seconds too."""
+    return at + (_SETTLED_COARSE_NS if at % 1_000_000_000 == 0 else _SETTLED_NS)
 
 
 def _stat_or_none(path: str) -> os.stat_result | None:
