@@ -351,3 +351,23 @@ def test_ranking_and_snippets_on_corpus_sessions(store: Store) -> None:
         for start, end in hit.highlights:
             assert hit.snippet[start:end].lower().startswith(word[:4])
     fts_integrity(store)
+
+
+def test_a_new_stores_first_catch_up_writes_nothing(root: Path) -> None:
+    """A store azsd made holds no index entry of a row deleted before its index began: its first
+    catch-up (the daemon's, when it opens a store another azsd process made) has nothing to sweep and
+    writes nothing (a write would keep the daemon's readers from trusting their kept pages for a
+    while); once AZUREAL deletes a session, it is swept."""
+    with Store.open(root) as store:
+        populate(store)
+    before = store_path(root).read_bytes()
+    with Store.open(root) as store:
+        store.pacer = Pacer(Pacing(chunk_s=0.0, gap_s=0.0, long_gap_s=0.0))
+        assert not store.catch_up_some()
+    assert store_path(root).read_bytes() == before
+    with sqlite3.connect(store_path(root)) as conn:  # AZUREAL's delete_session
+        conn.execute("PRAGMA foreign_keys = ON")
+        conn.execute("DELETE FROM sessions WHERE id = (SELECT MAX(id) FROM sessions)")
+    with Store.open(root) as store:
+        store.pacer = Pacer(Pacing(chunk_s=0.0, gap_s=0.0, long_gap_s=0.0))
+        assert store.stale_entries() > 0 and store.catch_up_some()

@@ -22,6 +22,7 @@ from azsd.store.schema import (
     REQUIRED_OBJECTS,
     SCHEMA_VERSION,
     SEARCH_HWM_KEY,
+    SEARCH_SWEPT_KEY,
     SUMMARY_DDL,
     SUMMARY_HWM_KEY,
     USAGE_DDL,
@@ -50,8 +51,15 @@ def migrate(conn: sqlite3.Connection) -> None:
             conn.execute("DELETE FROM meta WHERE key = ?", (SUMMARY_HWM_KEY,))
         if not had_context:  # new and empty: rendered in chunks later (a big store takes seconds)
             conn.execute("DELETE FROM meta WHERE key = ?", (CONTEXT_HWM_KEY,))
-        if not had_index:  # a new, empty index: whatever mark a meta row holds is not about it
+        if not had_index:  # a new, empty index: whatever mark a meta row holds is not about it,
             conn.execute("DELETE FROM meta WHERE key = ?", (SEARCH_HWM_KEY,))
+            # and it holds no entry of a row deleted before: swept already (azsd.store.fts_stale)
+            conn.execute(
+                "INSERT OR REPLACE INTO meta (key, value) VALUES (?, "
+                "(SELECT COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'events'), MAX(id), 0) "
+                "- COUNT(*) FROM events))",
+                (SEARCH_SWEPT_KEY,),
+            )
         columns = _columns(conn, "sessions")
         if "last_claude_uuid" not in columns:
             conn.execute("ALTER TABLE sessions ADD COLUMN last_claude_uuid TEXT NOT NULL DEFAULT ''")
