@@ -322,10 +322,30 @@ def render_transcript(
 
     `rendered`: :func:`render_event` of each event, already known (then `events` is not read).
     """
-    blocks = map(render_event, events) if rendered is None else rendered
-    # each block is followed by a blank line: joined by "\n", the last one's goes with `trim_end`
-    body = "\n".join([block for block in blocks if block is not None])
-    return trim_end(body if summary is None else _SUMMARY_HEAD + summary + _SUMMARY_TAIL + body)
+    return "".join(_transcript_pieces(summary, map(render_event, events) if rendered is None else rendered))
+
+
+def _transcript_pieces(summary: str | None, blocks: Iterable[str | None]) -> list[str]:
+    """:func:`render_transcript`'s text in pieces, which joined are it: the summary's, then each
+    block (but None) and a newline between two (each block is followed by a blank line: the last
+    one's goes with `trim_end`, taken off the last pieces). A caller that wraps the transcript joins
+    its own pieces with these, copying the text once."""
+    pieces: list[str] = [] if summary is None else [_SUMMARY_HEAD, summary, _SUMMARY_TAIL]
+    between = False
+    for block in blocks:
+        if block is None:
+            continue
+        if between:
+            pieces.append("\n")
+        pieces.append(block)
+        between = True
+    while pieces:  # trim_end of the whole: of its last piece, and of those before while one is blank
+        last = trim_end(pieces[-1])
+        if last:
+            pieces[-1] = last
+            break
+        pieces.pop()
+    return pieces
 
 
 def build_context_prompt(payload: ContextPayload | None, prompt: str, *, codex: bool = False) -> str:
@@ -336,10 +356,12 @@ def build_context_prompt(payload: ContextPayload | None, prompt: str, *, codex: 
     """
     if payload is None:
         return prompt
-    transcript = render_transcript(payload.compaction_summary, payload.events, payload.rendered)
-    if not transcript:
+    rendered = payload.rendered
+    blocks = map(render_event, payload.events) if rendered is None else rendered
+    pieces = _transcript_pieces(payload.compaction_summary, blocks)
+    if not pieces:
         return prompt
-    full = f"{CONTEXT_OPEN}\n{transcript}\n{CONTEXT_CLOSE}\n\n{prompt}"
+    full = "".join([f"{CONTEXT_OPEN}\n", *pieces, f"\n{CONTEXT_CLOSE}\n\n", prompt])  # one copy of it
     return fit_codex_budget(full) if codex else full
 
 

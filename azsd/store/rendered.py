@@ -258,15 +258,16 @@ class ContextTable(StoreCore):
 
     # -- reading --------------------------------------------------------------------------------
 
-    def _context_joined(self, session_id: int, from_seq: int) -> tuple[bool, str] | None:
+    def _context_joined(self, session_id: int, from_seq: int) -> tuple[bool, list[str]] | None:
         """:meth:`_joined`, its sqlite3 errors translated (a locked file is StoreBusyError)."""
         with translate(self.path):
             return self._joined(session_id, from_seq)
 
-    def _joined(self, session_id: int, from_seq: int) -> tuple[bool, str] | None:
-        """Whether the session has events from `from_seq` on, and their blocks joined as
-        :func:`azsd.context.render_transcript` joins them (less whitespace at the end, which its
-        `trim_end` would take off: no block is blank), when the groups alone give the context: every
+    def _joined(self, session_id: int, from_seq: int) -> tuple[bool, list[str]] | None:
+        """Whether the session has events from `from_seq` on, and their blocks as the texts of their
+        groups, which joined by newlines as :func:`azsd.context.render_transcript` joins blocks give
+        its transcript (less whitespace at the end, which its `trim_end` would take off: no block is
+        blank; the caller joins them once, into its prompt), when the groups alone give the context: every
         row rendered, no prompt that may hold injected context, groups in seq order. Else None (see
         :meth:`_rows`)."""
         groups = self._context_groups(session_id, from_seq)
@@ -293,7 +294,7 @@ class ContextTable(StoreCore):
                 parts.append(text.decode())
         if parts:
             parts[-1] = parts[-1].rstrip(_ASCII_SPACE)
-        return bool(groups), "\n".join(parts)
+        return bool(groups), parts
 
     def _context_groups(
         self, session_id: int, from_seq: int

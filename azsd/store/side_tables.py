@@ -252,10 +252,10 @@ class SideTables(UsageTables):
         from_seq = latest.after_seq + 1 if latest else 1
         joined = self._context_joined(session_id, from_seq)
         if joined is not None:  # the usual case: the blocks, joined, are the transcript
-            events, text = joined
+            events, texts = joined
             if not events and latest is None:
                 return None
-            return ContextPayload(summary, (), [text] if text else [None] if events else [])
+            return ContextPayload(summary, (), texts if texts else [None] if events else [])
         blocks = self._context_rows(session_id, from_seq)
         if blocks is None:  # no such table (a newer schema, read-only)
             return self.build_context(session_id)
