@@ -8,7 +8,8 @@ from pathlib import Path
 
 import zstandard
 
-from azsd.events import AssistantText, Complete, UserMessage
+from azsd.events import AssistantText, Complete, Event, UserMessage
+from azsd.model import SessionInfo
 from azsd.store import Store, store_path
 from azsd.store.schema import SUMMARY_HWM_KEY
 
@@ -132,14 +133,12 @@ def test_a_cold_listing_is_the_sessions_joined_with_their_side_tables(root: Path
     """The index built on open (the sessions' own columns and counts, the archive marks and the
     lineage read on their own) lists what joining them all gives, field by field: archived ones,
     forks, a fork whose parent is gone, sessions without events, AZUREAL's rows above the mark."""
-    from azsd.model import SessionInfo
-
     with Store.open(root) as store:
         ids = [
             store.create_session(f"s{i}" if i % 2 else None, "main" if i % 3 else "feat").id for i in range(8)
         ]
         for i, sid in enumerate(ids[:6]):
-            turn = [UserMessage(content=f"p{i}"), AssistantText(text="a")]
+            turn: list[Event] = [UserMessage(content=f"p{i}"), AssistantText(text="a")]
             store.append_events(
                 sid, [*turn, Complete(success=i % 2 == 0, duration_ms=7 + i, cost_usd=0.1 + 0.2)]
             )
