@@ -43,7 +43,7 @@ from azsd.store.fts_stale import StaleEntries
 from azsd.store.listing import SessionListing, _require_session
 from azsd.store.rendered import ContextTable
 from azsd.store.sqlite_errors import translate
-from azsd.store.summaries import STEP_ROWS
+from azsd.store.summaries import STEP_ROWS, count_appended
 from azsd.store.summaries import catch_up as catch_up_summaries
 
 __all__ = ["EventLog", "completion_of"]
@@ -52,8 +52,9 @@ log = logging.getLogger("azsd.store")
 
 _RUNNING_KINDS: Final = (Init, UserMessage, Command, Plan, AssistantText, ToolCall, ToolResult)
 #: `append_prepared` puts the rows of an append up to this size in the row cache (a live turn's
-#: events, read again soon); a bulk ingest does not flood it.
-_CACHE_APPENDS_UP_TO: Final = 2000
+#: events, a line's or a few: read again soon); a bulk append (an ingest, a follow catching up, a
+#: client's batch) does not churn it.
+_CACHE_APPENDS_UP_TO: Final = 32
 _MESSAGE_KINDS: Final = (UserMessage, AssistantText)
 _RANGE: Final = (
     "SELECT seq, kind, data FROM events WHERE session_id = ? AND seq >= ? AND seq <= ? ORDER BY seq LIMIT ?"
@@ -152,13 +153,13 @@ class EventLog(StaleEntries, ContextTable, SessionListing):
                     first_id = last_id - len(events) + 1
                     self._unindexed += ((first_id + i, search_text(event)) for i, event in enumerate(events))
                 self._context_new(conn, session_id, seq, events, last_id - len(events) + 1)
+                messages = sum(1 for event in events if isinstance(event, _MESSAGE_KINDS))
                 if self._summaries_behind is None:
-                    catch_up_summaries(conn)
+                    count_appended(conn, session_id, last_id - len(events) + 1, last_id, messages)
                 else:
                     self._summaries_behind += len(events)
                 self._touch(session_id)
                 if self._index is not None:
-                    messages = sum(1 for event in events if isinstance(event, _MESSAGE_KINDS))
                     self._index.add_events(session_id, len(events), messages, last_id)
             if completion:
                 self._set_completion(conn, session_id, *completion_of(events))

@@ -7,6 +7,8 @@ copy) added since are above the mark, and a reader adds them in (:data:`STATS_AB
 summaries are never wrong, only sometimes behind. The mark moves by at most :data:`STEP_ROWS` ids at
 a time (an append does one step, the background catch-up the rest, in short chunks): counting the
 250 000 rows AZUREAL wrote while azsd was away in one statement held the write lock for seconds.
+An append that finds the mark just below its rows counts them as it knows them
+(:func:`count_appended`), without reading them back.
 AUTOINCREMENT ids only grow, so the rows above
 the mark are exactly the ones not counted; a deleted session takes its summary with it (ON DELETE
 CASCADE), and rows are never deleted otherwise (spec §2.5).
@@ -19,7 +21,7 @@ from typing import Final
 
 from azsd.store.schema import SUMMARY_HWM_KEY
 
-__all__ = ["STATS_ABOVE", "STEP_ROWS", "catch_up", "summary_hwm"]
+__all__ = ["STATS_ABOVE", "STEP_ROWS", "catch_up", "count_appended", "summary_hwm"]
 
 #: The most event ids one step of the catch-up counts (a few ms).
 STEP_ROWS: Final = 5000
@@ -63,3 +65,24 @@ def catch_up(conn: sqlite3.Connection) -> bool:
         (SUMMARY_HWM_KEY, str(upto)),
     )
     return True
+
+
+def count_appended(
+    conn: sqlite3.Connection, session_id: int, first_id: int, last_id: int, messages: int
+) -> None:
+    """Count the rows `first_id` to `last_id` of `session_id` an append just inserted (`messages` of
+    them prompts and replies), inside its transaction: as they are, when the mark is just below them
+    (nothing else waits to be counted), else by one step of :func:`catch_up`."""
+    if summary_hwm(conn) != first_id - 1:
+        catch_up(conn)
+        return
+    conn.execute(
+        "INSERT INTO azsd_summaries (session_id, events, messages, last_id) VALUES (?, ?, ?, ?) "
+        "ON CONFLICT (session_id) DO UPDATE SET events = events + excluded.events, "
+        "messages = messages + excluded.messages, last_id = MAX(last_id, excluded.last_id)",
+        (session_id, last_id - first_id + 1, messages, last_id),
+    )
+    conn.execute(
+        "UPDATE meta SET value = ? WHERE key = ? AND CAST(value AS INTEGER) < ?",
+        (str(last_id), SUMMARY_HWM_KEY, last_id),
+    )
