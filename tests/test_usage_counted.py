@@ -251,3 +251,28 @@ def test_an_older_stores_message_ids_become_digests_and_still_count_once(tmp_pat
     conn.close()
     assert not tables & {"azsd_usage_keys", "azsd_usage_removed_keys", "azsd_usage_keys_run"}
     assert kinds == [("integer", "integer")]  # no id, no path kept as text
+
+
+def test_a_reader_of_a_store_not_opened_since_the_upgrade_gives_its_ids_as_digests(tmp_path: Path) -> None:
+    """The daemon takes every store's claims into the account at its start, reading each store on a
+    reader: one its writer has not opened since the upgrade still holds the ids as text."""
+    at = 1_700_000_100.0
+    part = UsagePart(model=MODEL, usage=Usage(input=5), slot=int(at // 900 * 900), first=at, last=at)
+    with Store.open(tmp_path) as store:
+        sid = store.create_session().id
+        store.record_usage(sid, "/runs/one.jsonl", [part], keys=["msg_01A", "msg_01B"])
+        digests = sorted(store.counted_usage_keys())
+    conn = sqlite3.connect(store_path(tmp_path))  # as the azsd before digests left it
+    conn.executescript(
+        "DROP TABLE azsd_usage_claims; DROP TABLE azsd_usage_removed_claims;"
+        "CREATE TABLE azsd_usage_keys (key TEXT PRIMARY KEY, session_id INTEGER NOT NULL, "
+        "source TEXT NOT NULL) WITHOUT ROWID;"
+        "CREATE TABLE azsd_usage_removed_keys (key TEXT PRIMARY KEY, session_id INTEGER NOT NULL) "
+        "WITHOUT ROWID;"
+    )
+    conn.execute("INSERT INTO azsd_usage_keys VALUES ('msg_01A', ?, 'r'), ('msg_01B', ?, 'r')", (sid, sid))
+    conn.commit()
+    conn.close()
+    with Store.open(tmp_path, reader=True) as reader:
+        assert sorted(reader.counted_usage_keys()) == digests and len(digests) == 2
+        assert reader.usage_keys_counted(["msg_01A"], claim=False) == set()  # (no claims table to ask)

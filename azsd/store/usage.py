@@ -139,8 +139,9 @@ class UsageTables(EventLog):
         return self.account is not None and bool(self.account.claim((digest,), str(self.root)))
 
     def _has_claims(self) -> bool:
-        """Whether the claims' tables are there (a store read in place may be of an older schema)."""
-        return not self.read_only or self._has_table("azsd_usage_removed_claims")
+        """Whether the claims' tables are there (a store read before its writer opened it since an
+        upgrade, or read in place, may be of an older schema)."""
+        return not (self.read_only or self.reader) or self._has_table("azsd_usage_removed_claims")
 
     def usage_keys_counted_anywhere(self, keys: Sequence[str]) -> set[str]:
         """Those of the API message ids `keys` a run of the store, a session removed since or
@@ -154,14 +155,13 @@ class UsageTables(EventLog):
     def counted_usage_keys(self) -> list[int]:
         """The digest of every API message id the store's runs counted, and its removed sessions'
         (the account's keys take them in when the store opens)."""
-        if not self._has_claims():
+        if self._has_claims():
+            sql = "SELECT key FROM azsd_usage_claims UNION SELECT key FROM azsd_usage_removed_claims"
+            return [row[0] for row in self._query(sql)]
+        if not self._has_table("azsd_usage_removed_keys"):  # (a store older still: none kept)
             return []
-        return [
-            row[0]
-            for row in self._query(
-                "SELECT key FROM azsd_usage_claims UNION SELECT key FROM azsd_usage_removed_claims"
-            )
-        ]
+        sql = "SELECT key FROM azsd_usage_keys UNION SELECT key FROM azsd_usage_removed_keys"
+        return [key_digest(row[0]) for row in self._query(sql)]  # as its writer will keep them
 
     def usage_keys_counted(self, keys: Sequence[str], *, claim: bool = True) -> set[str]:
         """Those of the API message ids `keys` that a run of the store counted, a session removed
