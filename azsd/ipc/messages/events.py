@@ -21,8 +21,9 @@ __all__ = [
 ]
 
 
-class WireEvent(_Data, frozen=True):
-    """One stored event: its seq, variant name, and exact serde JSON."""
+class WireEvent(_Data, frozen=True, gc=False):
+    """One stored event: its seq, variant name, and exact serde JSON. (Untracked by the cyclic GC:
+    it holds strings and numbers only, and a page decodes hundreds of them.)"""
 
     seq: int
     kind: str
