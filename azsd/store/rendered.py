@@ -192,8 +192,13 @@ class ContextTable(StoreCore):
 
     def _context_add(self, conn: sqlite3.Connection, session_id: int, entries: Sequence[Entry]) -> None:
         """Add rendered rows of one session, in seq order, to its last group while that group is
-        small and before them, else as a group of their own."""
+        small and before them, else as a group of their own. Rows of a quarter of a group or more (a
+        bulk append's) make a group of their own at once: adding them would read, decompress and
+        compress again the last group for little gain."""
         layout, text, injected = group_of(entries)
+        if len(text) >= GROUP_BYTES // 4:
+            conn.execute(_GROUP_INSERT, self._group_row(session_id, entries, (layout, text, injected)))
+            return
         last = conn.execute(
             "SELECT id, last_seq, injected, layout, text, size FROM azsd_context WHERE session_id = ? "
             "ORDER BY first_seq DESC LIMIT 1",
@@ -211,13 +216,17 @@ class ContextTable(StoreCore):
                 ),
             )  # fmt: skip
             return
-        conn.execute(_GROUP_INSERT, self._group_row(session_id, entries))
+        conn.execute(_GROUP_INSERT, self._group_row(session_id, entries, (layout, text, injected)))
 
     def _group_row(
-        self, session_id: int, entries: Sequence[Entry]
+        self,
+        session_id: int,
+        entries: Sequence[Entry],
+        grouped: tuple[list[int], bytes, int] | None = None,
     ) -> tuple[int, int, int, int, bytes, bytes, int]:
-        """The :data:`_GROUP_INSERT` values of a new group of one session's rendered rows."""
-        layout, text, injected = group_of(entries)
+        """The :data:`_GROUP_INSERT` values of a new group of one session's rendered rows
+        (`grouped`: their :func:`group_of`, when made already)."""
+        layout, text, injected = group_of(entries) if grouped is None else grouped
         return (
             session_id, entries[0][0], entries[-1][0], injected, _ENCODE.encode(layout),
             self._codec.encode(text), len(text),
