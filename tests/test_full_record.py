@@ -283,3 +283,18 @@ def test_the_upkeep_looks_for_what_is_missing_only_after_a_commit(tmp_path: Path
         assert asked == []  # nothing committed since it was complete
         store.rename_session(sid, "renamed")
         assert not keep_full_some(store) and len(asked) == 1
+
+
+def test_a_store_keeps_no_compressor_of_the_full_records_level_once_its_chunks_are_kept(
+    tmp_path: Path,
+) -> None:
+    """zstd's context at the full record's level takes ~11 MB: a store that kept one for its next
+    chunk held that much for as long as the daemon kept it open (each active store: +10 MB RSS)."""
+    history = tmp_path / "s.jsonl"
+    history.write_bytes(_claude_line(0, text="x" * 5000) * 100)
+    with Store.open(tmp_path / "w") as store:
+        sid = import_source(store, Source(history, "claude", history.stat().st_size)).session_id
+        _keep_all(store)
+        assert _kept(store, sid) == {str(history): history.read_bytes()}
+        held = [value for value in vars(store).values() if isinstance(value, zstandard.ZstdCompressor)]
+        assert held == []

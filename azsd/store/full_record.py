@@ -103,7 +103,6 @@ class FullCost:
 class FullRecord(EventLog):
     """Reading and keeping the full record (the tables above)."""
 
-    _full_cctx: zstandard.ZstdCompressor | None = None
     #: The store's state (:meth:`full_version`) when the full record was last found complete.
     full_idle_at: tuple[int, int] | None = None
     #: Set when a call just asked for work of the writer's upkeep (an ingest's full record): the
@@ -197,6 +196,9 @@ class FullRecord(EventLog):
         last = self._full_tail(gap.session_id)
         first_seq = (last[5] + 1) if last is not None else 1
         last_seq = max(self.max_seq(gap.session_id), first_seq - 1)
+        # a compressor of this call's own: at its level, zstd's context takes ~11 MB, which a store
+        # kept open would hold for as long as it stays open
+        compress = zstandard.ZstdCompressor(level=FULL_LEVEL).compress
         rows: list[tuple[int | None, int, bytes, bytes]] = []  # (row to replace, start, raw, frame)
         start, rest = gap.covered, data
         if (
@@ -208,11 +210,11 @@ class FullRecord(EventLog):
             more, rest = _lines_within(rest, CHUNK_BYTES - last[3], whole=True)
             if more:
                 head = self._full_bytes(last[6]) + more
-                rows.append((last[0], last[2], head, self._compress(head)))
+                rows.append((last[0], last[2], head, compress(head)))
                 start += len(more)
         while rest:
             piece, rest = _lines_within(rest, CHUNK_BYTES)
-            rows.append((None, start, piece, self._compress(piece)))
+            rows.append((None, start, piece, compress(piece)))
             start += len(piece)
         with self.atomic() as conn:
             _require_session(conn, gap.session_id)
@@ -362,11 +364,6 @@ class FullRecord(EventLog):
             return _decompress(zstandard.ZstdDecompressor(), frame, MAX_CHUNK_BYTES)
         except CodecError:
             return b""  # (an unreadable tail is replaced by what follows; nothing else is lost)
-
-    def _compress(self, raw: bytes) -> bytes:
-        if self._full_cctx is None:
-            self._full_cctx = zstandard.ZstdCompressor(level=FULL_LEVEL)
-        return self._full_cctx.compress(raw)
 
 
 def _lines_within(data: bytes, room: int, *, whole: bool = False) -> tuple[bytes, bytes]:
