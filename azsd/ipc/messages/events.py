@@ -21,9 +21,10 @@ __all__ = [
 ]
 
 
+# (gc=False: untracked by the cyclic GC, as it holds strings and numbers only and a page decodes
+# hundreds of them)
 class WireEvent(_Data, frozen=True, gc=False):
-    """One stored event: its seq, variant name, and exact serde JSON. (Untracked by the cyclic GC:
-    it holds strings and numbers only, and a page decodes hundreds of them.)"""
+    """One stored event: its seq, variant name, and exact serde JSON."""
 
     seq: int
     kind: str
