@@ -25,6 +25,11 @@ from tests.opencode_fixture import OpenCodeBuilder
 AIDER_DATA = Path(__file__).parent / "data" / "aider"
 
 
+def _imported(store: Store, history: Path, agent: str = "claude") -> int:
+    """The session an import of the whole of `history` made."""
+    return import_source(store, Source(history, agent, history.stat().st_size)).session_id
+
+
 def _keep_all(store: Store) -> None:
     while keep_full_some(store):
         pass
@@ -55,7 +60,7 @@ def test_every_byte_of_a_corpus_history_is_kept_once_and_the_events_are_untouche
     history = tmp_path / "history.jsonl"
     history.write_bytes(path.read_bytes())
     with Store.open(tmp_path / "w") as store:
-        sid = import_source(store, Source(history, agent, history.stat().st_size)).session_id
+        sid = _imported(store, history, agent)
         before = _events_rows(store_path(tmp_path / "w"))
         _keep_all(store)
         assert _kept(store, sid) == {str(history): path.read_bytes()}
@@ -71,7 +76,7 @@ def test_a_grown_history_adds_only_its_new_bytes_to_the_last_chunk(tmp_path: Pat
     lines = [_claude_line(i) for i in range(40)]
     history.write_bytes(b"".join(lines[:20]))
     with Store.open(tmp_path / "w") as store:
-        sid = import_source(store, Source(history, "claude", history.stat().st_size)).session_id
+        sid = _imported(store, history)
         _keep_all(store)
         with history.open("ab") as out:
             out.write(b"".join(lines[20:]))
@@ -87,7 +92,7 @@ def test_a_big_source_is_cut_into_bounded_chunks(tmp_path: Path) -> None:
     line = _claude_line(0, text="x" * 5000)
     history.write_bytes(line * (3 * CHUNK_BYTES // len(line)))
     with Store.open(tmp_path / "w") as store:
-        sid = import_source(store, Source(history, "claude", history.stat().st_size)).session_id
+        sid = _imported(store, history)
         _keep_all(store)
         chunks = list(store.full_chunks(sid))
         assert len(chunks) >= 3 and all(c.size <= CHUNK_BYTES for c in chunks)
@@ -106,7 +111,7 @@ def test_a_source_longer_than_a_step_is_kept_whole_while_nothing_else_is_committ
     line = _claude_line(0, text="x" * 5000)
     history.write_bytes(line * (300_000 // len(line)))
     with Store.open(tmp_path / "w") as store:
-        sid = import_source(store, Source(history, "claude", history.stat().st_size)).session_id
+        sid = _imported(store, history)
         _keep_all(store)
         assert _kept(store, sid) == {str(history): history.read_bytes()}
 
@@ -143,7 +148,7 @@ def test_full_events_keep_what_compaction_leaves_out(tmp_path: Path) -> None:
         + _line({"type": "user", "uuid": "u2", "timestamp": "2026-01-01T00:00:02Z", "message": result})
     )
     with Store.open(tmp_path / "w") as store:
-        sid = import_source(store, Source(history, "claude", history.stat().st_size)).session_id
+        sid = _imported(store, history)
         _keep_all(store)
         found = full_events(store, sid)
         call = next(e for e in found.events if isinstance(e, ToolCall))
@@ -158,7 +163,7 @@ def test_a_chunk_that_would_expand_past_its_bound_is_reported_not_read(tmp_path:
     history = tmp_path / "s.jsonl"
     history.write_bytes(_claude_line(0))
     with Store.open(tmp_path / "w") as store:
-        sid = import_source(store, Source(history, "claude", history.stat().st_size)).session_id
+        sid = _imported(store, history)
         _keep_all(store)
     bomb = zstandard.ZstdCompressor().compress(b"\n" * (MAX_CHUNK_BYTES + 10))
     with closing(sqlite3.connect(store_path(tmp_path / "w"))) as conn:  # another program's row
@@ -174,7 +179,7 @@ def test_prune_drops_the_full_record_of_old_sessions_and_keeps_it_dropped(tmp_pa
     history = tmp_path / "s.jsonl"
     history.write_bytes(_claude_line(0))
     with Store.open(tmp_path / "w") as store:
-        sid = import_source(store, Source(history, "claude", history.stat().st_size)).session_id
+        sid = _imported(store, history)
         _keep_all(store)
         events = store.max_seq(sid)
         assert store.prune_full("2000-01-01") == 0 and store.has_full(sid)  # last active in 2026
@@ -223,7 +228,7 @@ def test_a_read_of_a_full_record_holds_at_most_its_bound(
     line = _claude_line(0, text="y" * 4000)
     history.write_bytes(line * (3 * CHUNK_BYTES // len(line)))
     with Store.open(tmp_path / "w") as store:
-        sid = import_source(store, Source(history, "claude", history.stat().st_size)).session_id
+        sid = _imported(store, history)
         _keep_all(store)
         chunks = len(list(store.full_chunks(sid)))
         monkeypatch.setattr(full_record, "MOST_BYTES", CHUNK_BYTES + 1)
@@ -269,7 +274,7 @@ def test_the_upkeep_looks_for_what_is_missing_only_after_a_commit(tmp_path: Path
     history = tmp_path / "s.jsonl"
     history.write_bytes(_claude_line(0))
     with Store.open(tmp_path / "w") as store:
-        sid = import_source(store, Source(history, "claude", history.stat().st_size)).session_id
+        sid = _imported(store, history)
         _keep_all(store)
         asked: list[int] = []
         real = store.full_gaps
@@ -293,7 +298,7 @@ def test_a_store_keeps_no_compressor_of_the_full_records_level_once_its_chunks_a
     history = tmp_path / "s.jsonl"
     history.write_bytes(_claude_line(0, text="x" * 5000) * 100)
     with Store.open(tmp_path / "w") as store:
-        sid = import_source(store, Source(history, "claude", history.stat().st_size)).session_id
+        sid = _imported(store, history)
         _keep_all(store)
         assert _kept(store, sid) == {str(history): history.read_bytes()}
         held = [value for value in vars(store).values() if isinstance(value, zstandard.ZstdCompressor)]

@@ -7,11 +7,11 @@ joins ``events``), but BM25 counts them, so rankings drift from those of an inde
 can only forget an entry given its text (SQLite 3.43's ``contentless_delete`` is newer than many
 SQLites in use, and than the one AZUREAL bundles), and that text went with the row. So:
 
-- **finding** them: whenever the number of event rows ever deleted (:data:`_DELETED`: the ids
-  AUTOINCREMENT handed out less the rows left; a session number AZUREAL reused does not hide a
-  delete) is not what the last sweep covered (kept in ``meta``, so a store reopened unchanged is
-  not swept again), :class:`StaleEntries` sweeps the index's ``docsize`` table for rowids without
-  a row, a range of :data:`SWEEP_IDS` ids a step;
+- **finding** them: whenever the number of event rows ever deleted
+  (:data:`~azsd.store.schema.DELETED_ROWS`: the ids AUTOINCREMENT handed out less the rows left; a
+  session number AZUREAL reused does not hide a delete) is not what the last sweep covered (kept
+  in ``meta``, so a store reopened unchanged is not swept again), :class:`StaleEntries` sweeps the
+  index's ``docsize`` table for rowids without a row, a range of :data:`SWEEP_IDS` ids a step;
 - **removing** them: when a sweep finds any, a second index, ``azsd_search_next``, is built beside
   the first from the rows, :data:`~azsd.store.fts.CATCH_UP_ROWS` ids a step (rows appended meanwhile
   are above its mark, and are built in too; a delete by azsd takes its rows out of both), and once
@@ -28,7 +28,7 @@ import sqlite3
 from typing import Final
 
 from azsd.store.fts import NEXT_INDEX, SearchIndex
-from azsd.store.schema import SEARCH_NEXT_HWM_KEY, SEARCH_SWEPT_KEY
+from azsd.store.schema import DELETED_ROWS, SEARCH_NEXT_HWM_KEY, SEARCH_SWEPT_KEY
 from azsd.store.sqlite_errors import translate
 
 __all__ = ["SWEEP_IDS", "StaleEntries"]
@@ -37,13 +37,6 @@ log = logging.getLogger("azsd.store")
 
 #: Index rowids a step of the sweep looks up (a few ms at a million entries).
 SWEEP_IDS: Final = 20_000
-#: How many event rows were ever deleted: AUTOINCREMENT hands out ids 1, 2, 3, … and keeps the
-#: highest in `sqlite_sequence` (a rolled-back insert gives its id back), so the ids handed out less
-#: the rows left. It grows with every delete, whoever makes it, and with nothing else.
-_DELETED: Final = (
-    "SELECT COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'events'), MAX(id), 0) - COUNT(*) "
-    "FROM events"
-)
 _STALE_IN: Final = (
     "SELECT COUNT(*) FROM azsd_search_docsize AS d WHERE d.rowid > ? AND d.rowid <= ? "
     "AND NOT EXISTS (SELECT 1 FROM events AS e WHERE e.id = d.rowid)"
@@ -70,7 +63,7 @@ class StaleEntries(SearchIndex):
             return self._rebuild_step(conn)
         if self._sweep_from is not None:
             return self._sweep_step(conn)
-        deleted = conn.execute(_DELETED).fetchone()[0]
+        deleted = conn.execute(DELETED_ROWS).fetchone()[0]
         seen = self._deleted_seen
         if seen is None:  # the first look since the file was opened: what the last sweep covered
             row = conn.execute("SELECT value FROM meta WHERE key = ?", (SEARCH_SWEPT_KEY,)).fetchone()
@@ -116,7 +109,7 @@ class StaleEntries(SearchIndex):
         conn.execute(f"ALTER TABLE {NEXT_INDEX} RENAME TO azsd_search")
         conn.execute("DELETE FROM meta WHERE key = ?", (SEARCH_NEXT_HWM_KEY,))
         self._set_search_hwm(conn, top)
-        self._set_meta(conn, SEARCH_SWEPT_KEY, conn.execute(_DELETED).fetchone()[0])
+        self._set_meta(conn, SEARCH_SWEPT_KEY, conn.execute(DELETED_ROWS).fetchone()[0])
         log.info("%s: the search index was rebuilt without the entries of deleted rows", self.path)
         return True
 

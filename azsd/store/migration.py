@@ -14,6 +14,7 @@ from azsd.store.schema import (
     AZUREAL_DDL,
     CONTEXT_DDL,
     CONTEXT_HWM_KEY,
+    DELETED_ROWS,
     DROPPED_COLUMNS,
     FULL_DDL,
     LEGACY_KEY_TABLES,
@@ -55,10 +56,7 @@ def migrate(conn: sqlite3.Connection) -> None:
             conn.execute("DELETE FROM meta WHERE key = ?", (SEARCH_HWM_KEY,))
             # and it holds no entry of a row deleted before: swept already (azsd.store.fts_stale)
             conn.execute(
-                "INSERT OR REPLACE INTO meta (key, value) VALUES (?, "
-                "(SELECT COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'events'), MAX(id), 0) "
-                "- COUNT(*) FROM events))",
-                (SEARCH_SWEPT_KEY,),
+                f"INSERT OR REPLACE INTO meta (key, value) VALUES (?, ({DELETED_ROWS}))", (SEARCH_SWEPT_KEY,)
             )
         columns = _columns(conn, "sessions")
         if "last_claude_uuid" not in columns:

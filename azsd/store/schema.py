@@ -12,6 +12,7 @@ __all__ = [
     "AZUREAL_DDL",
     "CONTEXT_DDL",
     "CONTEXT_HWM_KEY",
+    "DELETED_ROWS",
     "DROPPED_COLUMNS",
     "HWM_KEY",
     "LEGACY_KEY_TABLES",
@@ -236,6 +237,13 @@ OBSOLETE_OBJECTS: Final = frozenset({"azsd_sync_tombstone", "azsd_sync_tombstone
 #: Its name carries the version of :func:`azsd.search.search_text`: a store indexed by another version
 #: is indexed again.
 SEARCH_HWM_KEY: Final = "azsd_search_hwm_v1"
+#: How many event rows were ever deleted: AUTOINCREMENT hands out ids 1, 2, 3, … and keeps the
+#: highest in `sqlite_sequence` (a rolled-back insert gives its id back), so the ids handed out less
+#: the rows left. It grows with every delete, whoever makes it, and with nothing else.
+DELETED_ROWS: Final = (
+    "SELECT COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'events'), MAX(id), 0) - COUNT(*) "
+    "FROM events"
+)
 #: `meta` key of the highest `events.id` the index being built to replace it holds (azsd.store.fts_stale).
 SEARCH_NEXT_HWM_KEY: Final = "azsd_search_next_hwm"
 #: `meta` key of how many event rows had ever been deleted when the index was last swept for entries
