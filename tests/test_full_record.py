@@ -16,7 +16,7 @@ from azsd.events import Hook, ToolCall, ToolResult, UserMessage
 from azsd.ingest import full_record
 from azsd.ingest.full_record import full_events, keep_full_some
 from azsd.ingest.importer import Source, discover, import_source
-from azsd.ingest.sources import AIDER_HISTORY, source_of
+from azsd.ingest.sources import AIDER_HISTORY, Agent, source_of
 from azsd.store import Store, store_path
 from azsd.store.full_record import CHUNK_BYTES, MAX_CHUNK_BYTES, FullGap
 from tests.conftest import corpus_files, requires_corpus
@@ -25,7 +25,7 @@ from tests.opencode_fixture import OpenCodeBuilder
 AIDER_DATA = Path(__file__).parent / "data" / "aider"
 
 
-def _imported(store: Store, history: Path, agent: str = "claude") -> int:
+def _imported(store: Store, history: Path, agent: Agent = "claude") -> int:
     """The session an import of the whole of `history` made."""
     return import_source(store, Source(history, agent, history.stat().st_size)).session_id
 
